@@ -1,0 +1,3 @@
+"""Deployment: Kubernetes manifests, compose, local. Coming next."""
+
+__all__: list[str] = []

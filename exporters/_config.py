@@ -1,0 +1,143 @@
+"""Configuration of the normalizing exporter: flags and an optional YAML file, validated at the edge."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
+
+from inferwatch._yaml import LINE, line_of, load_yaml_file
+from inferwatch.errors import Problem, SpecError
+
+__all__ = ["Target", "ExporterConfig", "parse_target", "parse_listen", "parse_duration", "parse_cap", "load_config"]
+
+_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ms|s|m)?\Z")
+CONFIG_KEYS = ("listen", "timeout", "targets", "max_running_requests", "source", "drop_unmapped", "target_label",
+               "mappings")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One /metrics endpoint to scrape; `name` is the value of the target label."""
+
+    name: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ExporterConfig:
+    targets: tuple[Target, ...] = ()
+    host: str = "0.0.0.0"
+    port: int = 9400
+    timeout: float = 5.0
+    max_running_requests: tuple[tuple[str, float], ...] = ()
+    source: str | None = None
+    drop_unmapped: bool = False
+    target_label: str = "target"
+    mappings: tuple[str, ...] = field(default=())
+
+
+def parse_target(text: str) -> Target:
+    """`URL` or `NAME=URL`; a URL without a path scrapes /metrics."""
+    name, sep, url = text.partition("=")
+    if not sep or "://" in name:
+        name, url = "", text
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not an http(s) URL, e.g. http://localhost:8000/metrics")
+    if parts.path in ("", "/"):
+        url = url.rstrip("/") + "/metrics"
+    return Target(name or parts.netloc, url)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `[::1]:PORT`."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:9400")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def parse_duration(value) -> float:
+    """Seconds from 5, 2.5, '5s', '500ms' or '1m'."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    match = _DURATION.match(str(value).strip())
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"{value!r} is not a duration such as 5s or 500ms")
+    factor = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[match.group(2)]
+    return float(match.group(1)) * factor
+
+
+def parse_cap(text: str) -> tuple[str, float]:
+    """`MODEL=N` for --max-running-requests."""
+    model, sep, number = text.rpartition("=")
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1
+    if not sep or not model or value <= 0:
+        raise ValueError(f"{text!r} is not MODEL=N with N > 0, e.g. llama-3-70b=256")
+    return model, value
+
+
+def load_config(path: str) -> ExporterConfig:
+    """Read an exporter config file; every problem is reported at once."""
+    doc = load_yaml_file(path)
+    problems: list[Problem] = []
+
+    def bad(node, fld, msg):
+        problems.append(Problem(path, line_of(node), fld, msg))
+
+    if not isinstance(doc, dict):
+        raise SpecError([Problem(path, None, "", "expected a mapping with `targets` (see README)")])
+    for key in doc:
+        if key != LINE and key not in CONFIG_KEYS:
+            bad(doc, str(key), f"unknown key (valid: {', '.join(CONFIG_KEYS)})")
+    config = ExporterConfig()
+    targets = []
+    for i, item in enumerate(doc.get("targets") or []):
+        url = item.get("url") if isinstance(item, dict) else item
+        text = f"{item['name']}={url}" if isinstance(item, dict) and item.get("name") else url
+        try:
+            targets.append(parse_target(str(text)))
+        except ValueError as err:
+            bad(item if isinstance(item, dict) else doc, f"targets[{i}]", str(err))
+    config = replace(config, targets=tuple(targets))
+    for key, parser, attr in (("listen", parse_listen, None), ("timeout", parse_duration, "timeout")):
+        if key in doc:
+            try:
+                value = parser(doc[key])
+            except ValueError as err:
+                bad(doc, key, str(err))
+                continue
+            config = replace(config, host=value[0], port=value[1]) if attr is None else replace(config, timeout=value)
+    caps = doc.get("max_running_requests") or {}
+    if not isinstance(caps, dict):
+        bad(doc, "max_running_requests", "expected a mapping of model name to cap, e.g. {llama-3-70b: 256}")
+        caps = {}
+    parsed_caps = []
+    for model, cap in caps.items():
+        if model == LINE:
+            continue
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0:
+            bad(caps, f"max_running_requests.{model}", f"expected a positive number, got {cap!r}")
+        else:
+            parsed_caps.append((str(model), float(cap)))
+    config = replace(config, max_running_requests=tuple(parsed_caps))
+    if "source" in doc:
+        config = replace(config, source=str(doc["source"]))
+    if "drop_unmapped" in doc:
+        config = replace(config, drop_unmapped=bool(doc["drop_unmapped"]))
+    if "target_label" in doc:
+        config = replace(config, target_label=str(doc["target_label"] or ""))
+    mappings = doc.get("mappings") or []
+    if not isinstance(mappings, list):
+        bad(doc, "mappings", "expected a list of mapping files")
+        mappings = []
+    config = replace(config, mappings=tuple(str(m) for m in mappings))
+    if problems:
+        raise SpecError(problems)
+    return config

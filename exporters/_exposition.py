@@ -1,0 +1,254 @@
+"""Read and write the Prometheus text exposition format (0.0.4), fast.
+
+A scrape is split into families at its comment lines. A family whose sample
+lines are all in the canonical shape that prometheus_client and the Go client
+write (labels present or absent, no escapes) is validated with one regex over
+its whole block and kept as text, so the normalizer can rewrite it with string
+operations at C speed. Anything else takes the exact per-line parser, which
+accepts the whole format and reports the line of the first problem.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from inferwatch.errors import ExpositionError
+
+__all__ = [
+    "Family",
+    "Sample",
+    "split_families",
+    "parse_sample",
+    "format_sample",
+    "format_value",
+    "has_label",
+]
+
+FAMILY_TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown", "info",
+                "stateset", "gaugehistogram")
+SUFFIXES = ("_bucket", "_sum", "_count", "_created", "_total", "_info", "_gsum", "_gcount")
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_CANON_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*"'
+_CANON_VALUE = r"[-+0-9.eEInfaN]+"
+_COMMENT = re.compile(r"^#[^\n]*\n", re.M)
+_VALUE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?"
+                    r"|[Ii]nf(?:inity)?|NaN|nan)\Z")
+_TIMESTAMP = re.compile(r"-?[0-9]+\Z")
+_SAMPLE_HEAD = re.compile(rf"({_NAME})[ \t]*")
+_LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*')
+_UNESCAPE = re.compile(r"\\(.)")
+_CANON_CACHE: dict[str, re.Pattern] = {}
+
+
+class Sample(NamedTuple):
+    """One sample line: label values unescaped, value and timestamp as written."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    value: str
+    timestamp: str | None = None
+
+
+@dataclass
+class Family:
+    """One metric family of a scrape: its comment lines and its sample lines."""
+
+    name: str
+    type: str | None = None
+    help_line: str | None = None      # the raw "# HELP ..." line, without newline
+    type_line: str | None = None
+    body: str = ""                    # sample lines, each ending in "\n"
+    canonical: bool = True            # body is in the canonical shape (see module doc)
+    line: int = 0                     # 1-based line where the family starts
+    _samples: list[Sample] | None = field(default=None, repr=False)
+
+    def samples(self) -> list[Sample]:
+        """The parsed samples (parsed once, on demand)."""
+        if self._samples is None:
+            self._samples = [parse_sample(ln, self.line) for ln in self.body.splitlines() if ln.strip()]
+        return self._samples
+
+    def header(self) -> str:
+        return "".join(f"{ln}\n" for ln in (self.help_line, self.type_line) if ln)
+
+
+def _canonical_block(name: str) -> re.Pattern:
+    pattern = _CANON_CACHE.get(name)
+    if pattern is None:
+        if len(_CANON_CACHE) > 8192:
+            _CANON_CACHE.clear()
+        n = re.escape(name)
+        pattern = re.compile(
+            rf"(?:{n}(?:_bucket|_sum|_count|_created|_total)?"
+            rf"(?:\{{{_CANON_LABEL}(?:,{_CANON_LABEL})*\}})? {_CANON_VALUE}(?: -?[0-9]+)?\n)*"
+        )
+        _CANON_CACHE[name] = pattern
+    return pattern
+
+
+def _unescape(value: str) -> str:
+    if "\\" not in value:
+        return value
+    return _UNESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
+def parse_sample(line: str, lineno: int = 0) -> Sample:
+    """Parse one sample line exactly, or raise ExpositionError naming what is wrong."""
+    head = _SAMPLE_HEAD.match(line)
+    if not head:
+        raise ExpositionError(lineno, f"expected a metric name at the start of {_excerpt(line)}")
+    pos = head.end()
+    labels: list[tuple[str, str]] = []
+    if pos < len(line) and line[pos] == "{":
+        pos += 1
+        while True:
+            while pos < len(line) and line[pos] in " \t":
+                pos += 1
+            if pos < len(line) and line[pos] == "}":
+                pos += 1
+                break
+            lab = _LABEL.match(line, pos)
+            if not lab:
+                raise ExpositionError(lineno, f"malformed label set in {_excerpt(line)}")
+            key = lab.group(1)
+            if any(k == key for k, _ in labels):
+                raise ExpositionError(lineno, f"label {key!r} appears twice in {_excerpt(line)}")
+            labels.append((key, _unescape(lab.group(2))))
+            pos = lab.end()
+            if pos < len(line) and line[pos] == ",":
+                pos += 1
+            elif pos < len(line) and line[pos] == "}":
+                pos += 1
+                break
+            else:
+                raise ExpositionError(lineno, f"label set not closed in {_excerpt(line)}")
+    rest = line[pos:].split()
+    if not rest or len(rest) > 2:
+        raise ExpositionError(lineno, f"expected 'name{{labels}} value [timestamp]', got {_excerpt(line)}")
+    if not _VALUE.match(rest[0]):
+        raise ExpositionError(lineno, f"invalid sample value {rest[0]!r} in {_excerpt(line)}")
+    if len(rest) == 2 and not _TIMESTAMP.match(rest[1]):
+        raise ExpositionError(lineno, f"invalid timestamp {rest[1]!r} in {_excerpt(line)}")
+    return Sample(head.group(1), tuple(labels), rest[0], rest[1] if len(rest) == 2 else None)
+
+
+def _excerpt(line: str) -> str:
+    return repr(line if len(line) <= 80 else line[:77] + "...")
+
+
+def _escape(value: str) -> str:
+    if "\\" in value or '"' in value or "\n" in value:
+        value = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def format_value(value: float) -> str:
+    """A float as the Python client writes it (repr, with +Inf/-Inf/NaN)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def format_sample(sample: Sample) -> str:
+    """One sample line, newline included."""
+    labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels)
+    head = f"{sample.name}{{{labels}}}" if labels else sample.name
+    tail = f" {sample.timestamp}" if sample.timestamp is not None else ""
+    return f"{head} {sample.value}{tail}\n"
+
+
+def has_label(body: str, label: str) -> bool:
+    """Whether any line of a canonical body carries `label`."""
+    return f'{{{label}="' in body or f',{label}="' in body
+
+
+def _family_of(sample_name: str, current: Family | None) -> bool:
+    if current is None:
+        return False
+    if sample_name == current.name:
+        return True
+    return sample_name.startswith(current.name) and sample_name[len(current.name):] in SUFFIXES
+
+
+class _Splitter:
+    """State of one pass over a scrape."""
+
+    def __init__(self, text: str, source: str):
+        self.text = text
+        self.source = source
+        self.families: list[Family] = []
+        self.current: Family | None = None
+
+    def line_at(self, offset: int) -> int:
+        return self.text.count("\n", 0, offset) + 1
+
+    def comment(self, line: str, offset: int) -> None:
+        parts = line.split(None, 3)
+        if len(parts) < 3 or parts[1] not in ("HELP", "TYPE"):
+            return  # other comments (and OpenMetrics' # EOF / # UNIT) carry no samples
+        kind, name = parts[1], parts[2]
+        if not re.fullmatch(_NAME, name):
+            raise ExpositionError(self.line_at(offset), f"invalid metric name {name!r} in {kind} line", self.source)
+        cur = self.current
+        if cur is None or cur.name != name or cur.body or (kind == "HELP" and cur.help_line) or (
+                kind == "TYPE" and cur.type_line):
+            cur = Family(name=name, line=self.line_at(offset))
+            self.families.append(cur)
+            self.current = cur
+        if kind == "HELP":
+            cur.help_line = line
+        else:
+            mtype = parts[3].strip() if len(parts) > 3 else ""
+            if mtype not in FAMILY_TYPES:
+                raise ExpositionError(self.line_at(offset), f"unknown metric type {mtype!r} for {name}", self.source)
+            cur.type_line, cur.type = line, mtype
+
+    def samples(self, block: str, offset: int) -> None:
+        cur = self.current
+        if cur is not None and not cur.body and _canonical_block(cur.name).fullmatch(block):
+            cur.body = block
+            return
+        self.slow_samples(block, offset)
+
+    def slow_samples(self, block: str, offset: int) -> None:
+        lineno = self.line_at(offset)
+        for line in block.split("\n"):
+            if line.strip():
+                try:
+                    sample = parse_sample(line, lineno)
+                except ExpositionError as err:
+                    raise ExpositionError(err.line, err.reason, self.source) from None
+                cur = self.current
+                if not _family_of(sample.name, cur):
+                    cur = Family(name=sample.name, line=lineno)
+                    self.families.append(cur)
+                    self.current = cur
+                if cur._samples is None:
+                    cur._samples = [parse_sample(ln, cur.line) for ln in cur.body.splitlines()] if cur.body else []
+                cur._samples.append(sample)
+                cur.canonical = False
+                cur.body += format_sample(sample)
+            lineno += 1
+
+
+def split_families(text: str, source: str = "<input>") -> list[Family]:
+    """Split an exposition into families, validating every line."""
+    if "\x00" in text:
+        raise ExpositionError(text.count("\n", 0, text.index("\x00")) + 1, "binary data (NUL byte)", source)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    splitter = _Splitter(text, source)
+    pos = 0
+    for match in _COMMENT.finditer(text):
+        if match.start() > pos:
+            splitter.samples(text[pos:match.start()], pos)
+        splitter.comment(match.group()[:-1], match.start())
+        pos = match.end()
+    if pos < len(text):
+        splitter.samples(text[pos:], pos)
+    return splitter.families

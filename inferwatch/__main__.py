@@ -1,0 +1,3 @@
+from inferwatch.cli import main
+
+main()

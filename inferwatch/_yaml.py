@@ -1,0 +1,45 @@
+"""YAML loading that remembers line numbers, so errors can point at the input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from inferwatch.errors import Problem, SpecError
+
+__all__ = ["LINE", "load_yaml_file", "line_of"]
+
+LINE = "__line__"
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that stores each mapping's 1-based start line under LINE."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        mapping = super().construct_mapping(node, deep=deep)
+        mapping[LINE] = node.start_mark.line + 1
+        return mapping
+
+
+def load_yaml_file(path: Path | str, text: str | None = None) -> Any:
+    """Parse one YAML document; a syntax error becomes a SpecError naming the line."""
+    path = str(path)
+    try:
+        if text is None:
+            text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise SpecError([Problem(path, None, "", f"cannot read file: {err.strerror}")]) from None
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        reason = getattr(err, "problem", None) or str(err)
+        raise SpecError([Problem(path, line, "", f"invalid YAML: {reason}")]) from None
+
+
+def line_of(node: Any) -> int | None:
+    """The line a loaded mapping started on, if known."""
+    return node.get(LINE) if isinstance(node, dict) else None

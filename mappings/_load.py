@@ -1,0 +1,280 @@
+"""Read the catalog and mapping files into frozen data, collecting every problem."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+from inferwatch._yaml import LINE, line_of, load_yaml_file
+from inferwatch.errors import Problem, SpecError
+from inferwatch.mappings._model import (
+    METRIC_TYPES,
+    Catalog,
+    CatalogMetric,
+    Entry,
+    LabelRule,
+    SourceMapping,
+)
+
+__all__ = ["HERE", "load_catalog", "load_mapping", "builtin_mapping_paths", "load_mappings"]
+
+HERE = Path(__file__).resolve().parent
+CATALOG_PATH = HERE / "catalog.yaml"
+SOURCES_DIR = HERE / "sources"
+
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+
+MAPPING_KEYS = ("version", "source", "detect", "labels", "set_labels", "blank_at_or_above", "metrics")
+ENTRY_KEYS = ("name", "from", "multiply", "divide", "match", "drop_labels", "labels", "note")
+CATALOG_KEYS = ("name", "type", "unit", "concept", "help")
+
+
+class _Collector:
+    """Gathers problems for one file so they are reported together."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.problems: list[Problem] = []
+
+    def add(self, node: Any, field: str, message: str) -> None:
+        self.problems.append(Problem(self.path, line_of(node), field, message))
+
+    def unknown_keys(self, node: dict, allowed: tuple[str, ...], field: str) -> None:
+        for key in node:
+            if key == LINE or key in allowed:
+                continue
+            hint = difflib.get_close_matches(str(key), allowed, n=1)
+            also = f"; did you mean '{hint[0]}'?" if hint else ""
+            self.add(node, f"{field}{key}", f"unknown key{also} (valid: {', '.join(allowed)})")
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            raise SpecError(self.problems)
+
+
+def _names(value: Any, col: _Collector, node: Any, field: str, pattern: re.Pattern, what: str) -> tuple[str, ...]:
+    """A string or list of strings, each matching `pattern`."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        col.add(node, field, f"expected a {what} or a non-empty list of them")
+        return ()
+    for item in items:
+        if not isinstance(item, str) or not pattern.match(item):
+            col.add(node, field, f"{item!r} is not a valid {what}")
+            return ()
+    return tuple(items)
+
+
+def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[LabelRule, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        col.add(node, field, "expected a mapping of target label to source labels, e.g. {model: [model_name]}")
+        return ()
+    rules = []
+    for target, candidates in value.items():
+        if target == LINE:
+            continue
+        if not LABEL_NAME.match(str(target)):
+            col.add(value, f"{field}.{target}", "is not a valid label name")
+            continue
+        names = _names(candidates, col, value, f"{field}.{target}", LABEL_NAME, "label name")
+        if names:
+            rules.append(LabelRule(str(target), names))
+    return tuple(rules)
+
+
+def _string_map(value: Any, col: _Collector, node: Any, field: str) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        col.add(node, field, "expected a mapping of label name to value")
+        return ()
+    pairs = []
+    for key, val in value.items():
+        if key == LINE:
+            continue
+        if not LABEL_NAME.match(str(key)):
+            col.add(value, f"{field}.{key}", "is not a valid label name")
+        elif not isinstance(val, (str, int, float)) or isinstance(val, bool):
+            col.add(value, f"{field}.{key}", "expected a string value")
+        else:
+            pairs.append((str(key), str(val)))
+    return tuple(sorted(pairs))
+
+
+def _number(value: Any) -> float | None:
+    """A YAML number; also a string like '9.2e18', which YAML 1.1 does not read as a float."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _factor(node: dict, key: str, col: _Collector, field: str) -> float | None:
+    if node.get(key) is None:
+        return None
+    value = _number(node[key])
+    if value is None or value <= 0:
+        col.add(node, f"{field}{key}", f"expected a positive number, got {node[key]!r}")
+        return None
+    return value
+
+
+def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
+    """Load the common vocabulary."""
+    col = _Collector(str(path))
+    doc = load_yaml_file(path)
+    metrics: dict[str, CatalogMetric] = {}
+    items = doc.get("metrics") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        col.add(doc, "metrics", "expected a list of metrics")
+        col.raise_if_any()
+    for i, item in enumerate(items):
+        field = f"metrics[{i}]."
+        if not isinstance(item, dict):
+            col.add(doc, field, "expected a mapping")
+            continue
+        col.unknown_keys(item, CATALOG_KEYS, field)
+        missing = [k for k in CATALOG_KEYS if not isinstance(item.get(k), str)]
+        for key in missing:
+            col.add(item, field + key, "required string")
+        if missing:
+            continue
+        if item["type"] not in METRIC_TYPES:
+            col.add(item, field + "type", f"must be one of {', '.join(METRIC_TYPES)}")
+        if item["name"] in metrics:
+            col.add(item, field + "name", f"{item['name']} is listed twice")
+        metrics[item["name"]] = CatalogMetric(**{k: item[k] for k in CATALOG_KEYS})
+    col.raise_if_any()
+    return Catalog(metrics)
+
+
+def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None:
+    field = f"metrics[{i}]."
+    if not isinstance(item, dict):
+        col.add(item, field, "expected a mapping with at least `name` and `from`")
+        return None
+    col.unknown_keys(item, ENTRY_KEYS, field)
+    name = item.get("name")
+    label = f"metrics[{i}] ({name})." if isinstance(name, str) else field
+    if not isinstance(name, str):
+        col.add(item, field + "name", "required: a name from the vocabulary")
+        return None
+    if name not in catalog:
+        hint = difflib.get_close_matches(name, list(catalog.metrics), n=1)
+        also = f"; did you mean '{hint[0]}'?" if hint else ""
+        col.add(item, label + "name", f"'{name}' is not in the vocabulary{also} (list: inferwatch mappings catalog)")
+        return None
+    if "from" not in item:
+        col.add(item, label + "from", "required: the source metric name, or a list with the preferred name first")
+        return None
+    sources = _names(item["from"], col, item, label + "from", METRIC_NAME, "metric name")
+    multiply = _factor(item, "multiply", col, label)
+    divide = _factor(item, "divide", col, label)
+    mtype = catalog[name].type
+    if multiply is not None and divide is not None:
+        col.add(item, label + "multiply", "give either multiply or divide, not both")
+    if mtype == "histogram" and (multiply is not None or divide is not None):
+        col.add(item, label + "multiply", "a histogram cannot be scaled: its `le` boundaries would need scaling too")
+    drop = item.get("drop_labels") or []
+    drop_labels = _names(drop, col, item, label + "drop_labels", LABEL_NAME, "label name") if drop else ()
+    note = item.get("note", "")
+    if not isinstance(note, str):
+        col.add(item, label + "note", "expected a string")
+        note = ""
+    return Entry(
+        name=name,
+        type=mtype,
+        sources=sources,
+        multiply=multiply,
+        divide=divide,
+        match=_string_map(item.get("match"), col, item, label + "match"),
+        drop_labels=drop_labels,
+        labels=_label_rules(item.get("labels"), col, item, label + "labels"),
+        note=note,
+        line=line_of(item),
+    )
+
+
+def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) -> SourceMapping:
+    """Load and validate one mapping file; every problem is reported at once."""
+    path = str(path)
+    col = _Collector(path)
+    doc = load_yaml_file(path, text)
+    if not isinstance(doc, dict):
+        col.add(doc, "", "expected a mapping with `version`, `source` and `metrics` (see mappings/README.md)")
+        col.raise_if_any()
+    col.unknown_keys(doc, MAPPING_KEYS, "")
+    if doc.get("version") != 1:
+        col.add(doc, "version", f"must be 1, got {doc.get('version')!r}")
+    source = doc.get("source")
+    if not isinstance(source, str) or not SOURCE_ID.match(source):
+        col.add(doc, "source", "required: a short lower-case id such as 'tgi' or 'trtllm'")
+    detect = _names(doc.get("detect"), col, doc, "detect", re.compile(r".+"), "name prefix") if "detect" in doc else ()
+    if "detect" not in doc:
+        col.add(doc, "detect", "required: family-name prefixes that identify this source, e.g. ['tgi_']")
+    blank = _number(doc.get("blank_at_or_above"))
+    if doc.get("blank_at_or_above") is not None and blank is None:
+        col.add(doc, "blank_at_or_above", f"expected a number, got {doc['blank_at_or_above']!r}")
+    items = doc.get("metrics")
+    entries: list[Entry] = []
+    if not isinstance(items, list) or not items:
+        col.add(doc, "metrics", "required: a non-empty list of {name, from} entries")
+    else:
+        for i, item in enumerate(items):
+            entry = _entry(item, i, catalog, col)
+            if entry is not None:
+                entries.append(entry)
+    _check_entries(entries, col)
+    col.raise_if_any()
+    return SourceMapping(
+        source=source,
+        path=path,
+        detect=detect,
+        labels=_label_rules(doc.get("labels"), col, doc, "labels"),
+        set_labels=_string_map(doc.get("set_labels"), col, doc, "set_labels"),
+        entries=tuple(entries),
+        blank_at_or_above=blank,
+    )
+
+
+def _check_entries(entries: list[Entry], col: _Collector) -> None:
+    """Cross-entry rules: one unfiltered entry per common name, no source used as two aliases."""
+    seen: dict[tuple[str, tuple], Entry] = {}
+    for entry in entries:
+        key = (entry.name, entry.match)
+        if key in seen:
+            first = seen[key]
+            col.problems.append(Problem(col.path, entry.line, f"metrics ({entry.name})",
+                                        f"maps {entry.name} a second time (first at line {first.line}); "
+                                        "list older names as aliases in one `from` list instead"))
+        seen[key] = entry
+
+
+def builtin_mapping_paths() -> list[Path]:
+    """The mapping files shipped with inferwatch, in a fixed order."""
+    return sorted(SOURCES_DIR.glob("*.yaml"))
+
+
+def load_mappings(extra: list[Path | str] = (), catalog: Catalog | None = None) -> list[SourceMapping]:
+    """The built-in mappings followed by any user mapping files."""
+    catalog = catalog or load_catalog()
+    problems: list[Problem] = []
+    mappings = []
+    for path in [*builtin_mapping_paths(), *extra]:
+        try:
+            mappings.append(load_mapping(path, catalog))
+        except SpecError as err:
+            problems.extend(err.problems)
+    if problems:
+        raise SpecError(problems)
+    return mappings

@@ -1,0 +1,166 @@
+"""Renderers 2 and 3 of the mappings: scrape-time relabeling and recording rules.
+
+Relabeling is the cheapest path (no extra series) but can only rename. So:
+
+* relabel configs rename the labels of every mapped series, set the mapping's
+  fixed labels (engine="vllm"), drop the `_created` companions of mapped
+  families, and rename a metric when its entry is a plain rename;
+* recording rules produce everything else from the (already relabeled) source
+  series: scaled values, filtered or label-dropped copies, a second common
+  name read from the same source, and names with older aliases (`new or old`,
+  so a scrape that emits both yields each series once).
+
+Both together yield the same common series as `inferwatch normalize`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from inferwatch.mappings._model import Entry, LabelRule, SourceMapping
+
+__all__ = ["relabel_configs", "servicemonitor_relabelings", "recording_rules", "renamed_by_relabel"]
+
+_HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def _name_re(name: str) -> str:
+    """A regex for a source name in either spelling (`vllm:x` or sanitized `vllm_x`)."""
+    return "[:_]".join(re.escape(part) for part in name.split(":"))
+
+
+def _alternation(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else "(?:" + "|".join(names) + ")"
+
+
+def renamed_by_relabel(mapping: SourceMapping, entry: Entry) -> bool:
+    """Whether relabeling alone can produce this entry (a plain one-to-one rename)."""
+    if entry.scaled or entry.match or entry.drop_labels or len(entry.sources) != 1:
+        return False
+    if mapping.blank_at_or_above is not None:
+        return False  # blanks must be filtered by value, which relabeling cannot do
+    users = [e for e in mapping.entries if entry.sources[0] in e.sources]
+    return len(users) == 1
+
+
+def _series_re(names: list[str], types: list[str]) -> str:
+    alts = []
+    for name, mtype in zip(names, types):
+        suffix = "(?:_bucket|_sum|_count)" if mtype == "histogram" else ""
+        alts.append(_name_re(name) + suffix)
+    return _alternation(alts)
+
+
+def _label_steps(rule: LabelRule, series: str) -> list[dict]:
+    """Copy the first present candidate into the target, then clear the other candidates."""
+    steps = []
+    for i, cand in enumerate(rule.candidates):
+        if cand == rule.target:
+            continue
+        steps.append({
+            "source_labels": ["__name__", *rule.candidates[: i + 1]],
+            "regex": series + ";" * i + ";(.+)",
+            "target_label": rule.target,
+            "replacement": "$1",
+        })
+    for cand in rule.candidates:
+        if cand != rule.target:
+            steps.append({"source_labels": ["__name__"], "regex": series, "target_label": cand, "replacement": ""})
+    return steps
+
+
+def _created_re(mapping: SourceMapping) -> str:
+    bases = []
+    for entry in mapping.entries:
+        for src in entry.sources:
+            base = src[: -len("_total")] if entry.type == "counter" and src.endswith("_total") else src
+            if entry.type in ("counter", "histogram") and _name_re(base) not in bases:
+                bases.append(_name_re(base))
+    return _alternation(bases) + "_created" if bases else ""
+
+
+def _mapping_relabels(mapping: SourceMapping) -> list[dict]:
+    entries_by_source: dict[str, Entry] = {}
+    for entry in mapping.entries:
+        for src in entry.sources:
+            entries_by_source.setdefault(src, entry)
+    names = list(entries_by_source)
+    series = _series_re(names, [entries_by_source[n].type for n in names])
+    steps: list[dict] = []
+    created = _created_re(mapping)
+    if created:
+        steps.append({"source_labels": ["__name__"], "regex": created, "action": "drop"})
+    for rule in mapping.labels:
+        steps.extend(_label_steps(rule, series))
+    for entry in mapping.entries:
+        for rule in entry.labels:
+            steps.extend(_label_steps(rule, _series_re(list(entry.sources), [entry.type] * len(entry.sources))))
+    for key, value in mapping.set_labels:
+        steps.append({"source_labels": ["__name__"], "regex": series, "target_label": key, "replacement": value})
+    for entry in mapping.entries:
+        if not renamed_by_relabel(mapping, entry):
+            continue
+        src = _name_re(entry.sources[0])
+        if entry.type == "histogram":
+            steps.append({"source_labels": ["__name__"], "regex": f"{src}(_bucket|_sum|_count)",
+                          "target_label": "__name__", "replacement": f"{entry.name}${{1}}"})
+        else:
+            steps.append({"source_labels": ["__name__"], "regex": src,
+                          "target_label": "__name__", "replacement": entry.name})
+    return steps
+
+
+def relabel_configs(mappings: list[SourceMapping]) -> list[dict]:
+    """`metric_relabel_configs` for a Prometheus scrape job."""
+    return [step for mapping in mappings for step in _mapping_relabels(mapping)]
+
+
+_OPERATOR_KEYS = {"source_labels": "sourceLabels", "target_label": "targetLabel"}
+
+
+def servicemonitor_relabelings(mappings: list[SourceMapping]) -> list[dict]:
+    """The same steps as Prometheus Operator `metricRelabelings` (camelCase keys)."""
+    return [{_OPERATOR_KEYS.get(k, k): v for k, v in step.items()} for step in relabel_configs(mappings)]
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _selector(name: str, matchers: tuple[tuple[str, str], ...] = ()) -> str:
+    parts = [f'__name__=~"{_name_re(name)}"'] if ":" in name else []
+    parts += [f'{k}="{v}"' for k, v in matchers]
+    if not parts:
+        return name
+    head = "" if ":" in name else name
+    return head + "{" + ", ".join(parts) + "}"
+
+
+def _expr(mapping: SourceMapping, entry: Entry, suffix: str) -> str:
+    alts = [_selector(src + suffix, entry.match) for src in entry.sources]
+    expr = " or ".join(alts)
+    if mapping.blank_at_or_above is not None:
+        expr = f"({expr}) < {mapping.blank_at_or_above:g}" if len(alts) > 1 else f"{expr} < {mapping.blank_at_or_above:g}"
+    for label in entry.drop_labels:
+        expr = f'label_replace({expr}, "{label}", "", "", "")'
+    if entry.multiply is not None:
+        expr = f"({expr}) * {_number(entry.multiply)}"
+    elif entry.divide is not None:
+        expr = f"({expr}) / {_number(entry.divide)}"
+    return expr
+
+
+def recording_rules(mappings: list[SourceMapping]) -> dict:
+    """A Prometheus rule file with one group per mapping, for what relabeling cannot do."""
+    groups = []
+    for mapping in mappings:
+        rules = []
+        for entry in mapping.entries:
+            if renamed_by_relabel(mapping, entry):
+                continue
+            suffixes = _HISTOGRAM_SUFFIXES if entry.type == "histogram" else ("",)
+            for suffix in suffixes:
+                rules.append({"record": entry.name + suffix, "expr": _expr(mapping, entry, suffix)})
+        if rules:
+            groups.append({"name": f"inferwatch-mappings-{mapping.source}", "rules": rules})
+    return {"groups": groups}

@@ -1,0 +1,3 @@
+"""The SLO compiler: objectives to burn-rate and missing-data alerts. Coming next."""
+
+__all__: list[str] = []

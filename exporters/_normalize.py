@@ -64,9 +64,8 @@ def render(families) -> str:
     """Families as exposition text: one HELP and TYPE each, then their samples."""
     parts = []
     for fam in families:
-        if fam.chunks:
-            parts.append(fam.header)
-            parts.extend(fam.chunks)
+        parts.append(fam.header)  # kept for families without samples too, as the source had them
+        parts.extend(fam.chunks)
     return "".join(parts)
 
 
@@ -236,6 +235,8 @@ def _renames(rules, body: str) -> list[tuple[str, str]] | None:
 def _fast_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> str | None:
     """The rewritten body by string operations, or None if this family needs the exact path."""
     body = fam.body
+    if not body:
+        return ""
     if (not fam.canonical or entry.scaled or entry.match or entry.drop_labels
             or mapping.blank_at_or_above is not None or "_created" in body):
         return None
@@ -279,7 +280,7 @@ def _slow_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> tuple[st
         else:
             value = s.value
         for rule in rules:
-            found = next((labels[c] for c in rule.candidates if c in labels), None)
+            found = next((labels[c] for c in rule.candidates if labels.get(c)), None)  # empty = absent
             for c in rule.candidates:
                 labels.pop(c, None)
             if found is not None:

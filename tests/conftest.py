@@ -1,0 +1,40 @@
+"""Shared fixtures: where the real captures and our own expositions live, and the loaded mappings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from inferwatch.mappings import load_catalog, load_mappings
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("INFERWATCH_SHARED", ROOT.parent / "shared"))
+REAL_CAPTURES = SHARED / "fixtures" / "real-captures"
+EXPOSITIONS = ROOT / "tests" / "fixtures" / "expositions"
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def all_expositions() -> list[Path]:
+    """Every exposition the tests normalize: the real captures, then ours per release."""
+    return sorted(REAL_CAPTURES.glob("*.txt")) + sorted(EXPOSITIONS.glob("*.txt"))
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="session")
+def mappings(catalog):
+    return load_mappings(catalog=catalog)
+
+
+def need(tool: str) -> str:
+    """Path of a required tool; the suite fails (not skips) without it, since CI installs it."""
+    path = shutil.which(tool)
+    if path is None:
+        pytest.fail(f"{tool} not found: install Debian's prometheus package (apt-get install -y prometheus)")
+    return path

@@ -1,0 +1,82 @@
+"""The exposition reader: exact errors with line numbers, and byte-exact round trips."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import all_expositions
+from inferwatch.errors import ExpositionError
+from inferwatch.exporters import Normalizer, split_families
+
+INVALID = [
+    # (exposition, line of the error, words in the message)
+    # not an exposition at all
+    ("<html><body>502 Bad Gateway</body></html>\n", 1, "metric name"),
+    ("garbage here\n", 1, "invalid sample value"),
+    ("\x00\x01binary", 1, "binary"),
+    # truncated or broken sample lines
+    ('ok 1\nvllm:x{model_name="a" 1\n', 2, "label set not closed"),
+    ('vllm:x{model_name="a} 1\n', 1, "malformed label set"),
+    ('vllm:x{model_name=a} 1\n', 1, "malformed label set"),
+    ("vllm:x{} \n", 1, "expected"),
+    ("vllm:x 1 2 3\n", 1, "expected"),
+    ("vllm:x one\n", 1, "invalid sample value"),
+    ("vllm:x 1_000\n", 1, "invalid sample value"),
+    ("vllm:x 1 12.5\n", 1, "invalid timestamp"),
+    ('vllm:x{a="1",a="2"} 1\n', 1, "appears twice"),
+    ('{a="1"} 1\n', 1, "metric name"),
+    # comment lines
+    ("# TYPE vllm:x histogramm\nvllm:x 1\n", 1, "unknown metric type"),
+    ("# HELP 9bad name\n", 1, "invalid metric name"),
+    ("# TYPE x gauge\nx 1\n\n\nx{ 2\n", 5, "malformed label set"),
+]
+
+
+@pytest.mark.parametrize("text,line,words", INVALID)
+def test_invalid_input_names_the_line(text, line, words):
+    with pytest.raises(ExpositionError) as err:
+        split_families(text, "scrape.txt")
+    assert err.value.line == line
+    assert words in str(err.value)
+    assert str(err.value).startswith(f"scrape.txt:{line}:")
+
+
+VALID_ODDITIES = [
+    'x{a="with \\"quotes\\" and \\\\ and \\n"} 1\n',
+    'x{a="1",} 1\n',
+    "x +Inf\nx -Inf\nx NaN\n",
+    "x 1e-3 1700000000000\n",
+    'x{ a = "1" , b="2"} 3\n',
+    "# arbitrary comment\nx 1\n",
+    "x 1",  # no final newline
+]
+
+
+@pytest.mark.parametrize("text", VALID_ODDITIES)
+def test_valid_oddities_parse(text):
+    fams = split_families(text)
+    assert sum(len(f.samples()) for f in fams) >= 1
+
+
+@pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
+def test_round_trip_without_mappings_is_byte_exact(path, catalog):
+    text = path.read_text()
+    assert Normalizer([], catalog).normalize(text).render() == text
+
+
+@pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
+def test_every_fixture_is_canonical_so_the_fast_path_runs(path):
+    assert all(f.canonical for f in split_families(path.read_text()))
+
+
+def test_untyped_families_without_comments_are_grouped():
+    fams = split_families("a 1\na{x=\"1\"} 2\nb_total 3\n")
+    assert [(f.name, len(f.samples())) for f in fams] == [("a", 2), ("b_total", 1)]
+
+
+def test_prometheus_client_agrees_on_the_real_captures():
+    for path in all_expositions():
+        ours = sum(len(f.samples()) for f in split_families(path.read_text()))
+        theirs = sum(len(f.samples) for f in text_string_to_metric_families(path.read_text()))
+        assert ours == theirs, path.name

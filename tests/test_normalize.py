@@ -1,0 +1,210 @@
+"""Normalizing every real capture and every release where names, labels or buckets changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from conftest import EXPOSITIONS, GOLDEN, REAL_CAPTURES, all_expositions
+from inferwatch.exporters import Normalizer, split_families
+from inferwatch.exporters import _normalize
+from inferwatch.mappings import sanitized
+
+UPDATE = os.environ.get("INFERWATCH_UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture(scope="module")
+def normalizer(mappings, catalog):
+    return Normalizer(mappings, catalog)
+
+
+def series(text: str) -> list[tuple]:
+    """(name, sorted labels) of every sample, with empty labels dropped as Prometheus does."""
+    out = []
+    for fam in split_families(text):
+        for s in fam.samples():
+            out.append((s.name, tuple(sorted((k, v) for k, v in s.labels if v)), s.value))
+    return out
+
+
+def common(text: str) -> dict[tuple, str]:
+    return {(n, l): v for n, l, v in series(text) if n.startswith(("llm_", "gpu_"))}
+
+
+@pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
+def test_golden(path, normalizer):
+    """The whole normalized output, compared byte for byte (INFERWATCH_UPDATE_GOLDEN=1 rewrites)."""
+    out = normalizer.normalize(path.read_text()).render()
+    golden = GOLDEN / (path.stem + ".prom")
+    if UPDATE:
+        golden.write_text(out)
+    assert out == golden.read_text()
+
+
+@pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
+def test_output_is_valid_with_each_series_once(path, normalizer):
+    out = normalizer.normalize(path.read_text()).render()
+    fams = split_families(out)
+    names = [f.name for f in fams]
+    assert len(names) == len(set(names)), "one HELP/TYPE per family"
+    keys = [(n, l) for n, l, _ in series(out)]
+    dupes = [k for k, c in Counter(keys).items() if c > 1]
+    assert not dupes
+
+
+@pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
+def test_fast_path_equals_exact_path(path, normalizer, monkeypatch):
+    fast = common(normalizer.normalize(path.read_text()).render())
+    monkeypatch.setattr(_normalize, "_fast_rewrite", lambda *a: None)
+    slow = common(normalizer.normalize(path.read_text()).render())
+    assert fast == slow
+
+
+def test_every_mapped_source_name_is_exercised(mappings, normalizer):
+    """Each source name of every mapping appears in a fixture, and normalizing yields its common name."""
+    seen: set[str] = set()
+    produced: set[str] = set()
+    for path in all_expositions():
+        text = path.read_text()
+        seen |= {f.name for f in split_families(text)}
+        produced |= {n for n, _ in common(normalizer.normalize(text).render())}
+    missing = []
+    for mapping in mappings:
+        for entry in mapping.entries:
+            for src in entry.sources:
+                if src not in seen and sanitized(src) not in seen:
+                    missing.append(f"{mapping.source}: {src}")
+            hist = (entry.name + "_count") if entry.type == "histogram" else entry.name
+            if hist not in produced:
+                missing.append(f"{mapping.source}: {entry.name} never produced")
+    assert not missing
+
+
+def _one(text, normalizer, name, **labels):
+    found = [(l, v) for (n, l), v in common(normalizer.normalize(text).render()).items()
+             if n == name and all(dict(l).get(k) == val for k, val in labels.items())]
+    return found
+
+
+def test_vllm_0_10_emits_itl_once_from_old_and_new_names(normalizer):
+    text = (EXPOSITIONS / "vllm-0.10.2.txt").read_text()
+    counts = _one(text, normalizer, "llm_inter_token_latency_seconds_count")
+    assert sorted(dict(l)["dp_rank"] for l, _ in counts) == ["0", "1"]
+    assert len(_one(text, normalizer, "llm_kv_cache_usage_ratio")) == 2
+    assert len(_one(text, normalizer, "llm_prefix_cache_hit_tokens_total")) == 2
+
+
+def test_old_vllm_tpot_is_inter_token_latency_but_old_sglang_tpot_is_per_request(normalizer):
+    old_vllm = (EXPOSITIONS / "vllm-0.7.3.v1.txt").read_text()
+    assert _one(old_vllm, normalizer, "llm_inter_token_latency_seconds_count")
+    assert not _one(old_vllm, normalizer, "llm_time_per_output_token_seconds_count")
+    old_sglang = (REAL_CAPTURES / "sglang-0.3.6-docs-production-metrics.txt").read_text()
+    [(labels, value)] = _one(old_sglang, normalizer, "llm_time_per_output_token_seconds_count")
+    assert value == "7.400757e+06"
+    assert not _one(old_sglang, normalizer, "llm_inter_token_latency_seconds_count")
+
+
+def test_vllm_engine_label_becomes_dp_rank(normalizer):
+    text = (REAL_CAPTURES / "vllm-0.11.0-hardware-aware-router.txt").read_text()
+    [(labels, _)] = _one(text, normalizer, "llm_requests_running")
+    assert dict(labels) == {"model": "Qwen/Qwen1.5-0.5B-Chat", "dp_rank": "0", "engine": "vllm"}
+
+
+def test_sglang_labels(normalizer):
+    text = (EXPOSITIONS / "sglang-0.5.23.txt").read_text()
+    running = _one(text, normalizer, "llm_requests_running", dp_rank="1")
+    assert dict(running[0][0])["role"] == "unified" and dict(running[0][0])["engine"] == "sglang"
+    assert _one(text, normalizer, "llm_time_to_first_token_seconds_count", is_streaming="true")
+    assert len(_one(text, normalizer, "llm_prefix_cache_hit_tokens_total")) == 2  # by cache_source
+    assert _one(text, normalizer, "llm_http_requests_total", status_code="503")
+    # SGLang's queue histogram is named queue_time_s in 0.5.2 only
+    assert _one((EXPOSITIONS / "sglang-0.5.2.txt").read_text(), normalizer, "llm_request_queue_time_seconds_count")
+
+
+def test_vllm_aborted_is_filtered_from_finished(normalizer):
+    text = (EXPOSITIONS / "vllm-0.33.0.txt").read_text()
+    [(labels, value)] = _one(text, normalizer, "llm_requests_aborted_total")
+    assert "finished_reason" not in dict(labels) and value == "1.0"
+    assert len(_one(text, normalizer, "llm_requests_finished_total")) == 5
+
+
+def test_dcgm_units_and_labels(normalizer):
+    text = (REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt").read_text()
+    [(labels, used)] = _one(text, normalizer, "gpu_memory_used_bytes")
+    assert float(used) == 1 * 1048576
+    labels = dict(labels)
+    assert labels["uuid"].startswith("GPU-a8394b51") and labels["gpu_model"] == "NVIDIA RTX 4000 Ada Generation"
+    assert labels["hostname"].startswith("lke") and labels["pod"] == "cuda-75454ffb9f-8ljq7"
+    assert not {"UUID", "modelName", "Hostname"} & set(labels)
+    [(_, energy)] = _one(text, normalizer, "gpu_energy_joules_total")
+    assert float(energy) == 455497156 / 1000
+
+
+def test_dcgm_exported_labels_win_and_old_namespace_maps(normalizer):
+    text = (EXPOSITIONS / "dcgm-4.5-exported-labels.txt").read_text()
+    [(labels, util)] = _one(text, normalizer, "gpu_utilization_ratio")
+    labels = dict(labels)
+    assert (labels["pod"], labels["namespace"], labels["container"]) == ("sglang-1", "inference", "sglang")
+    assert not any(k.startswith("exported_") for k in labels) and float(util) == 0.99
+    old = (EXPOSITIONS / "dcgm-3.3-old-namespace.txt").read_text()
+    gpu0 = dict(_one(old, normalizer, "gpu_utilization_ratio", gpu="0")[0][0])
+    assert (gpu0["pod"], gpu0["namespace"], gpu0["container"], gpu0["hostname"]) == ("vllm-0", "inference", "vllm", "node-a")
+
+
+def test_dcgm_blank_sentinels_are_missing_not_huge(normalizer):
+    result = normalizer.normalize((EXPOSITIONS / "dcgm-3.3-old-namespace.txt").read_text())
+    temps = _one(result.render(), normalizer, "gpu_temperature_celsius")
+    assert [dict(l)["gpu"] for l, _ in temps] == ["0"]
+    assert result.blanks_dropped == 1
+
+
+def test_sanitized_names_are_recognised(normalizer):
+    text = (EXPOSITIONS / "vllm-0.33.0.txt").read_text().replace("vllm:", "vllm_")
+    assert common(normalizer.normalize(text).render()) == common(
+        normalizer.normalize((EXPOSITIONS / "vllm-0.33.0.txt").read_text()).render())
+
+
+def test_openmetrics_style_counter_family(normalizer):
+    text = '# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name="m"} 5\nvllm:prompt_tokens_created{model_name="m"} 1.7e9\n'
+    assert common(normalizer.normalize(text).render()) == {
+        ("llm_prompt_tokens_total", (("engine", "vllm"), ("model", "m"))): "5"}
+
+
+def test_keep_original_and_drop_unmapped(mappings, catalog):
+    text = (REAL_CAPTURES / "vllm-0.11.0-hardware-aware-router.txt").read_text()
+    kept = Normalizer(mappings, catalog, keep_original=True).normalize(text).render()
+    assert "vllm:num_requests_running{" in kept and "llm_requests_running{" in kept
+    dropped = Normalizer(mappings, catalog, drop_unmapped=True).normalize(text).render()
+    assert {f.name[:4] for f in split_families(dropped)} == {"llm_"}
+
+
+def test_forced_source_maps_without_detection(mappings, catalog):
+    text = "num_running_reqs_x 1\n"
+    assert Normalizer(mappings, catalog, source="sglang").normalize(text).sources == ("sglang",)
+
+
+def _cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "inferwatch", *args], input=stdin, capture_output=True, text=True)
+
+
+def test_cli_normalize_from_file_and_stdin():
+    path = REAL_CAPTURES / "sglang-0.3.6-docs-production-metrics.txt"
+    from_file = _cli("normalize", str(path))
+    from_stdin = _cli("normalize", stdin=path.read_text())
+    assert from_file.returncode == 0 and from_file.stdout == from_stdin.stdout
+    assert "llm_requests_waiting{" in from_file.stdout
+
+
+def test_cli_garbage_gets_a_line_number_not_a_traceback():
+    proc = _cli("normalize", stdin="# TYPE a gauge\na 1\na{ 2\n")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "error: <stdin>:3: malformed label set in 'a{ 2'"
+
+
+def test_cli_unknown_source():
+    proc = _cli("normalize", "--source", "tgi", stdin="a 1\n")
+    assert proc.returncode == 1 and "known" in proc.stderr and "Traceback" not in proc.stderr

@@ -216,10 +216,9 @@ def main() -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as err:  # click usage errors
-        import click
-
-        if isinstance(err, click.ClickException):
+    except Exception as err:
+        # usage errors of the (vendored) click under typer: print click's message, exit 2
+        if hasattr(err, "show") and hasattr(err, "exit_code"):
             err.show()
             sys.exit(err.exit_code)
         raise

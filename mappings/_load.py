@@ -163,9 +163,9 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
     if not isinstance(item, dict):
         col.add(item, field, "expected a mapping with at least `name` and `from`")
         return None
-    col.unknown_keys(item, ENTRY_KEYS, field)
     name = item.get("name")
     label = f"metrics[{i}] ({name})." if isinstance(name, str) else field
+    col.unknown_keys(item, ENTRY_KEYS, label)
     if not isinstance(name, str):
         col.add(item, field + "name", "required: a name from the vocabulary")
         return None

@@ -1,0 +1,108 @@
+"""Mapping files: the shipped ones are valid, a user's works without code, and bad ones get exact errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from inferwatch.errors import SpecError
+from inferwatch.exporters import Normalizer
+from inferwatch.mappings import builtin_mapping_paths, load_mapping
+
+GOOD = """version: 1
+source: tgi
+detect: ["tgi_"]
+set_labels: {engine: tgi}
+metrics:
+  - name: llm_requests_waiting
+    from: tgi_queue_size
+"""
+
+BAD = [
+    # (change to GOOD, line, field, words)
+    (("from: tgi_queue_size", "fro: tgi_queue_size"), 6, "metrics[0] (llm_requests_waiting).fro",
+     "unknown key; did you mean 'from'?"),
+    (("llm_requests_waiting", "llm_request_waiting"), 6, "metrics[0] (llm_request_waiting).name",
+     "did you mean 'llm_requests_waiting'?"),
+    (("version: 1", "version: 2"), 1, "version", "must be 1"),
+    (('detect: ["tgi_"]\n', ""), 1, "detect", "required"),
+    (("    from: tgi_queue_size", "    from: tgi_queue_size\n    multiply: -3"), 6,
+     "metrics[0] (llm_requests_waiting).multiply", "positive number"),
+    (("    from: tgi_queue_size", "    from: 'tgi queue'"), 6, "metrics[0] (llm_requests_waiting).from",
+     "not a valid metric name"),
+    (("source: tgi", "source: TGI!"), 1, "source", "short lower-case id"),
+    (("metrics:", "metrix:"), 1, "metrix", "unknown key; did you mean 'metrics'?"),
+]
+
+
+@pytest.mark.parametrize("change,line,field,words", BAD)
+def test_bad_mapping_names_file_line_field(change, line, field, words, catalog, tmp_path):
+    path = tmp_path / "tgi.yaml"
+    path.write_text(GOOD.replace(*change))
+    with pytest.raises(SpecError) as err:
+        load_mapping(path, catalog)
+    messages = [str(p) for p in err.value.problems]
+    assert any(m.startswith(f"{path}:{line}: {field}:") and words in m for m in messages), messages
+
+
+def test_histogram_scale_and_duplicates_are_rejected_together(catalog, tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text(GOOD + "  - name: llm_time_to_first_token_seconds\n    from: tgi_ttft\n    divide: 1000\n"
+                    "  - name: llm_requests_waiting\n    from: tgi_other\n")
+    with pytest.raises(SpecError) as err:
+        load_mapping(path, catalog)
+    text = str(err.value)
+    assert "cannot be scaled" in text and "maps llm_requests_waiting a second time" in text
+
+
+def test_invalid_yaml_names_the_line(catalog, tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("version: 1\nmetrics: [\n")
+    with pytest.raises(SpecError) as err:
+        load_mapping(path, catalog)
+    assert str(err.value).startswith(f"{path}:3: invalid YAML")
+
+
+@pytest.mark.parametrize("path", builtin_mapping_paths() + [ROOT / "mappings/examples/tgi.yaml"], ids=lambda p: p.name)
+def test_shipped_mappings_check_clean(path):
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "check", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and ": ok: source" in proc.stdout
+
+
+def test_cli_check_lists_every_problem_without_traceback(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(GOOD.replace("version: 1", "version: 3").replace("tgi_queue_size", "9x"))
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "check", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count(str(path)) == 2
+
+
+def test_user_mapping_works_without_code(mappings, catalog):
+    from inferwatch.mappings import load_mappings
+
+    user = load_mappings([ROOT / "mappings/examples/tgi.yaml"], catalog)
+    text = ('# TYPE tgi_queue_size gauge\ntgi_queue_size 3\n'
+            '# TYPE tgi_request_duration histogram\ntgi_request_duration_bucket{le="1"} 2\n'
+            'tgi_request_duration_bucket{le="+Inf"} 3\ntgi_request_duration_sum 2.5\ntgi_request_duration_count 3\n')
+    out = Normalizer(user, catalog).normalize(text)
+    assert out.sources == ("tgi",)
+    rendered = out.render()
+    assert 'llm_requests_waiting{engine="tgi"} 3' in rendered
+    assert 'llm_request_duration_seconds_bucket{le="+Inf",engine="tgi"} 3' in rendered
+    relabel = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "relabel", "--source", "tgi",
+                              "--mapping", str(ROOT / "mappings/examples/tgi.yaml")], capture_output=True, text=True)
+    assert relabel.returncode == 0 and "replacement: llm_requests_waiting" in relabel.stdout
+
+
+def test_servicemonitor_format_uses_operator_keys():
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "relabel", "--format", "servicemonitor",
+                           "--source", "vllm"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("metricRelabelings:") and "sourceLabels:" in proc.stdout
+    assert "source_labels" not in proc.stdout

@@ -33,7 +33,6 @@ SUFFIXES = ("_bucket", "_sum", "_count", "_created", "_total", "_info", "_gsum",
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _CANON_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*"'
 _CANON_VALUE = r"[-+0-9.eEInfaN]+"
-_COMMENT = re.compile(r"^#[^\n]*\n", re.M)
 _VALUE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?"
                     r"|[Ii]nf(?:inity)?|NaN|nan)\Z")
 _TIMESTAMP = re.compile(r"-?[0-9]+\Z")
@@ -183,9 +182,15 @@ class _Splitter:
         self.source = source
         self.families: list[Family] = []
         self.current: Family | None = None
+        self._counted = (0, 1)  # (offset, line there): offsets only grow, so counting stays linear
 
     def line_at(self, offset: int) -> int:
-        return self.text.count("\n", 0, offset) + 1
+        start, line = self._counted
+        if offset < start:
+            return self.text.count("\n", 0, offset) + 1
+        line += self.text.count("\n", start, offset)
+        self._counted = (offset, line)
+        return line
 
     def comment(self, line: str, offset: int) -> None:
         parts = line.split(None, 3)
@@ -244,11 +249,18 @@ def split_families(text: str, source: str = "<input>") -> list[Family]:
         text += "\n"
     splitter = _Splitter(text, source)
     pos = 0
-    for match in _COMMENT.finditer(text):
-        if match.start() > pos:
-            splitter.samples(text[pos:match.start()], pos)
-        splitter.comment(match.group()[:-1], match.start())
-        pos = match.end()
-    if pos < len(text):
-        splitter.samples(text[pos:], pos)
+    while pos < len(text):
+        # the next comment line starts at `pos` or after a newline; str.find runs at C speed
+        if text.startswith("#", pos):
+            start = pos
+        else:
+            start = text.find("\n#", pos - 1 if pos else 0) + 1
+            if start == 0:
+                splitter.samples(text[pos:], pos)
+                break
+        if start > pos:
+            splitter.samples(text[pos:start], pos)
+        end = text.index("\n", start)
+        splitter.comment(text[start:end], start)
+        pos = end + 1
     return splitter.families

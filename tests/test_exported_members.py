@@ -1,0 +1,18 @@
+"""Each inferwatch package's __all__ is exactly its public names (after httpx's test)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PACKAGES = ["inferwatch", "inferwatch.mappings", "inferwatch.exporters", "inferwatch.dashboards", "inferwatch.slo",
+            "inferwatch.alerts", "inferwatch.deploy"]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_matches_public_names(name):
+    module = importlib.import_module(name)
+    public = {n for n, v in vars(module).items()
+              if (not n.startswith("_") or n == "__version__") and not (hasattr(v, "__name__") and type(v).__name__ == "module")}
+    assert set(module.__all__) == public

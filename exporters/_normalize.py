@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from inferwatch.errors import InferwatchError
 from inferwatch.exporters._exposition import (
     Family,
     Sample,
@@ -133,7 +134,6 @@ class Normalizer:
         if source is not None:
             found = [m for m in self.mappings if m.source == source]
             if not found:
-                from inferwatch.errors import InferwatchError
                 known = ", ".join(m.source for m in self.mappings)
                 raise InferwatchError(f"unknown source {source!r}; known sources: {known}")
             self.forced = found[-1]

@@ -222,6 +222,8 @@ class _Splitter:
 
     def slow_samples(self, block: str, offset: int) -> None:
         lineno = self.line_at(offset)
+        written: dict[int, list[str]] = {}  # family id -> new body lines, joined once at the end
+        touched: list[Family] = []
         for line in block.split("\n"):
             if line.strip():
                 try:
@@ -233,12 +235,16 @@ class _Splitter:
                     cur = Family(name=sample.name, line=lineno)
                     self.families.append(cur)
                     self.current = cur
-                if cur._samples is None:
-                    cur._samples = [parse_sample(ln, cur.line) for ln in cur.body.splitlines()] if cur.body else []
+                if id(cur) not in written:
+                    written[id(cur)] = []
+                    touched.append(cur)
+                    cur.samples()  # parse what the family already holds before adding to it
                 cur._samples.append(sample)
-                cur.canonical = False
-                cur.body += format_sample(sample)
+                written[id(cur)].append(format_sample(sample))
             lineno += 1
+        for fam in touched:
+            fam.body += "".join(written[id(fam)])
+            fam.canonical = False
 
 
 def split_families(text: str, source: str = "<input>") -> list[Family]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from inferwatch.errors import InferwatchError
 from inferwatch.exporters._exposition import (
     Family,
     Sample,
@@ -22,7 +21,7 @@ from inferwatch.exporters._exposition import (
     parse_sample,
     split_families,
 )
-from inferwatch.mappings import Catalog, Entry, SourceMapping, sanitized
+from inferwatch.mappings import Catalog, Entry, SourceMapping, sanitized, select_source
 
 __all__ = ["Normalizer", "NormalizeResult", "OutFamily", "add_label"]
 
@@ -130,13 +129,9 @@ class Normalizer:
         self.catalog = catalog
         self.drop_unmapped = drop_unmapped
         self.keep_original = keep_original
-        self.forced = None
-        if source is not None:
-            found = [m for m in self.mappings if m.source == source]
-            if not found:
-                known = ", ".join(m.source for m in self.mappings)
-                raise InferwatchError(f"unknown source {source!r}; known sources: {known}")
-            self.forced = found[-1]
+        self.forced = select_source(self.mappings, source) if source is not None else None
+        # detect prefixes in both spellings, computed once rather than per scrape
+        self._detect = [(m, tuple({*m.detect, *(sanitized(p) for p in m.detect)})) for m in self.mappings]
         self._indexes: dict[tuple[str, ...], _Index] = {}
 
     def detect(self, families: list[Family]) -> list[SourceMapping]:
@@ -144,12 +139,7 @@ class Normalizer:
         if self.forced is not None:
             return [self.forced]
         names = [f.name for f in families]
-        found = []
-        for mapping in self.mappings:
-            prefixes = tuple({*mapping.detect, *(sanitized(p) for p in mapping.detect)})
-            if any(n.startswith(prefixes) for n in names):
-                found.append(mapping)
-        return found
+        return [mapping for mapping, prefixes in self._detect if any(n.startswith(prefixes) for n in names)]
 
     def _index(self, active: list[SourceMapping]) -> _Index:
         key = tuple(m.path for m in active)
@@ -162,15 +152,12 @@ class Normalizer:
         families = split_families(text, origin)
         active = self.detect(families)
         index = self._index(active)
-        present = set()
-        for fam in families:
-            for _, _, src in index.lookup(fam)[0]:
-                present.add(src)
+        looked_up = [(fam, *index.lookup(fam)) for fam in families]
+        present = {src for _, uses, _ in looked_up for _, _, src in uses}
         out: dict[str, OutFamily] = {}
         result = NormalizeResult(out, tuple(m.source for m in active), 0, 0)
-        for fam in families:
+        for fam, uses, exact in looked_up:
             result.series_in += fam.body.count("\n")
-            uses, exact = index.lookup(fam)
             if uses:
                 for mapping, entry, src in uses:
                     if _preferred(entry, present) == src:

@@ -30,15 +30,12 @@ SourceOpt = Annotated[Optional[str], typer.Option(help="Use this mapping only (v
 
 
 def _mappings(extra: list[Path], source: str | None = None):
-    from inferwatch.mappings import load_catalog, load_mappings
+    from inferwatch.mappings import load_catalog, load_mappings, select_source
 
     catalog = load_catalog()
     mappings = load_mappings(extra, catalog)
     if source is not None:
-        chosen = [m for m in mappings if m.source == source]
-        if not chosen:
-            raise InferwatchError(f"unknown source {source!r}; known: {', '.join(m.source for m in mappings)}")
-        mappings = chosen[-1:]
+        mappings = [select_source(mappings, source)]
     return catalog, mappings
 
 

@@ -4,7 +4,13 @@
     mappings = load_mappings()          # vLLM, SGLang, dcgm-exporter, plus user files
 """
 
-from inferwatch.mappings._load import builtin_mapping_paths, load_catalog, load_mapping, load_mappings
+from inferwatch.mappings._load import (
+    builtin_mapping_paths,
+    load_catalog,
+    load_mapping,
+    load_mappings,
+    select_source,
+)
 from inferwatch.mappings._model import Catalog, CatalogMetric, Entry, LabelRule, SourceMapping, sanitized
 
 __all__ = [
@@ -18,6 +24,7 @@ __all__ = [
     "load_mapping",
     "load_mappings",
     "sanitized",
+    "select_source",
 ]
 
 from inferwatch.mappings._render import (  # noqa: E402

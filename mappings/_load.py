@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from inferwatch._yaml import LINE, line_of, load_yaml_file
-from inferwatch.errors import Problem, SpecError
+from inferwatch.errors import InferwatchError, Problem, SpecError
 from inferwatch.mappings._model import (
     METRIC_TYPES,
     Catalog,
@@ -18,7 +18,7 @@ from inferwatch.mappings._model import (
     SourceMapping,
 )
 
-__all__ = ["HERE", "load_catalog", "load_mapping", "builtin_mapping_paths", "load_mappings"]
+__all__ = ["HERE", "load_catalog", "load_mapping", "builtin_mapping_paths", "load_mappings", "select_source"]
 
 HERE = Path(__file__).resolve().parent
 CATALOG_PATH = HERE / "catalog.yaml"
@@ -278,3 +278,12 @@ def load_mappings(extra: list[Path | str] = (), catalog: Catalog | None = None) 
     if problems:
         raise SpecError(problems)
     return mappings
+
+
+def select_source(mappings: list[SourceMapping], source: str) -> SourceMapping:
+    """The mapping with this source id (a later user file overrides a built-in one)."""
+    found = [m for m in mappings if m.source == source]
+    if not found:
+        known = ", ".join(m.source for m in mappings)
+        raise InferwatchError(f"unknown source {source!r}; known sources: {known}")
+    return found[-1]

@@ -75,27 +75,27 @@ def _in_checkout() -> bool:
     return (root / "pyproject.toml").is_file() and (root / ".git").exists()
 
 
-def refresh_sources() -> list[Path]:
-    """Rewrite the checked-in copies that differ; returns the files changed."""
-    if not _in_checkout():
-        return []
-    changed = []
-    for rel, text in artifacts().items():
-        path = SOURCE_COPIES.get(rel)
-        if path is None:
-            continue
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    return changed
-
-
-def check() -> list[str]:
-    """Checked-in copies that differ from what the code generates now."""
+def _stale() -> list[tuple[Path, str]]:
+    """(checked-in copy, what the code generates now) for every copy that differs."""
     stale = []
     for rel, text in artifacts().items():
         path = SOURCE_COPIES.get(rel)
         if path is not None and (not path.is_file() or path.read_text(encoding="utf-8") != text):
-            stale.append(str(path))
+            stale.append((path, text))
     return stale
+
+
+def refresh_sources() -> list[Path]:
+    """Rewrite the checked-in copies that differ; returns the files changed."""
+    if not _in_checkout():
+        return []
+    stale = _stale()
+    for path, text in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return [path for path, _ in stale]
+
+
+def check() -> list[str]:
+    """Checked-in copies that differ from what the code generates now."""
+    return [str(path) for path, _ in _stale()]

@@ -32,9 +32,10 @@ SUFFIXES = ("_bucket", "_sum", "_count", "_created", "_total", "_info", "_gsum",
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _CANON_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*"'
-_CANON_VALUE = r"[-+0-9.eEInfaN]+"
-_VALUE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?"
-                    r"|[Ii]nf(?:inity)?|NaN|nan)\Z")
+# One value grammar for both paths, so the fast path never lets through what the exact one rejects.
+_VALUE_RE = (r"[-+]?(?:[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?"
+             r"|[Ii]nf(?:inity)?|NaN|nan)")
+_VALUE = re.compile(_VALUE_RE + r"\Z")
 _TIMESTAMP = re.compile(r"-?[0-9]+\Z")
 _SAMPLE_HEAD = re.compile(rf"({_NAME})[ \t]*")
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*')
@@ -82,7 +83,7 @@ def _canonical_block(name: str) -> re.Pattern:
         n = re.escape(name)
         pattern = re.compile(
             rf"(?:{n}(?:_bucket|_sum|_count|_created|_total)?"
-            rf"(?:\{{{_CANON_LABEL}(?:,{_CANON_LABEL})*\}})? {_CANON_VALUE}(?: -?[0-9]+)?\n)*"
+            rf"(?:\{{{_CANON_LABEL}(?:,{_CANON_LABEL})*\}})? (?:{_VALUE_RE})(?: -?[0-9]+)?\n)*"
         )
         _CANON_CACHE[name] = pattern
     return pattern

@@ -22,6 +22,9 @@ INVALID = [
     ("vllm:x{} \n", 1, "expected"),
     ("vllm:x 1 2 3\n", 1, "expected"),
     ("vllm:x one\n", 1, "invalid sample value"),
+    # canonical-looking lines must not slip through the fast path with a bad value
+    ('# TYPE vllm:x gauge\nvllm:x{model_name="m"} 1.2.3\n', 2, "invalid sample value"),
+    ('# TYPE vllm:x gauge\nvllm:x{model_name="m"} 1 2 3\n', 2, "expected"),
     ("vllm:x 1_000\n", 1, "invalid sample value"),
     ("vllm:x 1 12.5\n", 1, "invalid timestamp"),
     ('vllm:x{a="1",a="2"} 1\n', 1, "appears twice"),

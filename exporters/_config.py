@@ -106,14 +106,17 @@ def load_config(path: str) -> ExporterConfig:
         except ValueError as err:
             bad(item if isinstance(item, dict) else doc, f"targets[{i}]", str(err))
     config = replace(config, targets=tuple(targets))
-    for key, parser, attr in (("listen", parse_listen, None), ("timeout", parse_duration, "timeout")):
-        if key in doc:
-            try:
-                value = parser(doc[key])
-            except ValueError as err:
-                bad(doc, key, str(err))
-                continue
-            config = replace(config, host=value[0], port=value[1]) if attr is None else replace(config, timeout=value)
+    try:
+        if "listen" in doc:
+            host, port = parse_listen(doc["listen"])
+            config = replace(config, host=host, port=port)
+    except ValueError as err:
+        bad(doc, "listen", str(err))
+    try:
+        if "timeout" in doc:
+            config = replace(config, timeout=parse_duration(doc["timeout"]))
+    except ValueError as err:
+        bad(doc, "timeout", str(err))
     caps = doc.get("max_running_requests") or {}
     if not isinstance(caps, dict):
         bad(doc, "max_running_requests", "expected a mapping of model name to cap, e.g. {llama-3-70b: 256}")

@@ -223,8 +223,7 @@ class _Splitter:
 
     def slow_samples(self, block: str, offset: int) -> None:
         lineno = self.line_at(offset)
-        written: dict[int, list[str]] = {}  # family id -> new body lines, joined once at the end
-        touched: list[Family] = []
+        written: dict[int, tuple[Family, list[str]]] = {}  # new body lines per family, joined once at the end
         for line in block.split("\n"):
             if line.strip():
                 try:
@@ -237,14 +236,13 @@ class _Splitter:
                     self.families.append(cur)
                     self.current = cur
                 if id(cur) not in written:
-                    written[id(cur)] = []
-                    touched.append(cur)
                     cur.samples()  # parse what the family already holds before adding to it
+                    written[id(cur)] = (cur, [])
                 cur._samples.append(sample)
-                written[id(cur)].append(format_sample(sample))
+                written[id(cur)][1].append(format_sample(sample))
             lineno += 1
-        for fam in touched:
-            fam.body += "".join(written[id(fam)])
+        for fam, lines in written.values():
+            fam.body += "".join(lines)
             fam.canonical = False
 
 

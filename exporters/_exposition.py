@@ -21,6 +21,7 @@ __all__ = [
     "Sample",
     "split_families",
     "parse_sample",
+    "format_header",
     "format_sample",
     "format_value",
     "has_label",
@@ -152,6 +153,12 @@ def format_value(value: float) -> str:
     if value in (float("inf"), float("-inf")):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value))
+
+
+def format_header(name: str, mtype: str, help_text: str) -> str:
+    """The HELP and TYPE lines of a family, help text escaped."""
+    help_text = help_text.replace("\\", "\\\\").replace("\n", "\\n")
+    return f"# HELP {name} {help_text}\n# TYPE {name} {mtype}\n"
 
 
 def format_sample(sample: Sample) -> str:

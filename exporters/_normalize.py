@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from inferwatch.exporters._exposition import (
     Family,
     Sample,
+    format_header,
     format_sample,
     format_value,
     has_label,
@@ -80,11 +81,6 @@ def add_label(body: str, canonical: bool, key: str, value: str) -> str:
         labels = tuple((k, v) for k, v in s.labels if k != key) + ((key, value),)
         out.append(format_sample(s._replace(labels=labels)))
     return "".join(out)
-
-
-def _header(name: str, mtype: str, help_text: str) -> str:
-    help_text = help_text.replace("\\", "\\\\").replace("\n", "\\n")
-    return f"# HELP {name} {help_text}\n# TYPE {name} {mtype}\n"
 
 
 class _Index:
@@ -182,7 +178,8 @@ class Normalizer:
             result.warnings.append(f"{fam.name} is typed {fam.type}; exposed as {entry.name} ({entry.type})")
         target = out.get(entry.name)
         if target is None:
-            target = out[entry.name] = OutFamily(entry.name, _header(entry.name, entry.type, self.catalog[entry.name].help))
+            target = out[entry.name] = OutFamily(entry.name, format_header(entry.name, entry.type,
+                                                                          self.catalog[entry.name].help))
         body = _fast_rewrite(mapping, entry, fam) if exact else None
         if body is not None:
             target.add(body, True)

@@ -19,7 +19,7 @@ from aiohttp import web
 from inferwatch import __version__
 from inferwatch.errors import ExpositionError
 from inferwatch.exporters._config import ExporterConfig, Target
-from inferwatch.exporters._exposition import format_sample, Sample, format_value
+from inferwatch.exporters._exposition import Sample, format_header, format_sample, format_value
 from inferwatch.exporters._normalize import Normalizer, NormalizeResult, OutFamily, add_label, render
 
 __all__ = ["NormalizingExporter", "TargetState", "MAX_BODY_BYTES"]
@@ -134,7 +134,7 @@ class NormalizingExporter:
             return
         name = "llm_max_running_requests"
         help_text = self.normalizer.catalog[name].help
-        fam = merged.setdefault(name, OutFamily(name, f"# HELP {name} {help_text}\n# TYPE {name} gauge\n"))
+        fam = merged.setdefault(name, OutFamily(name, format_header(name, "gauge", help_text)))
         for model, cap in self.config.max_running_requests:
             fam.add(format_sample(Sample(name, (("model", model),), format_value(cap))), False)
 
@@ -142,7 +142,7 @@ class NormalizingExporter:
         lines: list[str] = []
 
         def family(name: str, mtype: str, help_text: str, samples: list[tuple[tuple, float]]) -> None:
-            lines.append(f"# HELP {_PREFIX}{name} {help_text}\n# TYPE {_PREFIX}{name} {mtype}\n")
+            lines.append(format_header(_PREFIX + name, mtype, help_text))
             for labels, value in samples:
                 lines.append(format_sample(Sample(_PREFIX + name, labels, format_value(value))))
 

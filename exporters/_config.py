@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+from inferwatch import durations
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 
 __all__ = ["Target", "ExporterConfig", "parse_target", "parse_listen", "parse_duration", "parse_cap", "load_config"]
 
-_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ms|s|m)?\Z")
 CONFIG_KEYS = ("listen", "timeout", "targets", "max_running_requests", "source", "drop_unmapped", "target_label",
                "mappings")
 
@@ -62,13 +61,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def parse_duration(value) -> float:
     """Seconds from 5, 2.5, '5s', '500ms' or '1m'."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    match = _DURATION.match(str(value).strip())
-    if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"{value!r} is not a duration such as 5s or 500ms")
-    factor = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[match.group(2)]
-    return float(match.group(1)) * factor
+    return float(durations.parse_duration(value, units="ms s m"))
 
 
 def parse_cap(text: str) -> tuple[str, float]:

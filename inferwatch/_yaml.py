@@ -9,7 +9,7 @@ import yaml
 
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["LINE", "load_yaml_file", "line_of"]
+__all__ = ["LINE", "load_yaml_file", "line_of", "dump_yaml"]
 
 LINE = "__line__"
 
@@ -43,3 +43,20 @@ def load_yaml_file(path: Path | str, text: str | None = None) -> Any:
 def line_of(node: Any) -> int | None:
     """The line a loaded mapping started on, if known."""
     return node.get(LINE) if isinstance(node, dict) else None
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, keys in insertion order, long lines kept whole."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(data) -> str:
+    """YAML for generated files: block style, keys in the order given, multi-line strings as | blocks."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=1000, default_flow_style=False)

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch._cli_slo import slo_app
 from inferwatch.errors import InferwatchError
 
 __all__ = ["app", "main"]
@@ -24,6 +25,7 @@ mappings_app = typer.Typer(help="The common vocabulary and the per-source mappin
 exporter_app = typer.Typer(help="Run an exporter.", no_args_is_help=True)
 app.add_typer(mappings_app, name="mappings")
 app.add_typer(exporter_app, name="exporter")
+app.add_typer(slo_app, name="slo")
 
 MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", help="Extra mapping file (repeatable).")]
 SourceOpt = Annotated[Optional[str], typer.Option(help="Use this mapping only (vllm, sglang, dcgm or a user's).")]
@@ -116,7 +118,7 @@ def mappings_catalog():
 def mappings_relabel(fmt: Annotated[str, typer.Option("--format", help="prometheus or servicemonitor")] = "prometheus",
                      source: SourceOpt = None, mapping: MappingOpt = []):
     """Print metric_relabel_configs (or ServiceMonitor metricRelabelings) that rename at scrape time."""
-    from inferwatch.build import dump_yaml
+    from inferwatch._yaml import dump_yaml
     from inferwatch.mappings import relabel_configs, servicemonitor_relabelings
 
     _, mappings = _mappings(mapping, source)
@@ -131,7 +133,7 @@ def mappings_relabel(fmt: Annotated[str, typer.Option("--format", help="promethe
 @mappings_app.command("rules")
 def mappings_rules(source: SourceOpt = None, mapping: MappingOpt = []):
     """Print recording rules for what relabeling cannot do (scaling, derived series, old-name fallbacks)."""
-    from inferwatch.build import dump_yaml
+    from inferwatch._yaml import dump_yaml
     from inferwatch.mappings import recording_rules
 
     _, mappings = _mappings(mapping, source)

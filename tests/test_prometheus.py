@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import all_expositions, need
-from inferwatch.build import dump_yaml
+from inferwatch._yaml import dump_yaml
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.mappings import recording_rules, relabel_configs
 from promtools import prometheus, query, serve, wait_for
@@ -133,9 +133,9 @@ def test_recording_rules_match_normalize_under_promtool(scraped, mappings, catal
 
 
 def test_checked_in_rules_pass_promtool_check():
-    from inferwatch.build import SOURCE_COPIES
+    from inferwatch.build import source_copies
 
-    path = SOURCE_COPIES["prometheus/rules/inferwatch-mappings.rules.yaml"]
+    path = source_copies()["prometheus/rules/inferwatch-mappings.rules.yaml"]
     proc = subprocess.run([need("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = yaml.safe_load(path.read_text())

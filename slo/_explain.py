@@ -1,0 +1,63 @@
+"""`inferwatch slo explain`: per objective and tier, what fires when, in plain numbers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from inferwatch.durations import format_seconds
+from inferwatch.slo._burn import decimal, tier_math
+from inferwatch.slo._model import Spec
+from inferwatch.slo._rules import window_name
+
+__all__ = ["explain", "explain_rows", "COLUMNS"]
+
+COLUMNS = ("tier", "severity", "long / short", "burn factor", "fires above", "budget spent", "min events",
+           "detect outage", "detect 10x", "reset")
+
+
+def _when(value: Fraction | None) -> str:
+    return "never" if value is None else format_seconds(value)
+
+
+def explain_rows(spec: Spec, objective) -> list[tuple[str, ...]]:
+    rows = []
+    for tier in spec.tiers:
+        m = tier_math(spec, objective, tier)
+        ten_x = min(10 * objective.budget, Fraction(1))
+        rows.append((
+            tier.name, tier.severity, f"{window_name(tier.long)} / {window_name(tier.short)}",
+            f"{decimal(m.factor)}x", f"{decimal(m.threshold * 100)}%" if m.fires else "unreachable",
+            f"{decimal(tier.budget_percent)}%", str(m.min_events),
+            _when(m.detection(Fraction(1)) if m.fires else None),
+            _when(m.detection(ten_x) if m.fires else None),
+            format_seconds(m.reset()) if m.fires else "-"))
+    return rows
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def explain(spec: Spec) -> str:
+    scope = ", ".join(str(e) for e in spec.engines) if spec.source == "engine" else "the front door"
+    selector = ", ".join(m.render() for m in spec.selector) or "all series"
+    lines = [f"{spec.service}: window {window_name(spec.window)}, source {spec.source} ({scope}); "
+             f"selector {selector}" + (f"; one SLO per {', '.join(spec.group_by)}" if spec.group_by else "")]
+    for objective in spec.objectives:
+        budget = objective.budget
+        lines += ["", f"{objective.name} ({objective.kind}): {decimal(objective.target * 100)}% of "
+                      f"{objective.sli.means}",
+                  f"  error budget {decimal(budget * 100)}% of events: "
+                  f"{decimal(budget * spec.window / 60)} minutes of total outage per {window_name(spec.window)}"]
+        lines += _table([COLUMNS] + explain_rows(spec, objective))
+    bad = "1 bad request" if spec.min_bad_events == 1 else f"{spec.min_bad_events} bad requests"
+    lines += ["", "Reading the table:",
+              "  fires above   error ratio both windows must exceed (burn factor x error budget)",
+              "  budget spent  share of the whole error budget gone when the tier fires",
+              f"  min events    events the long window needs before the tier may fire, so {bad} alone cannot",
+              "  detect        time from the start of a total outage (or a 10x burn) to firing, windows clean before",
+              "  reset         time from the end of a long total outage until the alert clears",
+              "  The rules count whole minutes: add up to 1m to each time. LLMSLIDataMissing fires "
+              f"{window_name(spec.missing_data_for)} after the series vanish or their target fails its scrape."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""The typed SLO spec the compiler works from: frozen dataclasses, built only by `_spec.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+__all__ = ["Matcher", "Selector", "LatencySLI", "RatioSLI", "Tier", "Objective", "Spec", "EngineRef"]
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One PromQL label matcher: `label op "value"` with op one of = != =~ !~."""
+
+    label: str
+    op: str
+    value: str
+
+    def render(self) -> str:
+        value = self.value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'{self.label}{self.op}"{value}"'
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A vector selector: a metric name and its matchers."""
+
+    metric: str
+    matchers: tuple[Matcher, ...] = ()
+
+    def render(self, *extra: Matcher) -> str:
+        matchers = self.matchers + extra
+        return self.metric + ("{" + ", ".join(m.render() for m in matchers) + "}" if matchers else "")
+
+    def with_matchers(self, *extra: Matcher, suffix: str = "") -> Selector:
+        return Selector(self.metric + suffix, self.matchers + extra)
+
+
+@dataclass(frozen=True)
+class LatencySLI:
+    """Good events: observations of a histogram at or under `threshold` seconds."""
+
+    metric: str                      # histogram base name, without _bucket / _count
+    threshold: Fraction
+    matchers: tuple[Matcher, ...] = ()
+    means: str = ""
+
+
+@dataclass(frozen=True)
+class RatioSLI:
+    """Good events counted directly (`good`) or as total minus the sum of `bad`."""
+
+    total: Selector
+    good: Selector | None = None
+    bad: tuple[Selector, ...] = ()
+    means: str = ""
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One multiwindow burn-rate alert: spend `budget_percent` of the budget in `long`, confirmed over `short`."""
+
+    name: str
+    severity: str
+    budget_percent: Fraction
+    long: Fraction                   # seconds
+    short: Fraction
+
+
+@dataclass(frozen=True)
+class EngineRef:
+    """An engine whose bucket tables a latency threshold must fit; `version` None means its current release."""
+
+    name: str
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    kind: str                        # ttft, tpot, answered, latency or ratio
+    sli: LatencySLI | RatioSLI
+    target: Fraction
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    runbook_url: str = ""
+    description: str = ""
+
+    @property
+    def budget(self) -> Fraction:
+        return 1 - self.target
+
+
+@dataclass(frozen=True)
+class Spec:
+    file: str
+    service: str
+    window: Fraction                 # seconds
+    objectives: tuple[Objective, ...]
+    selector: tuple[Matcher, ...] = ()
+    engines: tuple[EngineRef, ...] = ()
+    group_by: tuple[str, ...] = ()
+    source: str = "engine"
+    labels: tuple[tuple[str, str], ...] = ()
+    min_bad_events: int = 1
+    missing_data_for: Fraction = Fraction(120)
+    tiers: tuple[Tier, ...] = field(default=())

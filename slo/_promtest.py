@@ -1,0 +1,227 @@
+"""Generate `promtool test rules` cases for every objective of a compiled spec.
+
+Each objective gets the same scenarios, each built from exact per-minute
+counts (`_series.py`) whose expected outcome comes from `_oracle.py`, never
+from the rules under test:
+
+- a total outage fires the fastest page tier within its predicted detection
+  time, and every tier that fired resolves within its short window of recovery;
+- a slow burn fires a ticket but no page;
+- an error rate at half the budget fires nothing;
+- zero traffic records no NaN and fires nothing;
+- one bad request in an hour of ten requests does not page;
+- vanishing series, a failing scrape target and no series at all each fire
+  LLMSLIDataMissing;
+- every spelling of the threshold's bucket (`le="1"`, `le="1.0"`) is counted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from inferwatch.durations import format_seconds
+from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math
+from inferwatch.slo._model import LatencySLI, Objective
+from inferwatch.slo._oracle import Counts
+from inferwatch.slo._rules import BURN_ALERT, MISSING_ALERT, RuleSet, record, window_name
+from inferwatch.slo._selector import le_spellings
+from inferwatch.slo._series import (Segment, Source, group_labels, input_series, per_minute, scrape_labels,
+                                    series_name)
+
+__all__ = ["promtool_tests", "GeneratorError"]
+
+HEALTHY_BEFORE = 65          # minutes of clean traffic before an outage, so the 1h window is full
+
+
+class GeneratorError(AssertionError):
+    """The oracle disagrees with a property the generated tests are meant to prove: a compiler bug."""
+
+
+def promtool_tests(ruleset: RuleSet, objective: Objective, rule_file: str) -> dict:
+    """The promtool test document for one objective, whose group alone is in `rule_file`.
+
+    Raises SeriesError when no input series can satisfy the SLI's selectors.
+    """
+    return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": _Objective(ruleset, objective).tests()}
+
+
+def _minutes(seconds) -> int:
+    return math.ceil(Fraction(seconds) / BASE)
+
+
+def _expand(text: str, labels: dict[str, str]) -> str:
+    return re.sub(r"\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", lambda m: labels.get(m.group(1), ""), text)
+
+
+class _Objective:
+    """The scenarios of one objective, with the rules it compiled to."""
+
+    def __init__(self, ruleset: RuleSet, objective: Objective):
+        spec = ruleset.spec
+        self.spec, self.objective = spec, objective
+        self.maths = [m for m in (tier_math(spec, objective, t) for t in spec.tiers) if m.fires]
+        group = next(g for g in ruleset.groups if g["name"].endswith(f"-{spec.service}-{objective.name}"))
+        self.alerts = {(r["alert"], r["labels"].get("tier")): r for r in group["rules"] if "alert" in r}
+        self.ident = {"service": spec.service, "slo": objective.name, **group_labels(spec)}
+        self.rate = Fraction(100)
+        while any(self.rate * _minutes(m.tier.long) < 2 * m.min_events for m in self.maths):
+            self.rate *= 10
+
+    # --- building blocks ------------------------------------------------------------------------------
+
+    def _alert(self, name: str, tier: str | None, expr_labels: dict[str, str]) -> dict:
+        rule = self.alerts[(name, tier)]
+        return {"exp_labels": {**expr_labels, **rule["labels"]},
+                "exp_annotations": {k: _expand(v, expr_labels) for k, v in rule["annotations"].items()}}
+
+    def _burn_check(self, t: int, tiers: list[TierMath]) -> dict:
+        return {"eval_time": f"{t}m", "alertname": BURN_ALERT,
+                "exp_alerts": [self._alert(BURN_ALERT, m.tier.name, self.ident) for m in tiers]}
+
+    def _missing_check(self, t: int, *expr_labels: dict[str, str]) -> dict:
+        return {"eval_time": f"{t}m", "alertname": MISSING_ALERT,
+                "exp_alerts": [self._alert(MISSING_ALERT, None, labels) for labels in expr_labels]}
+
+    def _case(self, name: str, segments, checks: list[dict], sources=(Source(),), stale_at=None, extra=(),
+              exprs=()) -> dict:
+        case = {"name": f"{self.spec.service}/{self.objective.name}: {name}", "interval": "1m",
+                "input_series": input_series(self.spec, self.objective, segments, sources, stale_at) + list(extra),
+                "alert_rule_test": checks}
+        if exprs:
+            case["promql_expr_test"] = list(exprs)
+        return case
+
+    def _sample(self, name: str, t: int, value) -> dict:
+        labels = ", ".join(f'{k}="{v}"' for k, v in sorted(self.ident.items()))
+        samples = [] if value is None else [{"labels": f"{name}{{{labels}}}", "value": float(value)}]
+        sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
+        return {"expr": f"{name}{{{sel}}}", "eval_time": f"{t}m", "exp_samples": samples}
+
+    def _steady(self, name: str, error_ratio: Fraction, minutes: int, checks_at, want) -> dict:
+        segments = [Segment(minutes, self.rate, self.rate * error_ratio)]
+        counts = Counts(*per_minute(segments))
+        checks = []
+        for t in checks_at:
+            tiers = counts.firing(self.maths, t)
+            if not want(tiers):
+                raise GeneratorError(f"{self.objective.name}: {name}: at {t}m the oracle fires "
+                                     f"{[m.tier.name for m in tiers]}")
+            checks.append(self._burn_check(t, tiers))
+        checks.append(self._missing_check(max(checks_at)))
+        return self._case(name, segments, checks)
+
+    # --- scenarios --------------------------------------------------------------------------------------
+
+    def tests(self) -> list[dict]:
+        cases = [self._counting(), self._zero_traffic(), self._low_traffic(), *self._missing()]
+        if self.maths:
+            cases += [self._outage(), self._half_budget()]
+            slow = self._slow_burn()
+            if slow:
+                cases.append(slow)
+        return cases
+
+    def _outage(self) -> dict:
+        fastest = self.maths[0]
+        predicted = _minutes(fastest.detection(Fraction(1)))
+        before = [Segment(HEALTHY_BEFORE, self.rate)]
+        outage = before + [Segment(predicted + 10, self.rate, self.rate)]
+        counts = Counts(*per_minute(outage))
+        fired_at = next(t for t in range(HEALTHY_BEFORE, counts.minutes + 1) if fastest in counts.firing(self.maths, t))
+        if fired_at > HEALTHY_BEFORE + predicted + 1:
+            raise GeneratorError(f"{self.objective.name}: outage fires at {fired_at}m, predicted by "
+                                 f"{HEALTHY_BEFORE + predicted + 1}m")
+        recovered = counts.minutes
+        fired = {m.tier.name: m for t in range(HEALTHY_BEFORE, recovered + 1) for m in counts.firing(self.maths, t)}
+        end = recovered + max(_minutes(m.tier.short) for m in fired.values()) + 1
+        segments = outage + [Segment(end - recovered, self.rate)]
+        counts = Counts(*per_minute(segments))
+        times = {HEALTHY_BEFORE, fired_at - 1, fired_at}
+        times |= {recovered + _minutes(m.tier.short) for m in fired.values()}
+        checks = []
+        for t in sorted(times):
+            tiers = counts.firing(self.maths, t)
+            for m in fired.values():
+                if t >= recovered + _minutes(m.tier.short) and m in tiers:
+                    raise GeneratorError(f"{self.objective.name}: {m.tier.name} still fires {t - recovered}m "
+                                         "after recovery")
+            checks.append(self._burn_check(t, tiers))
+        name = (f"total outage fires {fastest.tier.name} within {format_seconds(fastest.detection(Fraction(1)))} "
+                f"(at {fired_at - HEALTHY_BEFORE}m), and each tier resolves within its short window")
+        return self._case(name, segments, checks)
+
+    def _slow_burn(self) -> dict | None:
+        pages = [m.factor for m in self.maths if m.tier.severity == "critical"]
+        tickets = [m.factor for m in self.maths if m.tier.severity != "critical"]
+        if not pages or not tickets or max(tickets) >= min(pages):
+            return None
+        burn = (max(tickets) + min(pages)) / 2
+        if burn * self.objective.budget >= 1:
+            return None
+        return self._steady(f"a {decimal(burn)}x burn opens a ticket but does not page",
+                            burn * self.objective.budget, 180, [180],
+                            lambda tiers: tiers and all(m.tier.severity != "critical" for m in tiers))
+
+    def _half_budget(self) -> dict:
+        return self._steady("errors at half the budget fire nothing", self.objective.budget / 2, 180,
+                            [60, 120, 180], lambda tiers: not tiers)
+
+    def _zero_traffic(self) -> dict:
+        checks = [self._burn_check(t, []) for t in (60, 120)] + [self._missing_check(120)]
+        exprs = [self._sample(record("error_ratio", window_name(self.maths[0].tier.long if self.maths else 3600)),
+                              120, None),
+                 self._sample(record("total", "increase1h"), 120, 0)]
+        return self._case("zero traffic records no NaN and fires nothing", [Segment(120, Fraction(0))], checks,
+                          exprs=exprs)
+
+    def _low_traffic(self) -> dict:
+        segments = []
+        for i in range(10):
+            segments += [Segment(5, Fraction(0)), Segment(1, Fraction(1), Fraction(1 if i == 4 else 0))]
+        counts = Counts(*per_minute(segments))
+        checks = []
+        for t in (30, 31, 45, 60):
+            tiers = counts.firing(self.maths, t)
+            if any(m.tier.severity == "critical" for m in tiers):
+                raise GeneratorError(f"{self.objective.name}: one bad request in ten pages at {t}m")
+            checks.append(self._burn_check(t, tiers))
+        return self._case("one bad request in an hour of ten requests does not page", segments, checks)
+
+    def _missing(self) -> list[dict]:
+        healthy = [Segment(30, self.rate)]
+        vanish = self._case("series that vanish fire LLMSLIDataMissing", healthy,
+                            [self._missing_check(30), self._missing_check(40, self.ident), self._burn_check(40, [])],
+                            stale_at=31)
+        engine = scrape_labels(self.spec, self.objective)
+        down = self._case("a failing scrape target fires LLMSLIDataMissing", healthy,
+                          [self._missing_check(30), self._missing_check(34, {**self.ident, **engine})],
+                          stale_at=31, extra=[{"series": series_name("up", engine), "values": "1x30 0x10"}])
+        source = Source(instance="exporter:9400", target="engine-0")
+        exporter = {**scrape_labels(self.spec, self.objective, source), "target": "engine-0"}
+        behind = self._case(
+            "an engine failing behind the normalizing exporter fires LLMSLIDataMissing", healthy,
+            [self._missing_check(30), self._missing_check(34, {**self.ident, **exporter})],
+            sources=(source,), stale_at=31,
+            extra=[{"series": series_name("up", {k: v for k, v in exporter.items() if k != "target"}),
+                    "values": "1x40"},
+                   {"series": series_name("inferwatch_exporter_target_up", exporter), "values": "1x30 0x10"}])
+        ident = {"service": self.spec.service, "slo": self.objective.name}
+        never = {"name": f"{self.spec.service}/{self.objective.name}: no series at all fires LLMSLIDataMissing",
+                 "interval": "1m", "input_series": [{"series": series_name("up", engine), "values": "1x10"}],
+                 "alert_rule_test": [self._missing_check(5, ident)]}
+        return [vanish, down, behind, never]
+
+    def _counting(self) -> dict:
+        """Good and total per minute with a quarter of events bad, over two targets; latency: both `le` spellings."""
+        spellings = le_spellings(self.objective.sli.threshold) if isinstance(self.objective.sli, LatencySLI) else [""]
+        sources = tuple(Source(instance=f"engine-{i}:8000", le=i, share=Fraction(1, len(spellings)))
+                        for i in range(len(spellings)))
+        shown = " and ".join(f'le="{s}"' for s in spellings) if spellings != [""] else "good and total"
+        segments = [Segment(20, self.rate, self.rate / 4)]
+        exprs = [self._sample(record("total", "increase1m"), 10, self.rate),
+                 self._sample(record("good", "increase1m"), 10, self.rate * 3 / 4),
+                 self._sample(record("error_ratio", "5m"), 10, Fraction(1, 4))]
+        return self._case(f"{shown} are all counted", segments, [self._burn_check(10, Counts(
+            *per_minute(segments)).firing(self.maths, 10))], sources=sources, exprs=exprs)

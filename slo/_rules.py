@@ -1,0 +1,233 @@
+"""Compile a Spec into Prometheus rule groups, in stages: SLI counts, windows, burn-rate alerts, missing data.
+
+Every objective gets one group, evaluated every minute (`interval: 1m`):
+
+1. SLI counts. Good and total events of the last minute, summed over the
+   objective's series (`llm_slo:good:increase1m`, `llm_slo:total:increase1m`).
+   A series scraped too rarely for a one-minute `increase` counts at its 5-minute
+   rate instead, so nothing is lost at a 1m scrape interval.
+2. Windows. Every longer window sums those per-minute counts with
+   `sum_over_time` (a `W-30s` range holds exactly W/1m samples on Prometheus 2
+   and 3): event-weighted and cheap, never a mean of ratios or a raw 28-day
+   scan. Error ratio, burn rate and budget remaining follow; a window without
+   events records nothing rather than NaN.
+3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
+   events in its long window that `min_bad_events` bad requests cannot fire it.
+4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
+   good-event series (a latency threshold with no bucket), a target that
+   served the SLI now failing its scrape, or a group whose series vanished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inferwatch.durations import format_duration
+from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math, windows
+from inferwatch.slo._model import LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec
+from inferwatch.slo._selector import le_matcher
+
+__all__ = ["RuleSet", "compile_spec", "window_name", "BURN_ALERT", "MISSING_ALERT", "DEFAULT_RUNBOOKS",
+           "runbook_url", "record"]
+
+BURN_ALERT = "LLMErrorBudgetBurn"
+MISSING_ALERT = "LLMSLIDataMissing"
+DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RUNBOOKS.md"
+MISSING_LOOKBACK = "1h"      # a vanished source or group is named this long; then it is just "absent"
+
+
+@dataclass
+class RuleSet:
+    """What one spec compiles to: rule groups, Alertmanager inhibit rules, and warnings for the user."""
+
+    spec: Spec
+    groups: list[dict]
+    inhibit_rules: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+
+def window_name(seconds) -> str:
+    """`28d`, `6h`, `30m`: the window as it appears in record names and labels."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return format_duration(seconds)
+
+
+def record(quantity: str, window: str) -> str:
+    return f"llm_slo:{quantity}:{window}"
+
+
+def runbook_url(base: str, alert: str) -> str:
+    return f"{DEFAULT_RUNBOOKS}#{alert.lower()}" if not base else f"{base.rstrip('/')}/{alert}"
+
+
+def compile_spec(spec: Spec) -> RuleSet:
+    """Pure: the spec in, every group and inhibit rule out."""
+    groups, warnings = [], []
+    for objective in spec.objectives:
+        maths = [tier_math(spec, objective, tier) for tier in spec.tiers]
+        for m in maths:
+            if not m.fires:
+                warnings.append(
+                    f"{spec.file}: {objective.name}: tier {m.tier.name} left out: at target "
+                    f"{decimal(objective.target * 100)}% it would need an error ratio of {decimal(m.threshold)}, "
+                    "more than a total outage")
+        rules = (_sli_rules(spec, objective) + _window_rules(spec, objective)
+                 + [_burn_alert(spec, objective, m) for m in maths if m.fires]
+                 + [_missing_alert(spec, objective)])
+        groups.append({"name": f"inferwatch-slo-{spec.service}-{objective.name}",
+                       "interval": format_duration(BASE), "rules": rules})
+    return RuleSet(spec, groups, _inhibit_rules(spec), warnings)
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+def _ident(spec: Spec, objective: Objective) -> dict[str, str]:
+    return {"service": spec.service, "slo": objective.name}
+
+
+def _ref(spec: Spec, objective: Objective, name: str) -> str:
+    """A recorded series of this objective, e.g. llm_slo:total:increase1h{service="chat", slo="responsive"}."""
+    return Selector(name, tuple(Matcher(k, "=", v) for k, v in _ident(spec, objective).items())).render()
+
+
+def _sum(spec: Spec, inner: str) -> str:
+    by = f" by ({', '.join(spec.group_by)})" if spec.group_by else ""
+    return f"sum{by} ({inner})"
+
+
+def _count(spec: Spec, selector: Selector) -> str:
+    """Events of the last minute, per group: a 1m increase, or the 5m rate where a 1m window holds one sample."""
+    text = selector.render()
+    return _sum(spec, f"increase({text}[1m]) or rate({text}[5m]) * 60")
+
+
+def _total_selector(spec: Spec, objective: Objective) -> Selector:
+    sli = objective.sli
+    if isinstance(sli, LatencySLI):
+        return Selector(sli.metric + "_count", spec.selector + sli.matchers)
+    return sli.total.with_matchers(*spec.selector)
+
+
+def _good_expr(spec: Spec, objective: Objective) -> str:
+    sli = objective.sli
+    if isinstance(sli, LatencySLI):
+        return _count(spec, Selector(sli.metric + "_bucket", spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
+    assert isinstance(sli, RatioSLI)
+    total = _count(spec, sli.total.with_matchers(*spec.selector))
+    if sli.good is not None:
+        # a good counter not created yet means no good events, never "no data"
+        return f"{_count(spec, sli.good.with_matchers(*spec.selector))}\nor {total} * 0"
+    bad = "".join(f"\n  - ({_count(spec, b.with_matchers(*spec.selector))}\n     or {total} * 0)" for b in sli.bad)
+    return f"clamp_min(\n  {total}{bad},\n  0\n)"
+
+
+def _recording(spec: Spec, objective: Objective, name: str, expr: str) -> dict:
+    return {"record": name, "expr": expr, "labels": _ident(spec, objective)}
+
+
+# --- stage 1: SLI counts -----------------------------------------------------------------------------------
+
+def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
+    total = _total_selector(spec, objective)
+    by = ", ".join(list(spec.group_by) + ["job", "instance", "target"])
+    rules = [
+        _recording(spec, objective, "llm_slo:total:increase1m", _count(spec, total)),
+        _recording(spec, objective, "llm_slo:good:increase1m", _good_expr(spec, objective)),
+        _recording(spec, objective, "llm_slo:sources", f"group by ({by}) ({total.render()})"),
+        _recording(spec, objective, "llm_slo:objective:ratio", f"vector({decimal(objective.target)})"),
+    ]
+    if isinstance(objective.sli, LatencySLI):
+        rules.append(_recording(spec, objective, "llm_slo:threshold:seconds",
+                                f"vector({decimal(objective.sli.threshold)})"))
+    return rules
+
+
+# --- stage 2: windows --------------------------------------------------------------------------------------
+
+def _window_rules(spec: Spec, objective: Objective) -> list[dict]:
+    rules = []
+    for seconds in windows(spec):
+        w, span = window_name(seconds), format_duration(seconds - BASE / 2)
+        for kind in ("total", "good"):
+            rules.append(_recording(spec, objective, record(kind, f"increase{w}"),
+                                    f"sum_over_time({_ref(spec, objective, record(kind, 'increase1m'))}[{span}])"))
+        good, total = (_ref(spec, objective, record(k, f"increase{w}")) for k in ("good", "total"))
+        rules.append(_recording(spec, objective, record("error_ratio", w),
+                                f"clamp(1 - {good} / ({total} > 0), 0, 1)"))
+        rules.append(_recording(spec, objective, record("burn_rate", w),
+                                f"{_ref(spec, objective, record('error_ratio', w))} / {decimal(objective.budget)}"))
+    period = window_name(spec.window)
+    rules.append(_recording(spec, objective, "llm_slo:error_budget_remaining:ratio",
+                            f"1 - {_ref(spec, objective, record('burn_rate', period))}"))
+    return rules
+
+
+# --- stage 3: burn-rate alerts -----------------------------------------------------------------------------
+
+def _group_phrase(spec: Spec) -> str:
+    return "".join(f" {label}={{{{ $labels.{label} }}}}" for label in spec.group_by)
+
+
+def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
+    long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
+    threshold = decimal(m.threshold)
+    ratio = lambda w: _ref(spec, objective, record("error_ratio", w))  # noqa: E731
+    expr = (f"{ratio(long_w)} > {threshold}\n"
+            f"and {ratio(short_w)} > {threshold}\n"
+            f"and {_ref(spec, objective, record('total', 'increase' + long_w))} >= {m.min_events}")
+    exhaustion = window_name(spec.window / m.factor) if (spec.window / m.factor) % 60 == 0 else \
+        f"{float(spec.window / m.factor / 3600):.3g}h"
+    annotations = {
+        "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
+                   f"{decimal(m.factor)}x too fast ({m.tier.name})",
+        "description": (
+            f"Objective: {decimal(objective.target * 100)}% of {objective.sli.means} over "
+            f"{window_name(spec.window)}. Over the last {long_w} and {short_w} more than "
+            f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {decimal(m.factor)}x): "
+            f"{decimal(m.tier.budget_percent)}% of the error budget is gone in {long_w}, all of it in "
+            f"{exhaustion}."),
+        "runbook_url": runbook_url(objective.runbook_url, BURN_ALERT),
+    }
+    annotations.update(dict(objective.annotations))
+    labels = {**_ident(spec, objective), "tier": m.tier.name, "severity": m.tier.severity,
+              "long_window": long_w, "short_window": short_w, **dict(spec.labels), **dict(objective.labels)}
+    return {"alert": BURN_ALERT, "expr": expr, "labels": labels, "annotations": annotations}
+
+
+# --- stage 4: missing data ---------------------------------------------------------------------------------
+
+def _missing_alert(spec: Spec, objective: Objective) -> dict:
+    total, good, sources = (_ref(spec, objective, name) for name in
+                            ("llm_slo:total:increase1m", "llm_slo:good:increase1m", "llm_slo:sources"))
+    gone = f"(max_over_time({sources}[{MISSING_LOOKBACK}]) unless {sources})"
+    expr = (f"absent_over_time({total}[{MISSING_LOOKBACK}])\n"
+            f"or ({total} unless {good})\n"
+            f"or ({gone}\n    and on (job, instance) (up == 0))\n"
+            f"or ({gone}\n    and on (job, instance, target) (inferwatch_exporter_target_up == 0))\n"
+            f"or (max_over_time({total}[{MISSING_LOOKBACK}]) unless {total})")
+    annotations = {
+        "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: SLI data missing",
+        "description": (
+            f"The series behind {spec.service}/{objective.name} ({_total_selector(spec, objective).render()}) "
+            "are absent, vanished within the last hour, lack the good-event series (for a latency SLI: no bucket "
+            "at the threshold), or their scrape target is down. Until they are back the "
+            "burn-rate alerts of this objective cannot fire: treat it as an outage, not as good news."),
+        "runbook_url": runbook_url(objective.runbook_url, MISSING_ALERT),
+    }
+    # the user's own summary and description speak of the burn; keep ours for missing data
+    annotations.update({k: v for k, v in objective.annotations if k not in ("summary", "description")})
+    labels = {**_ident(spec, objective), "severity": "critical", **dict(spec.labels), **dict(objective.labels)}
+    return {"alert": MISSING_ALERT, "expr": expr, "for": format_duration(spec.missing_data_for),
+            "labels": labels, "annotations": annotations}
+
+
+def _inhibit_rules(spec: Spec) -> list[dict]:
+    """A faster tier silences the slower ones of the same objective (and group)."""
+    names = [t.name for t in spec.tiers]
+    return [{"source_matchers": [f'alertname="{BURN_ALERT}"', f'service="{spec.service}"', f'tier="{name}"'],
+             "target_matchers": [f'alertname="{BURN_ALERT}"', f'service="{spec.service}"',
+                                 f'tier=~"{"|".join(names[i + 1:])}"'],
+             "equal": ["service", "slo", *spec.group_by]}
+            for i, name in enumerate(names[:-1])]

@@ -1,0 +1,65 @@
+"""The compiler's data tables: engine bucket boundaries, built-in SLIs and burn-rate tiers (YAML beside this file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from inferwatch.durations import parse_duration
+from inferwatch.slo._model import Tier
+
+__all__ = ["HERE", "BucketRange", "EngineBuckets", "bucket_tables", "builtin_slis", "default_tiers"]
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class BucketRange:
+    since: tuple[int, ...]
+    bounds: tuple[Fraction, ...] | None       # None: that release exports no such histogram
+
+
+@dataclass(frozen=True)
+class EngineBuckets:
+    name: str
+    metrics: dict[str, str]                     # vocabulary histogram -> family
+    families: dict[str, tuple[BucketRange, ...]]  # newest first
+    flags: dict[str, str]
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in str(text).split("."))
+
+
+def _load(name: str) -> dict:
+    return yaml.safe_load((HERE / name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def bucket_tables() -> dict[str, EngineBuckets]:
+    tables = {}
+    for engine, doc in _load("buckets.yaml")["engines"].items():
+        families = {
+            family: tuple(BucketRange(version_tuple(r["since"]),
+                                      None if r["bounds"] is None else tuple(Fraction(str(b)) for b in r["bounds"]))
+                          for r in ranges)
+            for family, ranges in doc["families"].items()}
+        tables[engine] = EngineBuckets(engine, dict(doc["metrics"]), families, dict(doc.get("flags", {})))
+    return tables
+
+
+@lru_cache(maxsize=None)
+def builtin_slis() -> dict[str, dict[str, dict]]:
+    """{source: {sli name: definition}} as written in slis.yaml."""
+    return _load("slis.yaml")["sources"]
+
+
+@lru_cache(maxsize=None)
+def default_tiers() -> tuple[Tier, ...]:
+    return tuple(Tier(t["name"], t["severity"], Fraction(str(t["budget_percent"])),
+                      parse_duration(t["long"]), parse_duration(t["short"]))
+                 for t in _load("tiers.yaml")["tiers"])

@@ -5,9 +5,9 @@
     RUNBOOKS.md              what to do when each alert fires
 """
 
-from pathlib import Path
+from pathlib import Path as _Path
 
 __all__ = ["HERE", "HAND_WRITTEN"]
 
-HERE = Path(__file__).resolve().parent
+HERE = _Path(__file__).resolve().parent
 HAND_WRITTEN = ("operational.rules.yaml", "operational.test.yaml")

@@ -82,15 +82,15 @@ def check(specs: Specs):
 @slo_app.command()
 def test(specs: Specs):
     """Compile into a temporary folder and run `promtool check rules` and the generated tests."""
-    from inferwatch.slo import check_rules, test_rules
+    from inferwatch.slo import check_rule_files, run_rule_tests
 
     with tempfile.TemporaryDirectory(prefix="inferwatch-slo-") as tmp:
         written = _write(specs, Path(tmp), "prometheus")
         rules = [p for p in written if p.name.endswith(".rules.yaml")]
         tests = [p for p in written if p.name.endswith(".test.yaml")]
-        ok, output = check_rules(rules)
+        ok, output = check_rule_files(rules)
         if ok:
-            ok, output = test_rules(tests)
+            ok, output = run_rule_tests(tests)
         if not ok:
             typer.echo(output, err=True)
             raise typer.Exit(1)

@@ -14,13 +14,28 @@ __all__ = ["LINE", "load_yaml_file", "line_of", "dump_yaml"]
 LINE = "__line__"
 
 
+class _Mapping(dict):
+    """A loaded mapping that also knows the line of each of its keys."""
+
+    key_lines: dict
+
+
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that stores each mapping's 1-based start line under LINE."""
+    """SafeLoader that stores each mapping's 1-based start line under LINE, and its keys' lines."""
 
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
         mapping = super().construct_mapping(node, deep=deep)
         mapping[LINE] = node.start_mark.line + 1
         return mapping
+
+    def construct_yaml_map(self, node):
+        data = _Mapping()
+        data.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k.value, str)}
+        yield data
+        data.update(self.construct_mapping(node))
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_yaml_map)
 
 
 def load_yaml_file(path: Path | str, text: str | None = None) -> Any:
@@ -40,8 +55,10 @@ def load_yaml_file(path: Path | str, text: str | None = None) -> Any:
         raise SpecError([Problem(path, line, "", f"invalid YAML: {reason}")]) from None
 
 
-def line_of(node: Any) -> int | None:
-    """The line a loaded mapping started on, if known."""
+def line_of(node: Any, key: str | None = None) -> int | None:
+    """The line of `key` in a loaded mapping, else the line the mapping started on, if known."""
+    if key is not None and key in getattr(node, "key_lines", {}):
+        return node.key_lines[key]
     return node.get(LINE) if isinstance(node, dict) else None
 
 

@@ -11,10 +11,10 @@ from inferwatch.slo._explain import explain
 from inferwatch.slo._import import import_file
 from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec, Tier
 from inferwatch.slo._output import FORMATS, render_files
-from inferwatch.slo._promtool import check_rules, test_rules
+from inferwatch.slo._promtool import check_rule_files, run_rule_tests
 from inferwatch.slo._rules import BURN_ALERT, MISSING_ALERT, RuleSet, compile_spec
 from inferwatch.slo._spec import load_spec, parse_spec
 
-__all__ = ["load_spec", "parse_spec", "compile_spec", "render_files", "explain", "import_file", "check_rules",
-           "test_rules", "tier_math", "TierMath", "RuleSet", "Spec", "Objective", "LatencySLI", "RatioSLI",
+__all__ = ["load_spec", "parse_spec", "compile_spec", "render_files", "explain", "import_file", "check_rule_files",
+           "run_rule_tests", "tier_math", "TierMath", "RuleSet", "Spec", "Objective", "LatencySLI", "RatioSLI",
            "Selector", "Matcher", "Tier", "EngineRef", "FORMATS", "BURN_ALERT", "MISSING_ALERT"]

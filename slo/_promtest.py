@@ -214,14 +214,19 @@ class _Objective:
         return [vanish, down, behind, never]
 
     def _counting(self) -> dict:
-        """Good and total per minute with a quarter of events bad, over two targets; latency: both `le` spellings."""
+        """Good and total with a quarter of events bad, over two targets (latency: both `le` spellings); the 1h
+        window holds exactly 60 minutes."""
         spellings = le_spellings(self.objective.sli.threshold) if isinstance(self.objective.sli, LatencySLI) else [""]
         sources = tuple(Source(instance=f"engine-{i}:8000", le=i, share=Fraction(1, len(spellings)))
                         for i in range(len(spellings)))
         shown = " and ".join(f'le="{s}"' for s in spellings) if spellings != [""] else "good and total"
-        segments = [Segment(20, self.rate, self.rate / 4)]
+        segments = [Segment(70, self.rate, self.rate / 4)]
+        counts = Counts(*per_minute(segments))
+        total_1h, bad_1h = counts.window(70, 3600)
         exprs = [self._sample(record("total", "increase1m"), 10, self.rate),
                  self._sample(record("good", "increase1m"), 10, self.rate * 3 / 4),
-                 self._sample(record("error_ratio", "5m"), 10, Fraction(1, 4))]
-        return self._case(f"{shown} are all counted", segments, [self._burn_check(10, Counts(
-            *per_minute(segments)).firing(self.maths, 10))], sources=sources, exprs=exprs)
+                 self._sample(record("error_ratio", "5m"), 10, Fraction(1, 4)),
+                 self._sample(record("total", "increase1h"), 70, total_1h),
+                 self._sample(record("good", "increase1h"), 70, total_1h - bad_1h)]
+        return self._case(f"{shown} are all counted, each minute once", segments,
+                          [self._burn_check(10, counts.firing(self.maths, 10))], sources=sources, exprs=exprs)

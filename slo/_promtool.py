@@ -8,7 +8,7 @@ from pathlib import Path
 
 from inferwatch.errors import InferwatchError
 
-__all__ = ["promtool", "check_rules", "test_rules"]
+__all__ = ["promtool", "check_rule_files", "run_rule_tests"]
 
 INSTALL_HINT = "install Debian's prometheus package (apt-get install -y prometheus) or put promtool on PATH"
 
@@ -25,12 +25,12 @@ def _run(args: list[str], cwd: Path) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stdout + proc.stderr).strip()
 
 
-def check_rules(files: list[Path]) -> tuple[bool, str]:
+def check_rule_files(files: list[Path]) -> tuple[bool, str]:
     """`promtool check rules`: (passed, output)."""
     return _run(["check", "rules", *[str(f) for f in files]], Path.cwd())
 
 
-def test_rules(files: list[Path]) -> tuple[bool, str]:
+def run_rule_tests(files: list[Path]) -> tuple[bool, str]:
     """`promtool test rules`, run in the tests' folder so relative rule_files resolve: (passed, output)."""
     if not files:
         return True, ""

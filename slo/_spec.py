@@ -45,7 +45,9 @@ class _Collector:
         self.problems: list[Problem] = []
 
     def add(self, node, field: str, message: str) -> None:
-        self.problems.append(Problem(self.file, line_of(node), field, message))
+        """Record a problem at the line of the field's own key when the YAML has it."""
+        key = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
+        self.problems.append(Problem(self.file, line_of(node, key), field, message))
 
     def unknown_keys(self, node: dict, allowed, where: str) -> None:
         for key in node:
@@ -202,7 +204,9 @@ def _target(c: _Collector, node: dict, field: str) -> Fraction:
         return Fraction(99, 100)
     if not text.endswith("%") and value > 1:
         c.add(node, field, f"{raw!r} is over 1; write percentages with a % sign, e.g. {raw}%")
-    elif value >= 1:
+    elif value > 1:
+        c.add(node, field, f"{raw} is over 100%; a target is the share of good events, e.g. 99.9%")
+    elif value == 1:
         c.add(node, field, f"{raw} leaves no error budget: every alert would fire on the first bad request; "
                            "targets are below 100%, e.g. 99.9%")
     elif value <= 0:

@@ -15,6 +15,15 @@ SHARED = Path(os.environ.get("INFERWATCH_SHARED", ROOT.parent / "shared"))
 REAL_CAPTURES = SHARED / "fixtures" / "real-captures"
 EXPOSITIONS = ROOT / "tests" / "fixtures" / "expositions"
 GOLDEN = ROOT / "tests" / "golden"
+UPDATE_GOLDEN = os.environ.get("INFERWATCH_UPDATE_GOLDEN") == "1"
+
+
+def check_golden(path: Path, text: str) -> None:
+    """Compare `text` with a golden file byte for byte; INFERWATCH_UPDATE_GOLDEN=1 rewrites it."""
+    if UPDATE_GOLDEN:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{path} differs (INFERWATCH_UPDATE_GOLDEN=1 rewrites it)"
 
 
 def all_expositions() -> list[Path]:

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections import Counter
 
 import pytest
 
-from conftest import EXPOSITIONS, GOLDEN, REAL_CAPTURES, all_expositions
+from conftest import EXPOSITIONS, GOLDEN, REAL_CAPTURES, all_expositions, check_golden
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.exporters import _normalize
 from inferwatch.mappings import sanitized
-
-UPDATE = os.environ.get("INFERWATCH_UPDATE_GOLDEN") == "1"
-
 
 @pytest.fixture(scope="module")
 def normalizer(mappings, catalog):
@@ -39,10 +35,7 @@ def common(text: str) -> dict[tuple, str]:
 def test_golden(path, normalizer):
     """The whole normalized output, compared byte for byte (INFERWATCH_UPDATE_GOLDEN=1 rewrites)."""
     out = normalizer.normalize(path.read_text()).render()
-    golden = GOLDEN / (path.stem + ".prom")
-    if UPDATE:
-        golden.write_text(out)
-    assert out == golden.read_text()
+    check_golden(GOLDEN / (path.stem + ".prom"), out)
 
 
 @pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)

@@ -1,0 +1,210 @@
+"""The SLO compiler: arithmetic, rule shape, golden output, and the generated promtool tests run for real."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import GOLDEN, ROOT, check_golden, need
+from inferwatch.durations import format_duration, parse_duration
+from inferwatch.slo import (compile_spec, explain, load_spec, parse_spec, render_files, run_rule_tests, check_rule_files,
+                            tier_math)
+from inferwatch.slo._burn import decimal
+from inferwatch.slo._rules import window_name
+from inferwatch.slo._selector import le_matcher, le_spellings
+
+EXAMPLES = sorted((ROOT / "slo" / "examples").glob("*.yaml"))
+CHAT = ROOT / "slo" / "examples" / "chat.yaml"
+DEFAULTS = ROOT / "slo" / "defaults.yaml"
+
+
+def spec_with(**changes):
+    doc = yaml.safe_load(CHAT.read_text())
+    doc.update(changes)
+    return parse_spec(doc, "chat.yaml")
+
+
+# --- arithmetic --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("window, factors", [
+    ("30d", ["14.4", "6", "3", "1"]),                 # the Workbook's table for 30 days
+    ("28d", ["13.44", "5.6", "2.8", "0.933333"]),     # Sloth's google-28d catalog
+    ("7d", ["3.36", "1.4", "0.7", "0.233333"]),
+])
+def test_burn_factors_follow_the_window(window, factors):
+    spec = spec_with(window=window)
+    objective = spec.objectives[0]
+    assert [decimal(tier_math(spec, objective, t).factor) for t in spec.tiers] == factors
+
+
+def test_thresholds_are_clean_decimals_and_min_events_follow_the_target():
+    spec = spec_with()
+    responsive, fast, answered = spec.objectives
+    page = spec.tiers[0]
+    assert decimal(tier_math(spec, responsive, page).threshold) == "0.1344"
+    assert decimal(tier_math(spec, answered, page).threshold) == "0.0672"
+    # one bad request among min_events cannot exceed the threshold; one fewer event could
+    for objective in spec.objectives:
+        for tier in spec.tiers:
+            m = tier_math(spec, objective, tier)
+            assert Fraction(1, m.min_events) <= m.threshold < Fraction(1, m.min_events - 1 or 1) or m.min_events == 1
+
+
+def test_detection_and_reset_match_the_workbook():
+    """99.9% over 30 days, 1h at 14.4x: a total outage is detected in 52 s (Workbook ch. 5)."""
+    spec = spec_with(window="30d", objectives=[{"name": "a", "sli": "answered", "target": "99.9%"}])
+    m = tier_math(spec, spec.objectives[0], spec.tiers[0])
+    assert m.detection(Fraction(1)) == Fraction("51.84")
+    assert m.detection(Fraction(15, 100)) == Fraction("345.6")     # 5.76 minutes at 15% errors
+    assert m.detection(Fraction(1, 1000) * 10) is None                 # a 10x burn never reaches 14.4x
+    assert m.reset() == 300 * (1 - Fraction("0.0144"))
+
+
+def test_tier_that_cannot_fire_is_left_out_with_a_warning():
+    spec = spec_with(objectives=[{"name": "loose", "sli": "tpot", "threshold": "100ms", "target": "90%"}])
+    ruleset = compile_spec(spec)
+    tiers = [r["labels"]["tier"] for r in ruleset.groups[0]["rules"] if r.get("alert") == "LLMErrorBudgetBurn"]
+    assert tiers == ["page_slow", "ticket_fast", "ticket_slow"]
+    assert "page_fast left out" in ruleset.warnings[0]
+
+
+@pytest.mark.parametrize("value, spellings", [
+    ("1", ["1", "1.0"]), ("0.1", ["0.1"]), ("2560", ["2560", "2560.0"]), ("0.00001", ["1e-05"]),
+    ("1000000", ["1e+06", "1000000.0"]),
+])
+def test_le_matches_every_spelling(value, spellings):
+    assert le_spellings(Fraction(value)) == spellings
+    assert le_matcher(Fraction(1)).render() == 'le=~"1|1[.]0"'
+
+
+@pytest.mark.parametrize("text, seconds, back", [("28d", 2419200, "4w"), ("1h30m", 5400, "1h30m"),
+                                                 ("100ms", Fraction(1, 10), "100ms"), (2.5, Fraction(5, 2), "2s500ms")])
+def test_durations_round_trip(text, seconds, back):
+    assert parse_duration(text) == seconds
+    assert format_duration(seconds) == back
+
+
+def test_window_names():
+    assert [window_name(parse_duration(w)) for w in ("5m", "1h", "1d", "28d", "90d")] == ["5m", "1h", "1d", "28d",
+                                                                                          "90d"]
+
+
+# --- the rules ---------------------------------------------------------------------------------------------
+
+def _rules(spec):
+    return [r for g in compile_spec(spec).groups for r in g["rules"]]
+
+
+def test_long_windows_are_sums_of_per_minute_counts_never_raw_scans_or_means():
+    for rule in _rules(spec_with()):
+        expr = rule["expr"]
+        if rule.get("record", "").startswith(("llm_slo:good:increase", "llm_slo:total:increase")) \
+                and not rule["record"].endswith("1m"):
+            assert expr.startswith("sum_over_time(llm_slo:") and "[" in expr
+        assert "avg_over_time" not in expr and "[28d]" not in expr and "[3d]" not in expr
+    raw = [r["expr"] for r in _rules(spec_with()) if "llm_time_to_first_token_seconds" in r["expr"]]
+    assert all("[1m]" in e or "[5m]" in e or "group by" in e for e in raw)
+
+
+def test_zero_traffic_guard_and_event_weighting():
+    ratio = next(r for r in _rules(spec_with()) if r.get("record") == "llm_slo:error_ratio:1h")
+    assert "> 0)" in ratio["expr"] and ratio["expr"].startswith("clamp(1 - llm_slo:good:increase1h")
+
+
+def test_alert_labels_and_annotations():
+    alerts = [r for r in _rules(spec_with()) if r.get("alert") == "LLMErrorBudgetBurn"]
+    assert len(alerts) == 12
+    for alert in alerts:
+        assert set(alert["labels"]) >= {"service", "slo", "tier", "severity", "long_window", "short_window"}
+        assert alert["labels"]["severity"] == ("critical" if alert["labels"]["tier"].startswith("page") else "warning")
+        assert set(alert["annotations"]) == {"summary", "description", "runbook_url"}
+        assert "for" not in alert
+    missing = [r for r in _rules(spec_with()) if r.get("alert") == "LLMSLIDataMissing"]
+    assert len(missing) == 3 and all(m["labels"]["severity"] == "critical" for m in missing)
+
+
+def test_custom_labels_annotations_and_runbook_base():
+    rules = _rules(load_spec(ROOT / "slo" / "examples" / "grouped-custom.yaml"))
+    alert = next(r for r in rules if r.get("alert") == "LLMErrorBudgetBurn" and r["labels"]["slo"] == "no-5xx")
+    assert alert["labels"]["team"] == "ml-platform" and alert["labels"]["page_team"] == "serving"
+    assert alert["annotations"]["runbook_url"] == "https://runbooks.example.com/inference/LLMErrorBudgetBurn"
+    assert "sum by (model, namespace)" in next(r for r in rules if r.get("record") == "llm_slo:total:increase1m")["expr"]
+
+
+def test_inhibit_rules_silence_slower_tiers_of_the_same_objective():
+    inhibit = compile_spec(load_spec(DEFAULTS)).inhibit_rules
+    assert [r["source_matchers"][-1] for r in inhibit] == ['tier="page_fast"', 'tier="page_slow"',
+                                                           'tier="ticket_fast"']
+    assert inhibit[0]["target_matchers"][-1] == 'tier=~"page_slow|ticket_fast|ticket_slow"'
+    assert all(r["equal"] == ["service", "slo", "model"] for r in inhibit)
+
+
+@pytest.mark.parametrize("spec_file", EXAMPLES + [DEFAULTS], ids=lambda p: p.name)
+def test_rules_are_valid_and_portable(spec_file, tmp_path):
+    need("promtool")
+    for fmt in ("prometheus", "prometheus-operator"):
+        files, _ = render_files(compile_spec(load_spec(spec_file)), fmt, tests=False)
+        for name, text in files.items():
+            doc = yaml.safe_load(text)
+            groups = doc["spec"]["groups"] if fmt == "prometheus-operator" and "spec" in doc else doc.get("groups", [])
+            for group in groups:
+                assert set(group) <= {"name", "interval", "rules"}, "no labels, query_offset or partial_response"
+    files, _ = render_files(compile_spec(load_spec(spec_file)), tests=False)
+    paths = []
+    for name, text in files.items():
+        if name.endswith(".rules.yaml"):
+            paths.append(tmp_path / name)
+            paths[-1].write_text(text)
+    ok, output = check_rule_files(paths)
+    assert ok, output
+
+
+def test_golden_output_of_the_example_spec():
+    """The issue's example spec: every generated file and the explain table, byte for byte."""
+    spec = load_spec(CHAT)
+    files, warnings = render_files(compile_spec(spec))
+    assert not warnings
+    for name, text in files.items():
+        check_golden(GOLDEN / "slo" / name, text)
+    check_golden(GOLDEN / "slo" / "chat.explain.txt", explain(spec))
+    assert sorted(p.name for p in (GOLDEN / "slo").iterdir()) == sorted([*files, "chat.explain.txt"])
+
+
+@pytest.mark.parametrize("spec_file", EXAMPLES, ids=lambda p: p.name)
+def test_generated_promtool_tests_pass(spec_file, tmp_path):
+    """Outage, slow burn, half budget, zero and low traffic, missing data, le spellings: for every objective."""
+    need("promtool")
+    files, warnings = render_files(compile_spec(load_spec(spec_file)))
+    assert not warnings
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    tests = sorted(tmp_path.glob("*.test.yaml"))
+    assert len(tests) == len(load_spec(spec_file).objectives)
+    ok, output = run_rule_tests(tests)
+    assert ok, output
+
+
+def test_generated_tests_catch_a_broken_rule(tmp_path):
+    """Mutation check: a wrong threshold or a single le spelling makes the generated tests fail."""
+    need("promtool")
+    files, _ = render_files(compile_spec(load_spec(CHAT)))
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    rules = tmp_path / "chat.responsive.rules.yaml"
+    good = rules.read_text()
+    for broken in (good.replace("> 0.1344", "> 0.2"), good.replace('le=~"1|1[.]0"', 'le="1"'),
+                   good.replace("[59m30s]", "[1h]")):
+        assert broken != good
+        rules.write_text(broken)
+        ok, _ = run_rule_tests([tmp_path / "chat.responsive.test.yaml"])
+        assert not ok
+
+
+def test_the_checked_in_default_alerts_pass_their_tests():
+    need("promtool")
+    alerts = ROOT / "alerts"
+    ok, output = run_rule_tests(sorted(alerts.glob("llm.*.test.yaml")))
+    assert ok, output

@@ -39,17 +39,7 @@ def _selector_of(query: str) -> str | None:
 def _latency_of(query: str) -> tuple[str, str] | None:
     """`sum(rate(x_count{m}[w])) - sum(rate(x_bucket{le="T",m}[w]))` -> (x{m}, T)."""
     match = _LATENCY.match(query or "")
-    if not match:
-        return None
-    count, bucket = match.groups()
-    le = _LE.search(bucket)
-    if not count.split("{")[0].endswith("_count") or not bucket.split("{")[0].endswith("_bucket") or not le:
-        return None
-    base = count.split("{")[0][:-len("_count")]
-    rest = _LE.sub(",", bucket[bucket.index("{") + 1:-1]).strip(", ")
-    if bucket.split("{")[0] != base + "_bucket" or _canon(rest) != _canon(count.partition("{")[2].rstrip("}")):
-        return None
-    return base + (f"{{{rest}}}" if rest else ""), le.group(1)
+    return _bucket_pair(*match.groups()) if match else None
 
 
 def _canon(matchers: str) -> list[str]:
@@ -130,7 +120,15 @@ def _sloth(doc: dict, origin: str, crd: bool) -> ImportResult:
     spec["objectives"] = objectives
     if objectives:
         result.specs.append(spec)
+    _engines_hint(result, origin)
     return result
+
+
+def _engines_hint(result: ImportResult, origin: str) -> None:
+    for spec in result.specs:
+        if any(str(o.get("metric", "")).startswith("llm_") for o in spec["objectives"]):
+            result.not_carried.append(f"{origin}: engines: [] skips the bucket check; name your engines "
+                                      "(engines: [vllm, sglang]) to check thresholds against their buckets")
 
 
 def _sloth_objective(slo: dict, where: str, result: ImportResult) -> dict | None:
@@ -201,23 +199,22 @@ def _openslo(docs: list[dict], origin: str) -> ImportResult:
         where = f"{origin}: SLO {name}"
         body = slo.get("spec") or {}
         service = _name(body.get("service", "service"))
-        spec = specs.setdefault(service, {"version": 1, "service": service, "engines": [], "objectives": []})
-        window = _openslo_window(body, where, result)
-        if window:
-            if spec.get("window", window) != window:
-                result.not_carried.append(f"{where}: window {window} differs from other SLOs of {service}; "
-                                          f"{spec['window']} used")
-            spec.setdefault("window", window)
+        indicator = body.get("indicator") or (by_kind.get("SLI") or {}).get(body.get("indicatorRef"))
+        sli = _openslo_sli(indicator, where, result)
+        window = _openslo_window(body, where, result) or "28d"
         if body.get("budgetingMethod", "Occurrences") != "Occurrences":
             result.not_carried.append(f"{where}: budgetingMethod {body['budgetingMethod']}: inferwatch budgets "
                                       "by events (Occurrences)")
-        indicator = body.get("indicator") or (by_kind.get("SLI") or {}).get(body.get("indicatorRef"))
-        sli = _openslo_sli(indicator, where, result)
         if body.get("alertPolicies"):
             result.not_carried.append(f"{where}: alertPolicies: replaced by the Workbook's multiwindow tiers and "
                                       "a missing-data alert (alertWhenNoData is always on)")
         if sli is None:
             continue
+        spec = specs.setdefault(service, {"version": 1, "service": service, "window": window, "engines": [],
+                                          "objectives": []})
+        if spec["window"] != window:
+            result.not_carried.append(f"{where}: window {window} differs from other SLOs of {service}; "
+                                      f"{spec['window']} used")
         objectives = body.get("objectives") or []
         for i, target in enumerate(objectives):
             objective = {"name": _name(name if len(objectives) == 1 else f"{name}-{i}"), **sli}
@@ -227,6 +224,7 @@ def _openslo(docs: list[dict], origin: str) -> ImportResult:
             objective["target"] = f"{value}%" if value is not None else str(target.get("target"))
             spec["objectives"].append(objective)
     result.specs = [s for s in specs.values() if s["objectives"]]
+    _engines_hint(result, origin)
     return result
 
 
@@ -274,4 +272,20 @@ def _openslo_sli(indicator: dict | None, where: str, result: ImportResult) -> di
         result.not_carried.append(f"{where}: queries are not plain selectors or sum(rate(selector[w])); "
                                   "rewrite them as selectors")
         return None
+    if part_key == "good":
+        latency = _bucket_pair(total, part)
+        if latency:
+            return {"sli": "latency", "metric": latency[0], "threshold": f"{latency[1]}s"}
     return {"sli": "ratio", "total": total, part_key: part}
+
+
+def _bucket_pair(count: str, bucket: str) -> tuple[str, str] | None:
+    """`x_count{m}` and `x_bucket{m, le="T"}` -> (x{m}, T): a latency SLI, robust to how `le` is spelled."""
+    name, _, rest = bucket.partition("{")
+    le = _LE.search(rest)
+    if not name.endswith("_bucket") or not le or count.partition("{")[0] != name[:-len("_bucket")] + "_count":
+        return None
+    matchers = _LE.sub(",", rest.rstrip("}")).strip(", ")
+    if _canon(matchers) != _canon(count.partition("{")[2].rstrip("}")):
+        return None
+    return name[:-len("_bucket")] + (f"{{{matchers}}}" if matchers else ""), le.group(1)

@@ -1,0 +1,61 @@
+"""The shipped alert files: valid, portable, written against the vocabulary, documented, and tested with promtool."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import ROOT, need
+from inferwatch.slo import check_rule_files, run_rule_tests
+
+ALERTS = ROOT / "alerts"
+RULE_FILES = sorted(ALERTS.glob("*.rules.yaml"))
+# series that are not engine or GPU metrics but that alerts may read
+NON_VOCABULARY = {"up", "inferwatch_exporter_target_up", "ALERTS"}
+PROMQL_WORDS = {"and", "or", "unless", "on", "by", "without", "group_left", "group_right", "ignoring", "bool",
+                "offset"}
+
+
+def _alerts():
+    for path in RULE_FILES:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    yield path.name, rule
+
+
+def test_rule_files_are_valid_and_their_tests_pass():
+    need("promtool")
+    ok, output = check_rule_files(RULE_FILES)
+    assert ok, output
+    ok, output = run_rule_tests(sorted(ALERTS.glob("*.test.yaml")))
+    assert ok, output
+
+
+@pytest.mark.parametrize("name, rule", list(_alerts()), ids=lambda v: v if isinstance(v, str) else v["alert"])
+def test_every_alert_is_documented(name, rule):
+    assert rule["labels"]["severity"] in ("critical", "warning")
+    assert {"summary", "description", "runbook_url"} <= set(rule["annotations"])
+    anchor = rule["annotations"]["runbook_url"].rpartition("#")[2]
+    headings = {h.lower() for h in re.findall(r"^## (\w+)$", (ALERTS / "RUNBOOKS.md").read_text(), re.M)}
+    assert anchor in headings
+
+
+def test_operational_alerts_read_only_the_vocabulary(catalog):
+    names = set(catalog.metrics)
+    known = names | {n + s for n in names for s in ("_bucket", "_count", "_sum")} | NON_VOCABULARY
+    for _, rule in _alerts():
+        expr = re.sub(r'"[^"]*"', "", rule["expr"])              # label values are not metric names
+        expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", expr)          # nor are matchers and ranges
+        idents = set(re.findall(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()", expr))
+        metrics = {i for i in idents if i.startswith(("llm_", "gpu_", "inferwatch_", "up"))}
+        metrics -= {i for i in idents if i.startswith("llm_slo:")}
+        assert metrics <= known, metrics - known
+
+
+def test_groups_stay_portable():
+    for path in RULE_FILES:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            assert set(group) <= {"name", "interval", "rules"}, path

@@ -1,0 +1,117 @@
+"""The default SLO rules loaded into a real Prometheus that scrapes every engine exposition, normalized.
+
+Counters grow by the same factor at each scrape, so every rate keeps the
+capture's own proportions: once every source has a minute of samples, the
+per-minute good and total counts Prometheus records for each model must give
+the error ratio computed here from the normalized text, as a sum over sums.
+That proves the selectors, the `le` spellings of real engines (`1.0`) and the
+grouping against real series, not only synthetic ones.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+
+import pytest
+
+from conftest import ROOT, all_expositions, need
+from inferwatch.exporters import Normalizer, split_families
+from promtools import prometheus, query, serve, wait_for
+
+ENGINES = [p for p in all_expositions() if not p.name.startswith("dcgm")]
+COUNTER = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:_total|_count|_bucket|_sum))(\{[^}]*\})? (\S+)(.*)$")
+BAD_REASONS = re.compile(r"length|abort|error|repetition")
+
+
+def _grow(text: str, factor: int) -> str:
+    out = []
+    for line in text.splitlines():
+        match = COUNTER.match(line)
+        if match and match.group(3) not in ("NaN", "+Inf", "-Inf"):
+            line = f"{match.group(1)}{match.group(2) or ''} {float(match.group(3)) * factor}{match.group(4)}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
+    """{slo: {model: error ratio}} from the normalized expositions, summed over every source."""
+    sums: dict[tuple, float] = defaultdict(float)
+    for text in normalized:
+        for fam in split_families(text):
+            for s in fam.samples():
+                labels = dict(s.labels)
+                model, value = labels.get("model"), float(s.value)
+                if model is None:
+                    continue
+                if s.name == "llm_time_to_first_token_seconds_count" and labels.get("is_streaming") != "false":
+                    sums["responsive", "total", model] += value
+                elif s.name == "llm_time_to_first_token_seconds_bucket" and labels.get("is_streaming") != "false" \
+                        and float(labels["le"]) == 1:
+                    sums["responsive", "good", model] += value
+                elif s.name == "llm_time_per_output_token_seconds_count":
+                    sums["fast-enough", "total", model] += value
+                elif s.name == "llm_time_per_output_token_seconds_bucket" and float(labels["le"]) == 0.1:
+                    sums["fast-enough", "good", model] += value
+                elif s.name == "llm_requests_finished_total":
+                    sums["answered", "total", model] += value
+                    if BAD_REASONS.fullmatch(labels.get("finished_reason", "")):
+                        sums["answered", "bad", model] += value
+                elif s.name == "llm_requests_aborted_total" and labels.get("engine") == "sglang":
+                    sums["answered", "bad", model] += value
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (slo, kind, model), total in list(sums.items()):
+        if kind == "total" and total > 0:
+            bad = sums[slo, "bad", model] if slo == "answered" else total - sums[slo, "good", model]
+            out[slo][model] = max(0.0, bad / total)
+    return out
+
+
+def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
+    binary = need("prometheus")
+    normalizer = Normalizer(mappings, catalog)
+    normalized = {p: normalizer.normalize(p.read_text()).render() for p in ENGINES}
+    expected = _expected(list(normalized.values()))
+    assert set(expected) == {"responsive", "fast-enough", "answered"}
+    rule_files = []
+    for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
+        fast = tmp_path / path.name      # evaluate every second instead of every minute: same expressions
+        fast.write_text(path.read_text().replace("interval: 1m", "interval: 1s"))
+        rule_files.append(str(fast))
+    scrapes: dict[str, int] = defaultdict(int)
+
+    def route(path, text):
+        def handler(request):
+            scrapes[path] += 1
+            body = _grow(text, scrapes[path]).encode()
+            request.send_response(200)
+            request.send_header("Content-Type", "text/plain; version=0.0.4")
+            request.end_headers()
+            request.wfile.write(body)
+        return handler
+
+    routes = {f"/{p.stem}/metrics": route(p.stem, text) for p, text in normalized.items()}
+    with serve(routes) as base:
+        host = base.removeprefix("http://")
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rule_files,
+                  "scrape_configs": [{"job_name": p.stem, "metrics_path": f"/{p.stem}/metrics",
+                                      "static_configs": [{"targets": [host]}]} for p in ENGINES]}
+        with prometheus(binary, config, tmp_path) as prom:
+            started = time.time()
+            def recorded(expr):
+                got: dict[str, dict[str, float]] = defaultdict(dict)
+                for row in query(prom, expr):
+                    got[row["metric"]["slo"]][row["metric"]["model"]] = float(row["value"][1])
+                return got if all(set(got[s]) == set(m) for s, m in expected.items()) else None
+
+            wait_for(lambda: recorded("llm_slo:error_ratio:5m"), timeout=60)
+            # once every source has a full minute of samples, each counts with the same weight (up to a
+            # sample of scrape jitter, hence 2%: a wrong selector or le spelling is off by far more)
+            time.sleep(max(0.0, started + 62 - time.time()))
+            got = recorded("1 - llm_slo:good:increase1m / (llm_slo:total:increase1m > 0)")
+            for slo, models in expected.items():
+                for model, ratio in models.items():
+                    assert got[slo][model] == pytest.approx(ratio, rel=0.02, abs=1e-9), (slo, model)
+            missing = query(prom, 'ALERTS{alertname="LLMSLIDataMissing", model!=""}')
+            assert missing == [], "models with data must not read as missing"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import yaml
 
 from inferwatch.errors import InferwatchError, SpecError
 
@@ -94,7 +95,7 @@ def test(specs: Specs):
         if not ok:
             typer.echo(output, err=True)
             raise typer.Exit(1)
-        cases = sum(p.read_text().count("\n- name: ") for p in tests)
+        cases = sum(len(yaml.safe_load(p.read_text())["tests"]) for p in tests)
         typer.echo(f"promtool: {len(rules)} rule files valid; {cases} generated test cases in {len(tests)} files "
                    "passed")
 

@@ -99,17 +99,26 @@ def _stale() -> list[tuple[Path, str]]:
     return stale
 
 
+def _orphans() -> list[Path]:
+    """Generated default-SLO files in alerts/ that the code no longer produces (an objective was removed)."""
+    service = load_spec(DEFAULT_SLO_SPEC).service
+    return sorted(set(ALERTS_DIR.glob(f"{service}.*.yaml")) - set(source_copies().values()))
+
+
 def refresh_sources() -> list[Path]:
-    """Rewrite the checked-in copies that differ; returns the files changed."""
+    """Rewrite the checked-in copies that differ and delete orphans; returns the files changed."""
     if not _in_checkout():
         return []
     stale = _stale()
     for path, text in stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    return [path for path, _ in stale]
+    orphans = _orphans()
+    for path in orphans:
+        path.unlink()
+    return [path for path, _ in stale] + orphans
 
 
 def check() -> list[str]:
-    """Checked-in copies that differ from what the code generates now."""
-    return [str(path) for path, _ in _stale()]
+    """Checked-in copies that differ from what the code generates now, and orphaned generated files."""
+    return [str(path) for path, _ in _stale()] + [f"{path} (no longer generated)" for path in _orphans()]

@@ -22,3 +22,27 @@ def test_build_writes_the_bundle(tmp_path):
         assert (tmp_path / "out" / rel).read_text() == text
     check_proc = subprocess.run([sys.executable, "-m", "inferwatch", "build", "--check"], capture_output=True, text=True)
     assert check_proc.returncode == 0
+
+
+def test_bundle_rules_and_their_tests_work_where_they_are_written(tmp_path):
+    """The bundle keeps each promtool test next to its rules, so `promtool test rules` runs in place."""
+    from conftest import need
+    from inferwatch.build import write_bundle
+    from inferwatch.slo import run_rule_tests
+
+    need("promtool")
+    written = write_bundle(tmp_path)
+    ok, output = run_rule_tests(sorted(p for p in written if p.name.endswith(".test.yaml")))
+    assert ok, output
+
+
+def test_an_orphaned_generated_alert_file_is_reported(monkeypatch, tmp_path):
+    import shutil
+
+    from inferwatch import build
+
+    alerts = tmp_path / "alerts"
+    shutil.copytree(build.ALERTS_DIR, alerts)
+    (alerts / "llm.removed-objective.rules.yaml").write_text("groups: []\n")
+    monkeypatch.setattr(build, "ALERTS_DIR", alerts)
+    assert any("llm.removed-objective.rules.yaml (no longer generated)" in s for s in build.check())

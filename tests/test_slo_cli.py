@@ -1,0 +1,68 @@
+"""`inferwatch slo ...` as a user runs it: compile, explain, test, and a front-door spec."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+
+from conftest import GOLDEN, ROOT, need
+
+CHAT = ROOT / "slo" / "examples" / "chat.yaml"
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "inferwatch", "slo", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+def test_explain_prints_the_table():
+    proc = _run("explain", CHAT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (GOLDEN / "slo" / "chat.explain.txt").read_text()
+
+
+def test_compile_writes_rules_tests_and_inhibit_rules(tmp_path):
+    proc = _run("compile", CHAT, "-o", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"chat.{o}.{kind}.yaml" for o in ("responsive", "fast-enough", "answered") for kind in ("rules", "test")]
+        + ["chat.inhibit.yaml"])
+
+
+def test_compile_for_the_prometheus_operator(tmp_path):
+    need("promtool")
+    proc = _run("compile", CHAT, "-o", tmp_path, "--format", "prometheus-operator")
+    assert proc.returncode == 0, proc.stderr
+    manifest = yaml.safe_load((tmp_path / "chat.prometheusrule.yaml").read_text())
+    assert (manifest["apiVersion"], manifest["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
+    (tmp_path / "groups.yaml").write_text(yaml.safe_dump({"groups": manifest["spec"]["groups"]}))
+    check = subprocess.run(["promtool", "check", "rules", str(tmp_path / "groups.yaml")], capture_output=True,
+                           text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_slo_test_runs_the_generated_tests():
+    need("promtool")
+    proc = _run("test", CHAT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 rule files valid" in proc.stdout and "passed" in proc.stdout
+
+
+def test_unknown_format_is_a_clear_error(tmp_path):
+    proc = _run("compile", CHAT, "-o", tmp_path, "--format", "thanos")
+    assert proc.returncode == 1 and proc.stderr.startswith("error: --format 'thanos': use one of")
+
+
+def test_frontdoor_source_needs_no_engine_buckets(tmp_path):
+    """The front door's histograms take the SLO thresholds as buckets, so any threshold is exact."""
+    need("promtool")
+    spec = tmp_path / "fd.yaml"
+    spec.write_text(CHAT.read_text().replace("engines: [vllm, sglang]", "source: frontdoor")
+                    .replace("threshold: 1s", "threshold: 2s"))
+    proc = _run("test", spec)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "out"
+    assert _run("compile", spec, "-o", out).returncode == 0
+    assert "llm_frontdoor_time_to_first_token_seconds_bucket" in (out / "chat.responsive.rules.yaml").read_text()

@@ -7,7 +7,7 @@ from fractions import Fraction
 from inferwatch.slo._model import EngineRef
 from inferwatch.slo._tables import EngineBuckets, bucket_tables, version_tuple
 
-__all__ = ["threshold_problems", "fmt_number", "shared_bounds"]
+__all__ = ["threshold_problem", "fmt_number", "shared_bounds"]
 
 
 def fmt_number(value: Fraction) -> str:
@@ -55,32 +55,33 @@ def shared_bounds(engines, metric: str) -> list[Fraction]:
     return sorted(common or ())
 
 
-def threshold_problems(engines, metric: str, threshold: Fraction) -> list[str]:
-    """Messages for each engine where `threshold` would not be counted exactly; empty when it is exact everywhere."""
-    problems = []
+def threshold_problem(engines, metric: str, threshold: Fraction) -> str | None:
+    """One message saying where `threshold` would not be counted exactly and how to fix it; None when exact."""
+    lines = []
     for engine in engines:
         found = engine_bounds(engine, metric)
         if found is None:
             continue
         family, bounds, label = found
         if bounds is None:
-            problems.append(f"{label} does not export {metric} (see slo/buckets.yaml)")
+            lines.append(f"{label} does not export {metric} (see slo/buckets.yaml)")
             continue
         if threshold in bounds:
             continue
         below = [b for b in bounds if b < threshold]
         above = [b for b in bounds if b > threshold]
         near = " and ".join(fmt_number(b) + "s" for b in (below[-1:] + above[:1]))
-        message = (f"{fmt_number(threshold)}s is not a bucket boundary of {label} {family} "
-                   f"(nearest: {near}), so the SLO could not count it exactly")
+        line = f"{label} {family} has no bucket at {fmt_number(threshold)}s (nearest: {near})"
         flag = bucket_tables()[engine.name].flags.get(family)
         if flag:
-            exact = ", ".join(fmt_number(b) for b in sorted(set(bounds) | {threshold}))
-            message += f"; to make it exact, start {engine.name} with {flag.replace('{bounds}', exact)}"
-        problems.append(message)
-    if any("bucket boundary" in p for p in problems):
-        shared = shared_bounds(engines, metric)
-        if shared:
-            problems.append("thresholds exact in every engine in scope: "
-                            + ", ".join(fmt_number(b) + "s" for b in shared))
-    return problems
+            exact = [fmt_number(b) for b in sorted(set(bounds) | {threshold})]
+            flag = flag.replace("{bounds}", ", ".join(exact)).replace("{bounds_spaced}", " ".join(exact))
+            line += f"; to make it exact, start {engine.name} with {flag}"
+        lines.append(line)
+    if not lines:
+        return None
+    head = f"{fmt_number(threshold)}s cannot be counted exactly from {metric}:"
+    shared = shared_bounds(engines, metric)
+    if shared and any("has no bucket" in line for line in lines):
+        lines.append("thresholds exact in every engine in scope: " + ", ".join(fmt_number(b) + "s" for b in shared))
+    return head + "".join(f"\n    {line}" for line in lines)

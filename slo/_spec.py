@@ -13,7 +13,7 @@ from fractions import Fraction
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.durations import format_duration, parse_duration
 from inferwatch.errors import Problem, SpecError
-from inferwatch.slo._buckets import threshold_problems
+from inferwatch.slo._buckets import threshold_problem
 from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, RatioSLI, Spec, Tier
 from inferwatch.slo._selector import parse_selector
 from inferwatch.slo._tables import bucket_tables, builtin_slis, default_tiers
@@ -312,7 +312,8 @@ def _latency_sli(c, node, field, definition, extra, source, engines) -> LatencyS
         selector = parse_selector("invalid")
     threshold = _threshold(c, node, field + ".threshold")
     if source == "engine":
-        for message in threshold_problems(engines, selector.metric, threshold):
+        message = threshold_problem(engines, selector.metric, threshold)
+        if message:
             c.add(node, field + ".threshold", message)
     exclude = tuple(Matcher(k, "!=", v) for k, v in (definition.get("exclude") or {}).items())
     means = definition.get("means", f"{selector.metric} observations within {{threshold}}")

@@ -25,11 +25,11 @@ CASES = [
      ["8: objectives[0].sli: 'ttfb' is not an SLI: use one of ttft, tpot, answered, latency, ratio; "
       "did you mean 'ttft'?"]),
     ("threshold off the buckets", _bad("threshold: 1s", "threshold: 2s"),
-     ["9: objectives[0].threshold: 2s is not a bucket boundary of vllm 0.8.4+ time_to_first_token (nearest: 1s and "
-      "2.5s), so the SLO could not count it exactly; to make it exact, start vllm with --custom-histogram-buckets "
-      "'{\"time_to_first_token\": [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2, 2.5, 5, "
-      "7.5, 10, 20, 40, 80, 160, 640, 2560]}' (vLLM 0.32+)",
-      "9: objectives[0].threshold: thresholds exact in every engine in scope: 0.1s, 1s, 10s, 20s, 40s, 80s"]),
+     ["9: objectives[0].threshold: 2s cannot be counted exactly from llm_time_to_first_token_seconds:\n"
+      "    vllm 0.8.4+ time_to_first_token has no bucket at 2s (nearest: 1s and 2.5s); to make it exact, start vllm "
+      "with --custom-histogram-buckets '{\"time_to_first_token\": [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, "
+      "0.25, 0.5, 0.75, 1, 2, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560]}' (vLLM 0.32+)\n"
+      "    thresholds exact in every engine in scope: 0.1s, 1s, 10s, 20s, 40s, 80s"]),
     ("target over 100%", _bad("target: 99.5%", "target: 100.5%"),
      ["17: objectives[2].target: 100.5% is over 100%; a target is the share of good events, e.g. 99.9%"]),
     ("window of 2d", _bad("window: 28d", "window: 2d"),
@@ -48,7 +48,10 @@ MORE = [
     ("threshold not a duration", _bad("threshold: 1s", "threshold: fast"),
      ["objectives[0].threshold: 'fast' is not a threshold such as 1s, 500ms or 0.1 (seconds)"]),
     ("SGLang release without per-request TPOT", _bad("engines: [vllm, sglang]", "engines: [vllm, sglang@0.5.2]"),
-     ["objectives[1].threshold: sglang 0.5.2 does not export llm_time_per_output_token_seconds"]),
+     ["objectives[1].threshold: 0.1s cannot be counted exactly from llm_time_per_output_token_seconds:\n"
+      "    sglang 0.5.2 does not export llm_time_per_output_token_seconds"]),
+    ("threshold off both engines' buckets", _bad("threshold: 1s", "threshold: 300ms"),
+     ["(nearest: 0.25s and 0.5s)", "--bucket-time-to-first-token 0.1 0.2 0.3 0.4 0.6"]),
     ("unknown engine", _bad("engines: [vllm, sglang]", "engines: [vllm, tgi]"),
      ["engines[1]: unknown engine 'tgi'; known: vllm, sglang"]),
     ("unbounded group_by", _bad("selector:", "group_by: [request_id]\nselector:"),
@@ -105,7 +108,7 @@ def test_cli_prints_the_error_without_a_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "slo", "check", str(path)], capture_output=True,
                           text=True)
     assert proc.returncode == 1
-    assert proc.stderr.startswith(f"error: {path}:9: objectives[0].threshold: 2s is not a bucket boundary")
+    assert proc.stderr.startswith(f"error: {path}:9: objectives[0].threshold: 2s cannot be counted exactly")
     assert "Traceback" not in proc.stderr
 
 

@@ -31,6 +31,11 @@ class TierMath:
         """False when even a total outage cannot push the error ratio over the threshold."""
         return self.threshold < 1
 
+    @property
+    def exhaustion(self) -> Fraction:
+        """Seconds until the whole budget is gone at exactly this tier's burn rate: long window / budget share."""
+        return self.tier.long * 100 / self.tier.budget_percent
+
     def detection(self, error_ratio: Fraction) -> Fraction | None:
         """Seconds from the start of a steady error ratio to firing (both windows were clean before)."""
         if error_ratio <= self.threshold:

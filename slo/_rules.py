@@ -177,8 +177,6 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     expr = (f"{ratio(long_w)} > {threshold}\n"
             f"and {ratio(short_w)} > {threshold}\n"
             f"and {_ref(spec, objective, record('total', 'increase' + long_w))} >= {m.min_events}")
-    exhaustion = window_name(spec.window / m.factor) if (spec.window / m.factor) % 60 == 0 else \
-        f"{float(spec.window / m.factor / 3600):.3g}h"
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
                    f"{decimal(m.factor)}x too fast ({m.tier.name})",
@@ -187,7 +185,7 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
             f"{window_name(spec.window)}. Over the last {long_w} and {short_w} more than "
             f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {decimal(m.factor)}x): "
             f"{decimal(m.tier.budget_percent)}% of the error budget is gone in {long_w}, all of it in "
-            f"{exhaustion}."),
+            f"{window_name(m.exhaustion)}."),
         "runbook_url": runbook_url(objective.runbook_url, BURN_ALERT),
     }
     annotations.update(dict(objective.annotations))

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch._cli_sim import register as register_sim_commands
 from inferwatch._cli_slo import slo_app
 from inferwatch.errors import InferwatchError
 
@@ -26,6 +27,7 @@ exporter_app = typer.Typer(help="Run an exporter.", no_args_is_help=True)
 app.add_typer(mappings_app, name="mappings")
 app.add_typer(exporter_app, name="exporter")
 app.add_typer(slo_app, name="slo")
+register_sim_commands(app)
 
 MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", help="Extra mapping file (repeatable).")]
 SourceOpt = Annotated[Optional[str], typer.Option(help="Use this mapping only (vllm, sglang, dcgm or a user's).")]

@@ -1,0 +1,293 @@
+"""`inferwatch demo`: the whole product on a laptop, in a few minutes.
+
+Starts two simulated engines (vLLM and SGLang), the normalizing exporter in
+front of them and a real Prometheus loaded with the rules `inferwatch build`
+generates; drives load; injects a scripted incident (queueing on vLLM, then
+thinking on SGLang); prints what Prometheus reports as it goes. To fit in
+minutes, Prometheus evaluates the SLO rules every 10 s and waits a tenth of
+each alert's `for:`. Every process it started is stopped on exit or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from inferwatch.errors import InferwatchError
+from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
+
+__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED"]
+
+VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
+CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
+RATES = {VLLM_MODEL: 1.5, SGLANG_MODEL: 0.6}
+SLO_INTERVAL = "10s"          # instead of 1m
+FOR_SCALE = 10                # every `for:` divided by this
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    seconds: float
+    short_seconds: float
+    scenarios: dict[str, str]   # model -> scenario
+    says: str
+
+
+SCRIPT = [
+    Phase("normal", 60, 25, {VLLM_MODEL: "normal", SGLANG_MODEL: "normal"},
+          "both engines healthy: note running against the cap, KV cache and TTFT"),
+    Phase("queueing on vLLM", 120, 75, {VLLM_MODEL: "queueing", SGLANG_MODEL: "normal"},
+          "vLLM loses capacity: requests pile up at its cap and wait before their first token"),
+    Phase("thinking on SGLang", 60, 30, {VLLM_MODEL: "normal", SGLANG_MODEL: "thinking"},
+          "SGLang's model starts reasoning at length: engine TTFT stays normal, users wait for visible text"),
+]
+# alerts that must fire (labels that must match) for --headless to succeed
+EXPECTED = [{"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
+            {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL}]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 2.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read()
+
+
+def _query(prom: str, expr: str) -> list[dict]:
+    try:
+        data = json.loads(_get(f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr}), timeout=5))
+    except (OSError, ValueError):
+        return []
+    return data.get("data", {}).get("result", [])
+
+
+def _compress(text: str) -> str:
+    """The demo's time compression: SLO groups every 10s, each `for:` a tenth as long."""
+    text = text.replace("interval: 1m", f"interval: {SLO_INTERVAL}")
+
+    def shorter(match):
+        seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
+        return f"for: {max(1, seconds // FOR_SCALE)}s"
+    return re.sub(r"for: (\d+)([smh])\b", shorter, text)
+
+
+def _rule_files(folder: Path) -> list[str]:
+    from inferwatch.build import artifacts
+
+    paths = []
+    for rel, text in artifacts().items():
+        if rel.startswith("prometheus/rules/") and rel.endswith(".rules.yaml"):
+            path = folder / Path(rel).name
+            path.write_text(_compress(text))
+            paths.append(str(path))
+    return paths
+
+
+class _Processes:
+    """Child processes, each stopped (and waited for) when the demo ends, however it ends."""
+
+    def __init__(self, logs: Path):
+        self.logs, self.procs = logs, []
+
+    def start(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "w")
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append((name, proc, log))
+        return proc
+
+    def check(self) -> None:
+        for name, proc, _ in self.procs:
+            if proc.poll() is not None:
+                tail = (self.logs / f"{name}.log").read_text()[-1500:]
+                raise InferwatchError(f"{name} exited with status {proc.returncode}:\n{tail}")
+
+    def stop(self) -> None:
+        for _, proc, _ in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.time() + 10
+        for _, proc, log in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
+def _wait_ready(urls: list[str], procs: _Processes, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    for url in urls:
+        while True:
+            procs.check()
+            try:
+                _get(url)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise InferwatchError(f"{url} did not come up within {timeout:.0f}s") from None
+                time.sleep(0.3)
+
+
+def _set_scenario(base: str, scenario: str) -> None:
+    request = urllib.request.Request(f"{base}/admin/scenario", data=json.dumps({"scenario": scenario}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 2) -> str:
+    return "-" if value is None or value != value else f"{value:.{digits}f}{unit}"
+
+
+def _by_model(prom: str, expr: str) -> dict[str, float]:
+    return {r["metric"].get("model", ""): float(r["value"][1]) for r in _query(prom, expr)}
+
+
+def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str]:
+    running = _by_model(prom, "sum by (model) (llm_requests_running)")
+    waiting = _by_model(prom, "sum by (model) (llm_requests_waiting)")
+    kv = _by_model(prom, "max by (model) (llm_kv_cache_usage_ratio)")
+    ttft = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
+                           "(rate(llm_time_to_first_token_seconds_bucket[30s])))")
+    tokens = _by_model(prom, "sum by (model) (rate(llm_request_generation_tokens_sum[30s])) / "
+                             "sum by (model) (rate(llm_request_generation_tokens_count[30s]))")
+    lines = []
+    for model in (VLLM_MODEL, SGLANG_MODEL):
+        recent = [s.ttft for s in samples[model] if s.ttft is not None and now - s.started < 30]
+        user = percentile(recent, 0.95) if recent else None
+        lines.append(f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
+                     f"waiting {_fmt(waiting.get(model), digits=0):>4}  KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
+                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  user TTFT p95 {_fmt(user, 's'):>7}"
+                     f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
+    return lines
+
+
+def _alerts(prom: str) -> dict[tuple, str]:
+    out = {}
+    for row in _query(prom, "ALERTS"):
+        labels = row["metric"]
+        key = tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "alertstate")))
+        out[key] = labels["alertstate"]
+    return out
+
+
+def _describe(key: tuple) -> str:
+    labels = dict(key)
+    shown = [f"{k}={labels[k]}" for k in ("model", "slo", "tier", "severity") if k in labels]
+    return f"{labels['alertname']} {' '.join(shown)}"
+
+
+async def _drive(base_urls: dict[str, str], prom: str, script_seconds: list[float],
+                 say) -> tuple[set, dict[str, list[Sample]]]:
+    total = sum(script_seconds)
+    samples: dict[str, list[Sample]] = {m: [] for m in base_urls}
+    loads = [asyncio.ensure_future(run_load(LoadConfig(base_urls[m], RATES[m], total, m, prompt_tokens=150,
+                                                       max_tokens=1024, seed=7 + i), samples=samples[m]))
+             for i, m in enumerate(base_urls)]
+    seen: dict[tuple, str] = {}
+    fired: set = set()
+    started = time.monotonic()
+    for phase, seconds in zip(SCRIPT, script_seconds):
+        say(f"\n== {phase.name} ({seconds:.0f}s): {phase.says}")
+        for model, scenario in phase.scenarios.items():
+            await asyncio.to_thread(_set_scenario, base_urls[model], scenario)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            await asyncio.sleep(min(5.0, max(0.0, end - time.monotonic())))
+            now = time.monotonic()
+            say(f"t+{now - started:4.0f}s")
+            for line in await asyncio.to_thread(_status, prom, samples, now):
+                say(line)
+            alerts = await asyncio.to_thread(_alerts, prom)
+            for key, state in alerts.items():
+                if seen.get(key) != state:
+                    say(f"  ALERT {state.upper():8} {_describe(key)}")
+                if state == "firing":
+                    fired.add(key)
+            for key in set(seen) - set(alerts):
+                say(f"  ALERT resolved {_describe(key)}")
+            seen = alerts
+    for load in loads:
+        load.cancel()
+    await asyncio.gather(*loads, return_exceptions=True)
+    return fired, samples
+
+
+def run_demo(headless: bool = False, short: bool = False, workdir: str | None = None) -> bool:
+    """Run the scripted demo; True when every expected alert fired."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        raise InferwatchError("prometheus not found on PATH: install it with `apt-get install -y prometheus` "
+                              "(Debian's package), then run `inferwatch demo` again")
+    say = print
+    with ExitStack() as stack:
+        folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(
+            prefix="inferwatch-demo-")))
+        folder.mkdir(parents=True, exist_ok=True)
+        procs = _Processes(folder)
+        stack.callback(procs.stop)
+        ports = {name: _free_port() for name in ("vllm", "sglang", "exporter", "prometheus")}
+        me = [sys.executable, "-m", "inferwatch"]
+        engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
+        for model, (engine, port) in engines.items():
+            procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
+                                      f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1"])
+        procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
+                                      "--target", f"vllm=http://127.0.0.1:{ports['vllm']}/metrics",
+                                      "--target", f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
+                                      *[a for m, cap in CAPS.items() for a in ("--max-running-requests",
+                                                                               f"{m}={cap}")]])
+        config = {"global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
+                  "rule_files": _rule_files(folder),
+                  "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
+                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]}]}
+        (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
+                                   f"--storage.tsdb.path={folder / 'data'}",
+                                   f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
+        prom = f"http://127.0.0.1:{ports['prometheus']}"
+        bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
+        _wait_ready([f"{b}/health" for b in bases.values()] + [f"http://127.0.0.1:{ports['exporter']}/metrics",
+                                                                f"{prom}/-/ready"], procs)
+        say(f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]}, SGLang {SGLANG_MODEL} at "
+            f"{bases[SGLANG_MODEL]}, exporter at 127.0.0.1:{ports['exporter']}, Prometheus at {prom}")
+        say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
+            f"logs and data in {folder})")
+        seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]
+        try:
+            fired, samples = asyncio.run(_drive(bases, prom, seconds, say))
+        except KeyboardInterrupt:
+            say("\ninterrupted: stopping every process the demo started")
+            return False
+        missing = [e for e in EXPECTED if not any(all(dict(k).get(n) == v for n, v in e.items()) for k in fired)]
+        say("\n== summary")
+        for expected in EXPECTED:
+            state = "MISSED" if expected in missing else "fired "
+            say(f"  {state} {' '.join(f'{k}={v}' for k, v in expected.items())}")
+        thinking = [s.ttft for s in samples[SGLANG_MODEL] if s.ttft is not None][-20:]
+        if thinking:
+            say(f"  thinking on {SGLANG_MODEL}: users waited {percentile(thinking, 0.5):.1f}s (p50) for visible text "
+                "while the engine's own TTFT stayed normal; only the front door (coming) can page on that")
+        return not missing

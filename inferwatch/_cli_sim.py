@@ -69,8 +69,8 @@ def load(target: Annotated[str, typer.Option(help="Base URL of an OpenAI-compati
         raise InferwatchError(f"--duration: {err}") from None
     if rate <= 0:
         raise InferwatchError("--rate must be above 0")
-    config = LoadConfig(target.rstrip("/"), rate, seconds, model, prompt_tokens, max_tokens, prefix_share,
-                        tool_share, seed=seed)
+    config = LoadConfig(target.rstrip("/"), rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
+                        max_tokens=max_tokens, prefix_share=prefix_share, tool_share=tool_share, seed=seed)
     report = asyncio.run(run_load(config, progress=not as_json and sys.stderr.isatty()))
     typer.echo(json.dumps(report.as_dict(), indent=2) if as_json else format_report(report), nl=as_json)
 

@@ -95,8 +95,8 @@ class Engine:
             plan += [("content", " " + rng.choice(WORDS)) for _ in range(length)]
         reason = "stop"
         limit = min(max_tokens or p.max_model_len, p.max_model_len - len(words))
-        if rng.random() < p.truncate_share:
-            limit = min(limit, p.reasoning_tokens + 16)
+        if rng.random() < p.truncate_share:               # the answer runs into the length limit halfway
+            limit = min(limit, p.reasoning_tokens + max(1, (len(plan) - p.reasoning_tokens) // 2))
         if len(plan) > limit:
             plan, reason = plan[:max(1, limit)], "length"
         request = Request(words, plan, reason, streaming, tool_name)
@@ -165,7 +165,8 @@ class Engine:
             if request.admitted_at is None:
                 request.admitted_at = time.monotonic()
                 request.cached = self._prefix_hit(request.prompt)
-                self.metrics.inc("prompt_tokens", len(request.prompt))
+                if self.engine == "vllm":                   # SGLang counts prompt tokens when a request ends
+                    self.metrics.inc("prompt_tokens", len(request.prompt))
                 self.metrics.inc("prefix_queries", len(request.prompt))
                 self.metrics.inc("prefix_hits", request.cached)
                 prefill += len(request.prompt) - request.cached

@@ -21,9 +21,10 @@ from aiohttp import web
 from inferwatch.sim._engine import Engine, Event, Request
 from inferwatch.sim._params import EngineParams, scenarios, with_scenario
 
-__all__ = ["SimulatorConfig", "make_app", "serve"]
+__all__ = ["SimulatorConfig", "make_app", "serve", "SIMULATOR"]
 
 log = logging.getLogger("inferwatch.sim")
+SIMULATOR = web.AppKey("simulator", object)     # app[SIMULATOR]: the running simulator, for tests and tools
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,7 @@ def make_app(config: SimulatorConfig) -> web.Application:
     """The aiohttp application; the engine loop starts and stops with it."""
     sim = _Simulator(config)
     app = web.Application()
-    app["simulator"] = sim
+    app[SIMULATOR] = sim
     app.router.add_get("/v1/models", sim.models)
     app.router.add_post("/v1/chat/completions", sim.chat)
     app.router.add_post("/v1/completions", sim.completions)

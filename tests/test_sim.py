@@ -1,0 +1,261 @@
+"""The simulator: release-exact /metrics that normalize cleanly and agree with what it served; its API as clients
+see it, with the official openai client; scenarios; the load generator against its own histograms."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+
+import pytest
+
+from inferwatch.exporters import Normalizer, split_families
+from inferwatch.sim import LoadConfig, releases, run_load
+from simtools import FAST, simulator
+
+ENGINE_RELEASES = [(e, v) for e in ("vllm", "sglang") for v in releases(e)]
+
+
+def _post(base: str, body: dict, path: str = "/v1/chat/completions"):
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return resp.status, resp.read().decode()
+
+
+def _metrics(base: str) -> str:
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as resp:
+        return resp.read().decode()
+
+
+def _values(text: str) -> dict[str, float]:
+    """{series: value} of a normalized exposition, summed by metric name and the labels we look at."""
+    out: dict[str, float] = {}
+    for fam in split_families(text):
+        for s in fam.samples():
+            labels = dict(s.labels)
+            out[s.name] = out.get(s.name, 0.0) + float(s.value)
+            for k in ("finished_reason", "is_streaming"):
+                if k in labels:
+                    key = f"{s.name}|{k}={labels[k]}"
+                    out[key] = out.get(key, 0.0) + float(s.value)
+    return out
+
+
+def _requests(base: str, n: int = 12) -> tuple[int, int, int]:
+    """n requests, alternately streamed; returns (prompt tokens, completion tokens, length-stopped) per usage."""
+    prompt = completion = length = 0
+    for i in range(n):
+        body = {"model": "m", "messages": [{"role": "user", "content": "tell me a story " * (5 + i)}],
+                "max_tokens": 15, "stream": i % 2 == 0, "stream_options": {"include_usage": True}}
+        _, text = _post(base, body)
+        if body["stream"]:
+            chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+            usage = chunks[-1]["usage"]
+            reason = next(c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and
+                          c["choices"][0]["finish_reason"])
+        else:
+            doc = json.loads(text)
+            usage, reason = doc["usage"], doc["choices"][0]["finish_reason"]
+        prompt += usage["prompt_tokens"]
+        completion += usage["completion_tokens"]
+        length += reason == "length"
+    return prompt, completion, length
+
+
+@pytest.mark.parametrize("engine, version", ENGINE_RELEASES, ids=[f"{e}-{v}" for e, v in ENGINE_RELEASES])
+def test_metrics_normalize_and_agree_with_what_was_served(engine, version, mappings, catalog):
+    with simulator(engine, version) as (base, _):
+        prompt, completion, length = _requests(base)
+        time.sleep(0.2)
+        raw = _metrics(base)
+    assert ("_created" in raw) == (engine == "vllm"), "vLLM writes _created series, SGLang (multiprocess) does not"
+    result = Normalizer(mappings, catalog).normalize(raw)
+    assert result.sources == (engine,) and not result.warnings
+    got = _values(result.render())
+    for name in ("llm_requests_running", "llm_requests_waiting", "llm_kv_cache_usage_ratio",
+                 "llm_time_to_first_token_seconds_count", "llm_prompt_tokens_total", "llm_generation_tokens_total"):
+        assert name in got, name
+    assert got["llm_prompt_tokens_total"] == prompt
+    assert got["llm_generation_tokens_total"] == completion
+    assert got["llm_requests_finished_total"] == 12
+    if engine == "vllm":
+        assert got["llm_requests_finished_total|finished_reason=length"] == length
+        assert got["llm_time_to_first_token_seconds_count"] == 12
+    else:  # SGLang: non-streamed requests get their TTFT at the end, under is_streaming="false" where it exists
+        assert got["llm_time_to_first_token_seconds_count" + ("|is_streaming=true" if version == "0.5.23" else "")] \
+            == (6 if version == "0.5.23" else 12)
+
+
+def test_openai_client_streams_content_reasoning_and_tool_calls():
+    openai = pytest.importorskip("openai")
+    with simulator(params=replace(FAST, reasoning_tokens=5)) as (base, _):
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none")
+        assert [m.id for m in client.models.list()] == ["m"]
+        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                                stream=True, stream_options={"include_usage": True}, max_tokens=30)
+        content = reasoning = ""
+        usage = None
+        for chunk in stream:
+            if chunk.usage:
+                usage = chunk.usage
+            for choice in chunk.choices:
+                content += choice.delta.content or ""
+                reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+        assert reasoning.strip() and content.strip()
+        assert usage.completion_tokens == len(reasoning.split()) + len(content.split())
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "weather?"}],
+                                                tools=tools, stream=True)
+        name, arguments, reason = None, "", None
+        for chunk in stream:
+            for choice in chunk.choices:
+                for call in choice.delta.tool_calls or []:
+                    name = name or call.function.name
+                    arguments += call.function.arguments or ""
+                reason = choice.finish_reason or reason
+        assert name == "get_weather" and json.loads(arguments)["city"] and reason == "tool_calls"
+        whole = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert whole.choices[0].message.content and whole.usage.total_tokens > 0
+        text = client.completions.create(model="m", prompt="once upon a time", max_tokens=5)
+        assert text.choices[0].finish_reason in ("stop", "length")
+
+
+def test_client_disconnect_aborts_the_request():
+    slow = replace(FAST, decode_step_s=0.05, output_tokens_mean=400)
+    with simulator("sglang", params=slow) as (base, sim):
+        request = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(
+            {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": True}).encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        resp = urllib.request.urlopen(request, timeout=10)
+        resp.readline()
+        resp.close()                                       # the user closed the tab
+        deadline = time.time() + 5
+        while time.time() < deadline and sim.engine.running:
+            time.sleep(0.05)
+        assert not sim.engine.running
+        assert "sglang:num_aborted_requests_total" in _metrics(base)
+        assert 'sglang:num_aborted_requests_total{engine_type="unified",model_name="m"} 1.0' in _metrics(base)
+
+
+@pytest.mark.parametrize("scenario, check", [
+    ("errors", lambda r: r["errors"] > 0),
+    ("truncation", lambda r: r["length"] >= 5),
+    ("broken-tools", lambda r: r["bad_json"] == r["tools"] > 0),
+    ("thinking", lambda r: r["reasoning"] > 0),
+])
+def test_scenarios_switch_at_runtime(scenario, check):
+    with simulator() as (base, sim):
+        status, body = _post(base, {"scenario": scenario}, "/admin/scenario")
+        assert status == 200 and sim.scenario == scenario
+        seen = {"errors": 0, "length": 0, "bad_json": 0, "tools": 0, "reasoning": 0}
+        tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+        for i in range(30):
+            body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 400}
+            if scenario == "broken-tools":
+                body["tools"] = tools
+            try:
+                _, text = _post(base, body)
+            except urllib.error.HTTPError:
+                seen["errors"] += 1
+                continue
+            choice = json.loads(text)["choices"][0]
+            seen["length"] += choice["finish_reason"] == "length"
+            seen["reasoning"] += bool(choice["message"].get("reasoning_content"))
+            for call in choice["message"].get("tool_calls") or []:
+                seen["tools"] += 1
+                try:
+                    json.loads(call["function"]["arguments"])
+                except ValueError:
+                    seen["bad_json"] += 1
+        assert check(seen), seen
+
+
+def test_unknown_scenario_is_refused_and_flaky_metrics_fail_sometimes():
+    with simulator(params=replace(FAST, metrics_fault_share=0.0)) as (base, sim):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            _post(base, {"scenario": "meltdown"}, "/admin/scenario")
+        assert err.value.code == 400
+        _post(base, {"scenario": "flaky-metrics"}, "/admin/scenario")
+        sim.engine.rng.seed(3)
+        outcomes = []
+        for _ in range(12):
+            try:
+                outcomes.append(urllib.request.urlopen(base + "/metrics", timeout=0.5).status)
+            except urllib.error.HTTPError as error:
+                outcomes.append(error.code)
+            except OSError:
+                outcomes.append("hang")
+        assert 200 in outcomes and set(outcomes) - {200}
+
+
+def _bucket_bounds(text: str, name: str, q: float) -> tuple[float, float]:
+    """(lower, upper) bound of the bucket holding quantile q of a histogram in the exposition."""
+    buckets = []
+    for fam in split_families(text):
+        for s in fam.samples():
+            if s.name == name + "_bucket":
+                buckets.append((float(dict(s.labels)["le"]), float(s.value)))
+    buckets.sort()
+    total = buckets[-1][1]
+    lower = 0.0
+    for le, count in buckets:
+        if count >= q * total:
+            return lower, le
+        lower = le
+    raise AssertionError("no bucket")
+
+
+def test_load_generator_percentiles_agree_with_the_simulators_histograms():
+    """What the client measures lies in the bucket the engine's own histogram puts that quantile in."""
+    params = replace(FAST, decode_step_s=0.01, max_num_seqs=4, output_tokens_mean=30)
+    with simulator(params=params) as (base, _):
+        report = asyncio.run(run_load(LoadConfig(base, rate=12, duration=6, prompt_tokens=50, seed=5)))
+        raw = _metrics(base)
+    assert report.ok == report.requests > 30 and not report.errors
+    for q, key in ((0.5, "p50"), (0.95, "p95")):
+        lower, upper = _bucket_bounds(raw, "vllm:time_to_first_token_seconds", q)
+        assert lower - 0.02 <= report.ttft[key] <= upper + 0.02, (key, report.ttft[key], lower, upper)
+        lower, upper = _bucket_bounds(raw, "vllm:request_time_per_output_token_seconds", q)
+        assert lower - 0.005 <= report.tpot[key] <= upper + 0.005, (key, report.tpot[key], lower, upper)
+
+
+def test_simulate_and_load_commands(tmp_path):
+    from promtools import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "inferwatch", "simulate", "--engine", "sglang", "--listen",
+                             f"127.0.0.1:{port}", "--decode-step", "0.002"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                assert time.time() < deadline and proc.poll() is None
+                time.sleep(0.2)
+        load = subprocess.run([sys.executable, "-m", "inferwatch", "load", "--target", f"http://127.0.0.1:{port}",
+                               "--rate", "10", "--duration", "2s", "--json"], capture_output=True, text=True,
+                              timeout=60)
+        assert load.returncode == 0, load.stderr
+        report = json.loads(load.stdout)
+        assert report["ok"] == report["requests"] > 5 and set(report["ttft"]) == {"p50", "p95", "p99", "mean"}
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_bad_simulate_flags_are_clear_errors():
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine", "tgi"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 1 and proc.stderr.startswith("error: --engine 'tgi': use vllm or sglang")
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine-version", "0.1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.10.2, 0.7.3" in proc.stderr

@@ -179,7 +179,7 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
         user = percentile(recent, 0.95) if recent else None
         lines.append(f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
                      f"waiting {_fmt(waiting.get(model), digits=0):>4}  KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
-                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  user TTFT p95 {_fmt(user, 's'):>7}"
+                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  client TTFT p95 {_fmt(user, "s"):>7}"
                      f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
     return lines
 
@@ -235,12 +235,27 @@ async def _drive(base_urls: dict[str, str], prom: str, script_seconds: list[floa
     return fired, samples
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run_demo(headless: bool = False, short: bool = False, workdir: str | None = None) -> bool:
-    """Run the scripted demo; True when every expected alert fired."""
+    """Run the scripted demo; True when every expected alert fired. Ctrl-C or SIGTERM stop it cleanly."""
     binary = shutil.which("prometheus")
     if binary is None:
         raise InferwatchError("prometheus not found on PATH: install it with `apt-get install -y prometheus` "
                               "(Debian's package), then run `inferwatch demo` again")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _run(binary, headless, short, workdir)
+    except KeyboardInterrupt:
+        print("\ninterrupted: every process the demo started has been stopped")
+        return False
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
     say = print
     with ExitStack() as stack:
         folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(
@@ -276,11 +291,7 @@ def run_demo(headless: bool = False, short: bool = False, workdir: str | None = 
         say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
             f"logs and data in {folder})")
         seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]
-        try:
-            fired, samples = asyncio.run(_drive(bases, prom, seconds, say))
-        except KeyboardInterrupt:
-            say("\ninterrupted: stopping every process the demo started")
-            return False
+        fired, samples = asyncio.run(_drive(bases, prom, seconds, say))
         missing = [e for e in EXPECTED if not any(all(dict(k).get(n) == v for n, v in e.items()) for k in fired)]
         say("\n== summary")
         for expected in EXPECTED:
@@ -290,4 +301,15 @@ def run_demo(headless: bool = False, short: bool = False, workdir: str | None = 
         if thinking:
             say(f"  thinking on {SGLANG_MODEL}: users waited {percentile(thinking, 0.5):.1f}s (p50) for visible text "
                 "while the engine's own TTFT stayed normal; only the front door (coming) can page on that")
+        if not headless:
+            say(f"\nThe stack keeps running: open {prom} and try `ALERTS`, `llm_slo:burn_rate:5m` or "
+                "`llm_requests_waiting`; inferwatch simulate's admin endpoints switch scenarios "
+                f"(curl -X POST {bases[VLLM_MODEL]}/admin/scenario -d '{{\"scenario\": \"errors\"}}'). "
+                "Press Ctrl-C to stop everything.")
+            try:
+                while True:
+                    time.sleep(1)
+                    procs.check()
+            except KeyboardInterrupt:
+                say("\nstopping every process the demo started")
         return not missing

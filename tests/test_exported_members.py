@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 PACKAGES = ["inferwatch", "inferwatch.mappings", "inferwatch.exporters", "inferwatch.dashboards", "inferwatch.slo",
-            "inferwatch.alerts", "inferwatch.deploy"]
+            "inferwatch.alerts", "inferwatch.deploy", "inferwatch.sim"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

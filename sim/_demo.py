@@ -179,7 +179,7 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
         user = percentile(recent, 0.95) if recent else None
         lines.append(f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
                      f"waiting {_fmt(waiting.get(model), digits=0):>4}  KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
-                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  client TTFT p95 {_fmt(user, "s"):>7}"
+                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  client TTFT p95 {_fmt(user, 's'):>7}"
                      f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
     return lines
 

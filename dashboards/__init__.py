@@ -1,3 +1,16 @@
-"""Core Grafana dashboards as code (grafanalib), written against the common vocabulary. Coming next."""
+"""Dashboards as code: grafanalib definitions written against the common vocabulary, shipped as modern
+Grafana JSON, linted, and checked for empty panels against real series.
 
-__all__: list[str] = []
+    from inferwatch.dashboards import Selector, ENGINE_FILTERS, dashboard, timeseries, target, ...
+    # in my.dashboard.py: dashboard = dashboard(uid=..., title=..., panels=[...], variables=engine_variables())
+    inferwatch dashboards build my.dashboard.py -o out/
+"""
+
+from inferwatch.dashboards._modern import DATASOURCE_REF, SCHEMA_VERSION, modern
+from inferwatch.dashboards._panels import (ENGINE_FILTERS, GPU_FILTERS, RATE, Selector, dashboard, datasource_variable,
+                                           engine_variables, grid, quantiles, rate_sum, ratio, row, stat, target,
+                                           timeseries, variable)
+
+__all__ = ["Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row", "quantiles",
+           "variable", "datasource_variable", "engine_variables", "dashboard", "ratio", "rate_sum", "grid", "modern",
+           "SCHEMA_VERSION", "DATASOURCE_REF"]

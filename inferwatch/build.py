@@ -8,6 +8,7 @@ the ones that drifted from what the code generates now.
     build/prometheus/rules/           mapping recording rules, default SLO rules and their promtool tests,
                                       operational alerts and their tests
     build/alertmanager/               inhibit rules for the SLO burn-rate tiers
+    build/grafana/dashboards/         the four core dashboards as modern Grafana JSON
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 from inferwatch._yaml import dump_yaml
 from inferwatch.alerts import HAND_WRITTEN
 from inferwatch.alerts import HERE as ALERTS_DIR
+from inferwatch.dashboards._build import HERE as DASHBOARDS_DIR
+from inferwatch.dashboards._build import build as build_dashboards
 from inferwatch.mappings import load_mappings, recording_rules, relabel_configs, servicemonitor_relabelings
 from inferwatch.mappings._load import HERE as MAPPINGS_DIR
 from inferwatch.slo import compile_spec, load_spec, render_files
@@ -46,9 +49,15 @@ def _default_slo_files() -> dict[str, str]:
             for name, text in files.items()}
 
 
+def _dashboard_files() -> dict[str, str]:
+    return {f"grafana/dashboards/{name}": text for name, text in build_dashboards().items()}
+
+
 def source_copies() -> dict[str, Path]:
-    """{bundle path: checked-in copy}: mapping outputs in mappings/generated/, default SLO rules in alerts/."""
-    return {**_MAPPING_COPIES, **{rel: ALERTS_DIR / Path(rel).name for rel in _default_slo_files()}}
+    """{bundle path: checked-in copy}: mapping outputs in mappings/generated/, default SLO rules in alerts/,
+    dashboard JSON next to each *.dashboard.py."""
+    return {**_MAPPING_COPIES, **{rel: ALERTS_DIR / Path(rel).name for rel in _default_slo_files()},
+            **{rel: DASHBOARDS_DIR / Path(rel).name for rel in _dashboard_files()}}
 
 
 def artifacts() -> dict[str, str]:
@@ -56,7 +65,7 @@ def artifacts() -> dict[str, str]:
     mappings = load_mappings()
     hand_written = {f"prometheus/rules/{name}": (ALERTS_DIR / name).read_text(encoding="utf-8")
                     for name in HAND_WRITTEN}
-    return {**_mapping_files(mappings), **_default_slo_files(), **hand_written}
+    return {**_mapping_files(mappings), **_default_slo_files(), **hand_written, **_dashboard_files()}
 
 
 def _mapping_files(mappings) -> dict[str, str]:
@@ -100,9 +109,11 @@ def _stale() -> list[tuple[Path, str]]:
 
 
 def _orphans() -> list[Path]:
-    """Generated default-SLO files in alerts/ that the code no longer produces (an objective was removed)."""
+    """Generated files the code no longer produces: default-SLO files in alerts/ (an objective was removed),
+    dashboard JSON without its *.dashboard.py."""
     service = load_spec(DEFAULT_SLO_SPEC).service
-    return sorted(set(ALERTS_DIR.glob(f"{service}.*.yaml")) - set(source_copies().values()))
+    generated = set(ALERTS_DIR.glob(f"{service}.*.yaml")) | set(DASHBOARDS_DIR.glob("*.json"))
+    return sorted(generated - set(source_copies().values()))
 
 
 def refresh_sources() -> list[Path]:

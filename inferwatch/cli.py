@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch._cli_dashboards import dashboards_app
 from inferwatch._cli_sim import register as register_sim_commands
 from inferwatch._cli_slo import slo_app
 from inferwatch.errors import InferwatchError
@@ -27,6 +28,7 @@ exporter_app = typer.Typer(help="Run an exporter.", no_args_is_help=True)
 app.add_typer(mappings_app, name="mappings")
 app.add_typer(exporter_app, name="exporter")
 app.add_typer(slo_app, name="slo")
+app.add_typer(dashboards_app, name="dashboards")
 register_sim_commands(app)
 
 MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", help="Extra mapping file (repeatable).")]
@@ -206,7 +208,7 @@ def exporter_normalize(
 def main() -> None:
     """Console entry point: user mistakes print one clear message, never a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)      # click returns a typer.Exit's code instead of raising it
     except InferwatchError as err:
         typer.echo(f"error: {err}", err=True)
         sys.exit(1)
@@ -223,6 +225,7 @@ def main() -> None:
             err.show()
             sys.exit(err.exit_code)
         raise
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ Every objective gets one group, evaluated every minute (`interval: 1m`):
 2. Windows. Every longer window sums those per-minute counts with
    `sum_over_time` (a `W-30s` range holds exactly W/1m samples on Prometheus 2
    and 3): event-weighted and cheap, never a mean of ratios or a raw 28-day
-   scan. Error ratio, burn rate and budget remaining follow; a window without
-   events records nothing rather than NaN.
+   scan. Error ratio, burn rate, budget remaining and the SLI over the SLO
+   window follow; a window without events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
    events in its long window that `min_bad_events` bad requests cannot fire it.
 4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
@@ -161,6 +161,8 @@ def _window_rules(spec: Spec, objective: Objective) -> list[dict]:
     period = window_name(spec.window)
     rules.append(_recording(spec, objective, "llm_slo:error_budget_remaining:ratio",
                             f"1 - {_ref(spec, objective, record('burn_rate', period))}"))
+    rules.append(_recording(spec, objective, "llm_slo:sli:ratio",          # the SLI over the SLO window
+                            f"1 - {_ref(spec, objective, record('error_ratio', period))}"))
     return rules
 
 

@@ -46,3 +46,16 @@ def test_an_orphaned_generated_alert_file_is_reported(monkeypatch, tmp_path):
     (alerts / "llm.removed-objective.rules.yaml").write_text("groups: []\n")
     monkeypatch.setattr(build, "ALERTS_DIR", alerts)
     assert any("llm.removed-objective.rules.yaml (no longer generated)" in s for s in build.check())
+
+
+def test_build_check_exits_1_on_drift(monkeypatch, capsys):
+    import pytest
+
+    from inferwatch import build, cli
+
+    monkeypatch.setattr(build, "check", lambda: ["alerts/llm.x.rules.yaml"])
+    monkeypatch.setattr(sys, "argv", ["inferwatch", "build", "--check"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    assert "stale: alerts/llm.x.rules.yaml" in capsys.readouterr().err

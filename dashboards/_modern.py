@@ -1,0 +1,116 @@
+"""Turn grafanalib's output (schemaVersion 12, string datasources, legacy keys) into what Grafana 10.4-13 exports.
+
+See ../../shared/reference/dashboards-ecosystem.md section 3.5 for each gap.
+The result validates against the grafana-foundation-sdk dashboard JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+
+from grafanalib import core
+
+__all__ = ["modern", "SCHEMA_VERSION", "DATASOURCE_REF"]
+
+SCHEMA_VERSION = 41
+DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}
+_DASHBOARD_DROP = {"rows", "style", "hideControls", "sharedCrosshair", "__inputs", "__requires", "gnetId", "version"}
+_TARGET_KEEP = {"expr", "legendFormat", "refId", "datasource", "instant", "range", "hide", "interval", "format"}
+_PANEL_DROP = {"maxDataPoints", "span", "minSpan", "error", "editable", "height", "hideTimeOverride", "timeShift",
+               "timeFrom", "repeat", "transparent", "cacheTimeout", "interval", "links", "repeatDirection",
+               "maxPerRow"}
+_VARIABLE_KEEP = {"name", "label", "type", "query", "datasource", "current", "multi", "includeAll", "allValue",
+                  "refresh", "sort", "hide", "options", "regex", "definition", "description", "skipUrlSync"}
+
+
+def _drop_nulls(value):
+    """Grafana writes absent settings as absent, not null (the schema agrees)."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def _plain(obj) -> dict:
+    return json.loads(json.dumps(obj.to_json_data(), cls=core.DashboardEncoder if hasattr(core, "DashboardEncoder")
+                                 else _Encoder))
+
+
+class _Encoder(json.JSONEncoder):
+    def default(self, obj):  # noqa: D102 - grafanalib objects know their JSON
+        return obj.to_json_data() if hasattr(obj, "to_json_data") else super().default(obj)
+
+
+def _target(raw: dict, ref: str) -> dict:
+    out = {k: v for k, v in raw.items() if k in _TARGET_KEEP and v not in (None, "")}
+    out["refId"] = ref
+    out["datasource"] = dict(DATASOURCE_REF)
+    instant = bool(raw.get("instant"))
+    out["instant"], out["range"] = instant, not instant
+    out.pop("hide", None)
+    return out
+
+
+def _panel(raw: dict, panel_id: int) -> dict:
+    panel = {k: v for k, v in raw.items() if k not in _PANEL_DROP and v is not None}
+    panel["id"] = panel_id
+    if panel.get("type") == "row":
+        return {"type": "row", "id": panel_id, "title": panel.get("title", ""), "gridPos": panel["gridPos"],
+                "collapsed": False, "panels": []}
+    panel["datasource"] = dict(DATASOURCE_REF)
+    panel["targets"] = [_target(t, string.ascii_uppercase[i]) for i, t in enumerate(raw.get("targets", []))]
+    if panel.get("type") == "timeseries":
+        panel.setdefault("options", {}).setdefault("legend", {})["showLegend"] = True
+    if panel.get("type") == "stat":
+        options = panel.setdefault("options", {})
+        options["reduceOptions"] = {"calcs": ["lastNotNull"], "fields": "", "values": False}
+        options.update({"wideLayout": True, "showPercentChange": False, "percentChangeColorMode": "standard"})
+    if not panel.get("transformations"):
+        panel.pop("transformations", None)
+    panel = _drop_nulls(panel)
+    defaults = panel.get("fieldConfig", {}).get("defaults", {})
+    if defaults.get("noValue") == "none":
+        defaults.pop("noValue")
+    steps = defaults.get("thresholds", {}).get("steps", [])
+    for i, step in enumerate(steps):             # the base step has value null; grafanalib writes "null"
+        steps[i] = {"color": step["color"], "value": None if i == 0 else float(step["value"])}
+    if defaults.get("thresholds") and not steps:
+        defaults["thresholds"]["steps"] = [{"color": "green", "value": None}]
+    return panel
+
+
+def _variable(raw: dict) -> dict:
+    var = {k: v for k, v in raw.items() if k in _VARIABLE_KEEP and v is not None}
+    if var.get("type") == "datasource":
+        var.update({"query": "prometheus", "refresh": 1, "current": {"text": "", "value": ""}, "options": [],
+                    "hide": 0})
+        var.pop("datasource", None)
+        return var
+    var["datasource"] = dict(DATASOURCE_REF)
+    var["definition"] = var.get("query", "")
+    var["query"] = var.get("query", "")
+    var["current"] = {"selected": True, "text": ["All"], "value": ["$__all"]}
+    var["options"] = []
+    var["refresh"] = 2
+    return var
+
+
+def modern(dashboard: core.Dashboard) -> dict:
+    """The dashboard as current Grafana JSON: schemaVersion 41, datasource refs, explicit refIds and ids."""
+    raw = _plain(dashboard)
+    out = {k: v for k, v in raw.items() if k not in _DASHBOARD_DROP and v is not None}
+    out["schemaVersion"] = SCHEMA_VERSION
+    out["graphTooltip"] = 1                                  # shared crosshair
+    out["editable"] = True
+    out["fiscalYearStartMonth"] = 0
+    out["id"] = None
+    out["panels"] = [_panel(p, i + 1) for i, p in enumerate(raw.get("panels", []))]
+    out["templating"] = {"list": [_variable(v) for v in raw.get("templating", {}).get("list", [])]}
+    out["annotations"] = {"list": [{
+        "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True, "hide": True,
+        "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts", "type": "dashboard"}]}
+    out["timepicker"] = {}
+    out["links"] = [{k: v for k, v in link.items() if k != "url" or v} for link in raw.get("links", [])]
+    return out

@@ -1,0 +1,127 @@
+"""Panel helpers over grafanalib for dashboards written against the common vocabulary.
+
+    sel = Selector(ENGINE_FILTERS)            # {namespace=~"$namespace", model=~"$model", ...}
+    timeseries("Waiting requests", [target(f"sum by (model, pod) ({sel('llm_requests_waiting')})", "{{model}} {{pod}}")],
+               unit="short", description="...")
+
+Every helper returns grafanalib objects; `inferwatch.dashboards.modern()` turns
+the finished dashboard into current Grafana JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grafanalib import core
+
+__all__ = ["Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
+           "quantiles", "variable", "datasource_variable", "dashboard", "ratio", "rate_sum", "grid",
+           "engine_variables"]
+
+RATE = "$__rate_interval"
+ENGINE_FILTERS = ("namespace", "model", "engine", "pod")
+GPU_FILTERS = ("namespace", "pod")
+DATASOURCE = "${datasource}"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Writes `metric{label=~"$label", ...}` for the dashboard's variables, plus fixed matchers."""
+
+    labels: tuple[str, ...]
+
+    def __call__(self, metric: str, extra: str = "") -> str:
+        matchers = [f'{label}=~"${label}"' for label in self.labels] + ([extra] if extra else [])
+        return f"{metric}{{{', '.join(matchers)}}}"
+
+
+def target(expr: str, legend: str = "", instant: bool = False) -> core.Target:
+    return core.Target(expr=expr, legendFormat=legend, datasource=DATASOURCE, instant=instant)
+
+
+def rate_sum(sel: Selector, metric: str, by: str = "model", extra: str = "") -> str:
+    """`sum by (by) (rate(metric{...}[$__rate_interval]))`: a counter, rated before it is summed."""
+    return f"sum by ({by}) (rate({sel(metric, extra)}[{RATE}]))"
+
+
+def ratio(numerator: str, denominator: str) -> str:
+    """A ratio of sums that reads "no data" rather than NaN when the denominator is zero."""
+    return f"{numerator}\n/\n({denominator} > 0)"
+
+
+def quantiles(sel: Selector, histogram: str, by: str = "model", qs=(0.5, 0.95, 0.99)) -> list[core.Target]:
+    """p50/p95/p99 of a histogram: buckets rated, then summed by `le`, then the quantile."""
+    return [target(f"histogram_quantile({q}, sum by (le, {by}) (rate({sel(histogram + '_bucket')}[{RATE}])))",
+                   f"p{int(q * 100)} {{{{{by}}}}}") for q in qs]
+
+
+def timeseries(title: str, targets: list[core.Target], unit: str = "short", description: str = "",
+               width: int = 12, height: int = 8, stack: bool = False, max_value: float | None = None,
+               legend_calcs: tuple[str, ...] = ("lastNotNull", "max")) -> core.TimeSeries:
+    return core.TimeSeries(title=title, description=description, dataSource=DATASOURCE, targets=targets,
+                           unit=unit, gridPos=core.GridPos(h=height, w=width, x=0, y=0),
+                           stacking={"mode": "normal", "group": "A"} if stack else {},
+                           legendDisplayMode="table", legendPlacement="bottom", legendCalcs=list(legend_calcs),
+                           maxDataPoints=None, valueMax=max_value, valueMin=0, tooltipMode="multi")
+
+
+def stat(title: str, expr: str, unit: str = "percentunit", description: str = "", width: int = 4,
+         height: int = 4, thresholds: tuple = ()) -> core.Stat:
+    """A Stat showing the last value (grafanalib would average over the range)."""
+    steps = [core.Threshold("green", 0, 0.0)] + [core.Threshold(color, i + 1, float(value))
+                                                 for i, (value, color) in enumerate(thresholds)]
+    return core.Stat(title=title, description=description, dataSource=DATASOURCE,
+                     targets=[target(expr, instant=True)], format=unit, reduceCalc="lastNotNull",
+                     gridPos=core.GridPos(h=height, w=width, x=0, y=0), thresholdType="absolute",
+                     thresholds=steps, colorMode="value", graphMode="none", textMode="value")
+
+
+def row(title: str) -> core.RowPanel:
+    return core.RowPanel(title=title, gridPos=core.GridPos(h=1, w=24, x=0, y=0))
+
+
+def datasource_variable() -> core.Template:
+    return core.Template(name="datasource", label="Data source", type="datasource", query="prometheus")
+
+
+def variable(name: str, query: str, label: str | None = None) -> core.Template:
+    """A multi-select query variable with All (`.*`, so series without the label still match)."""
+    return core.Template(name=name, label=label or name.capitalize(), query=query, dataSource=DATASOURCE,
+                         multi=True, includeAll=True, allValue=".*", refresh=2, sort=1,
+                         default="All", hide=0)
+
+
+def engine_variables() -> list[core.Template]:
+    """namespace, model, engine and pod, each narrowing the next."""
+    base = "llm_requests_running"
+    return [variable("namespace", f"label_values({base}, namespace)"),
+            variable("model", f'label_values({base}{{namespace=~"$namespace"}}, model)'),
+            variable("engine", f'label_values({base}{{namespace=~"$namespace", model=~"$model"}}, engine)'),
+            variable("pod", f'label_values({base}{{namespace=~"$namespace", model=~"$model", engine=~"$engine"}}, pod)')]
+
+
+def grid(panels: list) -> list:
+    """Lay panels out left to right on Grafana's 24-column grid, wrapping rows; a row panel starts a new line."""
+    x = y = line_height = 0
+    for panel in panels:
+        pos = panel.gridPos
+        if isinstance(panel, core.RowPanel) or x + pos.w > 24:
+            x, y = 0, y + line_height
+            line_height = 0
+        panel.gridPos = core.GridPos(h=pos.h, w=pos.w, x=x, y=y)
+        if isinstance(panel, core.RowPanel):
+            y += pos.h
+            continue
+        x += pos.w
+        line_height = max(line_height, pos.h)
+    return panels
+
+
+def dashboard(uid: str, title: str, description: str, panels: list, variables: list, tags=("inferwatch",),
+              links: tuple[str, ...] = ("inferwatch",)) -> core.Dashboard:
+    return core.Dashboard(
+        uid=uid, title=title, description=description, tags=list(tags), panels=grid(panels),
+        templating=core.Templating(list=[datasource_variable(), *variables]), timezone="browser",
+        time=core.Time("now-3h", "now"), refresh="30s",
+        links=[core.DashboardLink(title="inferwatch", type="dashboards", tags=list(links), asDropdown=True,
+                                  includeVars=True, keepTime=True)])

@@ -1,0 +1,102 @@
+"""Serving overview: load against capacity, latency as users feel it, what the engine produced, and errors.
+
+Written against the common vocabulary only, so it serves vLLM and SGLang alike.
+"""
+
+from inferwatch.dashboards import (ENGINE_FILTERS, RATE, Selector, dashboard, engine_variables, quantiles,
+                                   rate_sum, ratio, row, stat, target, timeseries)
+
+sel = Selector(ENGINE_FILTERS)
+TTFT_WITHIN_1S = 'le=~"1|1[.]0"'                         # every spelling of the 1 s bucket bound
+TPOT_WITHIN_100MS = 'le="0.1"'
+
+http = Selector(("namespace", "engine", "pod"))          # the API server's counters carry no model label
+
+dashboard = dashboard(
+    uid="inferwatch-serving-overview",
+    title="LLM serving overview",
+    description="Load against capacity, TTFT and time per output token, output, errors. inferwatch.",
+    variables=engine_variables(),
+    panels=[
+        row("Load against capacity"),
+        timeseries("Running requests against the cap", [
+            target(f"sum by (model, pod) ({sel('llm_requests_running')})", "running {{model}} {{pod}}"),
+            target('max by (model) (llm_max_running_requests{model=~"$model"})', "cap {{model}}"),
+        ], description="llm_requests_running per engine, and the concurrency cap each engine was started with "
+                       "(llm_max_running_requests, served by the normalizing exporter's --max-running-requests: no "
+                       "engine exports it). Running at the cap with requests waiting is queueing."),
+        timeseries("Waiting requests", [
+            target(f"sum by (model, pod) ({sel('llm_requests_waiting')})", "{{model}} {{pod}}")],
+            description="llm_requests_waiting: requests admitted to the engine but not yet running."),
+        timeseries("KV-cache usage", [
+            target(f"max by (model, pod) ({sel('llm_kv_cache_usage_ratio')})", "{{model}} {{pod}}")],
+            unit="percentunit", max_value=1, description="llm_kv_cache_usage_ratio, 0-1 per engine."),
+        timeseries("Preemptions per second", [target(rate_sum(sel, "llm_preemptions_total"), "{{model}}")],
+                   unit="ops", description="rate(llm_preemptions_total): vLLM preemptions, SGLang retractions, "
+                                           "under KV-cache pressure."),
+        row("Latency"),
+        stat("TTFT within 1 s", ratio(f"sum(rate({sel('llm_time_to_first_token_seconds_bucket', TTFT_WITHIN_1S)}[$__range]))",
+                                      f"sum(rate({sel('llm_time_to_first_token_seconds_count')}[$__range]))"),
+             description="Share of requests whose first token came within 1 s over the dashboard's time range, "
+                         "from llm_time_to_first_token_seconds buckets (1 s is a boundary of both engines).",
+             thresholds=((0.95, "orange"), (0.99, "green")), width=4),
+        timeseries("Time to first token", quantiles(sel, "llm_time_to_first_token_seconds"), unit="s", width=8,
+                   description="p50/p95/p99 of llm_time_to_first_token_seconds (engine-side: arrival to first "
+                               "token, reasoning included)."),
+        stat("TPOT within 100 ms", ratio(
+            f"sum(rate({sel('llm_time_per_output_token_seconds_bucket', TPOT_WITHIN_100MS)}[$__range]))",
+            f"sum(rate({sel('llm_time_per_output_token_seconds_count')}[$__range]))"),
+             description="Share of requests whose mean time per output token was within 100 ms "
+                         "(llm_time_per_output_token_seconds buckets).", thresholds=((0.9, "orange"), (0.95, "green")),
+             width=4),
+        timeseries("Time per output token (per request)", quantiles(sel, "llm_time_per_output_token_seconds"),
+                   unit="s", width=8, description="p50/p95/p99 of llm_time_per_output_token_seconds: each "
+                                                  "request's mean time per output token."),
+        timeseries("Inter-token latency", quantiles(sel, "llm_inter_token_latency_seconds"), unit="s",
+                   description="p50/p95/p99 of llm_inter_token_latency_seconds: gaps between tokens (vLLM samples "
+                               "per step, SGLang per token)."),
+        timeseries("End-to-end and queue time", quantiles(sel, "llm_request_duration_seconds", qs=(0.5, 0.95)) +
+                   [target(t.expr, t.legendFormat.replace("p", "queue p", 1))
+                    for t in quantiles(sel, "llm_request_queue_time_seconds", qs=(0.5, 0.95))], unit="s",
+                   description="p50/p95 of llm_request_duration_seconds and llm_request_queue_time_seconds."),
+        row("Output"),
+        timeseries("Output tokens per request", quantiles(sel, "llm_request_generation_tokens", qs=(0.5, 0.95)) + [
+            target(ratio(rate_sum(sel, "llm_request_generation_tokens_sum"),
+                         rate_sum(sel, "llm_request_generation_tokens_count")), "mean {{model}}")],
+            description="p50/p95 and mean of llm_request_generation_tokens. A jump with normal TTFT and slow "
+                        "visible text is the 'thinking' kind of slow."),
+        timeseries("Token throughput", [
+            target(rate_sum(sel, "llm_generation_tokens_total"), "output {{model}}"),
+            target(rate_sum(sel, "llm_prompt_tokens_total"), "prompt {{model}}")], unit="short",
+            description="rate of llm_generation_tokens_total and llm_prompt_tokens_total, tokens per second "
+                        "(SGLang adds them when a request ends, so its curve lags)."),
+        timeseries("Finish reasons", [
+            target(rate_sum(sel, "llm_requests_finished_total", by="finished_reason"), "{{finished_reason}}")],
+            unit="reqps", stack=True, description="vLLM only: SGLang reports no finish reason. "
+                                                  "rate(llm_requests_finished_total) by finished_reason."),
+        timeseries("Truncated (length) share", [target(ratio(
+            rate_sum(sel, "llm_requests_finished_total", extra='finished_reason="length"'),
+            rate_sum(sel, "llm_requests_finished_total")), "{{model}}")], unit="percentunit", max_value=1,
+            description="vLLM only: SGLang reports no finish reason. Share of finished requests cut at the length "
+                        "limit."),
+        timeseries("Prefix-cache hit rate", [target(ratio(
+            rate_sum(sel, "llm_prefix_cache_hit_tokens_total"), rate_sum(sel, "llm_prefix_cache_queried_tokens_total")),
+            "{{model}}")], unit="percentunit", max_value=1,
+            description="Windowed ratio of llm_prefix_cache_hit_tokens_total to llm_prefix_cache_queried_tokens_total "
+                        "(not SGLang's last-batch cache_hit_rate gauge)."),
+        timeseries("Speculative decoding acceptance", [
+            target(ratio(rate_sum(sel, "llm_spec_decode_accepted_tokens_total"),
+                         rate_sum(sel, "llm_spec_decode_draft_tokens_total")), "{{model}}"),
+            target(f"max by (model, pod) ({sel('llm_spec_decode_acceptance_ratio')})", "{{model}} {{pod}} (gauge)")],
+            unit="percentunit", max_value=1,
+            description="Accepted draft tokens over proposed ones: a windowed ratio of vLLM's counters, and SGLang's "
+                        "own acceptance gauge per engine (never averaged across engines)."),
+        row("Errors and cancellations"),
+        timeseries("Responses by status code", [
+            target(f"sum by (status_code) (rate({http('llm_http_requests_total')}[{RATE}]))", "{{status_code}}")],
+            unit="reqps", stack=True, description="llm_http_requests_total by status_code (vLLM groups codes as 2xx, "
+                                                  "4xx, 5xx; SGLang gives the exact code)."),
+        timeseries("Cancellations and aborts", [target(rate_sum(sel, "llm_requests_aborted_total"), "{{model}}")],
+                   unit="reqps", description="rate(llm_requests_aborted_total): requests aborted (SGLang counts client "
+                                             "disconnects; vLLM counts engine-side aborts)."),
+    ])

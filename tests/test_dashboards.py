@@ -1,0 +1,230 @@
+"""Dashboards: modern Grafana JSON that validates against the foundation-sdk schema, lints clean, and a linter
+that flags the anchors' documented defects; build, ConfigMaps, push, and users' own *.dashboard.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import ROOT, SHARED
+from inferwatch.dashboards._build import build
+from inferwatch.dashboards._lint import lint_dashboard, lint_file
+from inferwatch.dashboards._push import push
+from inferwatch.errors import InferwatchError
+
+SCHEMAS = SHARED / "fixtures" / "schemas" / "grafana-foundation-sdk"
+ANCHORS = SHARED / "fixtures" / "anchors" / "dashboards"
+BOARDS = {name: json.loads(text) for name, text in build().items()}
+UIDS = {"serving-overview.json": "inferwatch-serving-overview", "gpu-activity.json": "inferwatch-gpu-activity",
+        "slos.json": "inferwatch-slos", "which-slow.json": "inferwatch-which-slow"}
+
+
+def _schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.jsonschema.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_dashboard_validates_against_the_grafana_schema(name):
+    board = BOARDS[name]
+    errors = list(jsonschema.Draft7Validator(_schema("dashboard")).iter_errors(board))
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
+    for panel in board["panels"]:
+        if panel["type"] in ("timeseries", "stat"):
+            options = {"$ref": "#/definitions/Options", "definitions": _schema(panel["type"])["definitions"]}
+            errors = list(jsonschema.Draft7Validator(options).iter_errors(panel.get("options", {})))
+            assert not errors, (panel["title"], [e.message for e in errors[:3]])
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_dashboard_is_what_current_grafana_exports(name):
+    board = BOARDS[name]
+    assert board["uid"] == UIDS[name] and board["schemaVersion"] >= 39
+    assert not {"rows", "style", "hideControls", "sharedCrosshair", "__inputs", "gnetId"} & set(board)
+    assert "inferwatch" in board["tags"] and board["links"][0]["tags"] == ["inferwatch"]
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in board["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel["type"] in ("timeseries", "stat") and panel["description"]
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert [t["refId"] for t in panel["targets"]] == [chr(65 + i) for i in range(len(panel["targets"]))]
+        for t in panel["targets"]:
+            assert not {"intervalFactor", "step", "target", "metric", "alias"} & set(t)
+        if panel["type"] == "stat":
+            assert panel["options"]["reduceOptions"]["calcs"] == ["lastNotNull"]
+    for var in board["templating"]["list"]:
+        if var["type"] == "query":
+            assert var["multi"] and var["includeAll"] and var["refresh"] == 2 and var["allValue"] == ".*"
+    assert board["templating"]["list"][0]["type"] == "datasource"
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_our_dashboards_lint_clean(name):
+    assert lint_dashboard(BOARDS[name], name) == []
+
+
+def test_the_linter_flags_the_anchors_documented_defects():
+    found = {}
+    for path in sorted(ANCHORS.glob("*.json")):
+        for f in lint_file(path):
+            found.setdefault(path.name.split("__")[1], set()).add((f.panel, f.rule))
+    stack, models, dcgm = (found["vllm-dashboard.json"], found["vllm-model-metrics-dashboard.json"],
+                           found["dcgm-exporter-dashboard.json"])
+    assert {("Average Latency", "counter-without-rate"),                 # lifetime mean, not a rate
+            ("Request latency distribution", "counter-without-rate"),    # cumulative buckets
+            ("Request TTFT distribution", "counter-without-rate"),
+            ("GPU KV Cache Hit Rate", "counter-without-rate"),           # lifetime ratio
+            ("GPU KV Cache Hit Rate", "deprecated-metric"),              # gpu_prefix_cache_* names
+            ("Number of Running Requests", "hard-coded-datasource")} <= stack
+    assert {("Queue Time", "sum-rate-as-latency"), ("Requests Prefill and Decode Time", "sum-rate-as-latency"),
+            ("variable model_name", "single-select-variable")} <= models
+    assert {("", "old-schema"), ("GPU Temperature", "angular-panel"),
+            ("GPU Utilization", "legacy-datasource")} <= dcgm
+
+
+@pytest.mark.parametrize("expr, rule", [
+    ("histogram_quantile(0.9, rate(llm_time_to_first_token_seconds_bucket[5m]))", "quantile-without-le"),
+    ("histogram_quantile(0.9, sum(rate(llm_time_to_first_token_seconds_bucket[5m])))", "quantile-without-le"),
+    ("avg(rate(llm_prefix_cache_hit_tokens_total[5m]) / rate(llm_prefix_cache_queried_tokens_total[5m]))",
+     "average-of-ratios"),
+    ("avg(sglang:cache_hit_rate)", "average-of-ratios"),
+    ("vllm:num_requests_swapped", "deprecated-metric"),
+    ("llm_requests_runing", "unknown-metric"),
+    ("rate(llm_requests_finished_total[$__rate_interval]", "invalid-promql"),
+    ("llm_generation_tokens_total", "counter-without-rate"),
+])
+def test_lint_rules(expr, rule):
+    board = {"schemaVersion": 41, "templating": {"list": []}, "panels": [
+        {"type": "timeseries", "title": "p", "datasource": {"type": "prometheus", "uid": "${datasource}"},
+         "targets": [{"expr": expr, "refId": "A"}]}]}
+    rules = {f.rule for f in lint_dashboard(board)}
+    assert rule in rules, rules
+
+
+def test_lint_variables():
+    board = {"schemaVersion": 41, "templating": {"list": [
+        {"name": "datasource", "type": "datasource", "query": "prometheus"},
+        {"name": "unused", "type": "query", "query": "label_values(up, job)", "multi": True, "includeAll": True,
+         "datasource": {"type": "prometheus", "uid": "${datasource}"}}]},
+        "panels": [{"type": "stat", "title": "s", "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "targets": [{"expr": 'up{job=~"$job"}', "refId": "A"}]}]}
+    assert {(f.rule, f.message.split()[0]) for f in lint_dashboard(board)} == {
+        ("undefined-variable", "$job"), ("unused-variable", "$unused")}
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", *map(str, args)], capture_output=True,
+                          text=True, env=env)
+
+
+def test_build_with_configmaps(tmp_path):
+    proc = _cli("build", "-o", tmp_path, "--configmaps")
+    assert proc.returncode == 0, proc.stderr
+    for name in BOARDS:
+        assert json.loads((tmp_path / name).read_text()) == BOARDS[name]
+        cm = yaml.safe_load((tmp_path / name.replace(".json", ".configmap.yaml")).read_text())
+        assert cm["kind"] == "ConfigMap" and cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert json.loads(cm["data"][name])["uid"] == UIDS[name]
+    assert _cli("lint", *sorted(tmp_path.glob("*.json"))).returncode == 0
+    assert _cli("lint", *sorted(ANCHORS.glob("*.json"))).returncode == 1
+
+
+def test_users_own_dashboard_file(tmp_path):
+    source = tmp_path / "team.dashboard.py"
+    source.write_text(
+        "from inferwatch.dashboards import ENGINE_FILTERS, Selector, dashboard, engine_variables, quantiles, "
+        "timeseries\n"
+        "sel = Selector(ENGINE_FILTERS)\n"
+        "dashboard = dashboard(uid='team-ttft', title='Team TTFT', description='ours', variables=engine_variables(),\n"
+        "    panels=[timeseries('TTFT', quantiles(sel, 'llm_time_to_first_token_seconds'), unit='s',\n"
+        "                       description='p50/p95/p99 TTFT')])\n")
+    proc = _cli("build", source, "-o", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    board = json.loads((tmp_path / "out" / "team.json").read_text())
+    assert board["uid"] == "team-ttft" and lint_dashboard(board) == []
+    broken = tmp_path / "broken.dashboard.py"
+    broken.write_text("dashboard = 1 / 0\n")
+    proc = _cli("build", broken, "-o", tmp_path / "out")
+    assert proc.returncode == 1 and proc.stderr.startswith(f"error: {broken}: ZeroDivisionError")
+
+
+class _FakeGrafana:
+    """Grafana's folder and dashboard HTTP API on loopback, keeping dashboards by uid."""
+
+    def __init__(self, token="s3cret-token"):
+        self.token, self.dashboards, self.folders, self.requests = token, {}, {}, []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorized(self):
+                fake.requests.append((self.command, self.path, self.headers.get("Authorization")))
+                if self.headers.get("Authorization") != f"Bearer {fake.token}":
+                    self._reply(401, {"message": "invalid API key"})
+                    return False
+                return True
+
+            def do_GET(self):  # noqa: N802
+                if self._authorized():
+                    uid = self.path.rsplit("/", 1)[1]
+                    self._reply(200, fake.folders[uid]) if uid in fake.folders else self._reply(404, {})
+
+            def do_POST(self):  # noqa: N802
+                if not self._authorized():
+                    return
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/api/folders":
+                    fake.folders[body["uid"]] = body
+                    self._reply(200, body)
+                else:
+                    board = body["dashboard"]
+                    version = fake.dashboards.get(board["uid"], ({}, 0))[1] + 1
+                    fake.dashboards[board["uid"]] = (dict(board, folder=body["folderUid"]), version)
+                    self._reply(200, {"uid": board["uid"], "url": f"/d/{board['uid']}", "version": version})
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def test_push_is_idempotent_by_uid_and_never_shows_the_token():
+    grafana = _FakeGrafana()
+    env = {**os.environ, "GRAFANA_TOKEN": grafana.token}
+    for _ in range(2):
+        proc = _cli("push", "--grafana-url", grafana.url, "--folder", "LLM serving", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert grafana.token not in proc.stdout + proc.stderr
+    assert set(grafana.dashboards) == set(UIDS.values())
+    assert all(version == 2 and board["folder"] == "inferwatch-llm-serving"
+               for board, version in grafana.dashboards.values())
+    assert list(grafana.folders) == ["inferwatch-llm-serving"]
+    bad = _cli("push", "--grafana-url", grafana.url, env={**os.environ, "GRAFANA_TOKEN": "wrong-token"})
+    assert bad.returncode == 1 and "HTTP 401" in bad.stderr and "wrong-token" not in bad.stderr
+    missing = _cli("push", "--grafana-url", grafana.url, env={k: v for k, v in os.environ.items()
+                                                              if k != "GRAFANA_TOKEN"})
+    assert missing.returncode == 1 and "set GRAFANA_TOKEN" in missing.stderr
+    grafana.server.shutdown()
+
+
+def test_push_to_nowhere_is_a_clear_error():
+    with pytest.raises(InferwatchError, match="cannot reach Grafana"):
+        push({"x.json": {"uid": "x"}}, "http://127.0.0.1:9", token="t")

@@ -89,7 +89,7 @@ def _parseable(expr: str) -> str:
     """Grafana variables out of the way: ranges become 5m, bare variables a number, quoted ones stay."""
     expr = re.sub(r"\[\s*\$\{?\w+\}?\s*\]", "[5m]", expr)
     expr = re.sub(r"\[\s*\$\{?\w+\}?\s*:", "[5m:", expr)
-    out, quoted = [], False
+    out = []
     for part in re.split(r'("(?:[^"\\]|\\.)*")', expr):
         out.append(part if part.startswith('"') else _VARIABLE.sub("1", part))
     return "".join(out)

@@ -33,14 +33,15 @@ def _drop_nulls(value):
     return value
 
 
-def _plain(obj) -> dict:
-    return json.loads(json.dumps(obj.to_json_data(), cls=core.DashboardEncoder if hasattr(core, "DashboardEncoder")
-                                 else _Encoder))
-
-
 class _Encoder(json.JSONEncoder):
-    def default(self, obj):  # noqa: D102 - grafanalib objects know their JSON
+    """grafanalib objects know their own JSON."""
+
+    def default(self, obj):
         return obj.to_json_data() if hasattr(obj, "to_json_data") else super().default(obj)
+
+
+def _plain(obj) -> dict:
+    return json.loads(json.dumps(obj.to_json_data(), cls=_Encoder))
 
 
 def _target(raw: dict, ref: str) -> dict:

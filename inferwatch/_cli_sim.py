@@ -72,7 +72,10 @@ def load(target: Annotated[str, typer.Option(help="Base URL of an OpenAI-compati
     config = LoadConfig(target.rstrip("/"), rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
                         max_tokens=max_tokens, prefix_share=prefix_share, tool_share=tool_share, seed=seed)
     report = asyncio.run(run_load(config, progress=not as_json and sys.stderr.isatty()))
-    typer.echo(json.dumps(report.as_dict(), indent=2) if as_json else format_report(report), nl=as_json)
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        typer.echo(format_report(report), nl=False)         # the report ends with its own newline
 
 
 def demo(headless: Annotated[bool, typer.Option(help="No live screen; exit 1 if the expected alerts did not "

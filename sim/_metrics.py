@@ -80,9 +80,12 @@ class EngineMetrics:
                                         **kwargs) for name in names]
         base = {label: (model if label == "model_name" else FIXED_LABELS[label]) for label in own}
         signal = _Signal(metrics, base, streaming, tuple(spec.get("values", ())))
-        for value in spec.get("values", [None]) if "values" in spec or not spec.get("extra") else []:
-            extra = {spec["extra"][0]: value} if value is not None else {}
-            for metric in metrics:       # series exist from the start, as the engines create them
+        # series exist from the start, as the engines create them: one per listed value of the extra label,
+        # or the plain one; a signal with an open-ended extra label (HTTP status) appears on first use
+        if spec.get("extra") and not signal.values:
+            return signal
+        for extra in ([{spec["extra"][0]: v} for v in signal.values] or [{}]):
+            for metric in metrics:
                 metric.labels(**self._labels(signal, True, extra))
         return signal
 

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import ROOT, SHARED
+from conftest import SHARED
 from inferwatch.dashboards._build import build
 from inferwatch.dashboards._lint import lint_dashboard, lint_file
 from inferwatch.dashboards._push import push

@@ -152,7 +152,10 @@ class _Simulator:
                     break
                 await _send(response, meta.delta(event, req))
             await response.write(b"data: [DONE]\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
+            self.engine.abort(req)                     # the client went away mid-stream
+            status = 499
+        except asyncio.CancelledError:
             self.engine.abort(req)
             raise
         finally:

@@ -34,7 +34,7 @@ __all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED"]
 
 VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
 CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
-RATES = {VLLM_MODEL: 1.5, SGLANG_MODEL: 0.6}
+RATES = {VLLM_MODEL: 2.0, SGLANG_MODEL: 0.6}
 SLO_INTERVAL = "10s"          # instead of 1m
 FOR_SCALE = 10                # every `for:` divided by this
 

@@ -55,6 +55,9 @@ def load(target: Annotated[str, typer.Option(help="Base URL of an OpenAI-compati
          model: Annotated[Optional[str], typer.Option(help="Model to ask (default: the first of /v1/models).")] = None,
          prompt_tokens: Annotated[int, typer.Option(help="Mean prompt length in words.")] = 200,
          max_tokens: Annotated[int, typer.Option(help="max_tokens of each request.")] = 512,
+         output_tokens: Annotated[Optional[int], typer.Option(
+             help="Draw each request's max_tokens around this mean (outputs then mostly end at the length "
+                  "limit, as in fixed-length benchmarks).")] = None,
          prefix_share: Annotated[float, typer.Option(help="Share of requests with a shared system prompt.")] = 0.3,
          tool_share: Annotated[float, typer.Option(help="Share of requests offering a tool.")] = 0.0,
          as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -70,7 +73,8 @@ def load(target: Annotated[str, typer.Option(help="Base URL of an OpenAI-compati
     if rate <= 0:
         raise InferwatchError("--rate must be above 0")
     config = LoadConfig(target.rstrip("/"), rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
-                        max_tokens=max_tokens, prefix_share=prefix_share, tool_share=tool_share, seed=seed)
+                        max_tokens=max_tokens, output_tokens=output_tokens, prefix_share=prefix_share,
+                        tool_share=tool_share, seed=seed)
     report = asyncio.run(run_load(config, progress=not as_json and sys.stderr.isatty()))
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))

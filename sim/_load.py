@@ -39,6 +39,7 @@ class LoadConfig:
     model: str | None = None            # default: the first of /v1/models
     prompt_tokens: int = 200            # mean prompt length, in words
     max_tokens: int = 512
+    output_tokens: int | None = None    # if set, each max_tokens is drawn around this mean (fixed-length benchmarks)
     prefix_share: float = 0.3           # share of requests that start with the same long system prompt
     prefix_tokens: int = 256
     tool_share: float = 0.0             # share of requests offering a tool
@@ -109,8 +110,11 @@ def _body(config: LoadConfig, model: str, rng: random.Random, prefix: str) -> di
     prompt = " ".join(rng.choice(WORDS) for _ in range(length))
     if rng.random() < config.prefix_share:
         prompt = prefix + " " + prompt
+    max_tokens = config.max_tokens
+    if config.output_tokens:
+        max_tokens = min(max_tokens, max(1, int(rng.expovariate(1 / config.output_tokens)) + 1))
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": config.max_tokens}
+            "stream_options": {"include_usage": True}, "max_tokens": max_tokens}
     if rng.random() < config.tool_share:
         body["tools"] = TOOLS
     return body

@@ -259,3 +259,24 @@ def test_bad_simulate_flags_are_clear_errors():
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine-version", "0.1"],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.10.2, 0.7.3" in proc.stderr
+
+
+def test_engine_model_preempts_caches_prefixes_and_speculates():
+    """A small KV cache forces preemptions; a shared prompt prefix hits the prefix cache; drafts are accepted
+    at about the configured rate."""
+    params = replace(FAST, kv_cache_tokens=700, max_num_seqs=16, output_tokens_mean=200, spec_acceptance=0.7)
+    with simulator(params=params) as (base, _):
+        prefix = "you are a helpful assistant " * 20
+        report = asyncio.run(run_load(LoadConfig(base, rate=40, duration=1.5, prompt_tokens=30, prefix_share=1.0,
+                                                 prefix_tokens=80, seed=3, max_tokens=400)))
+        _post(base, {"model": "m", "messages": [{"role": "user", "content": prefix + "one"}], "max_tokens": 5})
+        _post(base, {"model": "m", "messages": [{"role": "user", "content": prefix + "two"}], "max_tokens": 5})
+        got = {}
+        for fam in split_families(_metrics(base)):
+            for s in fam.samples():
+                got[s.name] = got.get(s.name, 0.0) + float(s.value)
+    assert report.ok == report.requests
+    assert got["vllm:num_preemptions_total"] > 0
+    assert 0 < got["vllm:prefix_cache_hits_total"] < got["vllm:prefix_cache_queries_total"]
+    accepted = got["vllm:spec_decode_num_accepted_tokens_total"] / got["vllm:spec_decode_num_draft_tokens_total"]
+    assert 0.4 < accepted < 0.8        # per-token acceptance 0.7, counted only up to the first rejection

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 from grafanalib import core
 
-__all__ = ["Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
+# SGLang gives a non-streamed request its first token only at the end: keep TTFT to streamed requests
+STREAMED = 'is_streaming!="false"'
+
+__all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
            "quantiles", "variable", "datasource_variable", "dashboard", "ratio", "rate_sum", "grid",
            "engine_variables"]
 
@@ -49,9 +52,10 @@ def ratio(numerator: str, denominator: str) -> str:
     return f"{numerator}\n/\n({denominator} > 0)"
 
 
-def quantiles(sel: Selector, histogram: str, by: str = "model", qs=(0.5, 0.95, 0.99)) -> list[core.Target]:
+def quantiles(sel: Selector, histogram: str, by: str = "model", qs=(0.5, 0.95, 0.99),
+              extra: str = "") -> list[core.Target]:
     """p50/p95/p99 of a histogram: buckets rated, then summed by `le`, then the quantile."""
-    return [target(f"histogram_quantile({q}, sum by (le, {by}) (rate({sel(histogram + '_bucket')}[{RATE}])))",
+    return [target(f"histogram_quantile({q}, sum by (le, {by}) (rate({sel(histogram + '_bucket', extra)}[{RATE}])))",
                    f"p{int(q * 100)} {{{{{by}}}}}") for q in qs]
 
 

@@ -3,11 +3,11 @@
 Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 """
 
-from inferwatch.dashboards import (ENGINE_FILTERS, RATE, Selector, dashboard, engine_variables, quantiles,
+from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, dashboard, engine_variables, quantiles,
                                    rate_sum, ratio, row, stat, target, timeseries)
 
 sel = Selector(ENGINE_FILTERS)
-TTFT_WITHIN_1S = 'le=~"1|1[.]0"'                         # every spelling of the 1 s bucket bound
+TTFT_WITHIN_1S = STREAMED + ', le=~"1|1[.]0"'            # every spelling of the 1 s bucket bound
 TPOT_WITHIN_100MS = 'le="0.1"'
 
 http = Selector(("namespace", "engine", "pod"))          # the API server's counters carry no model label
@@ -36,13 +36,14 @@ dashboard = dashboard(
                                            "under KV-cache pressure."),
         row("Latency"),
         stat("TTFT within 1 s", ratio(f"sum(rate({sel('llm_time_to_first_token_seconds_bucket', TTFT_WITHIN_1S)}[$__range]))",
-                                      f"sum(rate({sel('llm_time_to_first_token_seconds_count')}[$__range]))"),
+                                      f"sum(rate({sel('llm_time_to_first_token_seconds_count', STREAMED)}[$__range]))"),
              description="Share of requests whose first token came within 1 s over the dashboard's time range, "
                          "from llm_time_to_first_token_seconds buckets (1 s is a boundary of both engines).",
              thresholds=((0.95, "orange"), (0.99, "green")), width=4),
-        timeseries("Time to first token", quantiles(sel, "llm_time_to_first_token_seconds"), unit="s", width=8,
+        timeseries("Time to first token", quantiles(sel, "llm_time_to_first_token_seconds", extra=STREAMED),
+                   unit="s", width=8,
                    description="p50/p95/p99 of llm_time_to_first_token_seconds (engine-side: arrival to first "
-                               "token, reasoning included)."),
+                               "token, reasoning included; SGLang's non-streamed requests left out)."),
         stat("TPOT within 100 ms", ratio(
             f"sum(rate({sel('llm_time_per_output_token_seconds_bucket', TPOT_WITHIN_100MS)}[$__range]))",
             f"sum(rate({sel('llm_time_per_output_token_seconds_count')}[$__range]))"),

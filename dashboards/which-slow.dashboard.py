@@ -1,7 +1,7 @@
 """Which kind of slow? The kinds of slow from DESIGN.md side by side, each with the signals that confirm or
 rule it out: queueing, thinking, slow generation, GPU busy but not computing."""
 
-from inferwatch.dashboards import (ENGINE_FILTERS, GPU_FILTERS, Selector, dashboard, engine_variables, quantiles,
+from inferwatch.dashboards import (ENGINE_FILTERS, GPU_FILTERS, STREAMED, Selector, dashboard, engine_variables, quantiles,
                                    rate_sum, ratio, row, target, timeseries)
 
 sel = Selector(ENGINE_FILTERS)
@@ -27,7 +27,8 @@ dashboard = dashboard(
         timeseries("Queue time p95", quantiles(sel, "llm_request_queue_time_seconds", qs=(0.95,)), unit="s",
                    width=8, description="p95 of llm_request_queue_time_seconds: time spent waiting for a slot."),
         row("Thinking: a long wait for visible text, engine TTFT normal"),
-        timeseries("Engine TTFT p95", quantiles(sel, "llm_time_to_first_token_seconds", qs=(0.95,)), unit="s",
+        timeseries("Engine TTFT p95", quantiles(sel, "llm_time_to_first_token_seconds", qs=(0.95,), extra=STREAMED),
+                   unit="s",
                    width=8, description="llm_time_to_first_token_seconds counts hidden reasoning tokens as output, "
                                         "so it stays normal while a model thinks."),
         timeseries("Output tokens per request", [target(ratio(

@@ -53,19 +53,25 @@ def _dashboard_files() -> dict[str, str]:
     return {f"grafana/dashboards/{name}": text for name, text in build_dashboards().items()}
 
 
+def _bundle() -> tuple[dict[str, str], dict[str, Path]]:
+    """(every file of the bundle as text, {bundle path: checked-in copy}), generated once."""
+    slo, dashboards = _default_slo_files(), _dashboard_files()
+    hand_written = {f"prometheus/rules/{name}": (ALERTS_DIR / name).read_text(encoding="utf-8")
+                    for name in HAND_WRITTEN}
+    copies = {**_MAPPING_COPIES, **{rel: ALERTS_DIR / Path(rel).name for rel in slo},
+              **{rel: DASHBOARDS_DIR / Path(rel).name for rel in dashboards}}
+    return {**_mapping_files(load_mappings()), **slo, **hand_written, **dashboards}, copies
+
+
 def source_copies() -> dict[str, Path]:
     """{bundle path: checked-in copy}: mapping outputs in mappings/generated/, default SLO rules in alerts/,
     dashboard JSON next to each *.dashboard.py."""
-    return {**_MAPPING_COPIES, **{rel: ALERTS_DIR / Path(rel).name for rel in _default_slo_files()},
-            **{rel: DASHBOARDS_DIR / Path(rel).name for rel in _dashboard_files()}}
+    return _bundle()[1]
 
 
 def artifacts() -> dict[str, str]:
     """Every file of the bundle, as text."""
-    mappings = load_mappings()
-    hand_written = {f"prometheus/rules/{name}": (ALERTS_DIR / name).read_text(encoding="utf-8")
-                    for name in HAND_WRITTEN}
-    return {**_mapping_files(mappings), **_default_slo_files(), **hand_written, **_dashboard_files()}
+    return _bundle()[0]
 
 
 def _mapping_files(mappings) -> dict[str, str]:
@@ -98,33 +104,25 @@ def _in_checkout() -> bool:
     return (root / "pyproject.toml").is_file() and (root / ".git").exists()
 
 
-def _stale() -> list[tuple[Path, str]]:
-    """(checked-in copy, what the code generates now) for every copy that differs."""
-    stale, copies = [], source_copies()
-    for rel, text in artifacts().items():
-        path = copies.get(rel)
-        if path is not None and (not path.is_file() or path.read_text(encoding="utf-8") != text):
-            stale.append((path, text))
-    return stale
-
-
-def _orphans() -> list[Path]:
-    """Generated files the code no longer produces: default-SLO files in alerts/ (an objective was removed),
-    dashboard JSON without its *.dashboard.py."""
+def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
+    """(stale: checked-in copy and what the code generates now, orphans: generated files the code no longer
+    produces: default-SLO files in alerts/ of a removed objective, dashboard JSON without its source)."""
+    bundle, copies = _bundle()
+    stale = [(copies[rel], text) for rel, text in bundle.items() if rel in copies and
+             (not copies[rel].is_file() or copies[rel].read_text(encoding="utf-8") != text)]
     service = load_spec(DEFAULT_SLO_SPEC).service
     generated = set(ALERTS_DIR.glob(f"{service}.*.yaml")) | set(DASHBOARDS_DIR.glob("*.json"))
-    return sorted(generated - set(source_copies().values()))
+    return stale, sorted(generated - set(copies.values()))
 
 
 def refresh_sources() -> list[Path]:
     """Rewrite the checked-in copies that differ and delete orphans; returns the files changed."""
     if not _in_checkout():
         return []
-    stale = _stale()
+    stale, orphans = _drift()
     for path, text in stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    orphans = _orphans()
     for path in orphans:
         path.unlink()
     return [path for path, _ in stale] + orphans
@@ -132,4 +130,5 @@ def refresh_sources() -> list[Path]:
 
 def check() -> list[str]:
     """Checked-in copies that differ from what the code generates now, and orphaned generated files."""
-    return [str(path) for path, _ in _stale()] + [f"{path} (no longer generated)" for path in _orphans()]
+    stale, orphans = _drift()
+    return [str(path) for path, _ in stale] + [f"{path} (no longer generated)" for path in orphans]

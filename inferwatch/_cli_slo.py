@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 import yaml
 
-from inferwatch.errors import InferwatchError, SpecError
+from inferwatch.errors import InferwatchError, SpecError, collect
 
 __all__ = ["slo_app"]
 
@@ -23,15 +23,10 @@ def _load_all(paths: list[Path]):
     """Every spec, or one SpecError listing the problems of all of them."""
     from inferwatch.slo import load_spec
 
-    specs, problems = [], []
-    for path in paths:
-        try:
-            specs.append(load_spec(path))
-        except SpecError as err:
-            problems.extend(err.problems)
+    loaded, problems = collect(load_spec, paths)
     if problems:
         raise SpecError(problems)
-    return specs
+    return [spec for _, spec in loaded]
 
 
 def _write(paths: list[Path], out: Path, fmt: str, tests: bool = True) -> list[Path]:

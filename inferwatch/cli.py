@@ -93,17 +93,12 @@ def normalize(file: Annotated[Optional[Path], typer.Argument(help="Exposition fi
 @mappings_app.command("check")
 def mappings_check(files: Annotated[list[Path], typer.Argument(help="Mapping files to validate.")]):
     """Validate mapping files against the vocabulary; every problem is listed."""
-    from inferwatch.errors import SpecError
+    from inferwatch.errors import SpecError, collect
     from inferwatch.mappings import load_catalog, load_mapping
 
     catalog = load_catalog()
-    problems = []
-    for path in files:
-        try:
-            mapping = load_mapping(path, catalog)
-        except SpecError as err:
-            problems.extend(err.problems)
-            continue
+    loaded, problems = collect(lambda path: load_mapping(path, catalog), files)
+    for path, mapping in loaded:
         typer.echo(f"{path}: ok: source {mapping.source}, {len(mapping.entries)} metrics")
     if problems:
         raise SpecError(problems)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["InferwatchError", "SpecError", "Problem", "ExpositionError"]
+__all__ = ["InferwatchError", "SpecError", "Problem", "ExpositionError", "collect"]
 
 
 class InferwatchError(Exception):
@@ -41,6 +41,18 @@ class SpecError(InferwatchError):
     def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def collect(load, paths) -> tuple[list, list[Problem]]:
+    """Run `load` on every path: ([(path, result) of those that loaded], every problem of those that did not),
+    so a command can report all files at once."""
+    loaded, problems = [], []
+    for path in paths:
+        try:
+            loaded.append((path, load(path)))
+        except SpecError as err:
+            problems.extend(err.problems)
+    return loaded, problems
 
 
 class ExpositionError(InferwatchError):

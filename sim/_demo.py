@@ -30,7 +30,7 @@ import yaml
 from inferwatch.errors import InferwatchError
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
-__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED"]
+__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "free_port"]
 
 VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
 CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
@@ -61,7 +61,8 @@ EXPECTED = [{"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VL
             {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL}]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
     import socket
 
     with socket.socket() as sock:
@@ -263,7 +264,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         folder.mkdir(parents=True, exist_ok=True)
         procs = _Processes(folder)
         stack.callback(procs.stop)
-        ports = {name: _free_port() for name in ("vllm", "sglang", "exporter", "prometheus")}
+        ports = {name: free_port() for name in ("vllm", "sglang", "exporter", "prometheus")}
         me = [sys.executable, "-m", "inferwatch"]
         engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
         for model, (engine, port) in engines.items():

@@ -53,9 +53,6 @@ class Request:
     def kv_tokens(self) -> int:
         return len(self.prompt) + self.generated
 
-    @property
-    def completion_tokens(self) -> int:
-        return self.generated
 
 
 class Engine:
@@ -79,14 +76,13 @@ class Engine:
 
     # --- requests ----------------------------------------------------------------------------------------
 
-    def new_request(self, prompt: str, max_tokens: int | None, streaming: bool, tool_name: str | None = None,
-                    tool_args: dict | None = None) -> Request:
+    def new_request(self, prompt: str, max_tokens: int | None, streaming: bool, tool_name: str | None = None) -> Request:
         """Plan what the request will generate, under the current parameters."""
         p, rng = self.params, self.rng
         words = prompt.split() or ["hi"]
         plan = [("reasoning", " " + rng.choice(WORDS)) for _ in range(p.reasoning_tokens)]
         if tool_name:
-            arguments = json.dumps(tool_args or {"city": rng.choice(["Paris", "Lima", "Osaka"]), "unit": "celsius"})
+            arguments = json.dumps({"city": rng.choice(["Paris", "Lima", "Osaka"]), "unit": "celsius"})
             if rng.random() < p.broken_tool_share:
                 arguments = arguments[:-1] + ', "unit": '          # cut off: not valid JSON
             plan += [("tool", arguments[i:i + 4]) for i in range(0, len(arguments), 4)]

@@ -248,8 +248,8 @@ class _Meta:
 
 
 def _usage(req: Request) -> dict:
-    return {"prompt_tokens": len(req.prompt), "completion_tokens": req.completion_tokens,
-            "total_tokens": len(req.prompt) + req.completion_tokens}
+    return {"prompt_tokens": len(req.prompt), "completion_tokens": req.generated,
+            "total_tokens": len(req.prompt) + req.generated}
 
 
 def make_app(config: SimulatorConfig) -> web.Application:

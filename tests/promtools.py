@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import threading
 import time
@@ -15,11 +14,7 @@ from pathlib import Path
 
 import yaml
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from inferwatch.sim._demo import free_port
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""`inferwatch dashboards lint`: the anti-patterns of ../../shared/reference/dashboards-ecosystem.md section 1.10.
+"""`inferwatch dashboards lint`: the anti-patterns seen in public LLM-serving dashboards.
 
 Works on anyone's Grafana dashboard JSON. Every finding names the panel, the
 rule and what to do instead; our own dashboards must have none.

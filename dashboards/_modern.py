@@ -1,6 +1,7 @@
 """Turn grafanalib's output (schemaVersion 12, string datasources, legacy keys) into what Grafana 10.4-13 exports.
 
-See ../../shared/reference/dashboards-ecosystem.md section 3.5 for each gap.
+Each gap is one step below: datasource objects instead of strings, refIds and ids,
+no legacy keys, current panel options.
 The result validates against the grafana-foundation-sdk dashboard JSON Schema.
 """
 

@@ -11,9 +11,9 @@ import pytest
 from inferwatch.mappings import load_catalog, load_mappings
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("INFERWATCH_SHARED", ROOT.parent / "shared"))
-REAL_CAPTURES = SHARED / "fixtures" / "real-captures"
-EXPOSITIONS = ROOT / "tests" / "fixtures" / "expositions"
+FIXTURES = ROOT / "tests" / "fixtures"  # everything the tests read; SOURCES.md says where each file came from
+REAL_CAPTURES = FIXTURES / "real-captures"
+EXPOSITIONS = FIXTURES / "expositions"
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE_GOLDEN = os.environ.get("INFERWATCH_UPDATE_GOLDEN") == "1"
 

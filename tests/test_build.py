@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from conftest import ROOT
 from inferwatch.build import artifacts, check, source_copies
 
 
@@ -59,3 +60,10 @@ def test_build_check_exits_1_on_drift(monkeypatch, capsys):
         cli.main()
     assert exit_info.value.code == 1
     assert "stale: alerts/llm.x.rules.yaml" in capsys.readouterr().err
+
+
+def test_ci_runs_the_readme_test_command():
+    """`.ci/run` must run exactly the README's test command, so the README's promise is what CI proves."""
+    readme = (ROOT / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if "pip install -e '.[test]'" in line)
+    assert command in (ROOT / ".ci" / "run").read_text().splitlines()

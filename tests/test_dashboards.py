@@ -14,14 +14,14 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import SHARED
+from conftest import FIXTURES
 from inferwatch.dashboards._build import build
 from inferwatch.dashboards._lint import lint_dashboard, lint_file
 from inferwatch.dashboards._push import push
 from inferwatch.errors import InferwatchError
 
-SCHEMAS = SHARED / "fixtures" / "schemas" / "grafana-foundation-sdk"
-ANCHORS = SHARED / "fixtures" / "anchors" / "dashboards"
+SCHEMAS = FIXTURES / "schemas" / "grafana-foundation-sdk"
+ANCHORS = FIXTURES / "anchors" / "dashboards"
 BOARDS = {name: json.loads(text) for name, text in build().items()}
 UIDS = {"serving-overview.json": "inferwatch-serving-overview", "gpu-activity.json": "inferwatch-gpu-activity",
         "slos.json": "inferwatch-slos", "which-slow.json": "inferwatch-which-slow"}

@@ -5,15 +5,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+import pytest
 
 from conftest import need
 
 
+@pytest.mark.slow
 def test_demo_detects_the_incident(tmp_path):
     need("prometheus")
+    mark = f"inferwatch-demo-test-{uuid.uuid4()}"
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "demo", "--headless", "--short", "--workdir",
-                           str(tmp_path)], capture_output=True, text=True, timeout=300)
+                           str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "INFERWATCH_TEST_MARK": mark})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert "fired  alertname=LLMErrorBudgetBurn slo=responsive model=llama-3-8b severity=critical" in out
@@ -22,18 +28,21 @@ def test_demo_detects_the_incident(tmp_path):
     assert "Traceback" not in out
     logs = sorted(p.name for p in tmp_path.glob("*.log"))
     assert logs == ["exporter.log", "prometheus.log", "sglang.log", "vllm.log"]
-    assert not _leftovers(str(tmp_path)), "every process the demo started is stopped"
+    assert not _leftovers(mark), "every process the demo started is stopped"
 
 
-def _leftovers(workdir: str) -> list[str]:
+def _leftovers(mark: str) -> list[str]:
+    """Command lines of the demo's own descendants still alive: they inherit `mark` in their environment.
+
+    Other `inferwatch simulate` or exporter processes on the machine are not ours and do not count.
+    """
     found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if f"INFERWATCH_TEST_MARK={mark}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
         except OSError:
             continue
-        if workdir in args or "inferwatch simulate" in args or "exporter normalize" in args:
-            found.append(args)
     return found
 
 

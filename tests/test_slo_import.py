@@ -8,12 +8,12 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, SHARED
+from conftest import FIXTURES, ROOT
 from inferwatch.errors import InferwatchError
 from inferwatch.slo import compile_spec, import_file, parse_spec
 from inferwatch.slo._import import import_text
 
-SLOTH = SHARED / "fixtures" / "anchors" / "sloth"
+SLOTH = FIXTURES / "anchors" / "sloth"
 OPENSLO = ROOT / "tests" / "fixtures" / "slo" / "openslo-v1.yaml"
 
 

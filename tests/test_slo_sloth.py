@@ -15,13 +15,13 @@ from fractions import Fraction
 import pytest
 import yaml
 
-from conftest import SHARED, need
+from conftest import FIXTURES, need
 from inferwatch._yaml import dump_yaml
 from inferwatch.slo import compile_spec, import_file, parse_spec, render_files, tier_math
 from inferwatch.slo._oracle import Counts
 from inferwatch.slo._series import Segment, input_series, per_minute
 
-SLOTH = SHARED / "fixtures" / "anchors" / "sloth"
+SLOTH = FIXTURES / "anchors" / "sloth"
 HEALTHY = 365                       # minutes: Sloth's 6h windows are full before the incident
 RATE = Fraction(1000)               # events a minute
 

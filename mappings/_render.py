@@ -8,7 +8,8 @@ Relabeling is the cheapest path (no extra series) but can only rename. So:
 * recording rules produce everything else from the (already relabeled) source
   series: scaled values, filtered or label-dropped copies, a second common
   name read from the same source, and names with older aliases (`new or old`,
-  so a scrape that emits both yields each series once).
+  so a scrape that emits both yields each series once). Each common name is
+  recorded by one rule, across all sources.
 
 Both together yield the same common series as `inferwatch normalize`.
 """
@@ -151,16 +152,24 @@ def _expr(mapping: SourceMapping, entry: Entry, suffix: str) -> str:
 
 
 def recording_rules(mappings: list[SourceMapping]) -> dict:
-    """A Prometheus rule file with one group per mapping, for what relabeling cannot do."""
-    groups = []
+    """A Prometheus rule file for what relabeling cannot do: one rule per common name.
+
+    A name recorded from several sources (SGLang's and vLLM's queue time) is one
+    rule, the sources' expressions joined by `or` (their series differ in `engine`):
+    promtool rejects two rules recording the same name. Each group holds the names
+    of one set of sources, `inferwatch-mappings-<source>[-<source>...]`, in mapping order.
+    """
+    parts: dict[str, list[tuple[str, str]]] = {}     # record name -> [(source, expression)]
     for mapping in mappings:
-        rules = []
         for entry in mapping.entries:
             if renamed_by_relabel(mapping, entry):
                 continue
-            suffixes = _HISTOGRAM_SUFFIXES if entry.type == "histogram" else ("",)
-            for suffix in suffixes:
-                rules.append({"record": entry.name + suffix, "expr": _expr(mapping, entry, suffix)})
-        if rules:
-            groups.append({"name": f"inferwatch-mappings-{mapping.source}", "rules": rules})
-    return {"groups": groups}
+            for suffix in _HISTOGRAM_SUFFIXES if entry.type == "histogram" else ("",):
+                parts.setdefault(entry.name + suffix, []).append((mapping.source, _expr(mapping, entry, suffix)))
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for name, exprs in parts.items():
+        sources = tuple(dict.fromkeys(source for source, _ in exprs))
+        groups.setdefault(sources, []).append({"record": name, "expr": " or ".join(expr for _, expr in exprs)})
+    order = {m.source: i for i, m in enumerate(mappings)}
+    return {"groups": [{"name": "inferwatch-mappings-" + "-".join(sources), "rules": rules}
+                       for sources, rules in sorted(groups.items(), key=lambda g: [order[s] for s in g[0]])]}

@@ -105,3 +105,17 @@ def test_servicemonitor_format_uses_operator_keys():
     assert proc.returncode == 0
     assert proc.stdout.startswith("metricRelabelings:") and "sourceLabels:" in proc.stdout
     assert "source_labels" not in proc.stdout
+
+
+def test_mapping_rules_record_each_name_once_and_promtool_is_silent():
+    """promtool lints a name recorded twice (vLLM's and SGLang's queue time) as a duplicate rule."""
+    from conftest import need
+    from inferwatch.build import source_copies
+    from inferwatch.mappings import load_mappings, recording_rules
+
+    names = [r["record"] for g in recording_rules(load_mappings())["groups"] for r in g["rules"]]
+    assert len(names) == len(set(names))
+    path = source_copies()["prometheus/rules/inferwatch-mappings.rules.yaml"]
+    proc = subprocess.run([need("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "SUCCESS" in proc.stdout
+    assert "FAILED" not in proc.stdout + proc.stderr and "lint" not in proc.stdout + proc.stderr

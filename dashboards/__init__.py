@@ -7,10 +7,11 @@ Grafana JSON, linted, and checked for empty panels against real series.
 """
 
 from inferwatch.dashboards._modern import DATASOURCE_REF, SCHEMA_VERSION, modern
-from inferwatch.dashboards._panels import (ENGINE_FILTERS, GPU_FILTERS, RATE, STREAMED, Selector, dashboard, datasource_variable,
+from inferwatch.dashboards._panels import (ENGINE_FILTERS, FRESH, GPU_FILTERS, RATE, STREAMED, Selector, attainment,
+                                           dashboard, datasource_variable,
                                            engine_variables, grid, quantiles, rate_sum, ratio, row, stat, target,
                                            timeseries, variable)
 
 __all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row", "quantiles",
            "variable", "datasource_variable", "engine_variables", "dashboard", "ratio", "rate_sum", "grid", "modern",
-           "SCHEMA_VERSION", "DATASOURCE_REF"]
+           "SCHEMA_VERSION", "DATASOURCE_REF", "attainment", "FRESH"]

@@ -19,7 +19,7 @@ STREAMED = 'is_streaming!="false"'
 
 __all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
            "quantiles", "variable", "datasource_variable", "dashboard", "ratio", "rate_sum", "grid",
-           "engine_variables"]
+           "engine_variables", "attainment", "FRESH"]
 
 RATE = "$__rate_interval"
 ENGINE_FILTERS = ("namespace", "model", "engine", "pod")
@@ -50,6 +50,17 @@ def rate_sum(sel: Selector, metric: str, by: str = "model", extra: str = "") -> 
 def ratio(numerator: str, denominator: str) -> str:
     """A ratio of sums that reads "no data" rather than NaN when the denominator is zero."""
     return f"{numerator}\n/\n({denominator} > 0)"
+
+
+FRESH = "5m"    # how recently a count must have grown for an attainment to be shown
+
+
+def attainment(good: str, total: str, window: str = "$__range") -> str:
+    """Share of `total` events that were `good` over `window`, sums over sums; "no data" (never 100 %) unless
+    a series of `total` is still scraped and counted something in the last FRESH: range functions keep a
+    vanished engine's old samples, the plain selector drops them at its staleness marker."""
+    fresh = f"(sum(increase({total}[{FRESH}]) and {total}) > 0)"
+    return f"sum(rate({good}[{window}]))\n/\n(sum(rate({total}[{window}])) > 0 and on () {fresh})"
 
 
 def quantiles(sel: Selector, histogram: str, by: str = "model", qs=(0.5, 0.95, 0.99),

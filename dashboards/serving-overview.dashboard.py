@@ -3,8 +3,8 @@
 Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 """
 
-from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, dashboard, engine_variables, quantiles,
-                                   rate_sum, ratio, row, stat, target, timeseries)
+from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, attainment, dashboard, engine_variables,
+                                   quantiles, rate_sum, ratio, row, stat, target, timeseries)
 
 sel = Selector(ENGINE_FILTERS)
 TTFT_WITHIN_1S = STREAMED + ', le=~"1|1[.]0"'            # every spelling of the 1 s bucket bound
@@ -35,20 +35,21 @@ dashboard = dashboard(
                    unit="ops", description="rate(llm_preemptions_total): vLLM preemptions, SGLang retractions, "
                                            "under KV-cache pressure."),
         row("Latency"),
-        stat("TTFT within 1 s", ratio(f"sum(rate({sel('llm_time_to_first_token_seconds_bucket', TTFT_WITHIN_1S)}[$__range]))",
-                                      f"sum(rate({sel('llm_time_to_first_token_seconds_count', STREAMED)}[$__range]))"),
+        stat("TTFT within 1 s", attainment(sel("llm_time_to_first_token_seconds_bucket", TTFT_WITHIN_1S),
+                                           sel("llm_time_to_first_token_seconds_count", STREAMED)),
              description="Share of requests whose first token came within 1 s over the dashboard's time range, "
-                         "from llm_time_to_first_token_seconds buckets (1 s is a boundary of both engines).",
+                         "from llm_time_to_first_token_seconds buckets (1 s is a boundary of both engines). "
+                         "No data, never 100 %, when no engine counted a request in the last 5 minutes.",
              thresholds=((0.95, "orange"), (0.99, "green")), width=4),
         timeseries("Time to first token", quantiles(sel, "llm_time_to_first_token_seconds", extra=STREAMED),
                    unit="s", width=8,
                    description="p50/p95/p99 of llm_time_to_first_token_seconds (engine-side: arrival to first "
                                "token, reasoning included; SGLang's non-streamed requests left out)."),
-        stat("TPOT within 100 ms", ratio(
-            f"sum(rate({sel('llm_time_per_output_token_seconds_bucket', TPOT_WITHIN_100MS)}[$__range]))",
-            f"sum(rate({sel('llm_time_per_output_token_seconds_count')}[$__range]))"),
+        stat("TPOT within 100 ms", attainment(sel("llm_time_per_output_token_seconds_bucket", TPOT_WITHIN_100MS),
+                                              sel("llm_time_per_output_token_seconds_count")),
              description="Share of requests whose mean time per output token was within 100 ms "
-                         "(llm_time_per_output_token_seconds buckets).", thresholds=((0.9, "orange"), (0.95, "green")),
+                         "(llm_time_per_output_token_seconds buckets). No data, never 100 %, when no engine "
+                         "counted a request in the last 5 minutes.", thresholds=((0.9, "orange"), (0.95, "green")),
              width=4),
         timeseries("Time per output token (per request)", quantiles(sel, "llm_time_per_output_token_seconds"),
                    unit="s", width=8, description="p50/p95/p99 of llm_time_per_output_token_seconds: each "

@@ -102,3 +102,50 @@ def test_panel_has_data_for_both_engines(board, panel, prom):
             values = {"model": MODELS.get(engine, ".*")}
         assert any(_has_data(prom, _substitute(e, values)) for e in exprs), \
             f"{panel['title']}: no data for {engine}: {[_substitute(e, values) for e in exprs]}"
+
+
+def _tiles() -> dict[str, str]:
+    board = json.loads(build()["serving-overview.json"])
+    return {p["title"]: p["targets"][0]["expr"] for p in board["panels"] if p["type"] == "stat"}
+
+
+def test_attainment_tiles_read_no_data_once_the_engine_is_gone(tmp_path):
+    """Issue 9: with the engine gone, a ratio over [$__range] keeps its old samples and read 100 % for minutes;
+    the tiles must show no data within a few scrapes, and show the share while requests are counted."""
+    alive, scrapes = threading.Event(), [0]
+    alive.set()
+
+    def metrics(handler):
+        scrapes[0] += 1
+        lines = []
+        if alive.is_set():                                # the exporter serves nothing for a dead engine
+            n, labels = scrapes[0], 'namespace="ns", model="m", engine="vllm", pod="p"'
+            for name in ("llm_time_to_first_token_seconds", "llm_time_per_output_token_seconds"):
+                lines += [f'# TYPE {name} histogram'] + [f'{name}_bucket{{{labels}, le="{le}"}} {n}'
+                                                         for le in ("0.1", "1.0", "+Inf")]
+                lines += [f"{name}_sum{{{labels}}} {n * 0.05}", f"{name}_count{{{labels}}} {n}"]
+        body = ("\n".join(lines + ["# TYPE inferwatch_exporter_target_up gauge",
+                                   f"inferwatch_exporter_target_up {int(alive.is_set())}"]) + "\n").encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain; version=0.0.4")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    tiles = {title: _substitute(expr, {}) for title, expr in _tiles().items() if "within" in title}
+    assert set(tiles) == {"TTFT within 1 s", "TPOT within 100 ms"}
+    with serve({"/metrics": metrics}) as target:
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                  "scrape_configs": [{"job_name": "engine", "honor_labels": True,
+                                      "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
+        with prometheus(need("prometheus"), config, tmp_path) as prom:
+            for expr in tiles.values():
+                assert float(wait_for(lambda: query(prom, expr), timeout=30)[0]["value"][1]) == 1.0
+            alive.clear()
+            gone = time.time()
+            for title, expr in tiles.items():
+                wait_for(lambda: not query(prom, expr), timeout=15)
+                assert time.time() - gone < 10, title
+            old = 'sum(rate(llm_time_to_first_token_seconds_bucket{le="1.0"}[5m])) / ' \
+                  '(sum(rate(llm_time_to_first_token_seconds_count[5m])) > 0)'
+            assert float(query(prom, old)[0]["value"][1]) == 1.0      # what the tile read before: 100 %

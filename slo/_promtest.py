@@ -10,8 +10,9 @@ from the rules under test:
 - an error rate at half the budget fires nothing;
 - zero traffic records no NaN and fires nothing;
 - one bad request in an hour of ten requests does not page;
-- vanishing series, a failing scrape target and no series at all each fire
-  LLMSLIDataMissing;
+- series that vanish (with or without a staleness marker) stop counting within
+  one scrape interval, and they, a failing scrape target and no series at all
+  each fire LLMSLIDataMissing exactly when `missing_data_for` has passed;
 - every spelling of the threshold's bucket (`le="1"`, `le="1.0"`) is counted.
 """
 
@@ -64,7 +65,7 @@ class _Objective:
         self.maths = [m for m in (tier_math(spec, objective, t) for t in spec.tiers) if m.fires]
         group = next(g for g in ruleset.groups if g["name"].endswith(f"-{spec.service}-{objective.name}"))
         self.alerts = {(r["alert"], r["labels"].get("tier")): r for r in group["rules"] if "alert" in r}
-        self.ident = {"service": spec.service, "slo": objective.name, **group_labels(spec)}
+        self.ident = {"service": spec.service, "slo": objective.name, **group_labels(spec, objective)}
         self.rate = Fraction(100)
         while any(self.rate * _minutes(m.tier.long) < 2 * m.min_events for m in self.maths):
             self.rate *= 10
@@ -84,10 +85,10 @@ class _Objective:
         return {"eval_time": f"{t}m", "alertname": MISSING_ALERT,
                 "exp_alerts": [self._alert(MISSING_ALERT, None, labels) for labels in expr_labels]}
 
-    def _case(self, name: str, segments, checks: list[dict], sources=(Source(),), stale_at=None, extra=(),
+    def _case(self, name: str, segments, checks: list[dict], sources=(Source(),), stale=False, extra=(),
               exprs=()) -> dict:
         case = {"name": f"{self.spec.service}/{self.objective.name}: {name}", "interval": "1m",
-                "input_series": input_series(self.spec, self.objective, segments, sources, stale_at) + list(extra),
+                "input_series": input_series(self.spec, self.objective, segments, sources, stale) + list(extra),
                 "alert_rule_test": checks}
         if exprs:
             case["promql_expr_test"] = list(exprs)
@@ -190,28 +191,63 @@ class _Objective:
         return self._case("one bad request in an hour of ten requests does not page", segments, checks)
 
     def _missing(self) -> list[dict]:
-        healthy = [Segment(30, self.rate)]
-        vanish = self._case("series that vanish fire LLMSLIDataMissing", healthy,
-                            [self._missing_check(30), self._missing_check(40, self.ident), self._burn_check(40, [])],
-                            stale_at=31)
+        """Missing data, each firing exactly when `missing_data_for` has passed since the data went."""
+        healthy, last = [Segment(30, self.rate)], 30
+        wait = _minutes(self.spec.missing_data_for)
+
+        def fires(gone: int, *expected: dict[str, str]) -> list[dict]:
+            return [self._missing_check(last), self._missing_check(gone + wait - 1),
+                    self._missing_check(gone + wait, *expected)]
+
+        # a target that leaves service discovery: Prometheus writes staleness markers at the next scrape
+        vanish = self._case(
+            "series that vanish stop counting at once and fire LLMSLIDataMissing",
+            healthy, fires(last + 1, self.ident) + [self._burn_check(last + 1 + wait, [])], stale=True,
+            exprs=self._stop_counting(counted_until=last))
+        # no staleness marker (a Prometheus restart, a remote-write gap): the series just ends; the 5m-rate
+        # fallback may count one more minute, as for a scrape that is merely late, then nothing
+        ends = self._case(
+            "series that end without a staleness marker stop counting within one scrape interval",
+            healthy, fires(last + 2, self.ident), exprs=self._stop_counting(counted_until=last + 1))
+        # two engines of one group, one ends: the live one goes on counting, the dead one stops (its freshness
+        # is matched per series; `on ()` would let the live one keep the dead one counting)
+        half = self.rate / 2
+        dead, live = (Source(instance=f"engine-{i}:8000", share=Fraction(1, 2)) for i in range(2))
+        total = record("total", "increase1m")
+        one = self._case(
+            "of two engines one ends: only the live one counts", healthy,
+            [self._missing_check(last + 2 + wait)], sources=(dead,),
+            extra=input_series(self.spec, self.objective, [Segment(last + 10, self.rate)], (live,)),
+            exprs=[self._sample(total, last, self.rate), self._sample(total, last + 2, half),
+                   self._sample(total, last + 9, half)])
         engine = scrape_labels(self.spec, self.objective)
         down = self._case("a failing scrape target fires LLMSLIDataMissing", healthy,
-                          [self._missing_check(30), self._missing_check(34, {**self.ident, **engine})],
-                          stale_at=31, extra=[{"series": series_name("up", engine), "values": "1x30 0x10"}])
+                          fires(last + 1, {**self.ident, **engine}, self.ident), stale=True,
+                          extra=[{"series": series_name("up", engine), "values": f"1x{last} 0x10"}])
         source = Source(instance="exporter:9400", target="engine-0")
-        exporter = {**scrape_labels(self.spec, self.objective, source), "target": "engine-0"}
+        exporter = scrape_labels(self.spec, self.objective, source)
         behind = self._case(
             "an engine failing behind the normalizing exporter fires LLMSLIDataMissing", healthy,
-            [self._missing_check(30), self._missing_check(34, {**self.ident, **exporter})],
-            sources=(source,), stale_at=31,
+            fires(last + 1, {**self.ident, **exporter}, self.ident), sources=(source,), stale=True,
             extra=[{"series": series_name("up", {k: v for k, v in exporter.items() if k != "target"}),
-                    "values": "1x40"},
-                   {"series": series_name("inferwatch_exporter_target_up", exporter), "values": "1x30 0x10"}])
+                    "values": f"1x{last + 10}"},
+                   {"series": series_name("inferwatch_exporter_target_up", exporter), "values": f"1x{last} 0x10"}])
         ident = {"service": self.spec.service, "slo": self.objective.name}
         never = {"name": f"{self.spec.service}/{self.objective.name}: no series at all fires LLMSLIDataMissing",
                  "interval": "1m", "input_series": [{"series": series_name("up", engine), "values": "1x10"}],
-                 "alert_rule_test": [self._missing_check(5, ident)]}
-        return [vanish, down, behind, never]
+                 "alert_rule_test": [self._missing_check(wait - 1), self._missing_check(wait, ident)]}
+        return [vanish, ends, one, down, behind, never]
+
+    def _stop_counting(self, counted_until: int) -> list[dict]:
+        """The per-minute counts exist through `counted_until` and not a minute longer, so no phantom
+        requests are recorded; the 5m error ratio then goes from real minutes to nothing, never to a 0 made of
+        phantom good events."""
+        last_real = counted_until + _minutes(300) - 1
+        return [self._sample(record("total", "increase1m"), counted_until, self.rate),
+                self._sample(record("total", "increase1m"), counted_until + 1, None),
+                self._sample(record("good", "increase1m"), counted_until + 1, None),
+                self._sample(record("error_ratio", "5m"), last_real, 0),
+                self._sample(record("error_ratio", "5m"), last_real + 1, None)]
 
     def _counting(self) -> dict:
         """Good and total with a quarter of events bad, over two targets (latency: both `le` spellings); the 1h

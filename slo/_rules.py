@@ -5,7 +5,9 @@ Every objective gets one group, evaluated every minute (`interval: 1m`):
 1. SLI counts. Good and total events of the last minute, summed over the
    objective's series (`llm_slo:good:increase1m`, `llm_slo:total:increase1m`).
    A series scraped too rarely for a one-minute `increase` counts at its 5-minute
-   rate instead, so nothing is lost at a 1m scrape interval.
+   rate instead, so nothing is lost at a 1m scrape interval; but only while its
+   last sample is under 90 s old, so a dead engine stops counting within one
+   scrape interval instead of adding phantom requests for five minutes.
 2. Windows. Every longer window sums those per-minute counts with
    `sum_over_time` (a `W-30s` range holds exactly W/1m samples on Prometheus 2
    and 3): event-weighted and cheap, never a mean of ratios or a raw 28-day
@@ -34,6 +36,8 @@ BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
 DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RUNBOOKS.md"
 MISSING_LOOKBACK = "1h"      # a vanished source or group is named this long; then it is just "absent"
+FRESH_SECONDS = 90           # the 5m-rate fallback counts a series only while its last sample is this recent:
+                             # one 1m scrape interval plus slack for a late scrape
 
 
 @dataclass
@@ -98,9 +102,14 @@ def _sum(spec: Spec, inner: str) -> str:
 
 
 def _count(spec: Spec, selector: Selector) -> str:
-    """Events of the last minute, per group: a 1m increase, or the 5m rate where a 1m window holds one sample."""
+    """Events of the last minute, per group: a 1m increase, or the 5m rate where a 1m window holds one sample.
+
+    The fallback is joined to the series' own freshness on all its labels (both sides drop only the metric
+    name), so one dead engine stops counting while its live neighbours in the same group go on; `on ()`
+    would let any fresh series keep every stale one counting."""
     text = selector.render()
-    return _sum(spec, f"increase({text}[1m]) or rate({text}[5m]) * 60")
+    return _sum(spec, f"increase({text}[1m])\n  or (rate({text}[5m]) * 60 and (time() - timestamp({text}) < "
+                      f"{FRESH_SECONDS}))")
 
 
 def _total_selector(spec: Spec, objective: Objective) -> Selector:
@@ -131,7 +140,7 @@ def _recording(spec: Spec, objective: Objective, name: str, expr: str) -> dict:
 
 def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
     total = _total_selector(spec, objective)
-    by = ", ".join(list(spec.group_by) + ["job", "instance", "target"])
+    by = ", ".join(dict.fromkeys([*spec.group_by, "job", "instance", "target"]))
     rules = [
         _recording(spec, objective, "llm_slo:total:increase1m", _count(spec, total)),
         _recording(spec, objective, "llm_slo:good:increase1m", _good_expr(spec, objective)),

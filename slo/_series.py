@@ -20,6 +20,7 @@ __all__ = ["Segment", "Source", "per_minute", "input_series", "group_labels", "s
 
 GROUP_VALUE = "g1"
 _NON_MATCHING = ("stop", "200", "ok", "other", "x")
+_SOURCE_LABELS = ("instance", "pod", "replica")
 
 
 class SeriesError(ValueError):
@@ -52,8 +53,9 @@ def per_minute(segments: list[Segment]) -> tuple[list[Fraction], list[Fraction]]
     return totals, bads
 
 
-def _values(increments: list[Fraction], stale_at: int | None) -> str:
-    """promtool notation for a counter starting at 0 with these per-minute increments."""
+def _values(increments: list[Fraction], stale: bool) -> str:
+    """promtool notation for a counter starting at 0 with these per-minute increments; `stale` ends it with a
+    staleness marker, as Prometheus writes when a target fails or leaves service discovery."""
     parts, value, i = ["0"], Fraction(0), 0
     while i < len(increments):
         j = i
@@ -63,13 +65,9 @@ def _values(increments: list[Fraction], stale_at: int | None) -> str:
         parts.append(f"{decimal(value + step)}+{decimal(step)}x{j - i - 1}")
         value += step * (j - i)
         i = j
-    if stale_at is not None:
+    if stale:
         parts.append("stale")
     return " ".join(parts)
-
-
-def group_labels(spec: Spec) -> dict[str, str]:
-    return {label: GROUP_VALUE for label in spec.group_by}
 
 
 def _literal(pattern: str) -> str | None:
@@ -124,31 +122,59 @@ def _avoiding(base: dict[str, str], selector: Selector, total: Selector) -> dict
 
 
 def series_name(metric: str, labels: dict[str, str]) -> str:
-    body = ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    """`metric{a="b"}` in promtool's series notation, values escaped as PromQL strings."""
+    body = ", ".join(Matcher(k, "=", v).render() for k, v in sorted(labels.items()))
     return f"{metric}{{{body}}}"
 
 
-def scrape_labels(spec: Spec, objective: Objective, source: Source = Source()) -> dict[str, str]:
-    """`job` and `instance` of a source's series: ours unless the SLI's selectors fix them."""
+def _primary(spec: Spec, objective: Objective) -> tuple[Matcher, ...]:
+    """The matchers every event series of the objective satisfies: the spec's and the total's."""
     sli = objective.sli
-    fixed = _satisfy(spec.selector + (sli.matchers if isinstance(sli, LatencySLI) else sli.total.matchers))
-    return {"job": fixed.get("job", "llm"), "instance": fixed.get("instance", source.instance)}
+    return spec.selector + (sli.matchers if isinstance(sli, LatencySLI) else sli.total.matchers)
+
+
+def _constrained(spec: Spec, objective: Objective) -> set[str]:
+    sli = objective.sli
+    selectors = [sli.matchers] if isinstance(sli, LatencySLI) else \
+        [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    return {m.label for ms in [spec.selector, *selectors] for m in ms} | set(spec.group_by)
+
+
+def group_labels(spec: Spec, objective: Objective) -> dict[str, str]:
+    """The group of every scenario: `g1` for each group_by label, unless a selector fixes its value."""
+    fixed = _satisfy(_primary(spec, objective))
+    return {label: fixed.get(label, GROUP_VALUE) for label in spec.group_by}
+
+
+def scrape_labels(spec: Spec, objective: Objective, source: Source = Source()) -> dict[str, str]:
+    """`job`, `instance` (and the exporter's `target`) of a source's series: ours unless the SLI's selectors
+    or group_by fix them."""
+    fixed = {**_satisfy(_primary(spec, objective)), **group_labels(spec, objective)}
+    labels = {"job": fixed.get("job", "llm"), "instance": fixed.get("instance", source.instance)}
+    if source.target:
+        labels["target"] = fixed.get("target", source.target)
+    return labels
+
+
+def _source_label(spec: Spec, objective: Objective) -> str:
+    """The label that tells two sources of one scenario apart: `instance`, unless a selector fixes it."""
+    constrained = _constrained(spec, objective)
+    return next((label for label in _SOURCE_LABELS if label not in constrained), "inferwatch_test_source")
 
 
 def input_series(spec: Spec, objective: Objective, segments: list[Segment], sources=(Source(),),
-                 stale_at: int | None = None) -> list[dict]:
+                 stale: bool = False) -> list[dict]:
     """promtool input_series for one scenario, split across `sources` by their share."""
     totals, bads = per_minute(segments)
     series = []
     for source in sources:
-        base = {**_satisfy(spec.selector), **group_labels(spec), **scrape_labels(spec, objective, source)}
-        if source.target:
-            base["target"] = source.target
+        base = {**_satisfy(spec.selector), **group_labels(spec, objective), **scrape_labels(spec, objective, source)}
+        base[_source_label(spec, objective)] = source.instance
         total = [t * source.share for t in totals]
         bad = [b * source.share for b in bads]
         good = [t - b for t, b in zip(total, bad)]
         for metric, labels, incs in _counters(objective, base, total, good, bad, source):
-            series.append({"series": series_name(metric, labels), "values": _values(incs, stale_at)})
+            series.append({"series": series_name(metric, labels), "values": _values(incs, stale)})
     return series
 
 

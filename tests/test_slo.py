@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -188,15 +189,20 @@ def test_generated_promtool_tests_pass(spec_file, tmp_path):
 
 
 def test_generated_tests_catch_a_broken_rule(tmp_path):
-    """Mutation check: a wrong threshold or a single le spelling makes the generated tests fail."""
+    """Mutation check: a wrong threshold, a single le spelling, a 1h window of 61 minutes, or a 5m-rate fallback
+    that outlives its series (phantom requests after an engine dies; or kept alive by any fresh series, `on ()`)
+    makes the generated tests fail."""
     need("promtool")
     files, _ = render_files(compile_spec(load_spec(CHAT)))
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     rules = tmp_path / "chat.responsive.rules.yaml"
     good = rules.read_text()
+    fresh = re.compile(r" and \(time\(\) - timestamp\([^)]*\) < 90\)\)")
+    assert len(fresh.findall(good)) == 2
     for broken in (good.replace("> 0.1344", "> 0.2"), good.replace('le=~"1|1[.]0"', 'le="1"'),
-                   good.replace("[59m30s]", "[1h]")):
+                   good.replace("[59m30s]", "[1h]"), fresh.sub(")", good),
+                   good.replace(" and (time() - timestamp(", " and on () (time() - timestamp(")):
         assert broken != good
         rules.write_text(broken)
         ok, _ = run_rule_tests([tmp_path / "chat.responsive.test.yaml"])

@@ -1,0 +1,233 @@
+"""Read the event counts out of Sloth and OpenSLO PromQL: which counters are the total, the bad and the good events.
+
+Queries are parsed (promql-parser), not matched with regexes, so spacing, `increase` for `rate`, `sum by (...)`,
+`or vector(0)`, several added error counters and `total - good` forms are all recognized; anything else is
+refused with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import promql_parser
+
+__all__ = ["QueryError", "events_sli", "good_sli", "bad_sli", "WINDOW_TEMPLATE"]
+
+WINDOW_TEMPLATE = re.compile(r"\{\{\s*\.window\s*\}\}")
+_ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
+_OPS = {"Equal": "=", "NotEqual": "!=", "Re": "=~", "NotRe": "!~"}
+_SUM_FORM = "sum(rate(counter[{{.window}}]))"
+
+
+class QueryError(ValueError):
+    """A query is not a sum of counters' rates; the message says what it is instead."""
+
+
+@dataclass(frozen=True)
+class Counter:
+    """One `sum(rate(name{matchers}[w]))` term."""
+
+    name: str
+    matchers: tuple[tuple[str, str, str], ...]     # (label, op, value) in the order written
+    by: tuple[str, ...] = ()
+
+    def key(self) -> tuple:
+        return self.name, frozenset(self.matchers)
+
+    def selector(self, drop: str | None = None) -> str:
+        parts = [f'{label}{op}"{_escape(value)}"' for label, op, value in self.matchers if label != drop]
+        return self.name + (f"{{{', '.join(parts)}}}" if parts else "")
+
+    def le(self) -> str | None:
+        return next((v for label, op, v in self.matchers if label == "le" and op == "="), None)
+
+    def histogram_total(self) -> tuple | None:
+        """`x_count{m}` and `x_bucket{m, le="+Inf"}` both count every observation of histogram x: its key."""
+        if self.name.endswith("_count"):
+            return self.name[:-len("_count")], frozenset(self.matchers)
+        if self.name.endswith("_bucket") and self.le() in ("+Inf", "Inf", "+inf", "inf"):
+            return self.name[:-len("_bucket")], frozenset(m for m in self.matchers if m[0] != "le")
+        return None
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _parse(query: str) -> object:
+    text = WINDOW_TEMPLATE.sub("5m", str(query))
+    other = _ANY_TEMPLATE.search(text)
+    if other:
+        raise QueryError(f"uses the template {other.group(0)}; only {{{{.window}}}} can be filled in")
+    if not text.strip():
+        raise QueryError("is empty")
+    try:
+        return promql_parser.parse(text)
+    except (ValueError, TypeError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else "syntax error"
+        raise QueryError(f"is not PromQL that Prometheus accepts ({reason})") from None
+
+
+def _unwrap(expr):
+    while isinstance(expr, promql_parser.ParenExpr):
+        expr = expr.expr
+    return expr
+
+
+def _is_zero_vector(expr) -> bool:
+    expr = _unwrap(expr)
+    return (isinstance(expr, promql_parser.Call) and expr.func.name == "vector" and len(expr.args) == 1
+            and isinstance(_unwrap(expr.args[0]), promql_parser.NumberLiteral) and _unwrap(expr.args[0]).val == 0)
+
+
+def _terms(expr, sign: int, bare_ok: bool, out: list) -> None:
+    """Flatten `a + b - c` into [(+1, a), (+1, b), (-1, c)] of counters."""
+    expr = _unwrap(expr)
+    if isinstance(expr, promql_parser.BinaryExpr):
+        op = str(expr.op)
+        if op == "or" and _is_zero_vector(expr.rhs):
+            return _terms(expr.lhs, sign, bare_ok, out)       # `or vector(0)`: no error series means zero errors
+        if op in ("+", "-") and (expr.modifier is None or not expr.modifier.return_bool):
+            _terms(expr.lhs, sign, bare_ok, out)
+            return _terms(expr.rhs, sign if op == "+" else -sign, bare_ok, out)
+        raise QueryError(f"combines series with {op!r}; only + and - of counters are event counts")
+    out.append((sign, _counter(expr, bare_ok)))
+
+
+def _counter(expr, bare_ok: bool) -> Counter:
+    by: tuple[str, ...] = ()
+    if isinstance(expr, promql_parser.AggregateExpr):
+        if str(expr.op) != "sum":
+            raise QueryError(f"aggregates with {expr.op}(); only sum() of counters counts events")
+        if expr.modifier is not None:
+            if "Without" in str(expr.modifier.type):
+                raise QueryError("sums `without (...)`; write `sum by (...)` or a plain sum()")
+            by = tuple(sorted(expr.modifier.labels))
+        expr = _unwrap(expr.expr)
+        if not by and not bare_ok and isinstance(expr, promql_parser.VectorSelector):
+            raise QueryError("sums raw counter values; use sum(rate(counter[{{.window}}]))")
+    elif not bare_ok:
+        raise QueryError(f"is {_describe(expr)}, not {_SUM_FORM}")
+    if isinstance(expr, promql_parser.Call) and expr.func.name in ("rate", "increase"):
+        matrix = _unwrap(expr.args[0]) if expr.args else None
+        if not isinstance(matrix, promql_parser.MatrixSelector):
+            raise QueryError(f"takes {expr.func.name}() of an expression; only of a counter selector")
+        expr = matrix.vector_selector
+    elif isinstance(expr, promql_parser.Call):
+        raise QueryError(f"uses {expr.func.name}(); only rate() or increase() of counters count events")
+    elif not (bare_ok and isinstance(expr, promql_parser.VectorSelector)):
+        raise QueryError(f"is {_describe(expr)}, not {_SUM_FORM}")
+    return _selector(expr, by)
+
+
+def _describe(expr) -> str:
+    if isinstance(expr, promql_parser.Call):
+        return f"a call of {expr.func.name}()"
+    if isinstance(expr, promql_parser.AggregateExpr):
+        return f"an aggregation with {expr.op}()"
+    if isinstance(expr, promql_parser.VectorSelector):
+        return f"the bare selector {expr}"
+    if isinstance(expr, promql_parser.NumberLiteral):
+        return f"the number {expr.val:g}"
+    return f"a {type(expr).__name__}"
+
+
+def _selector(vs, by: tuple[str, ...]) -> Counter:
+    if vs.offset is not None or vs.at is not None:
+        raise QueryError("uses offset or @; an SLI counts the events of now")
+    if vs.matchers.or_matchers:
+        raise QueryError("uses `or` inside a selector; give one selector per counter")
+    matchers, name = [], vs.name
+    for m in vs.matchers.matchers:
+        op = _OPS[str(m.op).rsplit(".", 1)[-1].split("(")[0]]
+        if m.name == "__name__" and op == "=" and not name:
+            name = m.value
+        else:
+            matchers.append((m.name, op, m.value))
+    if not name:
+        raise QueryError("selects no metric by name")
+    return Counter(name, tuple(matchers), by)
+
+
+def _counters(query: str, what: str, bare_ok: bool) -> tuple[list[Counter], list[Counter]]:
+    """(added counters, subtracted counters) of a query; QueryError names which query is wrong."""
+    terms: list = []
+    try:
+        _terms(_parse(query), 1, bare_ok, terms)
+    except QueryError as err:
+        raise QueryError(f"{what} {err}") from None
+    return [c for s, c in terms if s > 0], [c for s, c in terms if s < 0]
+
+
+def _total(query: str, bare_ok: bool) -> Counter:
+    plus, minus = _counters(query, "total query", bare_ok)
+    if len(plus) != 1 or minus:
+        raise QueryError(f"total query adds or subtracts {len(plus) + len(minus)} counters; "
+                         "inferwatch's total is one counter")
+    return plus[0]
+
+
+def _same(a: Counter, b: Counter) -> bool:
+    return a.key() == b.key() or (a.histogram_total() is not None and a.histogram_total() == b.histogram_total())
+
+
+def _threshold(le: str) -> str | None:
+    try:
+        value = Decimal(le)
+    except InvalidOperation:
+        return None
+    return f"{value.normalize():f}s" if value.is_finite() and value > 0 else None
+
+
+def _good_or_latency(good: Counter, total: Counter) -> dict:
+    """Good events out of total: a latency SLI when good is the histogram's bucket of total, else a ratio."""
+    base, le = good.name[:-len("_bucket")], good.le()
+    if (good.name.endswith("_bucket") and le and base.endswith("_seconds") and _threshold(le)
+            and total.histogram_total() == (base, frozenset(m for m in good.matchers if m[0] != "le"))):
+        return {"sli": "latency", "metric": good.selector(drop="le").replace(good.name, base, 1),
+                "threshold": _threshold(le)}
+    return {"sli": "ratio", "total": total.selector(), "good": good.selector()}
+
+
+def _group_by(counters: list[Counter]) -> tuple[str, ...]:
+    groupings = {c.by for c in counters}
+    if len(groupings) > 1:
+        raise QueryError("sums by different labels in its queries: " +
+                         ", ".join(f"by ({', '.join(g)})" if g else "no grouping" for g in sorted(groupings)))
+    return groupings.pop()
+
+
+def events_sli(error_query: str, total_query: str) -> tuple[dict, tuple[str, ...]]:
+    """Sloth's events SLI -> (our SLI keys, group_by labels)."""
+    total = _total(total_query, bare_ok=False)
+    plus, minus = _counters(error_query, "error query", bare_ok=False)
+    group_by = _group_by([total, *plus, *minus])
+    if not minus:
+        bad = [c.selector() for c in plus]
+        return {"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad}, group_by
+    if len(plus) == 1 and len(minus) == 1 and _same(plus[0], total):
+        return _good_or_latency(minus[0], total), group_by          # errors = total - good
+    raise QueryError("error query subtracts counters other than total - good; write it as a sum of "
+                     "error counters, or as total minus good events")
+
+
+def bad_sli(bad_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tuple[str, ...]]:
+    """OpenSLO's ratioMetric with bad and total."""
+    total = _total(total_query, bare_ok)
+    plus, minus = _counters(bad_query, "bad query", bare_ok)
+    if minus:
+        raise QueryError("bad query subtracts counters; give the bad events as a sum of counters")
+    bad = [c.selector() for c in plus]
+    return ({"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad},
+            _group_by([total, *plus]))
+
+
+def good_sli(good_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tuple[str, ...]]:
+    """OpenSLO's ratioMetric with good and total."""
+    total = _total(total_query, bare_ok)
+    plus, minus = _counters(good_query, "good query", bare_ok)
+    if len(plus) != 1 or minus:
+        raise QueryError("good query adds or subtracts several counters; inferwatch's good events are one counter")
+    return _good_or_latency(plus[0], total), _group_by([total, plus[0]])

@@ -1,0 +1,84 @@
+"""Pyrra `ServiceLevelObjective` resources (pyrra.dev/v1alpha1) into draft objectives.
+
+A Pyrra SLO is one objective with no service: the SLO's name serves as both. Ratio and latency indicators
+carry over (their `grouping` becomes group_by); native-histogram and bool-gauge indicators are refused.
+"""
+
+from __future__ import annotations
+
+import re
+
+from inferwatch.slo._import_base import Draft, Notes, join, name_of, percent, text_of, window_of
+from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
+
+__all__ = ["read_pyrra"]
+
+_KNOWN = {"description", "target", "window", "indicator", "alerting"}
+
+
+def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
+    meta, spec = doc.get("metadata") or {}, doc.get("spec")
+    name = name_of(notes, meta, "name", join(where, "metadata.name"), "SLO")
+    path = join(where, "spec")
+    if not isinstance(spec, dict):
+        raise notes.refuse(doc, path, "missing: a ServiceLevelObjective has a spec with target, window and indicator")
+    objective = {"name": name}
+    if spec.get("description"):
+        objective["description"] = " ".join(text_of(spec["description"]).split())
+    sli, group_by = _indicator(spec, f"{path}.indicator", notes)
+    target = percent(spec.get("target")) if spec.get("target") is not None else None
+    if target is None:
+        raise notes.refuse(spec, f"{path}.target", f"{text_of(spec.get('target'))!r}: a target such as \"99.9\" is "
+                                                   "required")
+    match = re.fullmatch(r"(\d+)\s*([a-zA-Z])", text_of(spec.get("window")).strip())
+    window = window_of(notes, spec, f"{path}.window", *(match.groups() if match else (spec.get("window"), "?")))
+    notes.add(meta, join(where, "metadata.name"), f"Pyrra SLOs have no service: service {name} named after the SLO")
+    _alerting(spec.get("alerting"), f"{path}.alerting", notes)
+    for key in sorted(set(spec) - _KNOWN, key=str):
+        if spec[key]:
+            notes.add(spec, f"{path}.{key}", f"{text_of(spec[key])[:40]!r} not carried over: a setting of Pyrra's "
+                                             "own rule generation")
+    if meta.get("labels"):
+        notes.add(meta, join(where, "metadata.labels"), f"({', '.join(map(text_of, meta['labels']))}) not carried "
+                                                        "over: labels of the Kubernetes resource, not of alerts")
+    return [Draft(name, {**objective, **sli, "target": target}, spec, path, window=window, group_by=group_by)]
+
+
+def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ...]]:
+    indicator = spec.get("indicator") if isinstance(spec.get("indicator"), dict) else {}
+    for kind in ("latencyNative", "bool_gauge"):
+        if indicator.get(kind):
+            raise notes.refuse(indicator, f"{path}.{kind}", f"a {kind} indicator is not a count of events in "
+                                                            "counters; give a ratio or latency indicator")
+    kind = next((k for k in ("ratio", "latency") if isinstance(indicator.get(k), dict)), None)
+    if kind is None:
+        raise notes.refuse(spec, path, "missing: give a ratio (errors, total) or latency (success, total) indicator")
+    body, part = indicator[kind], "errors" if kind == "ratio" else "success"
+    queries = {}
+    for key in (part, "total"):
+        metric = body.get(key).get("metric") if isinstance(body.get(key), dict) else None
+        if not metric:
+            raise notes.refuse(body, f"{path}.{kind}.{key}.metric", "missing: a selector of a counter")
+        queries[key] = text_of(metric)
+    try:
+        reader = bad_sli if kind == "ratio" else good_sli
+        sli, group_by = reader(queries[part], queries["total"], bare_ok=True)
+    except QueryError as err:
+        raise notes.refuse(body, f"{path}.{kind}", f"{err}; not carried over") from None
+    grouping = body.get("grouping") or []
+    return sli, tuple(sorted(set(group_by) | {text_of(g) for g in grouping}))
+
+
+def _alerting(alerting, path: str, notes: Notes) -> None:
+    if not isinstance(alerting, dict):
+        return
+    for key in ("disabled", "burnrates", "absent"):
+        value = alerting.get(key)
+        if value is not None and value is not (key != "disabled"):
+            notes.add(alerting, f"{path}.{key}", f"{text_of(value)} not carried over: inferwatch generates every "
+                                                 "burn-rate tier and the missing-data alert; silence them in "
+                                                 "Alertmanager")
+    for key in ("name", "absentName", "severities"):
+        if alerting.get(key):
+            notes.add(alerting, f"{path}.{key}", "not carried over: inferwatch alerts are LLMErrorBudgetBurn and "
+                                                 "LLMSLIDataMissing, with tier and severity labels")

@@ -91,29 +91,82 @@ def test(specs: Specs):
             typer.echo(output, err=True)
             raise typer.Exit(1)
         cases = sum(len(yaml.safe_load(p.read_text())["tests"]) for p in tests)
+        tested = {p.name.replace(".test.yaml", ".rules.yaml") for p in tests}
+        untested = [p.name[:-len(".rules.yaml")] for p in rules if p.name not in tested]
+        if untested or not cases:
+            raise InferwatchError(f"promtool: {len(rules)} rule files valid, but {cases} generated test cases: "
+                                  f"no tests for {', '.join(untested) or 'any objective'} (see the warnings above), "
+                                  "so these rules are untested")
         typer.echo(f"promtool: {len(rules)} rule files valid; {cases} generated test cases in {len(tests)} files "
                    "passed")
 
 
 @slo_app.command("import")
-def import_(file: Annotated[Path, typer.Argument(help="A Sloth prometheus/v1 spec, a Sloth "
-                                                      "PrometheusServiceLevel, or OpenSLO v1 documents.")],
-            out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of "
-                                                                           "standard output.")] = None):
-    """Convert a Sloth or OpenSLO spec into an inferwatch spec and list what could not be carried over."""
+def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
+                                                 help="Sloth prometheus/v1 specs, Sloth PrometheusServiceLevels, "
+                                                      "or OpenSLO v1/v1alpha documents (several per file, or a "
+                                                      "YAML list).")],
+            out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="PATH",
+                                                        help="A file for one service's spec, or a folder for one "
+                                                             "<service>.yaml per service; standard output if "
+                                                             "omitted.")] = None):
+    """Convert Sloth or OpenSLO specs into inferwatch specs, one per service, and list what was not carried over.
+
+    Nothing is written when nothing can be imported.
+
+    \b
+    Examples:
+      inferwatch slo import sloth.yaml -o my-service.yaml
+      inferwatch slo import multifile.yaml -o specs/
+      inferwatch slo import openslo.yaml
+    """
     from inferwatch._yaml import dump_yaml
     from inferwatch.slo import import_file
 
-    result = import_file(file)
-    text = "---\n".join(dump_yaml(spec) for spec in result.specs)
+    try:
+        result = import_file(file)
+    except SpecError as err:
+        if len(err.problems) < 2:
+            raise
+        raise InferwatchError(f"{file}: nothing imported:\n" + "\n".join(f"  {p}" for p in err.problems)) from None
+    texts = {f"{spec['service']}.yaml": dump_yaml(spec) for spec in result.specs}
     if out is None:
-        sys.stdout.write(text)
+        sys.stdout.write("---\n".join(texts.values()))
     else:
-        out.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {out}", err=True)
+        for path in _write_imported(file, texts, out):
+            typer.echo(f"wrote {path}", err=True)
     if result.not_carried:
         typer.echo("not carried over:", err=True)
         for note in result.not_carried:
             typer.echo(f"  {note}", err=True)
-    if not result.specs:
-        raise InferwatchError(f"{file}: nothing could be imported")
+    if out is None and len(texts) > 1:
+        typer.echo(f"{len(texts)} specs, one per service ({', '.join(s['service'] for s in result.specs)}): save "
+                   "each YAML document as its own file, or give -o a folder", err=True)
+
+
+def _write_imported(file: Path, texts: dict[str, str], out: Path) -> list[Path]:
+    """Write each spec whole (a temporary file, then renamed), so no empty or partial file is ever left."""
+    import os
+    import tempfile
+
+    as_folder = out.is_dir() or (not out.exists() and out.suffix.lower() not in (".yaml", ".yml"))
+    if not as_folder and len(texts) > 1:
+        raise InferwatchError(f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give -o "
+                              "a folder to write one spec per service, or leave out -o to print them")
+    targets = {out / name if as_folder else out: text for name, text in texts.items()}
+    written = []
+    for path, text in targets.items():
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            os.replace(tmp, path)
+        except OSError as err:
+            if tmp and os.path.exists(tmp):
+                os.unlink(tmp)
+            raise InferwatchError(f"--out {path}: cannot write: {err.strerror}; give a path you can write "
+                                  "to") from None
+        written.append(path)
+    return written

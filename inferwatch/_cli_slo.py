@@ -104,25 +104,31 @@ def test(specs: Specs):
 @slo_app.command("import")
 def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
                                                  help="Sloth prometheus/v1 specs, Sloth PrometheusServiceLevels, "
-                                                      "or OpenSLO v1/v1alpha documents (several per file, or a "
-                                                      "YAML list).")],
-            out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="PATH",
-                                                        help="A file for one service's spec, or a folder for one "
-                                                             "<service>.yaml per service; standard output if "
-                                                             "omitted.")] = None):
-    """Convert Sloth or OpenSLO specs into inferwatch specs, one per service, and list what was not carried over.
-
-    Nothing is written when nothing can be imported.
+                                                      "OpenSLO or Pyrra documents (several per file, or a YAML "
+                                                      "list).")],
+            out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE",
+                                                        help="Write the spec here (one service) instead of "
+                                                             "standard output.")] = None,
+            out_dir: Annotated[Optional[Path], typer.Option("--out-dir", "-d", metavar="DIR",
+                                                            help="Write one <service>.yaml per service here "
+                                                                 "(created if missing).")] = None):
+    """Convert Sloth, OpenSLO or Pyrra specs into inferwatch specs, one per service, and list what was not carried
+    over. Nothing is written when nothing can be imported.
 
     \b
     Examples:
       inferwatch slo import sloth.yaml -o my-service.yaml
-      inferwatch slo import multifile.yaml -o specs/
+      inferwatch slo import multifile.yaml --out-dir specs/
       inferwatch slo import openslo.yaml
     """
     from inferwatch._yaml import dump_yaml
     from inferwatch.slo import import_file
 
+    if out is not None and out_dir is not None:
+        raise InferwatchError("--out and --out-dir: give one (--out-dir writes one spec per service)")
+    if out is not None and out.is_dir():
+        raise InferwatchError(f"--out {out}: is a folder; give a file name, or --out-dir {out} for one spec per "
+                              "service")
     try:
         result = import_file(file)
     except SpecError as err:
@@ -130,30 +136,29 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
             raise
         raise InferwatchError(f"{file}: nothing imported:\n" + "\n".join(f"  {p}" for p in err.problems)) from None
     texts = {f"{spec['service']}.yaml": dump_yaml(spec) for spec in result.specs}
-    if out is None:
+    if out is not None and len(texts) > 1:
+        raise InferwatchError(f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give "
+                              "--out-dir DIR to write one spec per service, or leave out --out to print them")
+    if out is None and out_dir is None:
         sys.stdout.write("---\n".join(texts.values()))
-    else:
-        for path in _write_imported(file, texts, out):
-            typer.echo(f"wrote {path}", err=True)
+    for path in _write_imported({out: text for text in texts.values()} if out is not None else
+                                {out_dir / name: text for name, text in texts.items()} if out_dir is not None else {},
+                                "--out" if out is not None else "--out-dir"):
+        typer.echo(f"wrote {path}", err=True)
     if result.not_carried:
         typer.echo("not carried over:", err=True)
         for note in result.not_carried:
             typer.echo(f"  {note}", err=True)
-    if out is None and len(texts) > 1:
-        typer.echo(f"{len(texts)} specs, one per service ({', '.join(s['service'] for s in result.specs)}): save "
-                   "each YAML document as its own file, or give -o a folder", err=True)
+    if out is None and out_dir is None and len(texts) > 1:
+        typer.echo(f"{len(texts)} specs, one per service ({', '.join(n[:-5] for n in texts)}): save each YAML "
+                   "document as its own file, or give --out-dir", err=True)
 
 
-def _write_imported(file: Path, texts: dict[str, str], out: Path) -> list[Path]:
+def _write_imported(targets: dict[Path, str], flag: str) -> list[Path]:
     """Write each spec whole (a temporary file, then renamed), so no empty or partial file is ever left."""
     import os
     import tempfile
 
-    as_folder = out.is_dir() or (not out.exists() and out.suffix.lower() not in (".yaml", ".yml"))
-    if not as_folder and len(texts) > 1:
-        raise InferwatchError(f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give -o "
-                              "a folder to write one spec per service, or leave out -o to print them")
-    targets = {out / name if as_folder else out: text for name, text in texts.items()}
     written = []
     for path, text in targets.items():
         tmp = None
@@ -166,7 +171,8 @@ def _write_imported(file: Path, texts: dict[str, str], out: Path) -> list[Path]:
         except OSError as err:
             if tmp and os.path.exists(tmp):
                 os.unlink(tmp)
-            raise InferwatchError(f"--out {path}: cannot write: {err.strerror}; give a path you can write "
-                                  "to") from None
+            where = path if flag == "--out" else path.parent
+            raise InferwatchError(f"{flag} {where}: cannot write {path.name} ({err.strerror}); give a path you can "
+                                  "write to") from None
         written.append(path)
     return written

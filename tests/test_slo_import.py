@@ -312,16 +312,23 @@ def test_a_failed_import_writes_nothing(tmp_path):
     proc = _cli("import", OPENSLO / "budgeting-method__ratio-timeslices.yaml", "-o", out)
     assert proc.returncode == 1 and not out.exists() and list(tmp_path.iterdir()) == []
     proc = _cli("import", SLOTH / "multifile.yml", "-o", out)            # two services, one file: refused
-    assert proc.returncode == 1 and "give -o a folder" in proc.stderr and list(tmp_path.iterdir()) == []
+    assert proc.returncode == 1 and "give --out-dir DIR" in proc.stderr and list(tmp_path.iterdir()) == []
 
 
 def test_several_services_go_to_a_folder_one_spec_each(tmp_path):
-    proc = _cli("import", SLOTH / "k8s-multifile.yml", "-o", tmp_path / "specs")
+    proc = _cli("import", SLOTH / "k8s-multifile.yml", "--out-dir", tmp_path / "specs")
     assert proc.returncode == 0, proc.stderr
     written = sorted(p.name for p in (tmp_path / "specs").iterdir())
     assert written == ["myservice.yaml", "myservice2.yaml"]
     check = _cli("check", *sorted((tmp_path / "specs").iterdir()))
     assert check.returncode == 0, check.stderr
+
+
+def test_several_services_on_standard_output_are_separate_documents():
+    proc = _cli("import", SLOTH / "multifile.yml")
+    assert proc.returncode == 0, proc.stderr
+    assert [d["service"] for d in yaml.safe_load_all(proc.stdout)] == ["myservice", "myservice2"]
+    assert "2 specs, one per service (myservice, myservice2)" in proc.stderr
 
 
 @pytest.mark.parametrize("name, says", [

@@ -1,14 +1,17 @@
 """`inferwatch dashboards lint`: the anti-patterns seen in public LLM-serving dashboards.
 
-Works on anyone's Grafana dashboard JSON. Every finding names the panel, the
-rule and what to do instead; our own dashboards must have none.
+Works on anyone's Grafana dashboard JSON and never raises on it: a file that is
+not a dashboard is one finding. Every finding names the panel, the rule and what
+to do instead; our own dashboards must have none.
 
     counter-without-rate      a counter or histogram series plotted raw: a lifetime total, not a rate
-    quantile-without-le       histogram_quantile over buckets not summed `by (le)`
-    sum-rate-as-latency       rate(<histogram>_sum) plotted alone: seconds per second, not a latency
+    quantile-without-le       histogram_quantile over buckets aggregated without `le`
+    sum-rate-as-latency       rate(<latency>_sum) plotted alone: seconds per second, not a latency
     average-of-ratios         avg() of a ratio or of an engine-computed ratio gauge: unweighted
-    deprecated-metric         a name the engine renamed or removed
-    unknown-metric            an engine, DCGM or vocabulary name that does not exist
+    rate-over-interval        rate(...[$__interval]): too few samples on short steps; $__rate_interval
+    unit-mismatch             a seconds histogram shown in ms (or the reverse), steps per second shown as tokens
+    deprecated-metric         a name the engine renamed or removed (also through _bucket/_sum/_count)
+    unknown-metric            a vLLM, SGLang, DCGM or vocabulary name that does not exist
     invalid-promql            the query does not parse
     angular-panel             graph/singlestat and other Angular panels, gone in Grafana 12
     old-schema                schemaVersion below 36
@@ -16,7 +19,8 @@ rule and what to do instead; our own dashboards must have none.
     legacy-datasource         a datasource given as a string, not {type, uid}
     undefined-variable        $var used but not defined
     unused-variable           a variable defined but never used
-    single-select-variable    a filter variable that cannot select several or All
+    ignored-variable          a filter variable most panels reading the same series ignore
+    invalid-json, not-a-dashboard   the file cannot be linted
 """
 
 from __future__ import annotations
@@ -24,29 +28,26 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-import promql_parser
-import yaml
+from inferwatch.dashboards._lint_promql import PanelContext, known, metric_names, query_findings, selector_filters
 
-from inferwatch.dashboards._build import HERE
-
-__all__ = ["Finding", "lint_dashboard", "lint_file", "known_metrics", "RULES"]
+__all__ = ["Finding", "lint_dashboard", "lint_file", "RULES"]
 
 RULES = ("counter-without-rate", "quantile-without-le", "sum-rate-as-latency", "average-of-ratios",
-         "deprecated-metric", "unknown-metric", "invalid-promql", "angular-panel", "old-schema",
-         "hard-coded-datasource", "legacy-datasource", "undefined-variable", "unused-variable",
-         "single-select-variable")
+         "rate-over-interval", "unit-mismatch", "deprecated-metric", "unknown-metric", "invalid-promql",
+         "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource", "undefined-variable",
+         "unused-variable", "ignored-variable", "invalid-json", "not-a-dashboard")
 ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel", "grafana-clock-panel"}
-RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
-COUNTER_SUFFIXES = ("_total", "_bucket", "_count", "_sum")
-JUDGED_PREFIXES = ("vllm:", "sglang:", "DCGM_", "llm_", "gpu_", "inferwatch_")
-ENGINE_RATIO_GAUGES = {"sglang:cache_hit_rate", "sglang:gen_throughput", "sglang:spec_accept_rate",
-                       "sglang:spec_accept_length", "vllm:spec_decode_draft_acceptance_rate",
-                       "vllm:gpu_prefix_cache_hit_rate", "llm_spec_decode_acceptance_ratio"}
-BUILTIN_VARIABLES = re.compile(r"__\w+|timeFilter|interval")
-_VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
+BUILTIN_VARIABLES = re.compile(r"__\w*|timeFilter|interval|\d\w*")
+BUILTIN_DATASOURCES = {"grafana", "__expr__", "-- grafana --", "-- mixed --", "-- dashboard --", "default"}
+NOT_PROMQL = re.compile(r"loki|elastic|influx|tempo|jaeger|mysql|postgres|mssql|cloudwatch|graphite|opensearch|"
+                        r"testdata|__expr__|grafana", re.IGNORECASE)
+FILTER_VARIABLES = {"query"}                  # label_values() filters; custom ones are often thresholds (le="$slo")
+NOT_FILTERS = {"le", "quantile", "__name__"}
+ENGINE_SOURCES = {"vllm", "sglang", "ray"}
+TARGET_LABELS = {"job", "instance", "pod", "namespace", "cluster", "service", "node", "container", "endpoint"}
+_VARIABLE = re.compile(r"\$\{([^}:.]+)(?:[:.][^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
 
 
 @dataclass(frozen=True)
@@ -62,178 +63,247 @@ class Finding:
         return f"{self.file}: {where}: {self.rule}: {self.message}"
 
 
-@lru_cache(maxsize=None)
-def known_metrics() -> tuple[frozenset[str], dict[str, str]]:
-    """(every name we know exists, {stale name: what replaces it})."""
-    from inferwatch.mappings import load_catalog, load_mappings
-
-    doc = yaml.safe_load((HERE / "engine-metrics.yaml").read_text(encoding="utf-8"))
-    names = set(doc["known"])
-    deprecated = dict(doc["deprecated"])
-    catalog = load_catalog()
-    names |= set(catalog.metrics)
-    for mapping in load_mappings(catalog=catalog):
-        for entry in mapping.entries:
-            sources = list(entry.sources)
-            names |= set(sources)
-            for old in sources[1:]:
-                deprecated.setdefault(old, sources[0])
-    names |= {n + s for n in list(names) for s in ("_bucket", "_count", "_sum", "_total")}
-    names |= {"up", "ALERTS", "ALERTS_FOR_STATE", "inferwatch_exporter_target_up", "inferwatch_exporter_build_info"}
-    return frozenset(names), deprecated
-
-
-# --- PromQL -------------------------------------------------------------------------------------------------
-
-def _parseable(expr: str) -> str:
-    """Grafana variables out of the way: ranges become 5m, bare variables a number, quoted ones stay."""
-    expr = re.sub(r"\[\s*\$\{?\w+\}?\s*\]", "[5m]", expr)
-    expr = re.sub(r"\[\s*\$\{?\w+\}?\s*:", "[5m:", expr)
-    out = []
-    for part in re.split(r'("(?:[^"\\]|\\.)*")', expr):
-        out.append(part if part.startswith('"') else _VARIABLE.sub("1", part))
-    return "".join(out)
-
-
-def _children(node):
-    for name in ("lhs", "rhs", "expr", "param", "vector_selector"):
-        child = getattr(node, name, None)
-        if child is not None and not isinstance(child, (str, int, float)):
-            yield child
-    for arg in getattr(node, "args", None) or []:
-        yield arg
-
-
-def _walk(node, inside_range=False):
-    """Yield (node, inside a range function) for every node."""
-    yield node, inside_range
-    kind = type(node).__name__
-    for child in _children(node):
-        ranged = inside_range or (kind == "Call" and node.func.name in RANGE_FUNCTIONS) or kind == "MatrixSelector"
-        yield from _walk(child, ranged)
-
-
-def _unparen(node):
-    while type(node).__name__ == "ParenExpr":
-        node = node.expr
-    return node
-
-
-def _keeps_le(node) -> bool:
-    node = _unparen(node)
-    if type(node).__name__ != "AggregateExpr":
-        return type(node).__name__ == "Call" and node.func.name in ("label_replace",)
-    modifier = node.modifier
-    if modifier is None:
-        return False
-    return ("le" in modifier.labels) == ("By" in str(modifier.type))
-
-
-def _query_findings(expr: str) -> list[tuple[str, str]]:
+def lint_file(path) -> list[Finding]:
+    """Lint one file; anything that is not a dashboard is a finding, never an exception."""
+    name = str(path)
     try:
-        tree = promql_parser.parse(_parseable(expr))
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except OSError as err:
+        return [Finding(name, "", "not-a-dashboard", f"cannot read it: {err.strerror or err}")]
+    except UnicodeDecodeError as err:
+        return [Finding(name, "", "invalid-json", f"not UTF-8 text (byte {err.start})")]
+    try:
+        board = json.loads(text)
     except ValueError as err:
-        return [("invalid-promql", f"{err}: {expr}")]
-    names, deprecated = known_metrics()
-    found, nodes = [], list(_walk(tree))
-    has_division = any(type(n).__name__ == "BinaryExpr" and str(n.op) == "/" for n, _ in nodes)
-    for node, ranged in nodes:
-        kind = type(node).__name__
-        if kind == "VectorSelector" and node.name:
-            name = node.name
-            if name in deprecated:
-                found.append(("deprecated-metric", f"{name} is stale: use {deprecated[name]}"))
-            elif name.startswith(JUDGED_PREFIXES) and ":" not in name.removeprefix("vllm:").removeprefix("sglang:") \
-                    and name not in names:
-                found.append(("unknown-metric", f"{name} is not exposed by any known engine, exporter or the "
-                                                "common vocabulary"))
-            recorded = ":" in name and not name.startswith(("vllm:", "sglang:"))
-            if not ranged and name.endswith(COUNTER_SUFFIXES) and not recorded:
-                found.append(("counter-without-rate", f"{name} is a counter: plotted raw it is a lifetime total "
-                                                      "since the process started; use rate() or increase()"))
-        elif kind == "Call" and node.func.name == "histogram_quantile" and len(node.args) > 1:
-            if not _keeps_le(node.args[1]):
-                found.append(("quantile-without-le", "histogram_quantile needs buckets summed `by (le, ...)`: "
-                                                     "sum by (le) (rate(x_bucket[...]))"))
-        elif kind == "Call" and node.func.name in ("rate", "increase", "irate") and not has_division:
-            selector = getattr(node.args[0], "vector_selector", None)
-            if selector is not None and (selector.name or "").endswith("_sum"):
-                found.append(("sum-rate-as-latency", f"rate({selector.name}) alone is seconds per second, not a "
-                                                     "latency: divide by the rate of _count, or use quantiles"))
-        elif kind == "AggregateExpr" and str(node.op) == "avg":
-            inner = list(_walk(node.expr))
-            if any(type(n).__name__ == "BinaryExpr" and str(n.op) == "/" for n, _ in inner) or any(
-                    type(n).__name__ == "VectorSelector" and n.name in ENGINE_RATIO_GAUGES for n, _ in inner):
-                found.append(("average-of-ratios", "avg() of ratios weighs a quiet engine like a busy one: "
-                                                   "divide sums instead, sum(rate(a)) / sum(rate(b))"))
-    return sorted(set(found))
+        conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
+        return [Finding(name, "", "invalid-json", f"not JSON: {err}{conflict}")]
+    board, problem = _unwrap(board)
+    if problem:
+        return [Finding(name, "", "not-a-dashboard", problem)]
+    return lint_dashboard(board, name)
+
+
+def _unwrap(doc) -> tuple[dict, str]:
+    """The classic dashboard inside an API export or a Kubernetes resource, or why there is none."""
+    if not isinstance(doc, dict):
+        return {}, f"a JSON {type(doc).__name__}, not a Grafana dashboard object"
+    if isinstance(doc.get("dashboard"), dict) and "panels" not in doc:        # GET /api/dashboards/uid/...
+        doc = doc["dashboard"]
+    spec = doc.get("spec")
+    if isinstance(spec, dict) and str(doc.get("kind", "")).endswith("Dashboard"):
+        if "elements" in spec or "layout" in spec:
+            return {}, (f"a Grafana v2 dashboard resource ({doc.get('apiVersion', 'dashboard.grafana.app/v2')}): "
+                        "export it as classic JSON (schemaVersion) to lint it")
+        if isinstance(spec.get("json"), str):                                # grafana-operator GrafanaDashboard
+            try:
+                return _unwrap(json.loads(spec["json"]))
+            except ValueError as err:
+                return {}, f"spec.json is not JSON: {err}"
+        doc = spec
+    if not any(key in doc for key in ("panels", "rows", "templating", "schemaVersion")):
+        return {}, "no panels, rows, templating or schemaVersion: not a Grafana dashboard"
+    return doc, ""
+
+
+# --- walking a dashboard ------------------------------------------------------------------------------------
+
+def _dicts(value) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _panels(board: dict):
+    for panel in _dicts(board.get("panels")):
+        yield panel
+        for inner in _dicts(panel.get("panels")):                          # a collapsed row's panels
+            yield inner
+    for old_row in _dicts(board.get("rows")):                               # schemaVersion < 16
+        yield from _dicts(old_row.get("panels"))
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _unit(panel: dict) -> str:
+    defaults = (panel.get("fieldConfig") or {}).get("defaults") if isinstance(panel.get("fieldConfig"), dict) else {}
+    unit = (defaults or {}).get("unit") if isinstance(defaults, dict) else None
+    if not unit and _dicts(panel.get("yaxes")):                             # Angular graph
+        unit = panel["yaxes"][0].get("format")
+    if not unit:
+        unit = panel.get("format")                                          # Angular singlestat
+    return unit if isinstance(unit, str) else ""
+
+
+def _overrides_unit(panel: dict) -> bool:
+    overrides = (panel.get("fieldConfig") or {}).get("overrides") if isinstance(panel.get("fieldConfig"), dict) else []
+    return "unit" in json.dumps(overrides or [])
+
+
+def _uses(value) -> set[str]:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return {(a or b or c).strip() for a, b, c in _VARIABLE.findall(text)}
+
+
+def _datasource_kind(ds, variables: dict) -> str:
+    """'promql' when a target's expr is PromQL (or may be), else 'other'."""
+    if isinstance(ds, dict):
+        kind, uid = _text(ds.get("type")), _text(ds.get("uid"))
+        if kind and kind not in ("prometheus", "datasource") and "prometheus" not in kind:
+            return "other"
+        ds = uid
+    if isinstance(ds, str):
+        names = _uses(ds)
+        for name in names:
+            query = variables.get(name, {}).get("query")
+            if variables.get(name, {}).get("type") == "datasource" and isinstance(query, str) \
+                    and query and query != "prometheus":
+                return "other"
+        if not names and NOT_PROMQL.search(ds):
+            return "other"
+    return "promql"
+
+
+def _datasource_finding(ds, title: str) -> tuple[str, str, str] | None:
+    if ds is None or ds == "":
+        return None
+    if isinstance(ds, str):
+        if ds.lower() in BUILTIN_DATASOURCES:
+            return None
+        if _uses(ds):
+            return (title, "legacy-datasource", f"datasource {ds!r} is a string; current Grafana writes "
+                                                '{"type": "prometheus", "uid": "${datasource}"}')
+        return (title, "hard-coded-datasource", f"datasource {ds!r} is fixed: use a datasource variable")
+    if not isinstance(ds, dict):
+        return None
+    uid, kind = str(ds.get("uid") or ""), _text(ds.get("type"))
+    if not uid or _uses(uid) or uid.lower() in BUILTIN_DATASOURCES or kind in ("grafana", "__expr__", "datasource"):
+        return None
+    return (title, "hard-coded-datasource", f"datasource uid {uid!r} is fixed: use ${{datasource}}")
 
 
 # --- the dashboard ------------------------------------------------------------------------------------------
 
-def _panels(board: dict):
-    for panel in board.get("panels", []):
-        yield panel
-        yield from panel.get("panels", [])
-    for old_row in board.get("rows", []):                 # schemaVersion < 16
-        yield from old_row.get("panels", [])
-
-
-def _datasource_findings(ds, title: str) -> list[tuple[str, str, str]]:
-    if ds is None:
-        return []
-    if isinstance(ds, str):
-        if _VARIABLE.search(ds):
-            return [(title, "legacy-datasource", f"datasource {ds!r} is a string; current Grafana writes "
-                                                 '{"type": "prometheus", "uid": "${datasource}"}')]
-        return [(title, "hard-coded-datasource", f"datasource {ds!r} is fixed: use a datasource variable")]
-    uid = str(ds.get("uid", ""))
-    if uid and not _VARIABLE.search(uid) and not uid.startswith("-- ") and ds.get("type") != "grafana":
-        return [(title, "hard-coded-datasource", f"datasource uid {uid!r} is fixed: use ${{datasource}}")]
-    return []
+@dataclass
+class _Panel:
+    title: str
+    uses: set[str]                              # every variable its queries, title and links reference
+    filters: list[tuple[str, str, dict]]        # (metric, source, {variable: label}) per selector
 
 
 def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
     found: list[tuple[str, str, str]] = []
-    if int(board.get("schemaVersion") or 0) < 36:
+    try:
+        schema = int(board.get("schemaVersion") or 0)
+    except (TypeError, ValueError):
+        schema = 0
+    if schema < 36:
         found.append(("", "old-schema", f"schemaVersion {board.get('schemaVersion')} predates Grafana 9; export it "
                                         "again from a current Grafana"))
-    variables = {v.get("name"): v for v in board.get("templating", {}).get("list", [])}
-    used: set[str] = set()
-    for panel in _panels(board):
-        title = panel.get("title", "")
-        if panel.get("type") in ANGULAR:
-            found.append((title, "angular-panel", f"{panel['type']} is an Angular panel, removed in Grafana 12: "
-                                                  "use timeseries or stat"))
-        found += _datasource_findings(panel.get("datasource"), title)
-        used |= _uses(json.dumps({k: v for k, v in panel.items() if k != "panels"}))
-        for target in panel.get("targets", []):
-            found += _datasource_findings(target.get("datasource"), title)
-            if target.get("expr"):
-                found += [(title, rule, message) for rule, message in _query_findings(target["expr"])]
+    templating = board.get("templating") if isinstance(board.get("templating"), dict) else {}
+    variables = {v["name"]: v for v in _dicts(templating.get("list")) if isinstance(v.get("name"), str)}
+    inputs = {v["name"] for v in _dicts(board.get("__inputs")) if isinstance(v.get("name"), str)}
+    panels = list(_panels(board))
+    vocabulary = any(name in known().vocabulary for panel in panels for t in _dicts(panel.get("targets"))
+                     for name in metric_names(_text(t.get("expr"))))
+    seen: list[_Panel] = []
+    for panel in panels:
+        found += _panel_findings(panel, variables, vocabulary, seen)
     for name, var in variables.items():
-        found += _datasource_findings(var.get("datasource"), f"variable {name}")
-        used |= _uses(json.dumps({k: v for k, v in var.items() if k not in ("name", "current", "options")}))
-        if var.get("type") == "query" and not var.get("multi") and not var.get("includeAll"):
-            found.append((f"variable {name}", "single-select-variable", "filters should be multi-select with All"))
-    used |= _uses(json.dumps([board.get("title"), board.get("links", [])]))
-    for name in sorted(used - set(variables)):
-        if not BUILTIN_VARIABLES.fullmatch(name):
+        problem = _datasource_finding(var.get("datasource"), f"variable {name}")
+        found += [problem] if problem else []
+    found += _variable_findings(board, variables, inputs, seen)
+    unique = dict.fromkeys(Finding(file, title, rule, message) for title, rule, message in found)
+    return list(unique)
+
+
+def _panel_findings(panel: dict, variables: dict, vocabulary: bool, seen: list[_Panel]):
+    title = _text(panel.get("title"))
+    found = []
+    if panel.get("type") in ANGULAR:
+        found.append((title, "angular-panel", f"{panel['type']} is an Angular panel, removed in Grafana 12: "
+                                              "use timeseries or stat"))
+    targets = _dicts(panel.get("targets"))
+    problems = [_datasource_finding(panel.get("datasource"), title)] + [
+        _datasource_finding(t.get("datasource"), title) for t in targets]
+    found += [p for p in problems if p][:1]                      # one per panel: its targets repeat the panel's
+    context = PanelContext(type=_text(panel.get("type")), title=title,
+                           unit="" if _overrides_unit(panel) else _unit(panel), vocabulary=vocabulary)
+    filters, uses = [], _uses([title, panel.get("datasource"), panel.get("links"), panel.get("repeat")])
+    for target in targets:
+        ds = target.get("datasource") or panel.get("datasource")
+        if _datasource_kind(ds, variables) == "other" or "expression" in target:
+            continue                                             # Loki, server-side expressions ($A + $B), ...
+        uses |= _uses({k: v for k, v in target.items() if k != "alias"})    # InfluxDB's $tag_x, $col
+        expr = _text(target.get("expr"))
+        if expr.strip():
+            filters += selector_filters(expr)
+            found += [(title, rule, message) for rule, message in query_findings(expr, context)]
+    seen.append(_Panel(title, uses, filters))
+    return found
+
+
+def _variable_findings(board: dict, variables: dict, inputs: set[str], panels: list[_Panel]):
+    found = []
+    # what is used anywhere (broad: descriptions, links, other variables), and what is referenced in queries
+    definitions = {name: {k: v for k, v in var.items() if k not in ("name", "current", "options")}
+                   for name, var in variables.items()}
+    everywhere = _uses({k: v for k, v in board.items() if k != "templating"}) | _uses(list(definitions.values()))
+    everywhere |= {_text(p.get("repeat")) for p in _panels(board)} | {_text(r.get("repeat"))
+                                                                    for r in _dicts(board.get("rows"))}
+    referenced = set().union(*(p.uses for p in panels)) if panels else set()
+    referenced |= _uses([board.get("title"), board.get("links")])
+    for var in variables.values():
+        referenced |= _uses([var.get("query"), var.get("definition"), var.get("datasource")])
+    defined = set(variables) | inputs
+    for name in sorted(referenced - defined):
+        if name and not BUILTIN_VARIABLES.fullmatch(name) and re.fullmatch(r"\w+", name):
             found.append(("", "undefined-variable", f"${name} is used but not defined"))
-    for name in sorted(set(variables) - used):
-        found.append(("", "unused-variable", f"${name} is defined but no panel or variable uses it"))
-    return [Finding(file, title, rule, message) for title, rule, message in found]
+    for name, var in sorted(variables.items()):
+        if var.get("type") != "adhoc" and name not in everywhere:
+            found.append((f"variable {name}", "unused-variable", "defined but no panel or variable uses it"))
+    found += _ignored_variables(variables, panels)
+    return found
 
 
-def _uses(text: str) -> set[str]:
-    return {a or b or c for a, b, c in _VARIABLE.findall(text)}
+def _depends(variables: dict) -> dict[str, set[str]]:
+    """For each variable, every variable whose value it narrows to (job -> instance -> ...), itself included."""
+    direct = {name: _uses([var.get("query"), var.get("definition")]) & set(variables)
+              for name, var in variables.items()}
+    closure = {}
+    for name in variables:
+        todo, seen = [name], set()
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                todo += [other for other, deps in direct.items() if current in deps]
+        closure[name] = seen
+    return closure
 
 
-def lint_file(path) -> list[Finding]:
-    try:
-        board = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        return [Finding(str(path), "", "invalid-json", str(err))]
-    if "dashboard" in board and "panels" not in board:        # an API export wraps the dashboard
-        board = board["dashboard"]
-    return lint_dashboard(board, str(path))
+def _ignored_variables(variables: dict, panels: list[_Panel]):
+    """A filter most panels ignore on series it applies to: the selection silently changes nothing there
+    (SGLang's dashboard: $model_name on the heatmaps only). A target label (job, pod, ...) or an engine's
+    label applies to every series of that source; any other label only to the metric it was used on."""
+    found = []
+    closure = _depends(variables)
+    for name, var in sorted(variables.items()):
+        if var.get("type") not in FILTER_VARIABLES:
+            continue
+        narrowing = closure[name]
+        groups, users = set(), []
+        for panel in panels:
+            for metric, source, used in panel.filters:
+                labels = {label for variable, label in used.items() if variable in narrowing} - NOT_FILTERS
+                if labels:
+                    wide = source in ENGINE_SOURCES or labels & TARGET_LABELS
+                    groups.add(("source", source) if wide else ("metric", metric))
+            if any(set(used) & narrowing for _, _, used in panel.filters):       # any use counts as using it
+                users.append(panel)
+        ignoring = [p for p in panels if p not in users and any(
+            ("source", source) in groups or ("metric", metric) in groups for metric, source, _ in p.filters)]
+        if users and len(ignoring) >= 2 * len(users):         # two thirds of them or more
+            found.append((f"variable {name}", "ignored-variable",
+                          f"${name} filters {len(users)} of {len(users) + len(ignoring)} panels reading the same "
+                          f"series; the others (\"{ignoring[0].title}\", ...) ignore the selection"))
+    return found

@@ -1,0 +1,362 @@
+"""The query half of `inferwatch dashboards lint`: what one PromQL expression gets wrong, given its panel.
+
+A name is judged (unknown, deprecated) only when it belongs to a source inferwatch
+knows: vLLM's `vllm:` names, SGLang's `sglang:` names and the `sglang_` names a
+router sanitizes them to, Ray's `ray_vllm_` copies, dcgm-exporter's `DCGM_FI_`
+fields, and our own `llm_` vocabulary in a dashboard written against it. Anything
+else (llm-d's `llm_d_*`, production-stack's router gauges under `vllm:`) is
+someone else's metric and is left alone. engine-metrics.yaml holds the tables.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import lru_cache
+
+import promql_parser
+import yaml
+
+from inferwatch.dashboards._build import HERE
+
+__all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "selector_filters", "parseable"]
+
+RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
+RATE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv"}
+# where a series' values do not matter: counting series, presence, a filter's right-hand side
+VALUE_BLIND_AGGREGATIONS = {"count", "count_values", "group"}
+VALUE_BLIND_FUNCTIONS = {"absent", "absent_over_time", "present_over_time", "count_over_time", "timestamp",
+                         "changes", "resets"}
+COUNTER_SUFFIXES = ("_total", "_bucket", "_count", "_sum")
+HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
+TIME_PLOTS = {"timeseries", "graph", "heatmap", "barchart", "trend", "state-timeline"}
+TIME_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0,
+              "dtdurationms": 1e-3, "dtdurations": 1.0, "clockms": 1e-3, "clocks": 1.0}
+NAME_SCALES = (("_nanoseconds", 1e-9), ("_microseconds", 1e-6), ("_milliseconds", 1e-3), ("_ms", 1e-3),
+               ("_seconds", 1.0))
+LATENCY_WORDS = re.compile(r"latency|time|duration|ttft|tpot|itl", re.IGNORECASE)
+# `[$__interval]` stands in as this odd range, so the rate rules can tell it from a fixed one
+INTERVAL_SENTINEL = timedelta(milliseconds=299_999)
+_VARIABLE = re.compile(r"\$\{([^}:]+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
+
+
+@dataclass(frozen=True)
+class Known:
+    names: frozenset[str]              # exact names of judged sources (vllm:, sglang:, DCGM_FI_, vocabulary)
+    families: tuple[str, ...]          # prefixes whose every name exists (vllm:nixl_, ...)
+    foreign: frozenset[str]            # names under a judged prefix that belong to other software
+    foreign_families: tuple[str, ...]  # prefixes of other software (llm_d_, vllm:semantic_cache_)
+    gauges: frozenset[str]             # gauges whose names end like counters
+    state_counters: tuple[str, ...]    # prefixes of counters that mirror object state (kube_)
+    ratio_gauges: frozenset[str]       # engine-computed ratios and rates
+    deprecated: dict[str, str]         # stale name -> what replaces it
+    vocabulary: frozenset[str]         # the common vocabulary's names
+
+    def exists(self, name: str) -> bool:
+        base = _base(name)
+        return (name in self.names or base in self.names or name.startswith(self.families)
+                or self.is_foreign(name))
+
+    def is_foreign(self, name: str) -> bool:
+        return name in self.foreign or _base(name) in self.foreign or name.startswith(self.foreign_families)
+
+    def stale(self, name: str) -> str | None:
+        for candidate in (name, _base(name)):
+            if candidate in self.deprecated:
+                return candidate
+        return None
+
+
+@dataclass(frozen=True)
+class PanelContext:
+    """What a query's panel says about it: how it is drawn and in what unit."""
+
+    type: str = "timeseries"
+    title: str = ""
+    unit: str = ""
+    vocabulary: bool = False           # the dashboard uses our vocabulary, so `llm_` names are judged
+
+
+def _base(name: str) -> str:
+    for suffix in HISTOGRAM_SUFFIXES + ("_total",):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+@lru_cache(maxsize=None)
+def known() -> Known:
+    from inferwatch.mappings import load_catalog, load_mappings
+
+    doc = yaml.safe_load((HERE / "engine-metrics.yaml").read_text(encoding="utf-8"))
+    names = set(doc["known"])
+    deprecated = dict(doc["deprecated"])
+    catalog = load_catalog()
+    vocabulary = set(catalog.metrics) | set(doc.get("vocabulary", []))
+    for mapping in load_mappings(catalog=catalog):
+        for entry in mapping.entries:
+            sources = list(entry.sources)
+            names |= set(sources)
+            for old in sources[1:]:
+                deprecated.setdefault(old, sources[0])
+    names |= vocabulary
+    dcgm = (HERE / "dcgm-fields.txt").read_text(encoding="utf-8").split("\n")
+    names |= {line.strip() for line in dcgm if line.strip() and not line.startswith("#")}
+    return Known(frozenset(names), tuple(doc["families"]), frozenset(doc["foreign"]),
+                 tuple(doc["foreign_families"]), frozenset(doc["gauges"]), tuple(doc["state_counters"]),
+                 frozenset(doc["ratio_gauges"]),
+                 deprecated, frozenset(vocabulary))
+
+
+def canonical(name: str) -> tuple[str, str | None]:
+    """(the engine's own spelling, the source judging it); source None: not ours to judge."""
+    if name.startswith(("vllm:", "sglang:")):
+        return name, name.split(":", 1)[0]
+    if name.startswith("sglang_"):                       # colons sanitized by a router or an OTel pipeline
+        return "sglang:" + name.removeprefix("sglang_"), "sglang"
+    if name.startswith(("ray_vllm:", "ray_vllm_")):      # Ray Serve's copies of vLLM's metrics
+        return "vllm:" + name[len("ray_vllm:"):], "ray"
+    if name.startswith("DCGM_FI_"):
+        return name, "dcgm"
+    if name.startswith("llm_") and ":" not in name:
+        return name, "vocabulary"
+    return name, None
+
+
+# --- parsing --------------------------------------------------------------------------------------------------
+
+def parseable(expr: str) -> str:
+    """Grafana variables out of the way: `$__interval` ranges become a sentinel, other ranges 5m, bare
+    variables a number, quoted ones stay."""
+    expr = re.sub(r"\[\s*\$\{?__interval\}?\s*\]", "[299999ms]", expr)
+    expr = re.sub(r"\[\s*\$\{?\w+(?::\w+)?\}?\s*\]", "[5m]", expr)
+    expr = re.sub(r"\[\s*\$\{?\w+(?::\w+)?\}?\s*:", "[5m:", expr)
+    expr = re.sub(r":\s*\$\{?\w+(?::\w+)?\}?\s*\]", ":1m]", expr)
+    expr = re.sub(r"\boffset\s+-?\$\{?\w+\}?", "offset 5m", expr)
+    out = []
+    for part in re.split(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`)', expr):
+        out.append(part if part[:1] in ('"', "'", "`") else _VARIABLE.sub("1", part))
+    return "".join(out)
+
+
+def _children(node):
+    for name in ("lhs", "rhs", "expr", "param", "vector_selector"):
+        child = getattr(node, name, None)
+        if child is not None and not isinstance(child, (str, int, float)):
+            yield child
+    for arg in getattr(node, "args", None) or []:
+        yield arg
+
+
+def _kind(node) -> str:
+    return type(node).__name__
+
+
+def _walk(node, ranged=False, blind=False):
+    """Yield (node, inside a range function, value ignored) for every node."""
+    yield node, ranged, blind
+    kind = _kind(node)
+    for child in _children(node):
+        child_blind = blind or (kind == "AggregateExpr" and str(node.op) in VALUE_BLIND_AGGREGATIONS) or (
+            kind == "Call" and node.func.name in VALUE_BLIND_FUNCTIONS) or (
+            kind == "BinaryExpr" and str(node.op) in ("and", "unless") and child is node.rhs)
+        child_ranged = ranged or (kind == "Call" and node.func.name in RANGE_FUNCTIONS) or kind == "MatrixSelector"
+        yield from _walk(child, child_ranged, child_blind)
+
+
+def _unparen(node):
+    while _kind(node) == "ParenExpr":
+        node = node.expr
+    return node
+
+
+def _selectors(node):
+    return [n for n, _, _ in _walk(node) if _kind(n) == "VectorSelector" and n.name]
+
+
+def metric_names(expr: str) -> set[str]:
+    try:
+        return {n.name for n in _selectors(promql_parser.parse(parseable(expr)))}
+    except ValueError:
+        return set()
+
+
+def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
+    """(metric base name, its source, {variable: label it filters}) for every selector of the query. The
+    source is the engine for vLLM and SGLang names, else the name's first word (kube, node, envoy...)."""
+    try:
+        tree = promql_parser.parse(parseable(expr))
+    except ValueError:
+        return []
+    out = []
+    for selector in _selectors(tree):
+        matchers = list(selector.matchers.matchers) + [m for group in selector.matchers.or_matchers or []
+                                                       for m in group]
+        used = {(a or b or c).strip(): m.name for m in matchers for a, b, c in _VARIABLE.findall(m.value or "")}
+        spelled, source = canonical(selector.name)
+        if source not in ("vllm", "sglang", "ray"):
+            source = selector.name.split(":", 1)[0] if ":" in selector.name else selector.name.split("_", 1)[0]
+        out.append((_base(spelled), source, used))
+    return out
+
+
+def _drops_le(node) -> bool:
+    """An aggregation right under histogram_quantile that loses `le`; rate() and friends keep it."""
+    node = _unparen(node)
+    if _kind(node) != "AggregateExpr":
+        return False
+    modifier = node.modifier
+    if modifier is None:
+        return True
+    return ("le" in modifier.labels) != ("By" in str(modifier.type))
+
+
+def _numeric_scaling(tree) -> bool:
+    return any(_kind(n) == "BinaryExpr" and str(n.op) in ("*", "/") and
+               (_kind(_unparen(n.lhs)) == "NumberLiteral" or _kind(_unparen(n.rhs)) == "NumberLiteral")
+               for n, _, _ in _walk(tree))
+
+
+def _counter_difference(node) -> bool:
+    """`a_total - b_total` (started minus finished: how many are in flight) or `x - x offset 1h`."""
+    return _kind(node) == "BinaryExpr" and str(node.op) == "-" and bool(_selectors(node.lhs)) and \
+        bool(_selectors(node.rhs))
+
+
+# --- the rules ------------------------------------------------------------------------------------------------
+
+def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tuple[str, str]]:
+    try:
+        tree = promql_parser.parse(parseable(expr))
+    except ValueError as err:
+        return [("invalid-promql", f"{str(err).splitlines()[0]}: {' '.join(expr.split())}")]
+    found: list[tuple[str, str]] = []
+    nodes = list(_walk(tree))
+    exempt = {id(s) for n, _, _ in nodes if _counter_difference(n) for s in _selectors(n)}
+    for node, ranged, blind in nodes:
+        kind = _kind(node)
+        if kind == "VectorSelector" and node.name:
+            found += _name_findings(node.name, panel)
+            if not ranged and not blind and id(node) not in exempt:
+                found += _raw_counter(node.name, panel)
+        elif kind == "Call":
+            found += _call_findings(node, tree, panel)
+        elif kind == "AggregateExpr" and str(node.op) == "avg":
+            found += _average_of_ratios(node)
+    found += _unit_findings(tree, panel)
+    return sorted(set(found))
+
+
+def _name_findings(name: str, panel: PanelContext) -> list[tuple[str, str]]:
+    spelled, source = canonical(name)
+    if source is None or (source == "vocabulary" and not panel.vocabulary):
+        return []
+    table = known()
+    if table.is_foreign(spelled):
+        return []
+    stale = table.stale(spelled)
+    if stale:
+        return [("deprecated-metric", f"{stale} is stale: use {table.deprecated[stale]}")]
+    if not table.exists(spelled):
+        return [("unknown-metric", f"{name} is not a name any {source} release exposes "
+                                   "(check the spelling and the _total suffix)")]
+    return []
+
+
+def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
+    spelled, source = canonical(name)
+    if source == "vocabulary" and not panel.vocabulary:
+        source = None
+    if not name.endswith(COUNTER_SUFFIXES) or {name, spelled} & known().gauges or \
+            name.startswith(known().state_counters):
+        return []
+    if source is None and (":" in name or panel.type not in TIME_PLOTS):   # a recording rule; a table of totals
+        return []
+    what = f"{_base(name)}_bucket/_sum/_count are counters" if name.endswith(HISTOGRAM_SUFFIXES) \
+        else f"{name} is a counter"
+    return [("counter-without-rate", f"{what}: plotted raw, a lifetime total since the process started; "
+                                     "use rate() or increase()")]
+
+
+def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
+    name = node.func.name
+    if name == "histogram_quantile" and len(node.args) > 1 and _drops_le(node.args[1]):
+        return [("quantile-without-le", "histogram_quantile over buckets aggregated without `le`: "
+                                        "sum by (le) (rate(x_bucket[...]))")]
+    if name not in RATE_FUNCTIONS or not node.args or _kind(node.args[0]) != "MatrixSelector":
+        return []
+    matrix = node.args[0]
+    found = []
+    if matrix.range == INTERVAL_SENTINEL:
+        found.append(("rate-over-interval", f"{name}(...[$__interval]) has fewer than two samples when the "
+                                            "step is short: no data or jumps; use [$__rate_interval]"))
+    selector = matrix.vector_selector.name or ""
+    has_division = any(_kind(n) == "BinaryExpr" and str(n.op) == "/" for n, _, _ in _walk(tree))
+    shown_as_time = panel.unit in TIME_UNITS or LATENCY_WORDS.search(panel.title)
+    if name in ("rate", "irate") and selector.endswith("_sum") and _time_scale(selector) and shown_as_time \
+            and not has_division:
+        found.append(("sum-rate-as-latency", f"{name}({selector}) alone is seconds per second, not a latency: "
+                                             "divide by the rate of _count, or use quantiles"))
+    return found
+
+
+def _average_of_ratios(node) -> list[tuple[str, str]]:
+    inner = list(_walk(node.expr))
+    ratio = any(_kind(n) == "BinaryExpr" and str(n.op) == "/" for n, _, _ in inner)
+    gauge = any(_kind(n) == "VectorSelector" and canonical(n.name or "")[0] in known().ratio_gauges
+                for n, _, _ in inner)
+    if ratio or gauge:
+        return [("average-of-ratios", "avg() of ratios weighs a quiet engine like a busy one: divide sums "
+                                      "instead, sum(rate(a)) / sum(rate(b))")]
+    return []
+
+
+def _time_scale(name: str) -> float | None:
+    base = _base(name)
+    for suffix, scale in NAME_SCALES:
+        if base.endswith(suffix):
+            return scale
+    return None
+
+
+def _latency_scale(tree) -> float | None:
+    """The time unit of a latency the query computes (a quantile or a mean from a histogram), else None."""
+    top = _unparen(tree)
+    while _kind(top) == "AggregateExpr" or (_kind(top) == "Call" and top.func.name in (
+            "clamp_min", "clamp_max", "label_replace", "sort", "sort_desc")):
+        top = _unparen(top.expr if _kind(top) == "AggregateExpr" else top.args[0])
+    if _kind(top) == "Call" and top.func.name == "histogram_quantile" and len(top.args) > 1:
+        scales = {_time_scale(s.name) for s in _selectors(top.args[1]) if s.name.endswith("_bucket")}
+    elif _kind(top) == "BinaryExpr" and str(top.op) == "/":
+        sums = {_time_scale(s.name) for s in _selectors(top.lhs) if s.name.endswith("_sum")}
+        counts = {s.name for s in _selectors(top.rhs) if s.name.endswith("_count")}
+        scales = sums if counts else set()
+    else:
+        return None
+    return scales.pop() if len(scales) == 1 else None
+
+
+def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
+    if _numeric_scaling(tree):
+        return []
+    found = []
+    shown = TIME_UNITS.get(panel.unit)
+    natural = _latency_scale(tree)
+    if shown and natural and shown != natural:
+        found.append(("unit-mismatch", f"the query gives {_unit_name(natural)} but the panel unit is "
+                                       f"{panel.unit!r}: set the unit to {_unit_name(natural)!r} or scale the query"))
+    top = _unparen(tree)
+    while _kind(top) == "AggregateExpr":
+        top = _unparen(top.expr)
+    if _kind(top) == "Call" and top.func.name in ("rate", "irate") and _kind(top.args[0]) == "MatrixSelector":
+        name = top.args[0].vector_selector.name or ""
+        says_tokens = "tok" in panel.unit.lower() or "token" in panel.title.lower()
+        if name.endswith("_count") and "token" in name and says_tokens:
+            found.append(("unit-mismatch", f"rate({name}) counts observations (engine steps or requests) per "
+                                           "second, not tokens: tokens per second is the rate of _sum"))
+    return found
+
+
+def _unit_name(scale: float) -> str:
+    return {1e-9: "ns", 1e-6: "µs", 1e-3: "ms", 1.0: "s"}.get(scale, "s")

@@ -1,0 +1,280 @@
+"""The dashboard linter on other people's dashboards: every rule on true and false cases cut from real
+dashboards (the source is noted on each), the whole real corpus against a hand-judged list of findings, and
+inputs that are not dashboards at all. Sources of the files: tests/fixtures/SOURCES.md."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from conftest import FIXTURES
+from inferwatch.dashboards._lint import RULES, lint_dashboard, lint_file
+
+CORPUS = FIXTURES / "dashboards"
+EXPECTED = CORPUS / "lint-expected.tsv"
+PROMETHEUS = {"type": "prometheus", "uid": "${datasource}"}
+
+
+def _board(*exprs, title="p", type="timeseries", unit="", variables=(), datasource=PROMETHEUS, **panel) -> dict:
+    fields = {"fieldConfig": {"defaults": {"unit": unit}}} if unit else {}
+    return {"schemaVersion": 41, "templating": {"list": [{"name": "datasource", "type": "datasource",
+                                                          "query": "prometheus"}, *variables]},
+            "panels": [{"type": type, "title": title, "datasource": datasource, **fields, **panel,
+                        "targets": [{"expr": e, "refId": chr(65 + i)} for i, e in enumerate(exprs)]}]}
+
+
+def _rules(board: dict) -> set[str]:
+    return {f.rule for f in lint_dashboard(board)}
+
+
+# (source, expression, panel options, rule, whether it fires)
+QUERY_CASES = [
+    # counter-without-rate
+    ("production-stack vllm-dashboard: Average Latency",
+     "avg(vllm:e2e_request_latency_seconds_sum) / avg(vllm:e2e_request_latency_seconds_count)", {},
+     "counter-without-rate", True),
+    ("production-stack vllm-dashboard: Request TTFT distribution",
+     "sum by(le) (vllm:time_to_first_token_seconds_bucket)", {"type": "bargauge"}, "counter-without-rate", True),
+    ("llm-d performance-kv-cache: KV Cache Hit Rate",
+     'sum(vllm:prefix_cache_hits_total{model_name=~"$model"}) / sum(vllm:prefix_cache_queries_total'
+     '{model_name=~"$model"})', {"type": "stat"}, "counter-without-rate", True),
+    ("node-exporter-full: CPU Cores (count of series)",
+     'count(count(node_cpu_seconds_total{instance="$node",job="$job"}) by (cpu))', {"type": "stat"},
+     "counter-without-rate", False),
+    ("production-stack vllm-dashboard: Available vLLM instances (a router gauge named _total)",
+     "sum(max by (server) (vllm:healthy_pods_total))", {"type": "stat"}, "counter-without-rate", False),
+    ("aibrix Envoy Gateway: Cluster State (envoy gauges)",
+     "(sum(envoy_cluster_membership_total)-sum(envoy_cluster_membership_healthy)) == bool 0", {},
+     "counter-without-rate", False),
+    ("aibrix metadata: Runtime Unteared Down (started minus torn down: in flight)",
+     "clamp_min(sum by (runtime_type) (metadata_batch_runtime_started_total) - sum by (runtime_type) "
+     "(metadata_batch_runtime_torn_down_total), 0)", {}, "counter-without-rate", False),
+    ("dotdc k8s-views-namespaces: restarts (kube-state-metrics mirrors pod state)",
+     'sum(kube_pod_container_status_restarts_total{namespace=~"$namespace", cluster="$cluster"})', {},
+     "counter-without-rate", False),
+    ("inferwatch serving-overview: attainment freshness (right-hand side of and)",
+     "sum(increase(llm_time_to_first_token_seconds_count[5m]) and llm_time_to_first_token_seconds_count) > 0",
+     {}, "counter-without-rate", False),
+    # quantile-without-le
+    ("constructed: the sum drops le", "histogram_quantile(0.9, sum(rate(vllm:e2e_request_latency_seconds_bucket"
+     "[5m])))", {}, "quantile-without-le", True),
+    ("constructed: by (model_name) drops le", "histogram_quantile(0.9, sum by (model_name) "
+     "(rate(vllm:e2e_request_latency_seconds_bucket[5m])))", {}, "quantile-without-le", True),
+    ("llm-d performance-kv-cache: TTFT, per-series quantiles",
+     'histogram_quantile(0.95, rate(vllm:time_to_first_token_seconds_bucket{model_name=~"$model"}[5m]))', {},
+     "quantile-without-le", False),
+    ("sglang dashboard: E2E p99",
+     "histogram_quantile(0.99, sum by (le) (rate(sglang:e2e_request_latency_seconds_bucket[$__rate_interval])))",
+     {}, "quantile-without-le", False),
+    # sum-rate-as-latency
+    ("vLLM grafana.json: Queue Time", 'rate(vllm:request_queue_time_seconds_sum{model_name="$model_name"}'
+     "[$__rate_interval])", {"title": "Queue Time"}, "sum-rate-as-latency", True),
+    ("Ray serve LLM panels: Prompt Tokens/Sec (a token sum is a throughput)",
+     'rate(ray_vllm:request_prompt_tokens_sum{model_name="$model_name"}[$__rate_interval])',
+     {"title": "vLLM: Token Throughput", "unit": "tokens/s"}, "sum-rate-as-latency", False),
+    ("aibrix metadata: Batch Execution Breakdown Share (idelta, a share)",
+     'sum(clamp_min(idelta(metadata_batch_api_job_execution_phase_time_ms_sum{phase="scheduling"}'
+     "[$__rate_interval]), 0))", {"title": "Batch Execution Breakdown Share"}, "sum-rate-as-latency", False),
+    ("vllm performance_statistics: TTFT Over Time (a mean)",
+     "rate(vllm:time_to_first_token_seconds_sum[$__rate_interval]) / "
+     "rate(vllm:time_to_first_token_seconds_count[$__rate_interval])", {"unit": "s"}, "sum-rate-as-latency", False),
+    # average-of-ratios
+    ("sglang dashboard 2025-12: E2E Avg", "avg(rate(sglang_e2e_request_latency_seconds_sum[$__rate_interval]) /  "
+     "rate(sglang_e2e_request_latency_seconds_count[$__rate_interval]))", {}, "average-of-ratios", True),
+    ("aibrix vLLM engine: Prefix Cache Hit Rate", 'avg(vllm:gpu_prefix_cache_hit_rate{model_name="$model_name"})',
+     {}, "average-of-ratios", True),
+    ("vLLM kv_cache dashboard: Mean KV cache usage", 'avg(vllm:kv_cache_usage_perc{job=~"$job"})', {},
+     "average-of-ratios", False),
+    # rate-over-interval
+    ("vllm performance_statistics: TTFT Over Time", "rate(vllm:time_to_first_token_seconds_sum[$__interval]) / "
+     "rate(vllm:time_to_first_token_seconds_count[$__interval])", {"unit": "s"}, "rate-over-interval", True),
+    ("vLLM kv_cache dashboard: preemptions", 'sum(rate(vllm:num_preemptions_total{job=~"$job"}'
+     "[$__rate_interval]))", {}, "rate-over-interval", False),
+    ("constructed: max_over_time over one step is right",
+     "max_over_time(vllm:num_requests_waiting[$__interval])", {}, "rate-over-interval", False),
+    # unit-mismatch
+    ("vllm query_statistics: p50 Latency in ms", "histogram_quantile(0.50, sum by(le, model_name) "
+     '(rate(vllm:e2e_request_latency_seconds_bucket{model_name=~"$Deployment_id"}[$__rate_interval])))',
+     {"type": "stat", "unit": "ms"}, "unit-mismatch", True),
+    ("dotdc k8s-system-api-server: latency by verb in ms", "sum(rate(apiserver_request_duration_seconds_sum"
+     '{job=~"$job"}[$__rate_interval])) by (verb)\n/\nsum(rate(apiserver_request_duration_seconds_count'
+     '{job=~"$job"}[$__rate_interval])) by (verb)', {"unit": "ms"}, "unit-mismatch", True),
+    ("vllm performance_statistics: TPS, engine steps as tokens",
+     "rate(vllm:iteration_tokens_total_count[$__interval])",
+     {"title": "TPS (Tokens Per Second) Over Time", "unit": "tokens/sec (tps)"}, "unit-mismatch", True),
+    ("llm-d pd-coordinator: Avg vLLM TTFT (Prefill), scaled to ms",
+     'sum(rate(vllm:time_to_first_token_seconds_sum{pod=~".*prefill.*"}[5m])) / '
+     'sum(rate(vllm:time_to_first_token_seconds_count{pod=~".*prefill.*"}[5m])) * 1000',
+     {"type": "stat", "unit": "ms"}, "unit-mismatch", False),
+    ("vllm performance_statistics: TPS, generation tokens", "rate(vllm:generation_tokens_total[$__interval])",
+     {"title": "TPS (Tokens Per Second) Over Time", "unit": "tokens/sec (tps)"}, "unit-mismatch", False),
+    ("sglang dashboard: E2E p99 in s", "histogram_quantile(0.99, sum by (le) "
+     "(rate(sglang:e2e_request_latency_seconds_bucket[$__rate_interval])))", {"unit": "s"}, "unit-mismatch", False),
+    # deprecated-metric, also through _bucket/_sum/_count and SGLang's sanitized spelling
+    ("vLLM grafana.json 2025-01: TPOT p99", "histogram_quantile(0.99, sum by(le) "
+     '(rate(vllm:time_per_output_token_seconds_bucket{model_name="$model_name"}[$__rate_interval])))', {},
+     "deprecated-metric", True),
+    ("production-stack terraform: GPU KV Usage", 'vllm:gpu_cache_usage_perc{model_name="$model_name"}', {},
+     "deprecated-metric", True),
+    ("sglang dashboard 2025-12 spelling (sglang_), a name renamed in 0.5.3",
+     "histogram_quantile(0.9, sum by (le) (rate(sglang_queue_time_s_bucket[$__rate_interval])))", {},
+     "deprecated-metric", True),
+    ("vLLM grafana.json 2025-10: TPOT p99", "histogram_quantile(0.99, sum by(le) (rate("
+     'vllm:request_time_per_output_token_seconds_bucket{model_name="$model_name"}[$__rate_interval])))', {},
+     "deprecated-metric", False),
+    # unknown-metric: only names of sources we know
+    ("llm-d failure-saturation: Request Preemptions",
+     'sum by(pod) (rate(vllm:num_preemptions{namespace="$namespace"}[5m]))', {}, "unknown-metric", True),
+    ("constructed: SGLang spelled with underscores, misspelled", "sglang_num_runing_reqs", {}, "unknown-metric", True),
+    ("llm-d inference-gateway: Request / s", "sum(rate(llm_d_epp_request_total[5m]))", {}, "unknown-metric", False),
+    ("production-stack vllm-dashboard: Current QPS (router gauge)", "vllm:current_qps", {}, "unknown-metric", False),
+    ("llm-d pd-coordinator: KV transfer (the vllm:nixl_ family)", "histogram_quantile(0.95, sum by (le) "
+     "(rate(vllm:nixl_xfer_time_seconds_bucket[$__rate_interval])))", {}, "unknown-metric", False),
+    ("sglang dashboard 2025-12: running", "sglang_num_running_reqs", {}, "unknown-metric", False),
+    ("dcgm-exporter dashboard: SM clocks", 'DCGM_FI_DEV_SM_CLOCK{instance=~"$instance"} * 1000000', {},
+     "unknown-metric", False),
+    ("constructed: a DCGM field dcgm-exporter does not enable by default",
+     "sum(rate(DCGM_FI_PROF_NVLINK_TX_BYTES[5m]))", {}, "unknown-metric", False),
+    ("constructed: a typo in a DCGM field", "DCGM_FI_DEV_GPU_UTILISATION", {}, "unknown-metric", True),
+    # invalid-promql
+    ("constructed", "rate(vllm:num_preemptions_total[$__rate_interval]", {}, "invalid-promql", True),
+    ("Grafana variables in ranges, subqueries and offsets",
+     "max_over_time(rate(vllm:num_preemptions_total[$__rate_interval])[$__range:$__interval] offset $__interval)",
+     {}, "invalid-promql", False),
+]
+
+
+@pytest.mark.parametrize("source, expr, panel, rule, fires", QUERY_CASES, ids=[c[0] for c in QUERY_CASES])
+def test_query_rules(source, expr, panel, rule, fires):
+    assert (rule in _rules(_board(expr, **panel))) is fires
+
+
+def test_vocabulary_names_are_judged_only_in_a_dashboard_that_uses_the_vocabulary():
+    typo = "sum(llm_requests_runing)"
+    assert "unknown-metric" in _rules(_board(typo, "sum(llm_requests_waiting)"))
+    assert "unknown-metric" not in _rules(_board(typo))                  # someone else's llm_ metric
+    assert "unknown-metric" not in _rules(_board("llm_d_epp_average_queue_size", "sum(llm_requests_waiting)"))
+
+
+DATASOURCE_CASES = [
+    ("sglang dashboard: a fixed uid", {"type": "prometheus", "uid": "ddyfngn31dg5cf"}, "hard-coded-datasource"),
+    ("production-stack vllm-dashboard", {"type": "prometheus", "uid": "prometheus"}, "hard-coded-datasource"),
+    ("dcgm-exporter dashboard: a string variable", "$datasource", "legacy-datasource"),
+    ("an import placeholder with spaces", {"type": "prometheus", "uid": "${DS_PROMETHEUS_EKS API INFERENCE PROD}"},
+     None),
+    ("Grafana's server-side expressions", {"type": "__expr__", "uid": "__expr__"}, None),
+    ("dotdc dashboards: the built-in Grafana datasource", {"type": "datasource", "uid": "grafana"}, None),
+    ("vLLM dashboards: annotations", {"type": "grafana", "uid": "-- Grafana --"}, None),
+    ("mixed", {"type": "datasource", "uid": "-- Mixed --"}, None),
+]
+
+
+@pytest.mark.parametrize("source, datasource, rule", DATASOURCE_CASES, ids=[c[0] for c in DATASOURCE_CASES])
+def test_datasource_rules(source, datasource, rule):
+    found = _rules(_board("sum(vllm:num_requests_running)", datasource=datasource))
+    assert found & {"hard-coded-datasource", "legacy-datasource"} == ({rule} if rule else set())
+
+
+def test_variables_grafana_resolves_itself_are_not_undefined():
+    board = _board('sum(rate(up{job=~"$job"}[$__rate_interval]))', 'label_replace(up, "x", "$1", "job", "(.*)")',
+                   variables=[{"name": "job", "type": "query", "query": "label_values(up, job)"}],
+                   links=[{"url": "/d/x?var-pod=${__field.labels.pod}&${__url_time_range}"}])
+    board["__inputs"] = [{"name": "DS_PROMETHEUS", "type": "datasource"}]
+    board["panels"][0]["datasource"] = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+    board["panels"][0]["targets"] += [
+        {"refId": "C", "datasource": {"type": "__expr__", "uid": "__expr__"}, "type": "math",
+         "expression": "$A / $B"},                                           # server-side expression
+        {"refId": "D", "expr": "x", "alias": "$tag_cluster-$tag_container_name",   # aibrix: InfluxDB aliases
+         "datasource": {"type": "influxdb", "uid": "influx"}}]
+    assert "undefined-variable" not in _rules(board)
+    board["panels"][0]["targets"][0]["expr"] = 'up{job=~"$job", pod=~"$pod"}'
+    assert {(f.rule, f.message) for f in lint_dashboard(board) if f.rule == "undefined-variable"} == {
+        ("undefined-variable", "$pod is used but not defined")}
+
+
+def test_unused_and_single_select_variables():
+    defined = [{"name": "instance", "type": "query", "query": "label_values(instance)"},     # sglang dashboard
+               {"name": "node", "type": "query", "query": "label_values(node_uname_info, instance)"},
+               {"name": "filters", "type": "adhoc"}]
+    found = [(f.panel, f.rule) for f in lint_dashboard(_board('node_load1{instance="$node"}', variables=defined))]
+    assert found == [("variable instance", "unused-variable")]        # single-select $node is no defect
+
+
+def test_ignored_variable_on_the_sglang_dashboards_and_not_on_the_router_one():
+    real = CORPUS / "real-world"
+    for name, expected in (("sglang-dashboard-2025-07.json", {"variable model_name"}),
+                           ("sglang-dashboard-2025-12.json", {"variable model_name"}),
+                           ("sglang-router-dashboard.json", set())):
+        assert {f.panel for f in lint_file(real / name) if f.rule == "ignored-variable"} == expected, name
+
+
+def test_a_threshold_variable_is_not_a_filter():
+    slo = {"name": "ttft_slo", "type": "custom", "query": "0.5,1.0,2.5"}             # vLLM overview's SLO tiles
+    board = _board('sum(rate(vllm:time_to_first_token_seconds_bucket{le="$ttft_slo"}[5m]))',
+                   "sum(vllm:num_requests_running)", "sum(vllm:num_requests_waiting)", variables=[slo])
+    assert "ignored-variable" not in _rules(board)
+
+
+def _expected() -> dict[tuple[str, str, str], str]:
+    rows = {}
+    for line in EXPECTED.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            file, panel, rule, verdict, _ = line.split("\t")
+            rows[(file, panel, rule)] = verdict
+    return rows
+
+
+def test_the_real_corpus_gives_exactly_the_judged_findings():
+    found = set()
+    paths = sorted((FIXTURES / "anchors" / "dashboards").glob("*.json")) + sorted(
+        (CORPUS / "real-world").glob("*.json"))
+    assert len(paths) == 43
+    for path in paths:
+        for f in lint_file(path):                                         # never raises
+            assert f.rule in RULES
+            found.add((f"{path.parent.parent.name}/{path.parent.name}/{path.name}".removeprefix("fixtures/"),
+                       f.panel, f.rule))
+    expected = _expected()
+    assert sorted(found - set(expected)) == [], "new findings: judge them and add them to lint-expected.tsv"
+    assert sorted(set(expected) - found) == [], "findings gone: a miss, or update lint-expected.tsv"
+
+
+def test_precision_on_the_real_corpus_is_at_least_95_percent_per_rule():
+    verdicts = _expected()
+    per_rule = Counter(rule for (_, _, rule) in verdicts)
+    true = Counter(rule for (_, _, rule), verdict in verdicts.items() if verdict == "TP")
+    assert sum(true.values()) / len(verdicts) >= 0.95
+    assert {rule: true[rule] / n for rule, n in per_rule.items() if true[rule] / n < 0.95} == {}
+
+
+BAD_INPUTS = {
+    "truncated.json": (b'{"panels": [', "invalid-json"),
+    "binary.json": (b"\xff\xfe\x00", "invalid-json"),
+    "conflict.json": (b"<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> main\n", "invalid-json"),
+    "list.json": (b"[1, 2]", "not-a-dashboard"),
+    "config.json": (b'{"apiVersion": 1, "providers": []}', "not-a-dashboard"),
+    "v2.json": (json.dumps({"apiVersion": "dashboard.grafana.app/v2beta1", "kind": "Dashboard",
+                            "spec": {"elements": {}, "layout": {}}}).encode(), "not-a-dashboard"),
+    "v1-resource.json": (json.dumps({"apiVersion": "dashboard.grafana.app/v1beta1", "kind": "Dashboard", "spec": {
+        "schemaVersion": 41, "panels": [{"type": "graph", "title": "t", "targets": []}]}}).encode(), "angular-panel"),
+    "odd-shapes.json": (json.dumps({"schemaVersion": "x", "rows": "x", "__inputs": 1, "templating": {"list": [1]},
+                                    "panels": [1, None, {"type": "row", "collapsed": True, "panels": [
+                                        {"libraryPanel": {"uid": "u", "name": "n"}},
+                                        {"title": 5, "targets": {"expr": 1}},
+                                        {"targets": [None, {"expr": 5}, {"expr": "sum(vllm:num_requests_swapped)"}]}
+                                    ]}]}).encode(), "deprecated-metric"),
+}
+
+
+def test_inputs_that_are_not_dashboards_are_one_line_findings(tmp_path):
+    for name, (data, rule) in BAD_INPUTS.items():
+        (tmp_path / name).write_bytes(data)
+        assert rule in {f.rule for f in lint_file(tmp_path / name)}, name
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "lint", *sorted(tmp_path.iterdir())],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
+    assert all(line.count(": ") >= 3 for line in proc.stdout.splitlines())

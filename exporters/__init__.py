@@ -4,7 +4,6 @@
 """
 
 from inferwatch.exporters._exposition import Family, Sample, format_sample, parse_sample, split_families
-from inferwatch.exporters._config import ExporterConfig, Target, load_config
 from inferwatch.exporters._normalize import NormalizeResult, Normalizer, OutFamily, add_label, render
 
 __all__ = [
@@ -24,4 +23,16 @@ __all__ = [
     "split_families",
 ]
 
-from inferwatch.exporters._server import NormalizingExporter  # noqa: E402
+
+# loaded on first use: the server pulls in aiohttp, and neither it nor its config is needed for a text rewrite
+_LAZY = {"NormalizingExporter": "_server", "ExporterConfig": "_config", "Target": "_config", "load_config": "_config"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from inferwatch import durations
+from inferwatch._urls import http_url
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 
@@ -41,11 +42,12 @@ def parse_target(text: str) -> Target:
     name, sep, url = text.partition("=")
     if not sep or "://" in name:
         name, url = "", text
-    if "://" not in url:
-        url = "http://" + url
+    try:
+        url = http_url(url, "http://localhost:8000/metrics or localhost:8000")  # a bare word is not a host
+    except ValueError:
+        raise ValueError(f"{text!r} is not an http(s) URL or HOST:PORT, e.g. http://localhost:8000/metrics "
+                         "or localhost:8000") from None
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{text!r} is not an http(s) URL, e.g. http://localhost:8000/metrics")
     if parts.path in ("", "/"):
         url = url.rstrip("/") + "/metrics"
     return Target(name or parts.netloc, url)

@@ -24,10 +24,13 @@ from inferwatch.exporters._exposition import (
 )
 from inferwatch.mappings import Catalog, Entry, SourceMapping, sanitized, select_source
 
-__all__ = ["Normalizer", "NormalizeResult", "OutFamily", "add_label"]
+__all__ = ["Normalizer", "NormalizeResult", "OutFamily", "add_label", "KEY_SERIES"]
 
 log = logging.getLogger("inferwatch.normalize")
 
+# what an engine's dashboards and SLOs cannot do without; a scrape that lacks them is worth a warning
+KEY_SERIES = ("llm_requests_running", "llm_requests_waiting", "llm_kv_cache_usage_ratio",
+              "llm_time_to_first_token_seconds")
 _SUFFIXES_BY_TYPE = {"counter": ("", "_total"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count")}
 
 
@@ -56,6 +59,8 @@ class NormalizeResult:
     series_out: int
     blanks_dropped: int = 0
     warnings: list[str] = field(default_factory=list)
+    detected: tuple[str, ...] = ()      # sources whose names are in the input, whatever `source=` forced
+    produced: dict[str, set[str]] = field(default_factory=dict)  # source -> common names it gave samples for
 
     def render(self) -> str:
         return render(self.families.values())
@@ -134,6 +139,9 @@ class Normalizer:
         """The mappings whose detect prefixes match a family of this scrape."""
         if self.forced is not None:
             return [self.forced]
+        return self._detected(families)
+
+    def _detected(self, families: list[Family]) -> list[SourceMapping]:
         names = [f.name for f in families]
         return [mapping for mapping, prefixes in self._detect if any(n.startswith(prefixes) for n in names)]
 
@@ -152,8 +160,11 @@ class Normalizer:
         present = {src for _, uses, _ in looked_up for _, _, src in uses}
         out: dict[str, OutFamily] = {}
         result = NormalizeResult(out, tuple(m.source for m in active), 0, 0)
+        result.detected = result.sources if self.forced is None else tuple(m.source for m in self._detected(families))
         for fam, uses, exact in looked_up:
             result.series_in += fam.body.count("\n")
+            if fam.type == "histogram":
+                _check_histogram(fam, result.warnings)
             if uses:
                 for mapping, entry, src in uses:
                     if _preferred(entry, present) == src:
@@ -187,6 +198,50 @@ class Normalizer:
             body, blanks = _slow_rewrite(mapping, entry, fam)
             result.blanks_dropped += blanks
             target.add(body, False)
+        if body:
+            result.produced.setdefault(mapping.source, set()).add(entry.name)
+
+    def check(self, result: NormalizeResult) -> list[str]:
+        """What a user should hear about a result that is not useful: an empty output, a --source that matches
+        nothing, no known source, or a detected engine without its key series. Data only; callers print."""
+        notes = []
+        forced = self.forced.source if self.forced is not None else None
+        if forced is not None and forced not in result.detected:
+            seen = f" (the input looks like {', '.join(result.detected)})" if result.detected else ""
+            notes.append(f"--source {forced}: no {forced} metrics in the input{seen}")
+        elif not result.sources:
+            notes.append("no known source detected; "
+                         + ("--drop-unmapped left out everything" if self.drop_unmapped
+                            else "everything passed through unchanged")
+                         + " (use --source or add a mapping)")
+        if result.series_out == 0 and not (result.sources == () and self.drop_unmapped):
+            notes.append(f"the output has no samples ({result.series_in} series in"
+                         + ("; --drop-unmapped left out every unmapped one)" if self.drop_unmapped else ")"))
+        for mapping in self.mappings:
+            if mapping.source not in result.detected or mapping.source not in result.sources:
+                continue
+            mapped = {e.name for e in mapping.entries}
+            missing = [n for n in KEY_SERIES if n in mapped and n not in result.produced.get(mapping.source, ())]
+            if missing:
+                notes.append(f"{mapping.source}: no samples for {', '.join(missing)}: dashboards and SLOs that "
+                             "read them will show no data (a partial scrape, or a release whose names no "
+                             "mapping knows?)")
+        return notes
+
+
+def _check_histogram(fam: Family, warnings: list[str]) -> None:
+    """Warn on a histogram that looks cut short: a part missing, or its last line a bucket."""
+    body = fam.body
+    if not body:
+        return
+    missing = [part for part, text in (("+Inf bucket", 'le="+Inf"'), ("_sum", fam.name + "_sum"),
+                                       ("_count", fam.name + "_count")) if text not in body]
+    last = body[body.rfind("\n", 0, len(body) - 1) + 1:]
+    if missing:
+        parts = ", ".join(missing[:-1]) + " or " + missing[-1] if len(missing) > 1 else missing[0]
+        warnings.append(f"histogram {fam.name} (line {fam.line}) has no {parts}: was the input cut short?")
+    elif last.startswith(fam.name + "_bucket"):
+        warnings.append(f"histogram {fam.name} (line {fam.line}) ends in a _bucket line: was the input cut short?")
 
 
 def _preferred(entry: Entry, present: set[str]) -> str | None:

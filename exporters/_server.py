@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from inferwatch import __version__
-from inferwatch.errors import ExpositionError
+from inferwatch.errors import ExpositionError, ListenError
 from inferwatch.exporters._config import ExporterConfig, Target
 from inferwatch.exporters._exposition import Sample, format_header, format_sample, format_value
 from inferwatch.exporters._normalize import Normalizer, NormalizeResult, OutFamily, add_label, render
@@ -191,7 +191,12 @@ class NormalizingExporter:
         return app
 
     def run(self) -> None:
-        log.info("serving on http://%s:%d/metrics for %d target(s)", self.config.host, self.config.port,
-                 len(self.states))
-        web.run_app(self.app(), host=self.config.host, port=self.config.port, print=None, access_log=None,
-                    handle_signals=True)
+        host, port = self.config.host, self.config.port
+
+        def started(_message: str) -> None:  # aiohttp calls it once the port is bound
+            log.info("serving on http://%s:%d/metrics for %d target(s)", host, port, len(self.states))
+
+        try:
+            web.run_app(self.app(), host=host, port=port, print=started, access_log=None, handle_signals=True)
+        except OSError as err:
+            raise ListenError(host, port, err) from None

@@ -2,46 +2,60 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from inferwatch.errors import InferwatchError
-
 __all__ = ["dashboards_app"]
 
-dashboards_app = typer.Typer(help="Grafana dashboards as code: build, lint, push.", no_args_is_help=True)
-Sources = Annotated[Optional[list[Path]], typer.Argument(help="*.dashboard.py files (default: inferwatch's four).",
+dashboards_app = typer.Typer(help="Grafana dashboards as code: build, lint, push.", no_args_is_help=True,
+                             rich_markup_mode=None)
+Sources = Annotated[Optional[list[Path]], typer.Argument(metavar="SOURCE", help="*.dashboard.py files (default: "
+                                                                                "inferwatch's four).",
                                                          show_default=False)]
 
 
 @dashboards_app.command()
 def build(sources: Sources = None,
-          out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("dashboards-json"),
-          configmaps: Annotated[bool, typer.Option(help="Also write Kubernetes ConfigMaps for the Grafana "
-                                                         "sidecar (label grafana_dashboard: \"1\").")] = False,
-          folder: Annotated[str, typer.Option(help="Grafana folder for the ConfigMaps' grafana_folder "
-                                                   "annotation.")] = "inferwatch"):
-    """Write modern Grafana JSON for each dashboard (and ConfigMaps with --configmaps)."""
+          out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")]
+          = Path("dashboards-json"),
+          configmaps: Annotated[bool, typer.Option("--configmaps", help="Also write Kubernetes ConfigMaps for the "
+                                                                      "Grafana sidecar (label grafana_dashboard: "
+                                                                      "\"1\").")] = False,
+          folder: Annotated[str, typer.Option(metavar="NAME", help="Grafana folder for the ConfigMaps' "
+                                                                  "grafana_folder annotation.")] = "inferwatch"):
+    """Write modern Grafana JSON for each dashboard (and ConfigMaps with --configmaps).
+
+    \b
+    Examples:
+      inferwatch dashboards build -o out/
+      inferwatch dashboards build -o out/ --configmaps --folder LLM
+    """
+    from inferwatch._files import output_dir, write_file
     from inferwatch._yaml import dump_yaml
     from inferwatch.dashboards._build import build as build_all
     from inferwatch.dashboards._build import configmap
 
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out, "--out")
     for name, text in build_all(sources).items():
-        (out / name).write_text(text, encoding="utf-8")
+        write_file(out / name, text, "--out")
         typer.echo(f"wrote {out / name}")
         if configmaps:
             path = out / name.replace(".json", ".configmap.yaml")
-            path.write_text(dump_yaml(configmap(name, text, folder)), encoding="utf-8")
+            write_file(path, dump_yaml(configmap(name, text, folder)), "--out")
             typer.echo(f"wrote {path}")
 
 
 @dashboards_app.command()
-def lint(files: Annotated[list[Path], typer.Argument(help="Dashboard JSON files (anyone's).")]):
-    """Flag dashboard anti-patterns: raw counters, quantiles without `by (le)`, stale metric names, ..."""
+def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
+                                                     help="Dashboard JSON files (anyone's).")]):
+    """Flag dashboard anti-patterns: raw counters, quantiles without `by (le)`, stale metric names, ...
+
+    \b
+    Example:
+      inferwatch dashboards lint some-dashboard.json
+    """
     from inferwatch.dashboards._lint import lint_file
 
     findings = [f for path in files for f in lint_file(path)]
@@ -52,15 +66,27 @@ def lint(files: Annotated[list[Path], typer.Argument(help="Dashboard JSON files 
 
 
 @dashboards_app.command()
-def push(sources: Sources = None,
-         grafana_url: Annotated[str, typer.Option(help="Grafana base URL, e.g. http://grafana:3000.")] = "",
-         folder: Annotated[str, typer.Option(help="Folder to put them in (created if missing).")] = "inferwatch"):
-    """Upload dashboards to Grafana by uid (create or update); the token is read from GRAFANA_TOKEN."""
+def push(grafana_url: Annotated[str, typer.Option(metavar="URL", show_default=False,
+                                                  help="Grafana base URL, e.g. http://grafana:3000.")],
+         sources: Sources = None,
+         folder: Annotated[str, typer.Option(metavar="NAME", help="Folder to put them in (created if "
+                                                                 "missing).")] = "inferwatch"):
+    """Upload dashboards to Grafana by uid (create or update); the token is read from GRAFANA_TOKEN.
+
+    \b
+    Example:
+      GRAFANA_TOKEN=... inferwatch dashboards push --grafana-url http://grafana:3000
+    """
+    import json
+
+    from inferwatch._urls import http_url
     from inferwatch.dashboards._build import build as build_all
     from inferwatch.dashboards._push import push as push_all
 
-    if not grafana_url:
-        raise InferwatchError("--grafana-url is required, e.g. --grafana-url http://grafana:3000")
+    try:
+        grafana_url = http_url(grafana_url, "http://grafana:3000")
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--grafana-url") from None
     boards = {name: json.loads(text) for name, text in build_all(sources).items()}
     for line in push_all(boards, grafana_url, folder):
         typer.echo(f"pushed {line}")

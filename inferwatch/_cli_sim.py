@@ -2,35 +2,49 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 import sys
-from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
 
 from inferwatch.errors import InferwatchError
 
-__all__ = ["register"]
+__all__ = ["register", "ENGINE_VERSIONS"]
+
+# the releases of sim/releases.yaml, spelled out so that --help need not read it (a test keeps them in step)
+ENGINE_VERSIONS = "vllm 0.33.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
 
 
-def simulate(engine: Annotated[str, typer.Option(help="vllm or sglang: whose API and /metrics to imitate.")] = "vllm",
+def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
+                                                 help="vllm or sglang: whose API and /metrics to imitate.")] = "vllm",
              engine_version: Annotated[Optional[str], typer.Option(
-                 help="Release whose metric names, labels and buckets to expose (default: the newest simulated).")]
-             = None,
-             model: Annotated[str, typer.Option(help="The served model name.")] = "llama-3-8b",
-             listen: Annotated[str, typer.Option(help="HOST:PORT to serve on.")] = "127.0.0.1:8000",
-             scenario: Annotated[str, typer.Option(help="normal, queueing, thinking, slow-decode, errors, truncation,"
-                                                        " broken-tools or flaky-metrics; switch later with POST "
-                                                        "/admin/scenario.")] = "normal",
-             max_num_seqs: Annotated[int, typer.Option(help="Concurrency cap.")] = 32,
-             kv_cache_tokens: Annotated[int, typer.Option(help="KV-cache capacity in tokens.")] = 32768,
-             decode_step: Annotated[float, typer.Option(help="Seconds per decode step at batch size 1.")] = 0.02,
-             reasoning: Annotated[int, typer.Option(help="Hidden reasoning tokens before visible text.")] = 0,
-             seed: Annotated[Optional[int], typer.Option(help="Random seed, for repeatable runs.")] = None):
-    """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU."""
+                 metavar="VERSION", help=f"Release whose metric names, labels and buckets to expose: "
+                                         f"{ENGINE_VERSIONS} (default: the first, the newest).")] = None,
+             model: Annotated[str, typer.Option(metavar="NAME", help="The served model name.")] = "llama-3-8b",
+             listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve.")] = "127.0.0.1:8000",
+             scenario: Annotated[str, typer.Option(metavar="SCENARIO",
+                                                   help="normal, queueing, thinking, slow-decode, errors, "
+                                                        "truncation, broken-tools or flaky-metrics; switch later "
+                                                        "with POST /admin/scenario.")] = "normal",
+             max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
+             kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
+             decode_step: Annotated[float, typer.Option(metavar="SECONDS",
+                                                        help="Seconds per decode step at batch size 1.")] = 0.02,
+             reasoning: Annotated[int, typer.Option(metavar="N",
+                                                    help="Hidden reasoning tokens before visible text.")] = 0,
+             seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed, for repeatable runs.")]
+             = None):
+    """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU.
+
+    \b
+    Examples:
+      inferwatch simulate --engine vllm                  # then: curl -s localhost:8000/metrics
+      inferwatch simulate --engine sglang --engine-version 0.4.4 --listen 127.0.0.1:30000
+      curl -X POST localhost:8000/admin/scenario -d '{"scenario": "queueing"}'
+    """
+    import logging
+    from dataclasses import replace
+
     from inferwatch.exporters._config import parse_listen
     from inferwatch.sim import EngineParams, SimulatorConfig, releases, serve
 
@@ -49,45 +63,94 @@ def simulate(engine: Annotated[str, typer.Option(help="vllm or sglang: whose API
     serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed), host, port)
 
 
-def load(target: Annotated[str, typer.Option(help="Base URL of an OpenAI-compatible server.")],
-         rate: Annotated[float, typer.Option(help="Requests per second (Poisson arrivals).")] = 2.0,
-         duration: Annotated[str, typer.Option(help="How long to send, e.g. 30s or 5m.")] = "30s",
-         model: Annotated[Optional[str], typer.Option(help="Model to ask (default: the first of /v1/models).")] = None,
-         prompt_tokens: Annotated[int, typer.Option(help="Mean prompt length in words.")] = 200,
-         max_tokens: Annotated[int, typer.Option(help="max_tokens of each request.")] = 512,
+def load(target: Annotated[str, typer.Option(metavar="URL",
+                                             help="An OpenAI-compatible server: http://HOST:PORT, its OpenAI base "
+                                                  "URL http://HOST:PORT/v1, or HOST:PORT.")],
+         rate: Annotated[float, typer.Option(metavar="R", help="Requests per second (Poisson arrivals).")] = 2.0,
+         duration: Annotated[str, typer.Option(metavar="DURATION",
+                                               help="How long to send, e.g. 30s or 5m.")] = "30s",
+         timeout: Annotated[str, typer.Option(metavar="DURATION",
+                                              help="Give up on a request after this long; one without response "
+                                                   "headers after 10s fails at once.")] = "120s",
+         model: Annotated[Optional[str], typer.Option(metavar="NAME",
+                                                      help="Model to ask (default: the first of /v1/models).")]
+         = None,
+         prompt_tokens: Annotated[int, typer.Option(metavar="N", help="Mean prompt length in words.")] = 200,
+         max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each request.")] = 512,
          output_tokens: Annotated[Optional[int], typer.Option(
-             help="Draw each request's max_tokens around this mean (outputs then mostly end at the length "
-                  "limit, as in fixed-length benchmarks).")] = None,
-         prefix_share: Annotated[float, typer.Option(help="Share of requests with a shared system prompt.")] = 0.3,
-         tool_share: Annotated[float, typer.Option(help="Share of requests offering a tool.")] = 0.0,
+             metavar="N", help="Draw each request's max_tokens around this mean (outputs then mostly end at the "
+                               "length limit, as in fixed-length benchmarks).")] = None,
+         prefix_share: Annotated[float, typer.Option(metavar="SHARE",
+                                                     help="Share of requests with a shared system prompt.")] = 0.3,
+         tool_share: Annotated[float, typer.Option(metavar="SHARE", help="Share of requests offering a tool.")]
+         = 0.0,
          as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-         seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None):
-    """Open-loop load: measure TTFT (first visible token), time per output token and end-to-end latency."""
-    from inferwatch.durations import parse_duration
-    from inferwatch.sim import LoadConfig, format_report, run_load
+         seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed.")] = None):
+    """Open-loop load: measure TTFT (first visible token), time per output token and end-to-end latency.
 
-    try:
-        seconds = float(parse_duration(duration, units="s m h"))
-    except ValueError as err:
-        raise InferwatchError(f"--duration: {err}") from None
+    The run ends shortly after --duration even against a server that never
+    answers; it exits 1 when every request failed.
+
+    \b
+    Examples:
+      inferwatch load --target localhost:8000 --rate 5 --duration 1m
+      inferwatch load --target http://vllm:8000/v1 --rate 2 --duration 30s --json
+    """
+    import asyncio
+    import json
+
+    from inferwatch._urls import openai_server_url
+
+    seconds, request_timeout = _seconds(duration, "--duration"), _seconds(timeout, "--timeout")
     if rate <= 0:
-        raise InferwatchError("--rate must be above 0")
-    config = LoadConfig(target.rstrip("/"), rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
+        raise typer.BadParameter("must be above 0", param_hint="--rate")
+    try:
+        url = openai_server_url(target)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--target") from None
+    from inferwatch.sim import LoadConfig, format_report, run_load
+    config = LoadConfig(url, rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
                         max_tokens=max_tokens, output_tokens=output_tokens, prefix_share=prefix_share,
-                        tool_share=tool_share, seed=seed)
+                        tool_share=tool_share, timeout=request_timeout,
+                        response_timeout=min(10.0, request_timeout), seed=seed)
     report = asyncio.run(run_load(config, progress=not as_json and sys.stderr.isatty()))
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))
     else:
         typer.echo(format_report(report), nl=False)         # the report ends with its own newline
+    if report.requests == 0:
+        raise InferwatchError(f"no request was sent: at --rate {rate:g} none arrived within --duration {duration}")
+    if report.ok == 0:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.errors.items()))
+        raise InferwatchError(f"every request failed ({kinds}): is {url} an OpenAI-compatible server that answers?")
 
 
-def demo(headless: Annotated[bool, typer.Option(help="No live screen; exit 1 if the expected alerts did not "
-                                                     "fire.")] = False,
-         short: Annotated[bool, typer.Option(help="A compressed script (about 2 minutes) for CI.")] = False,
-         workdir: Annotated[Optional[str], typer.Option(help="Keep Prometheus data and logs here.")] = None):
+def _seconds(text: str, flag: str) -> float:
+    from inferwatch.durations import parse_duration
+
+    try:
+        value = float(parse_duration(text, units="ms s m h"))
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint=flag) from None
+    if value <= 0:
+        raise typer.BadParameter(f"{text!r} must be above 0, e.g. 30s", param_hint=flag)
+    return value
+
+
+def demo(headless: Annotated[bool, typer.Option("--headless", help="No live screen; exit 1 if the expected alerts "
+                                                                   "did not fire.")] = False,
+         short: Annotated[bool, typer.Option("--short", help="A compressed script (about 2 minutes) for CI.")]
+         = False,
+         workdir: Annotated[Optional[str], typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
+         = None):
     """Two simulated engines, the normalizing exporter, a real Prometheus with inferwatch's rules, load,
-    and a scripted incident: watch it being detected."""
+    and a scripted incident: watch it being detected.
+
+    \b
+    Examples:
+      inferwatch demo                       (Ctrl-C stops everything)
+      inferwatch demo --headless --short    (for CI: exit 1 unless the expected alerts fired)
+    """
     from inferwatch.sim import run_demo
 
     ok = run_demo(headless=headless, short=short, workdir=workdir)

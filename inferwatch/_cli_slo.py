@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-import yaml
 
 from inferwatch.errors import InferwatchError, SpecError, collect
 
 __all__ = ["slo_app"]
 
 slo_app = typer.Typer(help="SLO specs into burn-rate and missing-data alerts, with promtool tests.",
-                      no_args_is_help=True)
-Specs = Annotated[list[Path], typer.Argument(help="SLO spec files (YAML).", show_default=False)]
+                      no_args_is_help=True, rich_markup_mode=None)
+Specs = Annotated[list[Path], typer.Argument(metavar="SPEC", help="SLO spec files (YAML).", show_default=False)]
 
 
 def _load_all(paths: list[Path]):
@@ -30,27 +28,36 @@ def _load_all(paths: list[Path]):
 
 
 def _write(paths: list[Path], out: Path, fmt: str, tests: bool = True) -> list[Path]:
+    from inferwatch._files import output_dir, write_file
     from inferwatch.slo import compile_spec, render_files
 
     written = []
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out, "--out")
     for spec in _load_all(paths):
         files, warnings = render_files(compile_spec(spec), fmt, tests=tests)
         for warning in warnings:
             typer.echo(f"warning: {warning}", err=True)
         for name, text in files.items():
-            (out / name).write_text(text, encoding="utf-8")
+            write_file(out / name, text, "--out")
             written.append(out / name)
     return written
 
 
 @slo_app.command()
 def compile(specs: Specs,
-            out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("slo-rules"),
-            fmt: Annotated[str, typer.Option("--format", help="prometheus (rule files, tests, inhibit rules) or "
-                                                              "prometheus-operator (PrometheusRule manifests)")]
+            out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")]
+            = Path("slo-rules"),
+            fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
+                                             help="prometheus (rule files, tests, inhibit rules) or "
+                                                  "prometheus-operator (PrometheusRule manifests)")]
             = "prometheus"):
-    """Write the rules of each spec, Alertmanager inhibit rules and promtool tests."""
+    """Write the rules of each spec, Alertmanager inhibit rules and promtool tests.
+
+    \b
+    Examples:
+      inferwatch slo compile slo/examples/chat.yaml -o rules/
+      inferwatch slo compile slo/examples/chat.yaml --format prometheus-operator -o manifests/
+    """
     from inferwatch.slo import FORMATS
 
     if fmt not in FORMATS:
@@ -61,7 +68,12 @@ def compile(specs: Specs,
 
 @slo_app.command()
 def explain(specs: Specs):
-    """Print, per objective and tier, the windows, burn factor, threshold, detection and reset times."""
+    """Print, per objective and tier, the windows, burn factor, threshold, detection and reset times.
+
+    \b
+    Example:
+      inferwatch slo explain slo/examples/chat.yaml
+    """
     from inferwatch.slo import explain as explain_spec
 
     for i, spec in enumerate(_load_all(specs)):
@@ -77,7 +89,16 @@ def check(specs: Specs):
 
 @slo_app.command()
 def test(specs: Specs):
-    """Compile into a temporary folder and run `promtool check rules` and the generated tests."""
+    """Compile into a temporary folder and run `promtool check rules` and the generated tests.
+
+    \b
+    Example:
+      inferwatch slo test slo/examples/chat.yaml
+    """
+    import tempfile
+
+    import yaml
+
     from inferwatch.slo import check_rule_files, run_rule_tests
 
     with tempfile.TemporaryDirectory(prefix="inferwatch-slo-") as tmp:

@@ -9,7 +9,7 @@ import yaml
 
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["LINE", "load_yaml_file", "line_of", "dump_yaml"]
+__all__ = ["LINE", "read_text", "load_yaml_file", "line_of", "dump_yaml"]
 
 LINE = "__line__"
 
@@ -20,7 +20,7 @@ class _Mapping(dict):
     key_lines: dict
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when present: 5x faster
     """SafeLoader that stores each mapping's 1-based start line under LINE, and its keys' lines."""
 
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
@@ -38,14 +38,22 @@ class _LineLoader(yaml.SafeLoader):
 _LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_yaml_map)
 
 
+def read_text(path: Path | str) -> str:
+    """A file's text; a missing, unreadable or non-UTF-8 file becomes a SpecError naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise SpecError([Problem(str(path), None, "", f"cannot read file: {err.strerror}")]) from None
+    except UnicodeDecodeError as err:
+        raise SpecError([Problem(str(path), None, "", f"not UTF-8 text (byte {err.object[err.start]:#04x} at "
+                                                      f"offset {err.start}); save it as UTF-8")]) from None
+
+
 def load_yaml_file(path: Path | str, text: str | None = None) -> Any:
     """Parse one YAML document; a syntax error becomes a SpecError naming the line."""
     path = str(path)
-    try:
-        if text is None:
-            text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise SpecError([Problem(path, None, "", f"cannot read file: {err.strerror}")]) from None
+    if text is None:
+        text = read_text(path)
     try:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:

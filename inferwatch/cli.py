@@ -1,38 +1,71 @@
 """The `inferwatch` command: a thin typer layer over the library.
 
 Each command parses its flags, calls one library function and prints. Every
-InferwatchError becomes `error: ...` on stderr and exit status 1.
+InferwatchError becomes `error: ...` on stderr and exit status 1; a usage
+error becomes one `error: ...` line and exit status 2. Everything beyond typer
+is imported inside the command that needs it, so `--help` and `normalize` do
+not pay for aiohttp, grafanalib or the simulator.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from inferwatch import __version__
 from inferwatch._cli_dashboards import dashboards_app
 from inferwatch._cli_sim import register as register_sim_commands
 from inferwatch._cli_slo import slo_app
+from inferwatch._typer import plain_metavars, plain_strings
 from inferwatch.errors import InferwatchError
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(help="Observability and SLOs for self-hosted LLM inference.", no_args_is_help=True,
-                  add_completion=False, pretty_exceptions_enable=False)
-mappings_app = typer.Typer(help="The common vocabulary and the per-source mappings.", no_args_is_help=True)
-exporter_app = typer.Typer(help="Run an exporter.", no_args_is_help=True)
+plain_metavars()
+plain_strings()
+
+HELP = """Observability and SLOs for self-hosted LLM inference (vLLM, SGLang, NVIDIA GPUs).
+
+\b
+Examples:
+  inferwatch simulate --engine vllm &      a stand-in vLLM on localhost:8000, no GPU
+  curl -s localhost:8000/metrics | inferwatch normalize
+  inferwatch build                         relabel configs, rules, alerts and dashboards into build/
+  inferwatch slo test slo/examples/chat.yaml
+  inferwatch demo                          an incident, detected end to end
+"""
+
+# rich_markup_mode=None: plain click help, which does not import rich (a third of --help's time)
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)
+mappings_app = typer.Typer(help="The common vocabulary and the per-source mappings.", no_args_is_help=True,
+                           rich_markup_mode=None)
+exporter_app = typer.Typer(help="Run an exporter.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(mappings_app, name="mappings")
 app.add_typer(exporter_app, name="exporter")
 app.add_typer(slo_app, name="slo")
 app.add_typer(dashboards_app, name="dashboards")
 register_sim_commands(app)
 
-MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", help="Extra mapping file (repeatable).")]
-SourceOpt = Annotated[Optional[str], typer.Option(help="Use this mapping only (vllm, sglang, dcgm or a user's).")]
+MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", metavar="FILE",
+                                                help="Extra mapping file (repeatable).")]
+SourceOpt = Annotated[Optional[str], typer.Option(metavar="SOURCE",
+                                                  help="Use this mapping only (vllm, sglang, dcgm or a user's).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"inferwatch {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False):
+    pass
 
 
 def _mappings(extra: list[Path], source: str | None = None):
@@ -46,52 +79,87 @@ def _mappings(extra: list[Path], source: str | None = None):
 
 
 @app.command()
-def build(out: Annotated[Path, typer.Option("--out", "-o", help="Bundle folder.")] = Path("build"),
-          check: Annotated[bool, typer.Option(help="Only report checked-in files that drifted; exit 1 if any.")] = False):
-    """Write every generated artifact (relabel configs, recording rules) from the embedded defaults."""
+def build(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Bundle folder.")] = Path("build"),
+          check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a checked-in copy drifted "
+                                                              "from what the code generates.")] = False):
+    """Write the whole bundle from the embedded defaults, and refresh the checked-in copies.
+
+    \b
+    Into --out (default build/):
+      prometheus/                relabel configs for scrape jobs and ServiceMonitors
+      prometheus/rules/          mapping recording rules, the default SLO rules (slo/defaults.yaml),
+                                 operational alerts; their promtool tests in a tests/ folder of their own
+      alertmanager/              inhibit rules for the SLO burn-rate tiers
+      grafana/dashboards/        the four dashboards as Grafana JSON
+    In a source checkout it also rewrites the copies under mappings/generated/, alerts/ and dashboards/.
+
+    \b
+    Examples:
+      inferwatch build -o build/
+      inferwatch build --check     (in CI: fails when a generated file was not regenerated)
+    """
     from inferwatch import build as builder
+    from inferwatch._files import output_dir
 
     if check:
         stale = builder.check()
         for path in stale:
             typer.echo(f"stale: {path} (run `inferwatch build` to regenerate)", err=True)
+        if not stale:
+            typer.echo("up to date: the checked-in generated files match the code")
         raise typer.Exit(1 if stale else 0)
+    output_dir(out, "--out")
     for path in builder.refresh_sources():
         typer.echo(f"updated {path}")
-    for path in builder.write_bundle(out):
+    try:
+        written = builder.write_bundle(out)
+    except OSError as err:
+        raise InferwatchError(f"--out {out}: cannot write {err.filename or out}: {err.strerror}") from None
+    for path in written:
         typer.echo(f"wrote {path}")
 
 
 @app.command()
-def normalize(file: Annotated[Optional[Path], typer.Argument(help="Exposition file; standard input if omitted or -.")] = None,
+def normalize(file: Annotated[Optional[Path], typer.Argument(metavar="FILE", show_default=False,
+                                                             help="Exposition file; standard input if omitted "
+                                                                  "or -.")] = None,
               source: SourceOpt = None,
-              drop_unmapped: Annotated[bool, typer.Option(help="Leave out metrics no mapping knows.")] = False,
-              keep_original: Annotated[bool, typer.Option(help="Keep the source series next to the common ones.")] = False,
+              drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped",
+                                                          help="Leave out metrics no mapping knows.")] = False,
+              keep_original: Annotated[bool, typer.Option("--keep-original",
+                                                          help="Keep the source series next to the common "
+                                                               "ones.")] = False,
               mapping: MappingOpt = []):
-    """Print a Prometheus text exposition translated into the common vocabulary."""
+    """Print a Prometheus text exposition translated into the common vocabulary.
+
+    Warns on stderr when the result is not useful: empty, --source not matching
+    the input, no known source, an engine without its key series, or a
+    histogram cut short.
+
+    \b
+    Examples:
+      curl -s localhost:8000/metrics | inferwatch normalize
+      inferwatch normalize --source dcgm --drop-unmapped dcgm.txt
+    """
+    from inferwatch._yaml import read_text
     from inferwatch.exporters import Normalizer
 
     catalog, mappings = _mappings(mapping)
     if file is None or str(file) == "-":
         text, origin = sys.stdin.read(), "<stdin>"
     else:
-        try:
-            text, origin = file.read_text(encoding="utf-8"), str(file)
-        except (OSError, UnicodeDecodeError) as err:
-            raise InferwatchError(f"{file}: cannot read: {getattr(err, 'strerror', None) or err}") from None
+        text, origin = read_text(file), str(file)
     normalizer = Normalizer(mappings, catalog, source=source, drop_unmapped=drop_unmapped,
                             keep_original=keep_original)
     result = normalizer.normalize(text, origin)
     sys.stdout.write(result.render())
-    for warning in result.warnings:
+    for warning in result.warnings + normalizer.check(result):
         typer.echo(f"warning: {warning}", err=True)
-    if not result.sources:
-        typer.echo("warning: no known source detected; everything passed through unchanged "
-                   "(use --source or add a mapping)", err=True)
 
 
 @mappings_app.command("check")
-def mappings_check(files: Annotated[list[Path], typer.Argument(help="Mapping files to validate.")]):
+def mappings_check(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
+                                                               help="Mapping files to validate.")]):
     """Validate mapping files against the vocabulary; every problem is listed."""
     from inferwatch.errors import SpecError, collect
     from inferwatch.mappings import load_catalog, load_mapping
@@ -114,9 +182,16 @@ def mappings_catalog():
 
 
 @mappings_app.command("relabel")
-def mappings_relabel(fmt: Annotated[str, typer.Option("--format", help="prometheus or servicemonitor")] = "prometheus",
+def mappings_relabel(fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
+                                                      help="prometheus or servicemonitor")] = "prometheus",
                      source: SourceOpt = None, mapping: MappingOpt = []):
-    """Print metric_relabel_configs (or ServiceMonitor metricRelabelings) that rename at scrape time."""
+    """Print metric_relabel_configs (or ServiceMonitor metricRelabelings) that rename at scrape time.
+
+    \b
+    Examples:
+      inferwatch mappings relabel > relabel.yaml
+      inferwatch mappings relabel --format servicemonitor --source vllm
+    """
     from inferwatch._yaml import dump_yaml
     from inferwatch.mappings import relabel_configs, servicemonitor_relabelings
 
@@ -145,23 +220,41 @@ def _bad(param: str, err: Exception):
 
 @exporter_app.command("normalize")
 def exporter_normalize(
-        target: Annotated[list[str], typer.Option(help="URL or NAME=URL of a /metrics endpoint (repeatable).")] = [],
-        listen: Annotated[Optional[str], typer.Option(help="HOST:PORT to serve /metrics on [0.0.0.0:9400].")] = None,
-        timeout: Annotated[Optional[str], typer.Option(help="Per-target scrape timeout, e.g. 5s [5s].")] = None,
+        target: Annotated[list[str], typer.Option(metavar="[NAME=]URL",
+                                                  help="URL or HOST:PORT of a /metrics endpoint, optionally "
+                                                       "NAME=... (repeatable).")] = [],
+        listen: Annotated[Optional[str], typer.Option(metavar="HOST:PORT",
+                                                      help="Where to serve /metrics [0.0.0.0:9400].")] = None,
+        timeout: Annotated[Optional[str], typer.Option(metavar="DURATION",
+                                                       help="Per-target scrape timeout, e.g. 5s [5s].")] = None,
         max_running_requests: Annotated[list[str], typer.Option(
-            help="MODEL=N: the concurrency cap, served as llm_max_running_requests (repeatable).")] = [],
-        config: Annotated[Optional[Path], typer.Option(help="YAML config file; flags add to it.")] = None,
+            metavar="MODEL=N", help="The concurrency cap, served as llm_max_running_requests (repeatable).")] = [],
+        config: Annotated[Optional[Path], typer.Option(metavar="FILE", help="YAML config file; flags add to it.")]
+        = None,
         source: SourceOpt = None,
-        drop_unmapped: Annotated[bool, typer.Option(help="Serve only mapped metrics.")] = False,
+        drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Serve only mapped metrics.")] = False,
         target_label: Annotated[Optional[str], typer.Option(
-            help="Label naming the target on every series; '' for none [target].")] = None,
+            metavar="LABEL", help="Label naming the target on every series; '' for none [target].")] = None,
         mapping: MappingOpt = [],
-        log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info"):
-    """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics."""
+        log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
+    """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics.
+
+    \b
+    Examples:
+      inferwatch exporter normalize --target localhost:8000 --listen 0.0.0.0:9400
+      inferwatch exporter normalize --target vllm=http://vllm:8000/metrics \\
+          --target gpu=http://dcgm-exporter:9400/metrics --max-running-requests llama-3-70b=256
+      inferwatch exporter normalize --config exporter.yaml
+    """
+    import logging
+    from dataclasses import replace
+
     from inferwatch.exporters import NormalizingExporter, Normalizer
     from inferwatch.exporters._config import (ExporterConfig, load_config, parse_cap, parse_duration,
                                               parse_listen, parse_target)
 
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        _bad("--log-level", ValueError(f"{log_level!r}: use debug, info, warning or error"))
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cfg = load_config(str(config)) if config else ExporterConfig()
     try:
@@ -200,10 +293,21 @@ def exporter_normalize(
     NormalizingExporter(cfg, normalizer).run()
 
 
+def _usage_error(err: Exception) -> None:
+    """Click's usage errors as one line (`error: ... (see `inferwatch x --help`)`), exit 2; bare groups show help."""
+    if type(err).__name__ == "NoArgsIsHelpError":
+        err.show()
+    else:
+        ctx = getattr(err, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        typer.echo(f"error: {err.format_message()}{hint}", err=True)
+    sys.exit(err.exit_code)
+
+
 def main() -> None:
-    """Console entry point: user mistakes print one clear message, never a traceback."""
+    """Console entry point: user mistakes print one clear line, never a traceback."""
     try:
-        code = app(standalone_mode=False)      # click returns a typer.Exit's code instead of raising it
+        code = app(standalone_mode=False, prog_name="inferwatch")  # click returns a typer.Exit's code
     except InferwatchError as err:
         typer.echo(f"error: {err}", err=True)
         sys.exit(1)
@@ -215,10 +319,9 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as err:
-        # usage errors of the (vendored) click under typer: print click's message, exit 2
-        if hasattr(err, "show") and hasattr(err, "exit_code"):
-            err.show()
-            sys.exit(err.exit_code)
+        # usage errors of the (vendored) click under typer
+        if hasattr(err, "format_message") and hasattr(err, "exit_code"):
+            _usage_error(err)
         raise
     sys.exit(code if isinstance(code, int) else 0)
 

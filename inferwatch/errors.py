@@ -3,7 +3,8 @@
     InferwatchError            anything a user can cause; the CLI prints it, exits 1
     ├── SpecError              a YAML file (mapping, config, SLO spec) is wrong:
     │                          carries file, line and field path, and may hold several problems
-    └── ExpositionError        a Prometheus text exposition cannot be parsed: carries the line
+    ├── ExpositionError        a Prometheus text exposition cannot be parsed: carries the line
+    └── ListenError            a server cannot listen on HOST:PORT (taken, not this host's, privileged)
 
 Code outside the CLI raises these and nothing else for bad input, so a user
 never sees a traceback for a mistake of theirs.
@@ -11,9 +12,10 @@ never sees a traceback for a mistake of theirs.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
-__all__ = ["InferwatchError", "SpecError", "Problem", "ExpositionError", "collect"]
+__all__ = ["InferwatchError", "SpecError", "Problem", "ExpositionError", "ListenError", "collect"]
 
 
 class InferwatchError(Exception):
@@ -63,3 +65,15 @@ class ExpositionError(InferwatchError):
         self.source = source
         self.reason = message
         super().__init__(f"{source}:{line}: {message}")
+
+
+class ListenError(InferwatchError):
+    """A server cannot bind HOST:PORT; says why in the user's terms and which flag picks another."""
+
+    def __init__(self, host: str, port: int, err: OSError, flag: str = "--listen"):
+        self.host, self.port = host, port
+        reason = {errno.EADDRINUSE: "the port is already in use by another process",
+                  errno.EADDRNOTAVAIL: "the address is not one of this host's",
+                  errno.EACCES: "permission denied (ports below 1024 need privileges)"}.get(
+            err.errno, err.strerror or str(err))
+        super().__init__(f"{flag} {host}:{port}: cannot listen: {reason}; choose another with {flag} HOST:PORT")

@@ -6,6 +6,11 @@ TTFT is the time to the first *visible* token (content or a tool call, not
 hidden reasoning), time per output token is the mean gap between visible tokens
 after the first, and end-to-end is the time to the last byte. Works against the
 simulator and against a real vLLM or SGLang.
+
+Every wait is bounded: a request gets `response_timeout` for its response
+headers (engines send them at once, before queueing) and `timeout` in all, so
+a server that accepts connections and never answers ends the run shortly after
+`duration`, with every request counted as failed.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ class LoadConfig:
     prefix_share: float = 0.3           # share of requests that start with the same long system prompt
     prefix_tokens: int = 256
     tool_share: float = 0.0             # share of requests offering a tool
-    timeout: float = 120.0              # per request
+    timeout: float = 120.0              # per request, in all
+    response_timeout: float = 10.0      # per request, until the response headers arrive
     seed: int | None = None
 
 
@@ -98,11 +104,14 @@ async def _model(session: aiohttp.ClientSession, config: LoadConfig) -> str:
     if config.model:
         return config.model
     try:
-        async with session.get(f"{config.target}/v1/models") as resp:
-            return (await resp.json())["data"][0]["id"]
-    except (aiohttp.ClientError, asyncio.TimeoutError, KeyError, IndexError, ValueError) as err:
-        raise InferwatchError(f"{config.target}/v1/models: cannot find a model to load ({err or type(err).__name__}); "
-                              "is the server up? give --model to skip this") from None
+        async with session.get(f"{config.target}/v1/models",
+                               timeout=aiohttp.ClientTimeout(total=config.response_timeout)) as resp:
+            return (await resp.json(content_type=None))["data"][0]["id"]
+    except (aiohttp.ClientError, asyncio.TimeoutError, KeyError, IndexError, TypeError, ValueError) as err:
+        reason = "no answer within {:g}s".format(config.response_timeout) if isinstance(err, asyncio.TimeoutError) \
+            else str(err) or type(err).__name__
+        raise InferwatchError(f"{config.target}/v1/models: cannot find a model to load ({reason}); "
+                              "is an OpenAI-compatible server up there? give --model to skip this") from None
 
 
 def _body(config: LoadConfig, model: str, rng: random.Random, prefix: str) -> dict:
@@ -120,32 +129,18 @@ def _body(config: LoadConfig, model: str, rng: random.Random, prefix: str) -> di
     return body
 
 
-async def _one(session: aiohttp.ClientSession, url: str, body: dict, timeout: float) -> Sample:
+async def _one(session: aiohttp.ClientSession, url: str, body: dict, config: LoadConfig) -> Sample:
     sample, start = Sample(started=time.monotonic()), time.monotonic()
     first = last = None
     try:
-        async with session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-            if resp.status != 200:
-                sample.error = f"http_{resp.status}"
-                await resp.read()
-                return sample
-            async for raw in resp.content:
-                line = raw.strip()
-                if not line.startswith(b"data:") or line == b"data: [DONE]":
-                    continue
-                chunk = json.loads(line[5:])
-                if chunk.get("object") == "error" or "error" in chunk:
-                    sample.error = "stream_error"
-                    break
-                for choice in chunk.get("choices", []):
-                    delta = choice.get("delta", {})
-                    if delta.get("content") or delta.get("tool_calls"):
-                        now = time.monotonic()
-                        first = first or now
-                        last = now
-                        sample.tokens += 1
-                    if choice.get("finish_reason"):
-                        sample.finish_reason = choice["finish_reason"]
+        try:
+            async with asyncio.timeout(config.response_timeout):
+                resp = await session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=config.timeout))
+        except TimeoutError:
+            resp, sample.error = None, "no_response"
+        if resp is not None:
+            async with resp:
+                first, last = await _read_stream(resp, sample)
     except asyncio.TimeoutError:
         sample.error = "timeout"
     except (aiohttp.ClientError, ValueError) as err:
@@ -158,6 +153,33 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict, timeout: fl
     return sample
 
 
+async def _read_stream(resp: aiohttp.ClientResponse, sample: Sample) -> tuple[float | None, float | None]:
+    """Read an SSE answer into `sample`; returns when the first and the last visible token arrived."""
+    first = last = None
+    if resp.status != 200:
+        sample.error = f"http_{resp.status}"
+        await resp.read()
+        return first, last
+    async for raw in resp.content:
+        line = raw.strip()
+        if not line.startswith(b"data:") or line == b"data: [DONE]":
+            continue
+        chunk = json.loads(line[5:])
+        if chunk.get("object") == "error" or "error" in chunk:
+            sample.error = "stream_error"
+            break
+        for choice in chunk.get("choices", []):
+            delta = choice.get("delta", {})
+            if delta.get("content") or delta.get("tool_calls"):
+                now = time.monotonic()
+                first = first or now
+                last = now
+                sample.tokens += 1
+            if choice.get("finish_reason"):
+                sample.finish_reason = choice["finish_reason"]
+    return first, last
+
+
 def _progress(started: float, config: LoadConfig, sent: int, samples: list[Sample]) -> None:
     elapsed = min(time.monotonic() - started, config.duration)
     width, done = 24, len(samples)
@@ -168,8 +190,18 @@ def _progress(started: float, config: LoadConfig, sent: int, samples: list[Sampl
     sys.stderr.flush()
 
 
+def _collector(samples: list[Sample]):
+    """A done-callback that files each request's sample; one cancelled at the end of the run is "unfinished"."""
+    sent = time.monotonic()
+
+    def collect(task: asyncio.Task) -> None:
+        samples.append(Sample(started=sent, error="unfinished") if task.cancelled() else task.result())
+
+    return collect
+
+
 async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sample] | None = None) -> LoadReport:
-    """Send Poisson arrivals for `duration` seconds, wait for every answer, and summarize.
+    """Send Poisson arrivals for `duration` seconds, wait for every answer (each bounded), and summarize.
 
     `samples`, if given, receives each finished request as it completes (the demo reads it live).
     """
@@ -182,28 +214,29 @@ async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sam
         url = f"{config.target}/v1/chat/completions"
         started, tasks, next_at = time.monotonic(), [], 0.0
         last_shown = 0.0
-        while True:
-            next_at += rng.expovariate(config.rate) if config.rate > 0 else config.duration
-            if next_at >= config.duration:
-                break
-            while (wait := started + next_at - time.monotonic()) > 0:
-                await asyncio.sleep(min(wait, 0.25))
-                if progress and time.monotonic() - last_shown > 0.25:
-                    _progress(started, config, len(tasks), samples)
-                    last_shown = time.monotonic()
-            task = asyncio.ensure_future(_one(session, url, _body(config, model, rng, prefix), config.timeout))
-            task.add_done_callback(lambda t: None if t.cancelled() else samples.append(t.result()))
-            tasks.append(task)
         try:
-            while not all(t.done() for t in tasks):
-                await asyncio.sleep(0.25)
+            while True:
+                next_at += rng.expovariate(config.rate) if config.rate > 0 else config.duration
+                if next_at >= config.duration:
+                    break
+                while (wait := started + next_at - time.monotonic()) > 0:
+                    await asyncio.sleep(min(wait, 0.25))
+                    if progress and time.monotonic() - last_shown > 0.25:
+                        _progress(started, config, len(tasks), samples)
+                        last_shown = time.monotonic()
+                task = asyncio.ensure_future(_one(session, url, _body(config, model, rng, prefix), config))
+                task.add_done_callback(_collector(samples))
+                tasks.append(task)
+            # each request is bounded by its own timeouts; this deadline guards the run as a whole
+            deadline = started + config.duration + config.timeout + 1.0
+            while (pending := [t for t in tasks if not t.done()]) and (left := deadline - time.monotonic()) > 0:
+                await asyncio.wait(pending, timeout=min(0.25, left))
                 if progress:
                     _progress(started, config, len(tasks), samples)
-        except asyncio.CancelledError:
+        finally:
             for task in tasks:
-                task.cancel()
+                task.cancel()       # what is left counts as "unfinished"
             await asyncio.gather(*tasks, return_exceptions=True)
-            raise
         if progress:
             _progress(started, config, len(tasks), samples)
             sys.stderr.write("\n")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from inferwatch.errors import ListenError
 from inferwatch.sim._engine import Engine, Event, Request
 from inferwatch.sim._params import EngineParams, scenarios, with_scenario
 
@@ -275,6 +276,12 @@ def make_app(config: SimulatorConfig) -> web.Application:
 
 
 def serve(config: SimulatorConfig, host: str, port: int) -> None:
-    log.info("simulating %s %s serving %s on %s:%d (scenario %s)", config.engine,
-             config.version or "(default)", config.model, host, port, config.scenario)
-    web.run_app(make_app(config), host=host, port=port, print=None, access_log=None)
+    """Serve until interrupted; "serving" is logged once the port is bound, a failed bind is a ListenError."""
+    def started(_message: str) -> None:
+        log.info("simulating %s %s serving %s on %s:%d (scenario %s)", config.engine,
+                 config.version or "(default)", config.model, host, port, config.scenario)
+
+    try:
+        web.run_app(make_app(config), host=host, port=port, print=started, access_log=None)
+    except OSError as err:
+        raise ListenError(host, port, err) from None

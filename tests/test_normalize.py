@@ -201,3 +201,73 @@ def test_cli_garbage_gets_a_line_number_not_a_traceback():
 def test_cli_unknown_source():
     proc = _cli("normalize", "--source", "tgi", stdin="a 1\n")
     assert proc.returncode == 1 and "known" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- saying when the output is not useful (warnings are data; the CLI prints them) ---------------------------
+
+VLLM = REAL_CAPTURES / "vllm-0.11.0-hardware-aware-router.txt"
+SGLANG = REAL_CAPTURES / "sglang-0.3.6-docs-production-metrics.txt"
+
+
+@pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
+def test_complete_scrapes_raise_no_warning(path, normalizer):
+    result = normalizer.normalize(path.read_text())
+    assert result.warnings == [] and normalizer.check(result) == []
+
+
+def _notes(mappings, catalog, text: str, **options) -> tuple[str, list[str]]:
+    normalizer = Normalizer(mappings, catalog, **options)
+    result = normalizer.normalize(text)
+    return result.render(), result.warnings + normalizer.check(result)
+
+
+def test_a_source_that_does_not_match_the_input_is_named(mappings, catalog):
+    out, notes = _notes(mappings, catalog, SGLANG.read_text(), source="vllm", drop_unmapped=True)
+    assert out == ""
+    assert notes[0] == "--source vllm: no vllm metrics in the input (the input looks like sglang)"
+    assert any(n.startswith("the output has no samples") for n in notes)
+
+
+def test_drop_unmapped_without_a_known_source_says_the_output_is_empty(mappings, catalog):
+    out, notes = _notes(mappings, catalog, "# TYPE foo gauge\nfoo 1\n", drop_unmapped=True)
+    assert out == "" and notes == ["no known source detected; --drop-unmapped left out everything "
+                                   "(use --source or add a mapping)"]
+    _, notes = _notes(mappings, catalog, "# TYPE foo gauge\nfoo 1\n")
+    assert notes == ["no known source detected; everything passed through unchanged (use --source or add a mapping)"]
+
+
+def test_an_engine_without_its_key_series_is_named(mappings, catalog):
+    text = "".join(line + "\n" for line in VLLM.read_text().splitlines()
+                   if "num_requests_running" not in line and "time_to_first_token" not in line)
+    _, notes = _notes(mappings, catalog, text)
+    assert notes == ["vllm: no samples for llm_requests_running, llm_time_to_first_token_seconds: dashboards and "
+                     "SLOs that read them will show no data (a partial scrape, or a release whose names no mapping "
+                     "knows?)"]
+
+
+def _cut(after: str) -> str:
+    lines = VLLM.read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("vllm:time_to_first_token_seconds") and after in line)
+    return "\n".join(lines[: end + 1]) + "\n"
+
+
+@pytest.mark.parametrize("after,words", [('le="0.1"', "has no +Inf bucket, _sum or _count"),
+                                         ('le="+Inf"', "has no _sum or _count")])
+def test_a_histogram_cut_at_a_line_boundary_is_named(after, words, mappings, catalog):
+    _, notes = _notes(mappings, catalog, _cut(after))
+    assert [n for n in notes if "cut short" in n] == [
+        f"histogram vllm:time_to_first_token_seconds (line 208) {words}: was the input cut short?"]
+
+
+def test_a_histogram_whose_last_series_is_cut_is_named(normalizer):
+    text = ('# TYPE h histogram\nh_bucket{a="1",le="+Inf"} 1\nh_sum{a="1"} 1\nh_count{a="1"} 1\n'
+            'h_bucket{a="2",le="1"} 1\n')
+    assert normalizer.normalize(text).warnings == [
+        "histogram h (line 1) ends in a _bucket line: was the input cut short?"]
+
+
+def test_cli_prints_the_warnings_on_stderr_and_exits_0():
+    proc = _cli("normalize", "--source", "vllm", "--drop-unmapped", str(SGLANG))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert proc.stderr.splitlines()[0] == "warning: --source vllm: no vllm metrics in the input (the input looks " \
+                                          "like sglang)"

@@ -241,9 +241,9 @@ def test_simulate_and_load_commands(tmp_path):
             except OSError:
                 assert time.time() < deadline and proc.poll() is None
                 time.sleep(0.2)
-        load = subprocess.run([sys.executable, "-m", "inferwatch", "load", "--target", f"http://127.0.0.1:{port}",
+        load = subprocess.run([sys.executable, "-m", "inferwatch", "load", "--target", f"http://127.0.0.1:{port}/v1",
                                "--rate", "10", "--duration", "2s", "--json"], capture_output=True, text=True,
-                              timeout=60)
+                              timeout=60)  # the OpenAI base URL, as users copy it
         assert load.returncode == 0, load.stderr
         report = json.loads(load.stdout)
         assert report["ok"] == report["requests"] > 5 and set(report["ttft"]) == {"p50", "p95", "p99", "mean"}
@@ -280,3 +280,43 @@ def test_engine_model_preempts_caches_prefixes_and_speculates():
     assert 0 < got["vllm:prefix_cache_hits_total"] < got["vllm:prefix_cache_queries_total"]
     accepted = got["vllm:spec_decode_num_accepted_tokens_total"] / got["vllm:spec_decode_num_draft_tokens_total"]
     assert 0.4 < accepted < 0.8        # per-token acceptance 0.7, counted only up to the first rejection
+
+
+@pytest.mark.parametrize("given", ["http://h:8000", "http://h:8000/", "http://h:8000/v1", "http://h:8000/v1/",
+                                   "h:8000", "h:8000/v1", " https://h:8000/v1 "])
+def test_load_target_accepts_a_base_url_the_openai_base_url_or_host_port(given):
+    from inferwatch._urls import openai_server_url
+
+    assert openai_server_url(given) == ("https" if "https" in given else "http") + "://h:8000"
+
+
+def _load(*args: str) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "load", *args], capture_output=True, text=True,
+                          timeout=60)
+    return proc, time.monotonic() - started
+
+
+def test_load_against_a_server_that_never_answers_ends_soon_and_fails():
+    """The server accepts connections (the kernel does, from the backlog) and never sends a byte."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(128)
+        target = f"127.0.0.1:{silent.getsockname()[1]}"
+        proc, took = _load("--target", target, "--model", "m", "--rate", "8", "--duration", "1s", "--timeout", "2s")
+        assert proc.returncode == 1 and took < 1 + 2 + 4, (took, proc.stderr)
+        assert "error: every request failed (no_response " in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.stdout.startswith("requests ") and ", ok 0," in proc.stdout
+        proc, took = _load("--target", target, "--timeout", "1s")      # no --model: asks /v1/models first
+        assert proc.returncode == 1 and took < 1 + 4 and "/v1/models: cannot find a model" in proc.stderr
+
+
+def test_load_exits_1_when_every_request_failed():
+    from promtools import free_port
+
+    proc, _ = _load("--target", f"127.0.0.1:{free_port()}", "--model", "m", "--rate", "20", "--duration", "0.5s",
+                    "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] == 0
+    assert proc.stderr.startswith("error: every request failed (connect ")

@@ -1,0 +1,104 @@
+"""The command line as a user first meets it: --version, help with examples and no Python types, and a start
+that does not import what the command does not use."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from inferwatch import __version__
+from inferwatch.cli import app
+
+COMMANDS = [[], ["build"], ["normalize"], ["simulate"], ["load"], ["demo"], ["mappings"], ["mappings", "check"],
+            ["mappings", "catalog"], ["mappings", "relabel"], ["mappings", "rules"], ["exporter"],
+            ["exporter", "normalize"], ["slo"], ["slo", "compile"], ["slo", "explain"], ["slo", "check"],
+            ["slo", "test"], ["slo", "import"], ["dashboards"], ["dashboards", "build"], ["dashboards", "lint"],
+            ["dashboards", "push"]]
+MAIN = [[], ["build"], ["normalize"], ["simulate"], ["load"], ["demo"], ["mappings", "relabel"],
+        ["exporter", "normalize"], ["slo", "compile"], ["slo", "explain"], ["slo", "test"], ["slo", "import"],
+        ["dashboards", "build"], ["dashboards", "lint"], ["dashboards", "push"]]
+
+
+def _help(command: list[str]) -> str:
+    result = CliRunner().invoke(app, [*command, "--help"], prog_name="inferwatch", terminal_width=100)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "inferwatch")
+def test_help_shows_no_python_types(command):
+    text = _help(command)
+    assert not re.search(r"<(bool|str|int|float|path|list\[|Path)", text), text
+    assert "{" not in text.split("\n", 1)[0], "usage line spells a required argument as {X}"
+
+
+@pytest.mark.parametrize("command", MAIN, ids=lambda c: " ".join(c) or "inferwatch")
+def test_main_commands_show_examples(command):
+    assert re.search(r"\n  Examples?:\n    (inferwatch|curl|GRAFANA_TOKEN)", _help(command))
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == f"inferwatch {__version__}\n"
+
+
+def test_grafana_url_is_marked_required():
+    line = next(ln for ln in _help(["dashboards", "push"]).splitlines() if ln.startswith("  --grafana-url"))
+    assert "[required]" in line
+
+
+def test_engine_version_lists_every_simulated_release():
+    from inferwatch.sim import releases
+
+    text = " ".join(_help(["simulate"]).split())
+    for engine in ("vllm", "sglang"):
+        assert f"{engine} {', '.join(releases(engine))}" in text
+
+
+def test_build_help_names_everything_it_writes():
+    text = _help(["build"])
+    for where in ("prometheus/", "prometheus/rules/", "tests/", "alertmanager/", "grafana/dashboards/",
+                  "mappings/generated/", "alerts/", "dashboards/"):
+        assert where in text, where
+
+
+def test_build_check_says_up_to_date(monkeypatch):
+    from inferwatch import build
+
+    monkeypatch.setattr(build, "check", lambda: [])
+    result = CliRunner().invoke(app, ["build", "--check"], prog_name="inferwatch")
+    assert result.exit_code == 0 and result.output.startswith("up to date")
+
+
+HEAVY = ("aiohttp", "ssl", "pydantic", "rich", "grafanalib", "prometheus_client", "inferwatch.sim")
+
+
+def _imported(code: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('\\n' + ' '.join(sys.modules))"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.splitlines()[-1].split())
+
+
+def _heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)}
+
+
+def test_importing_the_cli_imports_nothing_heavy():
+    assert not _heavy(_imported("import inferwatch.cli"))
+
+
+def test_normalize_imports_nothing_heavy(tmp_path):
+    """A text rewrite needs no HTTP stack, no simulator and no pydantic (which typer would use to convert flags)."""
+    path = tmp_path / "in.txt"
+    path.write_text("# TYPE tgi_queue_size gauge\ntgi_queue_size 1\n")
+    modules = _imported(f"import sys\nsys.argv = ['inferwatch', 'normalize', '--drop-unmapped', '-m', "
+                        f"{str(ROOT / 'mappings/examples/tgi.yaml')!r}, {str(path)!r}]\n"
+                        "from inferwatch.cli import main\ntry:\n    main()\nexcept SystemExit as exit:\n"
+                        "    assert exit.code == 0, exit.code")
+    assert "inferwatch.exporters._normalize" in modules and not _heavy(modules)

@@ -38,7 +38,8 @@ RULES = ("counter-without-rate", "quantile-without-le", "sum-rate-as-latency", "
          "rate-over-interval", "unit-mismatch", "deprecated-metric", "unknown-metric", "invalid-promql",
          "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource", "undefined-variable",
          "unused-variable", "ignored-variable", "invalid-json", "not-a-dashboard")
-ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel", "grafana-clock-panel"}
+ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel",
+           "grafana-clock-panel"}
 BUILTIN_VARIABLES = re.compile(r"__\w*|timeFilter|interval|\d\w*")
 BUILTIN_DATASOURCES = {"grafana", "__expr__", "-- grafana --", "-- mixed --", "-- dashboard --", "default"}
 NOT_PROMQL = re.compile(r"loki|elastic|influx|tempo|jaeger|mysql|postgres|mssql|cloudwatch|graphite|opensearch|"
@@ -128,7 +129,7 @@ def _unit(panel: dict) -> str:
     defaults = (panel.get("fieldConfig") or {}).get("defaults") if isinstance(panel.get("fieldConfig"), dict) else {}
     unit = (defaults or {}).get("unit") if isinstance(defaults, dict) else None
     if not unit and _dicts(panel.get("yaxes")):                             # Angular graph
-        unit = panel["yaxes"][0].get("format")
+        unit = _dicts(panel.get("yaxes"))[0].get("format")
     if not unit:
         unit = panel.get("format")                                          # Angular singlestat
     return unit if isinstance(unit, str) else ""
@@ -196,7 +197,7 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
         schema = int(board.get("schemaVersion") or 0)
     except (TypeError, ValueError):
         schema = 0
-    if schema < 36:
+    if "schemaVersion" in board and schema < 36:                  # hand-written JSON without one: no claim
         found.append(("", "old-schema", f"schemaVersion {board.get('schemaVersion')} predates Grafana 9; export it "
                                         "again from a current Grafana"))
     templating = board.get("templating") if isinstance(board.get("templating"), dict) else {}
@@ -219,7 +220,7 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
 def _panel_findings(panel: dict, variables: dict, vocabulary: bool, seen: list[_Panel]):
     title = _text(panel.get("title"))
     found = []
-    if panel.get("type") in ANGULAR:
+    if _text(panel.get("type")) in ANGULAR:
         found.append((title, "angular-panel", f"{panel['type']} is an Angular panel, removed in Grafana 12: "
                                               "use timeseries or stat"))
     targets = _dicts(panel.get("targets"))
@@ -288,7 +289,7 @@ def _ignored_variables(variables: dict, panels: list[_Panel]):
     found = []
     closure = _depends(variables)
     for name, var in sorted(variables.items()):
-        if var.get("type") not in FILTER_VARIABLES:
+        if _text(var.get("type")) not in FILTER_VARIABLES:
             continue
         narrowing = closure[name]
         groups, users = set(), []

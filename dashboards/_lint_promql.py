@@ -20,7 +20,7 @@ import yaml
 
 from inferwatch.dashboards._build import HERE
 
-__all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "selector_filters", "parseable"]
+__all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "selector_filters", "parse"]
 
 RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
 RATE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv"}
@@ -55,8 +55,9 @@ class Known:
 
     def exists(self, name: str) -> bool:
         base = _base(name)
-        return (name in self.names or base in self.names or name.startswith(self.families)
-                or self.is_foreign(name))
+        created = {name.removesuffix("_created") + s for s in ("", "_total")} if name.endswith("_created") else set()
+        return bool({name, base} & self.names or created & self.names) or name.startswith(self.families) \
+            or self.is_foreign(name)
 
     def is_foreign(self, name: str) -> bool:
         return name in self.foreign or _base(name) in self.foreign or name.startswith(self.foreign_families)
@@ -126,18 +127,34 @@ def canonical(name: str) -> tuple[str, str | None]:
 
 # --- parsing --------------------------------------------------------------------------------------------------
 
-def parseable(expr: str) -> str:
-    """Grafana variables out of the way: `$__interval` ranges become a sentinel, other ranges 5m, bare
-    variables a number, quoted ones stay."""
+def parseable(expr: str, bare: str = "1") -> str:
+    """Grafana variables out of the way: `$__interval` ranges become a sentinel, other ranges 5m, a variable
+    that is part of a name (`${prefix}_requests_total`, `$metric{...}`) a name, other bare ones `bare`,
+    quoted ones stay."""
     expr = re.sub(r"\[\s*\$\{?__interval\}?\s*\]", "[299999ms]", expr)
     expr = re.sub(r"\[\s*\$\{?\w+(?::\w+)?\}?\s*\]", "[5m]", expr)
     expr = re.sub(r"\[\s*\$\{?\w+(?::\w+)?\}?\s*:", "[5m:", expr)
     expr = re.sub(r":\s*\$\{?\w+(?::\w+)?\}?\s*\]", ":1m]", expr)
     expr = re.sub(r"\boffset\s+-?\$\{?\w+\}?", "offset 5m", expr)
+
+    def one(match):
+        before, after = match.string[match.start() - 1:match.start()], match.string[match.end():match.end() + 1]
+        return "iw_var" if re.match(r"[\w:{]", after) or re.match(r"[\w:]", before) else bare
     out = []
     for part in re.split(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`)', expr):
-        out.append(part if part[:1] in ('"', "'", "`") else _VARIABLE.sub("1", part))
+        out.append(part if part[:1] in ('"', "'", "`") else _VARIABLE.sub(one, part))
     return "".join(out)
+
+
+def parse(expr: str):
+    """The expression's syntax tree; a variable that stands for a label (`by ($group)`) is tried as a name."""
+    try:
+        return promql_parser.parse(parseable(expr))
+    except ValueError as err:
+        try:
+            return promql_parser.parse(parseable(expr, bare="iw_var"))
+        except ValueError:
+            raise err from None
 
 
 def _children(node):
@@ -177,7 +194,7 @@ def _selectors(node):
 
 def metric_names(expr: str) -> set[str]:
     try:
-        return {n.name for n in _selectors(promql_parser.parse(parseable(expr)))}
+        return {n.name for n in _selectors(parse(expr))}
     except ValueError:
         return set()
 
@@ -186,7 +203,7 @@ def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
     """(metric base name, its source, {variable: label it filters}) for every selector of the query. The
     source is the engine for vLLM and SGLang names, else the name's first word (kube, node, envoy...)."""
     try:
-        tree = promql_parser.parse(parseable(expr))
+        tree = parse(expr)
     except ValueError:
         return []
     out = []
@@ -228,7 +245,7 @@ def _counter_difference(node) -> bool:
 
 def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tuple[str, str]]:
     try:
-        tree = promql_parser.parse(parseable(expr))
+        tree = parse(expr)
     except ValueError as err:
         return [("invalid-promql", f"{str(err).splitlines()[0]}: {' '.join(expr.split())}")]
     found: list[tuple[str, str]] = []

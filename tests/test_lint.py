@@ -5,6 +5,7 @@ inputs that are not dashboards at all. Sources of the files: tests/fixtures/SOUR
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -142,6 +143,8 @@ QUERY_CASES = [
     ("constructed: a typo in a DCGM field", "DCGM_FI_DEV_GPU_UTILISATION", {}, "unknown-metric", True),
     # invalid-promql
     ("constructed", "rate(vllm:num_preemptions_total[$__rate_interval]", {}, "invalid-promql", True),
+    ("constructed: variables as a grouping label and a name prefix",
+     "sum by ($groupby) (rate(${prefix}_requests_total[$__rate_interval]))", {}, "invalid-promql", False),
     ("Grafana variables in ranges, subqueries and offsets",
      "max_over_time(rate(vllm:num_preemptions_total[$__rate_interval])[$__range:$__interval] offset $__interval)",
      {}, "invalid-promql", False),
@@ -278,3 +281,23 @@ def test_inputs_that_are_not_dashboards_are_one_line_findings(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
     assert all(line.count(": ") >= 3 for line in proc.stdout.splitlines())
+
+
+ODD_VALUES = [None, 1, 2.5, "x", "$v", "${a b}", [], {}, [1, None], {"a": None}, True, "sum(", "[[x]]", "$__interval"]
+
+
+def _mangle(value, rng: random.Random, p: float = 0.1):
+    if isinstance(value, dict):
+        return {k: rng.choice(ODD_VALUES) if rng.random() < p else _mangle(v, rng, p) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rng.choice(ODD_VALUES) if rng.random() < p else _mangle(v, rng, p) for v in value]
+    return value
+
+
+def test_mangled_dashboards_never_raise():
+    rng = random.Random(7)
+    for name in ("sglang-dashboard-2025-07.json", "llm-d-pd-coordinator-metrics.json",
+                 "aibrix-aibrix-batch-grafana.json", "dotdc-k8s-views-pods.json"):
+        board = json.loads((CORPUS / "real-world" / name).read_text(encoding="utf-8"))
+        for _ in range(15):
+            assert all(f.rule in RULES for f in lint_dashboard(_mangle(board, rng), name))

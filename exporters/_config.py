@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
@@ -10,10 +11,14 @@ from inferwatch._urls import http_url
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["Target", "ExporterConfig", "parse_target", "parse_listen", "parse_duration", "parse_cap", "load_config"]
+__all__ = ["Target", "ExporterConfig", "parse_target", "parse_listen", "parse_duration", "parse_cap",
+           "parse_target_label", "parse_max_labels", "load_config"]
 
 CONFIG_KEYS = ("listen", "timeout", "targets", "max_running_requests", "source", "drop_unmapped", "target_label",
-               "mappings")
+               "mappings", "min_interval", "max_labels", "max_connections")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+# Labels a target label must not overwrite: histogram buckets and summary quantiles.
+RESERVED_LABELS = ("le", "quantile")
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,9 @@ class ExporterConfig:
     drop_unmapped: bool = False
     target_label: str = "target"
     mappings: tuple[str, ...] = field(default=())
+    min_interval: float = 1.0      # at most one fetch per target this often, shared by concurrent scrapes
+    max_labels: int = 64           # labels per sample, like Prometheus' label_limit; 0 for no limit
+    max_connections: int = 100     # open connections to targets, all together
 
 
 def parse_target(text: str) -> Target:
@@ -64,6 +72,21 @@ def parse_listen(text: str) -> tuple[str, int]:
 def parse_duration(value) -> float:
     """Seconds from 5, 2.5, '5s', '500ms' or '1m'."""
     return float(durations.parse_duration(value, units="ms s m"))
+
+
+def parse_target_label(text: str) -> str:
+    """A label name for --target-label, or '' for none; never one that would break or overwrite data."""
+    if text and (not _LABEL_NAME.match(text) or text.startswith("__") or text in RESERVED_LABELS):
+        raise ValueError(f"{text!r} is not a usable label name: use [a-zA-Z_][a-zA-Z0-9_]*, not starting with "
+                         f"'__' and not one of {', '.join(RESERVED_LABELS)} (or '' for no target label)")
+    return text
+
+
+def parse_max_labels(value) -> int:
+    """A whole number >= 0 for --max-labels (0: no limit)."""
+    if isinstance(value, bool) or not str(value).strip().isdigit():
+        raise ValueError(f"{value!r} is not a whole number >= 0 (0 means no limit), e.g. 64")
+    return int(str(value).strip())
 
 
 def parse_cap(text: str) -> tuple[str, float]:
@@ -130,7 +153,17 @@ def load_config(path: str) -> ExporterConfig:
     if "drop_unmapped" in doc:
         config = replace(config, drop_unmapped=bool(doc["drop_unmapped"]))
     if "target_label" in doc:
-        config = replace(config, target_label=str(doc["target_label"] or ""))
+        try:
+            config = replace(config, target_label=parse_target_label(str(doc["target_label"] or "")))
+        except ValueError as err:
+            bad(doc, "target_label", str(err))
+    for key, parse in (("min_interval", parse_duration), ("max_labels", parse_max_labels),
+                       ("max_connections", _parse_connections)):
+        if key in doc:
+            try:
+                config = replace(config, **{key: parse(doc[key])})
+            except ValueError as err:
+                bad(doc, key, str(err))
     mappings = doc.get("mappings") or []
     if not isinstance(mappings, list):
         bad(doc, "mappings", "expected a list of mapping files")
@@ -139,3 +172,10 @@ def load_config(path: str) -> ExporterConfig:
     if problems:
         raise SpecError(problems)
     return config
+
+
+def _parse_connections(value) -> int:
+    number = parse_max_labels(value)
+    if number < 1:
+        raise ValueError(f"{value!r} is not a whole number >= 1, e.g. 100")
+    return number

@@ -77,14 +77,15 @@ def render(families) -> str:
 
 def add_label(body: str, canonical: bool, key: str, value: str) -> str:
     """Every sample of `body` with one more label (replacing one of the same name)."""
-    if canonical and not has_label(body, key) and body.count('"} ') == body.count("\n") and '\\' not in value \
-            and '"' not in value:
-        return body.replace('"} ', f'",{key}="{value}"}} ')
+    escaped = format_sample(Sample("x", ((key, value),), "0"))[1:-3]  # {key="value"}, escaped once
+    if canonical and body.count('"} ') == body.count("\n") and not has_label(body, key):
+        return body.replace('"} ', f'",{escaped[1:-1]}}} ')
     out = []
-    for line in body.splitlines():
-        s = parse_sample(line)
-        labels = tuple((k, v) for k, v in s.labels if k != key) + ((key, value),)
-        out.append(format_sample(s._replace(labels=labels)))
+    for line in body.split("\n"):  # "\n" only: splitlines() also cuts at U+2028 inside label values
+        if line:
+            s = parse_sample(line)
+            labels = tuple((k, v) for k, v in s.labels if k != key) + ((key, value),)
+            out.append(format_sample(s._replace(labels=labels)))
     return "".join(out)
 
 
@@ -153,7 +154,10 @@ class Normalizer:
         return index
 
     def normalize(self, text: str, origin: str = "<input>") -> NormalizeResult:
-        families = split_families(text, origin)
+        return self.normalize_families(split_families(text, origin))
+
+    def normalize_families(self, families: list[Family]) -> NormalizeResult:
+        """`normalize` for families already split (and checked) by the caller."""
         active = self.detect(families)
         index = self._index(active)
         looked_up = [(fam, *index.lookup(fam)) for fam in families]

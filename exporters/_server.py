@@ -1,16 +1,28 @@
 """The normalizing exporter: scrape targets when scraped, normalize, serve the union.
 
-Each target is fetched concurrently with its own timeout. A target that is
-down, hangs, answers an error or returns garbage is left out of that scrape
-and shows up in the exporter's own series (`inferwatch_exporter_target_*`) and
-log; the other targets are still served.
+Each target is fetched by one task at a time, shared by every scrape that
+arrives meanwhile, and its outcome is reused for `min_interval`: twenty
+concurrent scrapers cost one fetch per target, not twenty. The per-target
+timeout starts when the request goes out (connections are bounded by a
+semaphore taken first, so a wait for one never counts against the target).
+Reading, parsing and normalizing run in a worker thread, so a large or odd
+body never stalls /healthz or the other scrapes.
+
+Every scrape has a deadline: the exporter's timeout, or Prometheus' own
+(`X-Prometheus-Scrape-Timeout-Seconds`) less a margin. Targets not ready by
+then are served as timed out in that response; their fetch goes on and its
+outcome serves the next scrape. The health series of a response describe
+the outcomes served in that same response.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -19,45 +31,113 @@ from aiohttp import web
 from inferwatch import __version__
 from inferwatch.errors import ExpositionError, ListenError
 from inferwatch.exporters._config import ExporterConfig, Target
-from inferwatch.exporters._exposition import Sample, format_header, format_sample, format_value
-from inferwatch.exporters._normalize import Normalizer, NormalizeResult, OutFamily, add_label, render
+from inferwatch.exporters._exposition import Sample, format_header, format_sample, format_value, split_families
+from inferwatch.exporters._fetch import MAX_BODY_BYTES, FetchError, decode_text, read_body
+from inferwatch.exporters._guard import ALLOWED_SUFFIXES, check_families, names_used
+from inferwatch.exporters._normalize import Normalizer, add_label
 
-__all__ = ["NormalizingExporter", "TargetState", "MAX_BODY_BYTES"]
+__all__ = ["NormalizingExporter", "Outcome", "ServedFamily", "MAX_BODY_BYTES", "scrape_deadline"]
 
 log = logging.getLogger("inferwatch.exporter")
 
-MAX_BODY_BYTES = 64 * 1024 * 1024
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 _PREFIX = "inferwatch_exporter_"
+_OWN_FAMILIES = ("target_up", "target_scrape_duration_seconds", "target_series_in", "target_series_out",
+                 "target_source_info", "target_scrape_errors_total", "target_dropped_total",
+                 "target_last_error_timestamp_seconds", "scrape_duration_seconds", "build_info")
+_TYPE_OF = re.compile(r"^# TYPE [^ ]+ ([a-z]+)$", re.M)
+_SLACK = 0.5  # seconds for parsing and answering after the per-target timeout
 
 
-@dataclass
-class TargetState:
-    """What the exporter knows about one target across scrapes."""
+def scrape_deadline(timeout: float, header: str | None) -> float:
+    """Seconds this scrape may take: within Prometheus' timeout (less 10 %, at most 0.5 s), else ours + slack."""
+    ours = timeout + _SLACK
+    try:
+        theirs = float(header) if header is not None else None
+    except ValueError:
+        theirs = None
+    if theirs is None or not 0 < theirs < 1e6:
+        return ours
+    return min(ours, theirs - min(0.5, theirs * 0.1))
+
+
+@dataclass(frozen=True)
+class ServedFamily:
+    """One family of one target, ready to merge: its header, type, sample lines and sample names."""
+
+    name: str
+    header: str
+    type: str
+    body: str
+    names: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One fetch of one target, immutable, so a response's health series agree with its data."""
 
     target: Target
-    up: bool = False
-    duration: float = 0.0
+    started: float                     # time.monotonic() when the fetch began
+    duration: float
+    families: tuple[ServedFamily, ...] | None = None   # None: nothing served
+    kind: str | None = None            # why not (ERROR_KINDS)
     series_in: int = 0
     series_out: int = 0
     sources: tuple[str, ...] = ()
-    errors: dict[str, int] = field(default_factory=dict)
-    last_error: tuple[str, str, float] | None = None   # kind, message, unix time
+    dropped: tuple[tuple[str, int], ...] = ()
 
-    def fail(self, kind: str, message: str) -> None:
-        if self.up or self.last_error is None or self.last_error[1] != message:
-            log.warning("target %s (%s): %s: %s", self.target.name, self.target.url, kind, message)
-        self.up = False
-        self.errors[kind] = self.errors.get(kind, 0) + 1
-        self.last_error = (kind, message[:300].replace("\n", " "), time.time())
+    @property
+    def up(self) -> bool:
+        return self.families is not None
 
-    def succeed(self, result: NormalizeResult) -> None:
-        if not self.up and self.last_error is not None:
-            log.info("target %s is back", self.target.name)
-        self.up = True
-        self.series_in, self.series_out, self.sources = result.series_in, result.series_out, result.sources
-        for warning in result.warnings:
-            log.debug("target %s: %s", self.target.name, warning)
+
+def prepare(text: str, normalizer: Normalizer, target: Target, label: str, max_labels: int) -> Outcome:
+    """Parse, check and normalize one body, with the target label: the CPU part of a fetch."""
+    families = split_families(text, target.url, tolerant=True)
+    checked = check_families(families, max_labels)
+    if not checked.families and checked.dropped:
+        raise FetchError("parse", checked.problem or "nothing Prometheus could read")
+    result = normalizer.normalize_families(checked.families)
+    served = []
+    for name, fam in result.families.items():
+        chunks = [add_label(c, canon, label, target.name) if label else c for c, canon in zip(fam.chunks, fam.canonical)]
+        body = "".join(chunks)
+        match = _TYPE_OF.search(fam.header)
+        served.append(ServedFamily(name, fam.header, match.group(1) if match else "untyped", body,
+                                   frozenset(names_used(name, body))))
+    if checked.problem:
+        log.info("target %s: %s", target.name, checked.problem)
+    return Outcome(target, 0.0, 0.0, tuple(served), None, result.series_in, result.series_out, result.sources,
+                   tuple(sorted(checked.dropped.items())))
+
+
+@dataclass
+class _Runner:
+    """One target: its in-flight fetch, its last outcome and its counters."""
+
+    target: Target
+    last: Outcome | None = None
+    task: asyncio.Task | None = None
+    errors: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)
+    last_error: tuple[str, float] | None = None      # kind, unix time
+    last_message: str | None = None
+    late: set[int] = field(default_factory=set)      # ids of tasks already counted as late
+
+    def record(self, outcome: Outcome, message: str) -> None:
+        if outcome.kind is None:
+            if self.last is not None and not self.last.up:
+                log.info("target %s is back", self.target.name)
+            self.last_message = None
+        else:
+            if message != self.last_message:
+                log.warning("target %s (%s): %s: %s", self.target.name, self.target.url, outcome.kind, message)
+            self.last_message = message
+            self.errors[outcome.kind] += 1
+            self.last_error = (outcome.kind, time.time())
+        self.dropped.update(dict(outcome.dropped))
+        self.last = outcome
 
 
 class NormalizingExporter:
@@ -66,79 +146,128 @@ class NormalizingExporter:
     def __init__(self, config: ExporterConfig, normalizer: Normalizer):
         self.config = config
         self.normalizer = normalizer
-        self.states = [TargetState(t) for t in config.targets]
+        self.runners = [_Runner(t) for t in config.targets]
         self._session: aiohttp.ClientSession | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="inferwatch-parse")
+        self._rendered: tuple[tuple[int, ...], str] | None = None
+        self.fetches = 0   # fetches started, for tests and the benchmark
 
-    async def _fetch(self, state: TargetState) -> NormalizeResult | None:
-        target = state.target
-        start = time.perf_counter()
+    # -- fetching -------------------------------------------------------------------------------
+
+    async def _fetch_text(self, target: Target) -> str:
+        async with self._slots:  # bounded connections; waiting here is not the target's time
+            async with asyncio.timeout(self.config.timeout):
+                async with self._session.get(target.url, headers={"Accept": "text/plain;version=0.0.4",
+                                                                  "Accept-Encoding": "gzip"}) as resp:
+                    if resp.status != 200:
+                        raise FetchError("http", f"HTTP {resp.status} from {target.url}")
+                    body = await read_body(resp, MAX_BODY_BYTES)
+        return decode_text(body)
+
+    async def _fetch(self, runner: _Runner) -> Outcome:
+        target = runner.target
+        self.fetches += 1
+        started = time.monotonic()
+        kind, message, outcome = None, "", None
         try:
-            timeout = aiohttp.ClientTimeout(total=self.config.timeout)
-            async with self._session.get(target.url, timeout=timeout,
-                                         headers={"Accept": "text/plain;version=0.0.4"}) as resp:
-                if resp.status != 200:
-                    state.fail("http", f"HTTP {resp.status} from {target.url}")
-                    return None
-                raw = await resp.content.read(MAX_BODY_BYTES + 1)
-                if len(raw) > MAX_BODY_BYTES:
-                    state.fail("too_large", f"response over {MAX_BODY_BYTES} bytes")
-                    return None
-            text = raw.decode("utf-8")
-            result = self.normalizer.normalize(text, origin=target.url)
-        except asyncio.TimeoutError:
-            state.fail("timeout", f"no complete answer within {self.config.timeout:g}s")
+            text = await self._fetch_text(target)
+            loop = asyncio.get_running_loop()
+            outcome = await loop.run_in_executor(self._pool, prepare, text, self.normalizer, target,
+                                                 self.config.target_label, self.config.max_labels)
+        except TimeoutError:
+            kind, message = "timeout", f"no complete answer within {self.config.timeout:g}s"
+        except FetchError as err:
+            kind, message = err.kind, err.message
         except aiohttp.ClientConnectorError as err:
-            state.fail("connect", f"cannot connect: {err.os_error or err}")
+            kind, message = "connect", f"cannot connect: {err.os_error or err}"
         except aiohttp.ClientError as err:
-            state.fail("connect", f"{type(err).__name__}: {err}")
-        except UnicodeDecodeError as err:
-            state.fail("parse", f"not UTF-8 text: {err.reason} at byte {err.start}")
+            kind, message = "connect", f"{type(err).__name__}: {err}"
         except ExpositionError as err:
-            state.fail("parse", f"line {err.line}: {err.reason}")
+            kind, message = "parse", f"line {err.line}: {err.reason}"
         except Exception as err:  # noqa: BLE001 - one bad target must never take the exporter down
             log.exception("target %s: unexpected error", target.name)
-            state.fail("internal", f"{type(err).__name__}: {err}")
+            kind, message = "internal", f"{type(err).__name__}: {err}"
+        duration = time.monotonic() - started
+        if outcome is None:
+            outcome = Outcome(target, started, duration, kind=kind)
         else:
-            state.succeed(result)
-            return result
-        finally:
-            state.duration = time.perf_counter() - start
-        return None
+            outcome = Outcome(target, started, duration, outcome.families, None, outcome.series_in,
+                              outcome.series_out, outcome.sources, outcome.dropped)
+        runner.record(outcome, message.replace("\n", " ")[:300])
+        runner.task = None
+        return outcome
 
-    async def collect(self) -> str:
-        """One scrape of every target, normalized, merged, with the exporter's own series."""
+    async def _outcome(self, runner: _Runner, deadline: float) -> Outcome:
+        """The target's fresh outcome, joining the fetch in flight; timed out if not ready by `deadline`."""
+        now = time.monotonic()
+        if runner.last is not None and now - runner.last.started < self.config.min_interval:
+            return runner.last
+        if runner.task is None:
+            runner.task = asyncio.create_task(self._fetch(runner))
+        task = runner.task
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - now))
+        except TimeoutError:
+            if id(task) not in runner.late:
+                runner.late = {id(task)}
+                runner.errors["timeout"] += 1
+                runner.last_error = ("timeout", time.time())
+                log.warning("target %s: not ready before the scrape's deadline", runner.target.name)
+            return Outcome(runner.target, now, time.monotonic() - now, kind="timeout")
+
+    # -- serving --------------------------------------------------------------------------------
+
+    async def collect(self, budget: float | None = None) -> str:
+        """One scrape of every target within `budget` seconds, merged, with the exporter's own series."""
         if self._session is None:
-            self._session = aiohttp.ClientSession(auto_decompress=True)
-        start = time.perf_counter()
-        results = await asyncio.gather(*(self._fetch(s) for s in self.states))
-        merged: dict[str, OutFamily] = {}
-        for state, result in zip(self.states, results):
-            if result is not None:
-                self._merge(merged, state.target, result)
-        self._add_caps(merged)
-        return render(merged.values()) + self._health(time.perf_counter() - start)
+            self._slots = asyncio.Semaphore(self.config.max_connections)
+            connector = aiohttp.TCPConnector(limit=self.config.max_connections, limit_per_host=0)
+            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False,
+                                                  timeout=aiohttp.ClientTimeout(total=None))
+        start = time.monotonic()
+        deadline = start + (budget if budget is not None else self.config.timeout + _SLACK)
+        outcomes = await asyncio.gather(*(self._outcome(r, deadline) for r in self.runners))
+        return self._render(outcomes) + self._health(outcomes, time.monotonic() - start)
 
-    def _merge(self, merged: dict[str, OutFamily], target: Target, result: NormalizeResult) -> None:
-        label = self.config.target_label
-        for name, fam in result.families.items():
-            into = merged.get(name)
-            if into is None:
-                into = merged[name] = OutFamily(name, fam.header)
-            for body, canonical in zip(fam.chunks, fam.canonical):
-                if label:
-                    body = add_label(body, canonical, label, target.name)
-                into.add(body, canonical)
+    def _render(self, outcomes: list[Outcome]) -> str:
+        """The targets' families merged by name, one header each; a family that clashes is left out."""
+        key = tuple(id(o) for o in outcomes)
+        if self._rendered is not None and self._rendered[0] == key:
+            return self._rendered[1]   # concurrent scrapes served the same outcomes: merge once
+        headers = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
+        if self.config.max_running_requests:
+            headers["llm_max_running_requests"] = "gauge"
+        for o in outcomes:
+            for fam in o.families or ():
+                headers.setdefault(fam.name, fam.type)
+        merged: dict[str, list[str]] = {}
+        first_header: dict[str, str] = {}
+        for o in outcomes:
+            clashes = 0
+            for fam in o.families or ():
+                if headers[fam.name] != fam.type or _implicit_clash(fam, headers):
+                    clashes += 1
+                    continue
+                first_header.setdefault(fam.name, fam.header)
+                merged.setdefault(fam.name, []).append(fam.body)
+            if clashes:
+                self.runners[outcomes.index(o)].dropped["conflict"] += clashes
+        self._add_caps(merged, first_header)
+        text = "".join(first_header[n] + "".join(bodies) for n, bodies in merged.items())
+        self._rendered = (key, text)
+        return text
 
-    def _add_caps(self, merged: dict[str, OutFamily]) -> None:
+    def _add_caps(self, merged: dict[str, list[str]], headers: dict[str, str]) -> None:
         if not self.config.max_running_requests:
             return
         name = "llm_max_running_requests"
-        help_text = self.normalizer.catalog[name].help
-        fam = merged.setdefault(name, OutFamily(name, format_header(name, "gauge", help_text)))
-        for model, cap in self.config.max_running_requests:
-            fam.add(format_sample(Sample(name, (("model", model),), format_value(cap))), False)
+        headers.setdefault(name, format_header(name, "gauge", self.normalizer.catalog[name].help))
+        merged.setdefault(name, []).append("".join(
+            format_sample(Sample(name, (("model", model),), format_value(cap)))
+            for model, cap in self.config.max_running_requests))
 
-    def _health(self, total: float) -> str:
+    def _health(self, outcomes: list[Outcome], total: float) -> str:
         lines: list[str] = []
 
         def family(name: str, mtype: str, help_text: str, samples: list[tuple[tuple, float]]) -> None:
@@ -146,33 +275,38 @@ class NormalizingExporter:
             for labels, value in samples:
                 lines.append(format_sample(Sample(_PREFIX + name, labels, format_value(value))))
 
-        per = [(s, (("target", s.target.name),)) for s in self.states]
-        family("target_up", "gauge", "1 if the last scrape of the target succeeded and parsed.",
-               [(lab, float(s.up)) for s, lab in per])
-        family("target_scrape_duration_seconds", "gauge", "Time the last scrape of the target took.",
-               [(lab, s.duration) for s, lab in per])
-        family("target_series_in", "gauge", "Samples read from the target in the last good scrape.",
-               [(lab, s.series_in) for s, lab in per])
-        family("target_series_out", "gauge", "Samples served for the target after normalizing, last good scrape.",
-               [(lab, s.series_out) for s, lab in per])
-        family("target_source_info", "gauge", "Sources (mappings) detected in the target's last good scrape.",
-               [(lab + (("source", src),), 1.0) for s, lab in per for src in s.sources])
-        family("target_scrape_errors_total", "counter", "Failed scrapes of the target by kind.",
-               [(lab + (("kind", k),), n) for s, lab in per for k, n in sorted(s.errors.items())])
-        family("target_last_error_timestamp_seconds", "gauge", "When the target last failed, with the error.",
-               [(lab + (("kind", s.last_error[0]), ("message", s.last_error[1])), s.last_error[2])
-                for s, lab in per if s.last_error])
-        family("scrape_duration_seconds", "gauge", "Time this exporter took to answer its last scrape.",
+        per = [(o, r, (("target", o.target.name),)) for o, r in zip(outcomes, self.runners)]
+        family("target_up", "gauge", "1 if the target's data is in this response.",
+               [(lab, float(o.up)) for o, _, lab in per])
+        family("target_scrape_duration_seconds", "gauge", "Time the fetch served in this response took.",
+               [(lab, o.duration) for o, _, lab in per])
+        family("target_series_in", "gauge", "Samples read from the target in the fetch served here.",
+               [(lab, o.series_in) for o, _, lab in per])
+        family("target_series_out", "gauge", "Samples served for the target after normalizing, in this response.",
+               [(lab, o.series_out) for o, _, lab in per])
+        family("target_source_info", "gauge", "Sources (mappings) detected in the fetch served here.",
+               [(lab + (("source", src),), 1.0) for o, _, lab in per for src in o.sources])
+        family("target_scrape_errors_total", "counter", "Failed or late fetches of the target by kind.",
+               [(lab + (("kind", k),), n) for _, r, lab in per for k, n in sorted(r.errors.items())])
+        family("target_dropped_total", "counter",
+               "Families or samples of the target left out because Prometheus could not read them, by reason.",
+               [(lab + (("reason", k),), n) for _, r, lab in per for k, n in sorted(r.dropped.items())])
+        family("target_last_error_timestamp_seconds", "gauge",
+               "When the target last failed, with the kind of error (the message is in the log).",
+               [(lab + (("kind", r.last_error[0]),), r.last_error[1]) for _, r, lab in per if r.last_error])
+        family("scrape_duration_seconds", "gauge", "Time this exporter took to answer this scrape.",
                [((), total)])
         family("build_info", "gauge", "inferwatch version.", [((("version", __version__),), 1.0)])
         return "".join(lines)
 
     async def _handle_metrics(self, request: web.Request) -> web.Response:
-        body = await self.collect()
+        budget = scrape_deadline(self.config.timeout, request.headers.get(TIMEOUT_HEADER))
+        body = await self.collect(budget)
         return web.Response(body=body.encode("utf-8"), headers={"Content-Type": CONTENT_TYPE})
 
     async def _handle_index(self, request: web.Request) -> web.Response:
-        rows = "\n".join(f"  {s.target.name}: {s.target.url} ({'up' if s.up else 'down'})" for s in self.states)
+        rows = "\n".join(f"  {r.target.name}: {r.target.url} ({'up' if r.last and r.last.up else 'down'})"
+                         for r in self.runners)
         return web.Response(text=f"inferwatch normalizing exporter {__version__}\n/metrics\ntargets:\n{rows}\n")
 
     async def _handle_health(self, request: web.Request) -> web.Response:
@@ -181,6 +315,7 @@ class NormalizingExporter:
     async def _close(self, app: web.Application) -> None:
         if self._session is not None:
             await self._session.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -194,9 +329,16 @@ class NormalizingExporter:
         host, port = self.config.host, self.config.port
 
         def started(_message: str) -> None:  # aiohttp calls it once the port is bound
-            log.info("serving on http://%s:%d/metrics for %d target(s)", host, port, len(self.states))
+            log.info("serving on http://%s:%d/metrics for %d target(s)", host, port, len(self.runners))
 
         try:
             web.run_app(self.app(), host=host, port=port, print=started, access_log=None, handle_signals=True)
         except OSError as err:
             raise ListenError(host, port, err) from None
+
+
+def _implicit_clash(fam: ServedFamily, headers: dict[str, str]) -> bool:
+    """Whether a sample name of `fam` is another family's name: promtool would read a second TYPE."""
+    if fam.type in ALLOWED_SUFFIXES:
+        return False  # its _bucket/_sum/_count samples belong to it
+    return any(n != fam.name and n in headers for n in fam.names)

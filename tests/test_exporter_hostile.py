@@ -1,0 +1,286 @@
+"""Hostile-but-valid targets: whole bodies or a clear error, never wrong data as good, never a frozen exporter."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import subprocess
+import sys
+import time
+import zlib
+
+import aiohttp
+import pytest
+
+from conftest import REAL_CAPTURES
+from exporter_tools import (RawTargets, chunked, client_parse, dropped, endless, expected_samples, hang, health,
+                            make_config, promtool_problems, running_exporter, scrape, slowloris, static,
+                            target_samples)
+from inferwatch.exporters import Normalizer, split_families
+from inferwatch.exporters._config import parse_target_label
+from inferwatch.exporters._server import scrape_deadline
+
+VLLM = (REAL_CAPTURES / "vllm-0.11.0-hardware-aware-router.txt").read_bytes()
+DCGM = (REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def normalizer(mappings, catalog):
+    return Normalizer(mappings, catalog)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def serve_once(routes: dict, normalizer, timeout_header=None, **options) -> tuple[str, float]:
+    """One scrape of the exporter over `routes` (path -> route); the text and how long it took."""
+    options.setdefault("timeout", 1.0)
+    async with RawTargets(routes) as targets:
+        config = make_config({p.strip("/"): targets.url(p) for p in routes}, **options)
+        async with running_exporter(config, normalizer) as (base, _), aiohttp.ClientSession() as session:
+            start = time.monotonic()
+            text = await scrape(session, base, timeout_header)
+            return text, time.monotonic() - start
+
+
+def assert_served_parses(text: str) -> None:
+    assert promtool_problems(text) is None, promtool_problems(text)
+    client_parse(text)
+
+
+# -- 1. the whole body, or a clear error -------------------------------------------------------
+
+def test_bodies_in_paced_pieces_cut_inside_values_are_served_whole(normalizer):
+    body = VLLM.replace(b" 0.0\n", b" 123456.0\n")
+    routes = {"/len": static(body, pieces=7, pause=0.05), "/close": static(body, pieces=5, pause=0.05, length=False),
+              "/chunked": chunked(body, pieces=6, pause=0.05)}
+    text, _ = run(serve_once(routes, normalizer))
+    want = expected_samples(body.decode(), normalizer)
+    assert health(text) == {"len": "1.0", "close": "1.0", "chunked": "1.0"}
+    for name in ("len", "close", "chunked"):
+        assert target_samples(text, name) == want, name
+
+
+def test_a_body_that_ends_early_is_truncated_never_served(normalizer):
+    at_line_end = VLLM.index(b"\n", len(VLLM) // 2) + 1
+    routes = {"/line-end": dropped(VLLM, at_line_end), "/mid-value": dropped(VLLM, at_line_end - 3),
+              "/no-length": dropped(VLLM, at_line_end - 3, length=False),
+              "/no-last-chunk": chunked(VLLM, pieces=3, pause=0.01, finish=False)}
+    text, _ = run(serve_once(routes, normalizer))
+    assert health(text) == dict.fromkeys(("line-end", "mid-value", "no-length", "no-last-chunk"), "0.0")
+    assert health(text, "last_error_timestamp_seconds") == dict.fromkeys(
+        ("line-end", "mid-value", "no-length", "no-last-chunk"), "truncated")
+    assert not any(target_samples(text, t) for t in ("line-end", "mid-value", "no-length", "no-last-chunk"))
+
+
+def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
+    line = b'big_gauge{a="xxxxxxxxxxxxxxxxxxxxxxxx"} 1\n'
+    bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb_body = b"".join(bomb.compress(b"\n" * (1 << 20)) for _ in range(64)) + bomb.flush()  # 64 MiB inflated
+    routes = {"/big": endless(line, 200 * 1024 * 1024), "/big-unannounced": endless(line, 200 * 1024 * 1024,
+                                                                                      length=False),
+              "/bomb": static(bomb_body, extra=("Content-Encoding: gzip",)),
+              "/gzip-ok": static(gzip.compress(VLLM), extra=("Content-Encoding: gzip",))}
+    cpu = time.process_time()
+    text, elapsed = run(serve_once(routes, normalizer, timeout=5.0))
+    cpu = time.process_time() - cpu
+    assert health(text) == {"big": "0.0", "big-unannounced": "0.0", "bomb": "0.0", "gzip-ok": "1.0"}
+    kinds = health(text, "last_error_timestamp_seconds")
+    assert kinds == {"big": "too_large", "big-unannounced": "too_large", "bomb": "too_large"}
+    assert target_samples(text, "gzip-ok") == expected_samples(VLLM.decode(), normalizer)
+    assert elapsed < 3 and cpu < 2.5, (elapsed, cpu)  # the server side streams 16 MiB of it too
+
+
+def test_slowloris_body_ends_as_timeout_within_the_target_timeout(normalizer):
+    routes = {"/slow": slowloris(b"x 1\n" * 100, pause=0.05), "/good": static(DCGM)}
+    text, elapsed = run(serve_once(routes, normalizer, timeout=1.0))
+    assert health(text) == {"slow": "0.0", "good": "1.0"}
+    assert health(text, "last_error_timestamp_seconds") == {"slow": "timeout"}
+    assert elapsed < 2.0
+
+
+# -- 2. one target never takes down the others ------------------------------------------------
+
+ODD_SEPARATORS = ["\u2028", "\u2029", "\r", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]
+
+
+def test_line_separators_inside_label_values_stay_inside_them(normalizer):
+    body = "".join(f'odd_gauge{{sep="a{c}b",i="{i}"}} {i}\n' for i, c in enumerate(ODD_SEPARATORS)).encode()
+    text, _ = run(serve_once({"/odd": static(body), "/good": static(DCGM)}, normalizer))
+    assert health(text) == {"odd": "1.0", "good": "1.0"}
+    served = target_samples(text, "odd")
+    assert {dict(labels)["sep"] for _, labels in served} == {f"a{c}b" for c in ODD_SEPARATORS}
+    assert_served_parses(text)
+
+
+OPENMETRICS_AND_OVERFLOW = (
+    "# TYPE build info\nbuild_info{version=\"1\"} 1\n"
+    "# TYPE state stateset\nstate{state=\"a\"} 1\n"
+    "# TYPE gh gaugehistogram\ngh_bucket{le=\"+Inf\"} 1\ngh_gcount 1\ngh_gsum 1\n"
+    "# TYPE huge gauge\nhuge 1e999\n"
+    "# TYPE huge_ts gauge\nhuge_ts 1 99999999999999999999\n"
+    "# TYPE lat histogram\nlat_bucket{le=\"0.1\"} 1 # {trace_id=\"abc\"} 0.05 1700000000.0\nlat_count 1\nlat_sum 1\n"
+    "# TYPE bad_le histogram\nbad_le_bucket{le=\"fast\"} 1\nbad_le_bucket{le=\"+Inf\"} 1\nbad_le_count 1\n"
+    "# TYPE dup gauge\ndup{a=\"1\",a=\"2\"} 1\n"
+    "# TYPE reserved gauge\nreserved{__name__=\"other\"} 1\n"
+    "# TYPE fine_unknown unknown\nfine_unknown 7\n"
+    "# TYPE fine gauge\nfine 1\n"
+    "# EOF\n"
+)
+
+
+def test_what_prometheus_cannot_read_is_dropped_per_family_and_counted(normalizer):
+    routes = {"/om": static(OPENMETRICS_AND_OVERFLOW.encode()), "/good": static(DCGM)}
+    text, _ = run(serve_once(routes, normalizer))
+    assert_served_parses(text)
+    assert health(text) == {"om": "1.0", "good": "1.0"}
+    served = {(n, dict(labels).get("le")) for n, labels in target_samples(text, "om")}
+    assert served == {("fine", None), ("fine_unknown", None), ("bad_le_bucket", "+Inf"), ("bad_le_count", None)}
+    dropped_total = {}
+    for fam in split_families(text):
+        for s in fam.samples():
+            if s.name == "inferwatch_exporter_target_dropped_total":
+                dropped_total[dict(s.labels)["reason"]] = float(s.value)
+    # families: info, stateset, gaugehistogram; 1e999, a 20-digit timestamp, an exemplar. samples: the rest
+    assert dropped_total == {"openmetrics_type": 3, "invalid_line": 3, "invalid_labels": 2, "invalid_sample": 1}
+    assert target_samples(text, "good") == expected_samples(DCGM.decode(), normalizer)
+
+
+def test_a_target_with_nothing_readable_is_down_with_parse(normalizer):
+    routes = {"/html": static(b"<html><body>502</body></html>\n"), "/words": static(b"upstream connect error\n")}
+    text, _ = run(serve_once(routes, normalizer))
+    assert health(text) == {"html": "0.0", "words": "0.0"}
+    assert health(text, "last_error_timestamp_seconds") == {"html": "parse", "words": "parse"}
+
+
+def test_a_family_clashing_with_another_target_or_the_exporter_is_left_out(normalizer):
+    routes = {"/a": static(b"# TYPE shared gauge\nshared 1\n# TYPE inferwatch_exporter_target_up gauge\n"
+                           b"inferwatch_exporter_target_up 5\n"),
+              "/b": static(b"# TYPE shared counter\nshared 2\n# TYPE other gauge\nother_total 1\n"),
+              "/c": static(b"# TYPE other_total counter\nother_total 3\n")}
+    text, _ = run(serve_once(routes, normalizer))
+    assert_served_parses(text)
+    assert health(text) == {"a": "1.0", "b": "1.0", "c": "1.0"}
+    assert list(target_samples(text, "a")) == [("shared", ())]
+    assert target_samples(text, "b") == {}
+    assert target_samples(text, "c") == {("other_total", ()): "3"}
+
+
+@pytest.mark.parametrize("bad", ["bad-label", "le", "quantile", "__meta", "9x", "a b"])
+def test_target_label_is_validated(bad):
+    with pytest.raises(ValueError, match="not a usable label name"):
+        parse_target_label(bad)
+
+
+@pytest.mark.parametrize("bad", ["bad-label", "le"])
+def test_target_label_flag_gets_one_clear_line(bad):
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--target", "localhost:1",
+                           "--target-label", bad, "--listen", "127.0.0.1:1"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--target-label" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_good_target_labels_pass():
+    assert [parse_target_label(x) for x in ("target", "", "_t", "instance_name")] == ["target", "", "_t",
+                                                                                      "instance_name"]
+
+
+# -- 3. no input freezes the exporter ----------------------------------------------------------
+
+def go_style(lines: int) -> str:
+    """Integer values as Go clients write them, then one line the fast path does not take."""
+    body = "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n# TYPE DCGM_FI_DEV_FB_USED gauge\n"
+    body += "".join(f'DCGM_FI_DEV_FB_USED{{gpu="{i}",UUID="GPU-{i}"}} 1234567890123456{i}\n' for i in range(lines))
+    return body + 'DCGM_FI_DEV_FB_USED{gpu="x" } 1\n'
+
+
+@pytest.mark.parametrize("lines", [8, 40, 2000])
+def test_go_style_integers_then_a_non_canonical_line_parse_in_linear_time(lines):
+    start = time.perf_counter()
+    fams = split_families(go_style(lines))
+    assert time.perf_counter() - start < 0.5
+    assert sum(len(f.samples()) for f in fams) == lines + 1
+
+
+def test_long_values_are_checked_in_linear_time():
+    for text in ("x " + "1" * 1_000_000 + "x\n", "# TYPE x gauge\nx " + "1" * 1_000_000 + ".5e+7\n"):
+        start = time.perf_counter()
+        try:
+            split_families(text)
+        except Exception:  # noqa: BLE001 - only the time matters here
+            pass
+        assert time.perf_counter() - start < 0.5
+
+
+def test_30000_labels_on_one_line_cost_milliseconds_and_drop_that_sample(normalizer):
+    line = "wide{" + ",".join(f'l{i}="v"' for i in range(30000)) + "} 1\n"
+    start = time.perf_counter()
+    assert len(split_families(line)[0].samples()[0].labels) == 30000
+    assert time.perf_counter() - start < 0.5
+    body = ("# TYPE narrow gauge\nnarrow 1\n# TYPE wide gauge\n" + line).encode()
+    text, elapsed = run(serve_once({"/wide": static(body), "/wide-canonical": static(body.replace(b'v"}', b'v"} '))},
+                                   normalizer))
+    assert health(text) == {"wide": "1.0", "wide-canonical": "1.0"}
+    assert list(target_samples(text, "wide")) == [("narrow", ())]
+    assert "label_limit" in text and elapsed < 1.5
+
+
+def test_healthz_answers_while_a_large_body_is_parsed(normalizer):
+    body = "".join(f'slow{{ a="{i}", b="v"}} {i}\n' for i in range(40_000)).encode()  # not canonical: exact path
+
+    async def main():
+        async with RawTargets({"/big": static(body)}) as targets:
+            config = make_config({"big": targets.url("/big")}, timeout=5.0)
+            async with running_exporter(config, normalizer) as (base, exporter), aiohttp.ClientSession() as session:
+                scraping = asyncio.create_task(scrape(session, base))
+                worst = 0.0
+                while not scraping.done():
+                    start = time.monotonic()
+                    async with session.get(base + "/healthz") as resp:
+                        assert resp.status == 200
+                    worst = max(worst, time.monotonic() - start)
+                    await asyncio.sleep(0.02)
+                return worst, await scraping
+
+    worst, text = run(main())
+    assert health(text) == {"big": "1.0"}
+    assert worst < 0.25, worst
+
+
+# -- 4/5. deadlines and shared fetches ---------------------------------------------------------
+
+def test_the_scrape_answers_before_prometheus_timeout_with_what_is_ready(normalizer):
+    routes = {"/hang": hang, "/good": static(DCGM)}
+    text, elapsed = run(serve_once(routes, normalizer, timeout_header=1.0, timeout=5.0))
+    assert elapsed < 1.0
+    assert health(text) == {"hang": "0.0", "good": "1.0"}
+    assert health(text, "last_error_timestamp_seconds") == {"hang": "timeout"}
+    assert target_samples(text, "good") == expected_samples(DCGM.decode(), normalizer)
+
+
+@pytest.mark.parametrize("header,budget", [(None, 5.5), ("2", 1.8), ("10", 5.5), ("0.5", 0.45), ("junk", 5.5),
+                                           ("-1", 5.5), ("nan", 5.5)])
+def test_scrape_deadline(header, budget):
+    assert scrape_deadline(5.0, header) == pytest.approx(budget)
+
+
+def test_concurrent_scrapes_share_one_fetch_per_target(normalizer):
+    bodies = {f"/t{i}": static(DCGM, pieces=2, pause=0.1) for i in range(10)}
+    bodies["/hang"] = hang
+
+    async def main():
+        async with RawTargets(bodies) as targets:
+            config = make_config({p.strip("/"): targets.url(p) for p in bodies}, timeout=0.6, min_interval=5.0)
+            async with running_exporter(config, normalizer) as (base, exporter), aiohttp.ClientSession() as session:
+                texts = await asyncio.gather(*(scrape(session, base) for _ in range(8)))
+                return texts, exporter.fetches, targets.requests
+
+    texts, fetches, requests = run(main())
+    assert fetches == 11 and requests == 11
+    want = expected_samples(DCGM.decode(), normalizer)
+    for text in texts:
+        up = health(text)
+        assert up.pop("hang") == "0.0" and set(up.values()) == {"1.0"}
+        assert all(target_samples(text, f"t{i}") == want for i in range(10))
+        series_out = health(text, "series_out")
+        assert all(float(series_out[f"t{i}"]) == len(want) for i in range(10))

@@ -1,7 +1,5 @@
 """`inferwatch dashboards ...`: build, lint and push Grafana dashboards."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

@@ -1,7 +1,5 @@
 """`inferwatch simulate`, `inferwatch load` and `inferwatch demo`."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Optional
 

@@ -1,7 +1,5 @@
 """`inferwatch slo ...`: compile, explain, test, check and import SLO specs."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Optional

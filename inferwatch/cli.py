@@ -7,8 +7,6 @@ is imported inside the command that needs it, so `--help` and `normalize` do
 not pay for aiohttp, grafanalib or the simulator.
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Optional

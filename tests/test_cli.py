@@ -62,7 +62,7 @@ def test_engine_version_lists_every_simulated_release():
 
 def test_build_help_names_everything_it_writes():
     text = _help(["build"])
-    for where in ("prometheus/", "prometheus/rules/", "tests/", "alertmanager/", "grafana/dashboards/",
+    for where in ("prometheus/", "prometheus/rules/", "promtool tests", "alertmanager/", "grafana/dashboards/",
                   "mappings/generated/", "alerts/", "dashboards/"):
         assert where in text, where
 

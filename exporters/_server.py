@@ -150,7 +150,7 @@ class NormalizingExporter:
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="inferwatch-parse")
-        self._rendered: tuple[tuple[int, ...], str] | None = None
+        self._rendered: tuple[tuple[Outcome, ...], str] | None = None
         self.fetches = 0   # fetches started, for tests and the benchmark
 
     # -- fetching -------------------------------------------------------------------------------
@@ -231,30 +231,34 @@ class NormalizingExporter:
         return self._render(outcomes) + self._health(outcomes, time.monotonic() - start)
 
     def _render(self, outcomes: list[Outcome]) -> str:
-        """The targets' families merged by name, one header each; a family that clashes is left out."""
-        key = tuple(id(o) for o in outcomes)
-        if self._rendered is not None and self._rendered[0] == key:
+        """The targets' families merged by name, one header each, in target order.
+
+        A family is left out (counted as `conflict`) when promtool would read it as a second TYPE:
+        its name is a family already served with another type, or a sample name of a family already
+        served, or one of its sample names is the name of a family already served.
+        """
+        key = tuple(outcomes)   # held, not ids: an id may be reused once its outcome is gone
+        if self._rendered is not None and all(a is b for a, b in zip(self._rendered[0], key)):
             return self._rendered[1]   # concurrent scrapes served the same outcomes: merge once
-        headers = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
+        types = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
         if self.config.max_running_requests:
-            headers["llm_max_running_requests"] = "gauge"
-        for o in outcomes:
-            for fam in o.families or ():
-                headers.setdefault(fam.name, fam.type)
+            types["llm_max_running_requests"] = "gauge"
+        implicit: set[str] = set()     # sample names that are not their family's name
         merged: dict[str, list[str]] = {}
-        first_header: dict[str, str] = {}
-        for o in outcomes:
-            clashes = 0
+        headers: dict[str, str] = {}
+        for runner, o in zip(self.runners, outcomes):
             for fam in o.families or ():
-                if headers[fam.name] != fam.type or _implicit_clash(fam, headers):
-                    clashes += 1
+                extra = () if fam.type in ALLOWED_SUFFIXES else [n for n in fam.names if n != fam.name]
+                if (types.get(fam.name, fam.type) != fam.type or fam.name in implicit
+                        or any(n in types for n in extra)):
+                    runner.dropped["conflict"] += 1
                     continue
-                first_header.setdefault(fam.name, fam.header)
+                types[fam.name] = fam.type
+                implicit.update(extra)
+                headers.setdefault(fam.name, fam.header)
                 merged.setdefault(fam.name, []).append(fam.body)
-            if clashes:
-                self.runners[outcomes.index(o)].dropped["conflict"] += clashes
-        self._add_caps(merged, first_header)
-        text = "".join(first_header[n] + "".join(bodies) for n, bodies in merged.items())
+        self._add_caps(merged, headers)
+        text = "".join(headers[n] + "".join(bodies) for n, bodies in merged.items())
         self._rendered = (key, text)
         return text
 
@@ -335,10 +339,3 @@ class NormalizingExporter:
             web.run_app(self.app(), host=host, port=port, print=started, access_log=None, handle_signals=True)
         except OSError as err:
             raise ListenError(host, port, err) from None
-
-
-def _implicit_clash(fam: ServedFamily, headers: dict[str, str]) -> bool:
-    """Whether a sample name of `fam` is another family's name: promtool would read a second TYPE."""
-    if fam.type in ALLOWED_SUFFIXES:
-        return False  # its _bucket/_sum/_count samples belong to it
-    return any(n != fam.name and n in headers for n in fam.names)

@@ -163,8 +163,8 @@ def test_a_family_clashing_with_another_target_or_the_exporter_is_left_out(norma
     assert_served_parses(text)
     assert health(text) == {"a": "1.0", "b": "1.0", "c": "1.0"}
     assert list(target_samples(text, "a")) == [("shared", ())]
-    assert target_samples(text, "b") == {}
-    assert target_samples(text, "c") == {("other_total", ()): "3"}
+    assert target_samples(text, "b") == {("other_total", ()): "1"}  # first come, first served
+    assert target_samples(text, "c") == {}
 
 
 @pytest.mark.parametrize("bad", ["bad-label", "le", "quantile", "__meta", "9x", "a b"])

@@ -8,17 +8,23 @@ import subprocess
 import sys
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from conftest import ROOT
 from inferwatch import __version__
 from inferwatch.cli import app
 
-COMMANDS = [[], ["build"], ["normalize"], ["simulate"], ["load"], ["demo"], ["mappings"], ["mappings", "check"],
-            ["mappings", "catalog"], ["mappings", "relabel"], ["mappings", "rules"], ["exporter"],
-            ["exporter", "normalize"], ["slo"], ["slo", "compile"], ["slo", "explain"], ["slo", "check"],
-            ["slo", "test"], ["slo", "import"], ["dashboards"], ["dashboards", "build"], ["dashboards", "lint"],
-            ["dashboards", "push"]]
+
+def _commands(group, path=()) -> list[list[str]]:
+    """Every command and group of the CLI, as argument lists, found by walking the tree."""
+    found = [list(path)]
+    for name, command in getattr(group, "commands", {}).items():
+        found += _commands(command, (*path, name))
+    return found
+
+
+COMMANDS = _commands(typer.main.get_command(app))
 MAIN = [[], ["build"], ["normalize"], ["simulate"], ["load"], ["demo"], ["mappings", "relabel"],
         ["exporter", "normalize"], ["slo", "compile"], ["slo", "explain"], ["slo", "test"], ["slo", "import"],
         ["dashboards", "build"], ["dashboards", "lint"], ["dashboards", "push"]]

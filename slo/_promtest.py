@@ -7,7 +7,7 @@ from the rules under test:
 - a total outage fires the fastest page tier within its predicted detection
   time, and every tier that fired resolves within its short window of recovery;
 - a slow burn fires a ticket but no page;
-- an error rate at half the budget fires nothing;
+- an error rate at half the budget (or half the slowest tier's burn) fires nothing;
 - zero traffic records no NaN and fires nothing;
 - one bad request in an hour of ten requests does not page;
 - series that vanish (with or without a staleness marker) stop counting within
@@ -26,7 +26,7 @@ from inferwatch.durations import format_seconds
 from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math
 from inferwatch.slo._model import LatencySLI, Objective
 from inferwatch.slo._oracle import Counts
-from inferwatch.slo._rules import BURN_ALERT, MISSING_ALERT, RuleSet, record, window_name
+from inferwatch.slo._rules import BURN_ALERT, LITERAL_BRACES, MISSING_ALERT, RuleSet, record, window_name
 from inferwatch.slo._selector import le_spellings
 from inferwatch.slo._series import (Segment, Source, group_labels, input_series, per_minute, scrape_labels,
                                     series_name)
@@ -52,8 +52,12 @@ def _minutes(seconds) -> int:
     return math.ceil(Fraction(seconds) / BASE)
 
 
+_ACTION = re.compile(re.escape(LITERAL_BRACES) + r"|\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
+
+
 def _expand(text: str, labels: dict[str, str]) -> str:
-    return re.sub(r"\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", lambda m: labels.get(m.group(1), ""), text)
+    """What Prometheus renders: the only actions in generated rules are $labels and literal braces."""
+    return _ACTION.sub(lambda m: "{{" if m.group(1) is None else labels.get(m.group(1), ""), text)
 
 
 class _Objective:
@@ -63,7 +67,7 @@ class _Objective:
         spec = ruleset.spec
         self.spec, self.objective = spec, objective
         self.maths = [m for m in (tier_math(spec, objective, t) for t in spec.tiers) if m.fires]
-        group = next(g for g in ruleset.groups if g["name"].endswith(f"-{spec.service}-{objective.name}"))
+        group = next(g for g in ruleset.groups if g["name"] == f"inferwatch-slo-{spec.service}-{objective.name}")
         self.alerts = {(r["alert"], r["labels"].get("tier")): r for r in group["rules"] if "alert" in r}
         self.ident = {"service": spec.service, "slo": objective.name, **group_labels(spec, objective)}
         self.rate = Fraction(100)
@@ -74,7 +78,7 @@ class _Objective:
 
     def _alert(self, name: str, tier: str | None, expr_labels: dict[str, str]) -> dict:
         rule = self.alerts[(name, tier)]
-        return {"exp_labels": {**expr_labels, **rule["labels"]},
+        return {"exp_labels": {**expr_labels, **{k: _expand(v, expr_labels) for k, v in rule["labels"].items()}},
                 "exp_annotations": {k: _expand(v, expr_labels) for k, v in rule["annotations"].items()}}
 
     def _burn_check(self, t: int, tiers: list[TierMath]) -> dict:
@@ -99,6 +103,10 @@ class _Objective:
         samples = [] if value is None else [{"labels": f"{name}{{{labels}}}", "value": float(value)}]
         sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
         return {"expr": f"{name}{{{sel}}}", "eval_time": f"{t}m", "exp_samples": samples}
+
+    def _present(self, name: str, t: int) -> dict:
+        sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
+        return {"expr": f"count({name}{{{sel}}})", "eval_time": f"{t}m", "exp_samples": [{"labels": "{}", "value": 1}]}
 
     def _steady(self, name: str, error_ratio: Fraction, minutes: int, checks_at, want) -> dict:
         segments = [Segment(minutes, self.rate, self.rate * error_ratio)]
@@ -166,7 +174,11 @@ class _Objective:
                             lambda tiers: tiers and all(m.tier.severity != "critical" for m in tiers))
 
     def _half_budget(self) -> dict:
-        return self._steady("errors at half the budget fire nothing", self.objective.budget / 2, 180,
+        """Errors at half the budget, or at half the slowest tier's burn where a short SLO window makes a
+        ticket tier fire below 1x (7d: 0.233x over 3d)."""
+        burn = min([Fraction(1, 2)] + [m.factor / 2 for m in self.maths])
+        name = "half the budget" if burn == Fraction(1, 2) else f"{decimal(burn)}x the budget"
+        return self._steady(f"errors at {name} fire nothing", burn * self.objective.budget, 180,
                             [60, 120, 180], lambda tiers: not tiers)
 
     def _zero_traffic(self) -> dict:
@@ -223,15 +235,15 @@ class _Objective:
         engine = scrape_labels(self.spec, self.objective)
         down = self._case("a failing scrape target fires LLMSLIDataMissing", healthy,
                           fires(last + 1, {**self.ident, **engine}, self.ident), stale=True,
-                          extra=[{"series": series_name("up", engine), "values": f"1x{last} 0x10"}])
+                          extra=[{"series": series_name("up", engine), "values": f"1x{last} 0x{wait + 10}"}])
         source = Source(instance="exporter:9400", target="engine-0")
         exporter = scrape_labels(self.spec, self.objective, source)
         behind = self._case(
             "an engine failing behind the normalizing exporter fires LLMSLIDataMissing", healthy,
             fires(last + 1, {**self.ident, **exporter}, self.ident), sources=(source,), stale=True,
             extra=[{"series": series_name("up", {k: v for k, v in exporter.items() if k != "target"}),
-                    "values": f"1x{last + 10}"},
-                   {"series": series_name("inferwatch_exporter_target_up", exporter), "values": f"1x{last} 0x10"}])
+                    "values": f"1x{last + wait + 10}"},
+                   {"series": series_name("inferwatch_exporter_target_up", exporter), "values": f"1x{last} 0x{wait + 10}"}])
         ident = {"service": self.spec.service, "slo": self.objective.name}
         never = {"name": f"{self.spec.service}/{self.objective.name}: no series at all fires LLMSLIDataMissing",
                  "interval": "1m", "input_series": [{"series": series_name("up", engine), "values": "1x10"}],
@@ -241,12 +253,12 @@ class _Objective:
     def _stop_counting(self, counted_until: int) -> list[dict]:
         """The per-minute counts exist through `counted_until` and not a minute longer, so no phantom
         requests are recorded; the 5m error ratio then goes from real minutes to nothing, never to a 0 made of
-        phantom good events."""
+        phantom good events. (Presence is checked with count(): a 5m-rate value is not exact in floats.)"""
         last_real = counted_until + _minutes(300) - 1
-        return [self._sample(record("total", "increase1m"), counted_until, self.rate),
+        return [self._present(record("total", "increase1m"), counted_until),
                 self._sample(record("total", "increase1m"), counted_until + 1, None),
                 self._sample(record("good", "increase1m"), counted_until + 1, None),
-                self._sample(record("error_ratio", "5m"), last_real, 0),
+                self._present(record("error_ratio", "5m"), last_real),
                 self._sample(record("error_ratio", "5m"), last_real + 1, None)]
 
     def _counting(self) -> dict:

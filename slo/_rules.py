@@ -30,7 +30,7 @@ from inferwatch.slo._model import LatencySLI, Matcher, Objective, RatioSLI, Sele
 from inferwatch.slo._selector import le_matcher
 
 __all__ = ["RuleSet", "compile_spec", "window_name", "BURN_ALERT", "MISSING_ALERT", "DEFAULT_RUNBOOKS",
-           "runbook_url", "record"]
+           "runbook_url", "record", "literal", "LITERAL_BRACES"]
 
 BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
@@ -58,12 +58,27 @@ def window_name(seconds) -> str:
     return format_duration(seconds)
 
 
+LITERAL_BRACES = '{{ "{{" }}'
+
+
+def literal(text: str) -> str:
+    """User text as Go template text that prints itself: Prometheus expands alert labels and annotations as
+    templates, so a selector value or URL holding {{ query `up` }} would otherwise run whenever the alert
+    renders. `}}` outside an action is plain text already."""
+    return text.replace("{{", LITERAL_BRACES)
+
+
 def record(quantity: str, window: str) -> str:
     return f"llm_slo:{quantity}:{window}"
 
 
 def runbook_url(base: str, alert: str) -> str:
-    return f"{DEFAULT_RUNBOOKS}#{alert.lower()}" if not base else f"{base.rstrip('/')}/{alert}"
+    return f"{DEFAULT_RUNBOOKS}#{alert.lower()}" if not base else literal(f"{base.rstrip('/')}/{alert}")
+
+
+def _user_labels(spec: Spec, objective: Objective) -> dict[str, str]:
+    """The spec's and the objective's alert labels, as literal text (label values are templates too)."""
+    return {k: literal(v) for k, v in (*spec.labels, *objective.labels)}
 
 
 def compile_spec(spec: Spec) -> RuleSet:
@@ -201,7 +216,7 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     }
     annotations.update(dict(objective.annotations))
     labels = {**_ident(spec, objective), "tier": m.tier.name, "severity": m.tier.severity,
-              "long_window": long_w, "short_window": short_w, **dict(spec.labels), **dict(objective.labels)}
+              "long_window": long_w, "short_window": short_w, **_user_labels(spec, objective)}
     return {"alert": BURN_ALERT, "expr": expr, "labels": labels, "annotations": annotations}
 
 
@@ -219,7 +234,7 @@ def _missing_alert(spec: Spec, objective: Objective) -> dict:
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: SLI data missing",
         "description": (
-            f"The series behind {spec.service}/{objective.name} ({_total_selector(spec, objective).render()}) "
+            f"The series behind {spec.service}/{objective.name} ({literal(_total_selector(spec, objective).render())}) "
             "are absent, vanished within the last hour, lack the good-event series (for a latency SLI: no bucket "
             "at the threshold), or their scrape target is down. Until they are back the "
             "burn-rate alerts of this objective cannot fire: treat it as an outage, not as good news."),
@@ -227,7 +242,7 @@ def _missing_alert(spec: Spec, objective: Objective) -> dict:
     }
     # the user's own summary and description speak of the burn; keep ours for missing data
     annotations.update({k: v for k, v in objective.annotations if k not in ("summary", "description")})
-    labels = {**_ident(spec, objective), "severity": "critical", **dict(spec.labels), **dict(objective.labels)}
+    labels = {**_ident(spec, objective), "severity": "critical", **_user_labels(spec, objective)}
     return {"alert": MISSING_ALERT, "expr": expr, "for": format_duration(spec.missing_data_for),
             "labels": labels, "annotations": annotations}
 

@@ -30,7 +30,7 @@ def parse_selector(text: str) -> Selector:
             item = _MATCHER.match(text, pos)
             if not item:
                 raise ValueError(f'{text!r}: expected label="value" at column {pos + 1}')
-            value = re.sub(r"\\(.)", r"\1", item.group(3))
+            value = _unquote(text, item.start(3), item.group(3))
             matchers.append(Matcher(item.group(1), item.group(2), value))
             pos = item.end()
             if not item.group(4) and not re.compile(r"\s*}").match(text, pos):
@@ -38,6 +38,15 @@ def parse_selector(text: str) -> Selector:
     if pos != len(text):
         raise ValueError(f"{text!r}: unexpected text at column {pos + 1}; give a plain selector, not a query")
     return Selector(match.group(1), tuple(matchers))
+
+
+def _unquote(text: str, start: int, body: str) -> str:
+    """The value of a double-quoted PromQL string; only \\\\ and \\" escapes, so nothing changes meaning."""
+    for match in re.finditer(r"\\(.)", body):
+        if match.group(1) not in '\\"':
+            raise ValueError(f"{text!r}: escape \\{match.group(1)} at column {start + match.start() + 1} is not "
+                             "supported; write \\\\ for a backslash (a regex's \\. is \\\\.)")
+    return re.sub(r"\\(.)", r"\1", body)
 
 
 def _go_float(value: float) -> str:

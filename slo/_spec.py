@@ -26,15 +26,25 @@ OBJECTIVE_KEYS = ("name", "sli", "description", "threshold", "target", "metric",
                   "labels", "annotations", "runbook_url")
 ALERTING_KEYS = ("min_bad_events", "missing_data_for")
 MIN_WINDOW, MAX_WINDOW = parse_duration("7d"), parse_duration("90d")
+# missing data waits at least one evaluation and ends well inside the hour a vanished series is still named
+MIN_MISSING_FOR, MAX_MISSING_FOR = parse_duration("1m"), parse_duration("30m")
+MAX_MIN_BAD_EVENTS = 1_000_000
+MAX_TARGET = Fraction(999999, 1000000)   # a smaller budget than one bad request in a million cannot be measured
+MAX_NAME = 63                            # names become file, rule-group and Kubernetes object names
 SOURCES = ("engine", "frontdoor")
 CUSTOM_SLIS = ("latency", "ratio")
 # Labels that would make one SLO per request or per process: refused in group_by.
 UNBOUNDED_LABELS = {"request_id", "trace_id", "span_id", "id", "pid", "le", "uuid", "session_id", "user"}
-RESERVED_LABELS = {"service", "slo", "tier", "severity", "long_window", "short_window"}
+# Labels of one scrape target: an SLO per replica churns with every restart and says nothing about users.
+REPLICA_LABELS = {"instance", "target"}
+RESERVED_LABELS = {"service", "slo", "tier", "severity", "long_window", "short_window", "alertname"}
+PROMQL_NUMBERS = {"inf", "nan"}          # lexed as numbers in `by (...)`, so never a grouping label
 _NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?\Z")
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 _LABEL_TEMPLATE = re.compile(r"\$labels\.[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
 class _Collector:
@@ -47,6 +57,7 @@ class _Collector:
     def add(self, node, field: str, message: str) -> None:
         """Record a problem at the line of the field's own key when the YAML has it."""
         key = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
+        message = re.sub(rf",? ?'{LINE}': \d+(, )?", "", message)     # never show the loader's bookkeeping
         self.problems.append(Problem(self.file, line_of(node, key), field, message))
 
     def unknown_keys(self, node: dict, allowed, where: str) -> None:
@@ -56,6 +67,34 @@ class _Collector:
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
             self.add(node, f"{where}{key}", f"unknown key{hint}")
+
+
+def _plain(value):
+    """A loaded value without the loader's line bookkeeping, for messages."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != LINE}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _show(value) -> str:
+    return repr(_plain(value))
+
+
+def _text_problem(value) -> str | None:
+    """Why a YAML value is not the text the user meant, or None: YAML turns `yes` into a boolean and an empty
+    value into null, and neither may silently become 'True' or 'None'."""
+    if value is None:
+        return "has no value; write the text (quoted if it could read as a number, a boolean or null)"
+    if isinstance(value, bool):
+        return (f"is the boolean {str(value).lower()} (YAML reads yes, no, on, off, true and false so); "
+                "quote it if you mean the text")
+    if isinstance(value, float):
+        return f"{value!r} is a number with a fraction; quote it so the value is exactly what you wrote"
+    if not isinstance(value, (str, int)):
+        return f"{_show(value)} must be text"
+    return None
 
 
 def load_spec(path) -> Spec:
@@ -68,22 +107,24 @@ def parse_spec(doc, file: str = "<spec>") -> Spec:
     if not isinstance(doc, dict):
         raise SpecError([Problem(file, None, "", "an SLO spec is a mapping with service, window and objectives")])
     c.unknown_keys(doc, SPEC_KEYS, "")
-    if doc.get("version", 1) != 1:
-        c.add(doc, "version", f"unsupported version {doc.get('version')!r}; this inferwatch reads version 1")
+    version = doc.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        c.add(doc, "version", f"unsupported version {_show(version)}; this inferwatch reads version 1")
     service = _name(c, doc, "service", "service")
     window = _window(c, doc)
     source = doc.get("source", "engine")
-    if source not in SOURCES:
-        c.add(doc, "source", f"{source!r} is not a source; use one of {', '.join(SOURCES)}")
+    if not isinstance(source, str) or source not in SOURCES:
+        c.add(doc, "source", f"{_show(source)} is not a source; use one of {', '.join(SOURCES)}")
         source = "engine"
-    selector = tuple(Matcher(k, "=", v) for k, v in _string_map(c, doc, "selector").items())
+    selector = _selector_map(c, doc, "selector")
     engines = _engines(c, doc)
     group_by = _group_by(c, doc)
     labels = _string_map(c, doc, "labels")
-    _reserved(c, doc, "labels", labels)
+    _reserved(c, doc, "labels", labels, group_by)
     min_bad, missing_for = _alerting(c, doc)
-    objectives = _objectives(c, doc, source, engines, dict(_string_map(c, doc, "annotations")),
-                             str(doc.get("runbook_url", "")))
+    _optional_text(c, doc, "description")
+    objectives = _objectives(c, doc, source, engines, dict(_string_map(c, doc, "annotations", multiline=True)),
+                             _runbook(c, doc, ""), group_by, selector)
     if c.problems:
         raise SpecError(c.problems)
     return Spec(file=file, service=service, window=window, objectives=objectives, selector=selector,
@@ -97,22 +138,54 @@ def _name(c: _Collector, node: dict, key: str, field: str) -> str:
         c.add(node, field, "missing; give a short name such as chat")
         return "invalid"
     if not isinstance(value, str) or not _NAME.match(value):
-        c.add(node, field, f"{value!r} is not a name: lower-case letters, digits, '-', '_' and '.'")
+        c.add(node, field, f"{_show(value)} is not a name: lower-case letters, digits, '-', '_' and '.'")
+        return "invalid"
+    if len(value) > MAX_NAME:
+        c.add(node, field, f"is {len(value)} characters long; at most {MAX_NAME}, since it becomes part of file, "
+                           "rule-group and Kubernetes object names")
         return "invalid"
     return value
 
 
-def _reserved(c: _Collector, node: dict, field: str, labels: dict[str, str]) -> None:
-    for name in RESERVED_LABELS & set(labels):
-        c.add(node, f"{field}.{name}", "is set by the compiler on every alert; choose another label")
+def _optional_text(c: _Collector, node: dict, key: str, field: str | None = None) -> str:
+    if key not in node:
+        return ""
+    problem = _text_problem(node[key])
+    if problem:
+        c.add(node, field or key, problem)
+        return ""
+    return str(node[key])
+
+
+def _runbook(c: _Collector, node: dict, inherited: str, field: str = "runbook_url") -> str:
+    if "runbook_url" not in node:
+        return inherited
+    url = _optional_text(c, node, "runbook_url", field)
+    if url and (_CONTROL.search(url) or re.search(r"\s", url)):
+        c.add(node, field, f"{url!r} is not a URL: no spaces or control characters")
+        return inherited
+    return url
+
+
+def _reserved(c: _Collector, node: dict, field: str, labels: dict[str, str], group_by=()) -> None:
+    """Alert labels the compiler sets, or that would overwrite a group's own value."""
+    where = node.get("labels")
+    for name in sorted(RESERVED_LABELS & set(labels)):
+        c.add(where, f"{field}.{name}", "is set by the compiler on every alert; choose another label")
+    for name in sorted(set(group_by) & set(labels)):
+        c.add(where, f"{field}.{name}", "is a group_by label: each alert carries its group's own value; "
+                                       "choose another label")
 
 
 def _window(c: _Collector, doc: dict) -> Fraction:
     raw = doc.get("window", "28d")
     try:
-        window = parse_duration(raw, units="d w")
+        window = parse_duration(_plain(raw), units="d w")
     except ValueError:
-        c.add(doc, "window", f"{raw!r} is not a window such as 28d or 4w")
+        c.add(doc, "window", f"{_show(raw)} is not a window such as 28d or 4w")
+        return parse_duration("28d")
+    if window % 60:
+        c.add(doc, "window", f"{raw} is not a whole number of minutes; the rules count events per minute")
         return parse_duration("28d")
     if not MIN_WINDOW <= window <= MAX_WINDOW:
         c.add(doc, "window", f"{raw} is outside 7d to 90d: shorter windows leave too few events for a "
@@ -120,20 +193,48 @@ def _window(c: _Collector, doc: dict) -> Fraction:
     return window
 
 
-def _string_map(c: _Collector, node: dict, key: str) -> dict[str, str]:
+def _label_name_problem(name) -> str | None:
+    if not isinstance(name, str) or not _LABEL.match(name):
+        return f"{_show(name)} is not a label name: letters, digits and '_', not starting with a digit"
+    if name.startswith("__"):
+        return "names starting with __ are reserved for Prometheus' own use"
+    return None
+
+
+def _string_map(c: _Collector, node: dict, key: str, multiline: bool = False, field: str | None = None,
+                empty: bool = False) -> dict[str, str]:
+    """label_name: text pairs; text is a string or a whole number, on one line unless `multiline`, and not
+    empty unless `empty` (Prometheus drops an alert's labels and annotations whose value is empty)."""
+    field = field or key
     value = node.get(key) or {}
     if not isinstance(value, dict):
-        c.add(node, key, "must be a mapping of label: value")
+        c.add(node, field, "must be a mapping of label_name: value")
         return {}
     out = {}
     for name, item in value.items():
         if name == LINE:
             continue
-        if not _LABEL.match(str(name)) or isinstance(item, (dict, list)):
-            c.add(value, f"{key}.{name}", "must be label_name: value")
+        problem = _label_name_problem(name) or _text_problem(item)
+        if problem is None and (_CONTROL_MULTILINE if multiline else _CONTROL).search(str(item)):
+            problem = f"{str(item)!r} contains a control character; {'' if multiline else 'one line of '}text only"
+        if problem is None and not empty and str(item) == "":
+            problem = "is empty, and Prometheus drops what has an empty value; remove it or give it a value"
+        if problem:
+            c.add(value, f"{field}.{name}", problem)
             continue
-        out[str(name)] = str(item)
+        out[name] = str(item)
     return out
+
+
+def _selector_map(c: _Collector, node: dict, key: str, field: str | None = None) -> tuple[Matcher, ...]:
+    """A `selector:` mapping: equality matchers added to every series of the SLI; `le` is the threshold's."""
+    field = field or key
+    pairs = _string_map(c, node, key, field=field, empty=True)     # `model: ""` selects series without a model
+    if "le" in pairs:
+        c.add(node[key], f"{field}.le", "le is set from the threshold; select buckets with sli: latency and "
+                                        "threshold, or name them in a ratio SLI's good: selector")
+        pairs.pop("le")
+    return tuple(Matcher(k, "=", v) for k, v in pairs.items())
 
 
 def _engines(c: _Collector, doc: dict) -> tuple[EngineRef, ...]:
@@ -143,7 +244,10 @@ def _engines(c: _Collector, doc: dict) -> tuple[EngineRef, ...]:
         return ()
     engines = []
     for i, item in enumerate(raw):
-        name, _, version = str(item).partition("@")
+        if not isinstance(item, str):
+            c.add(doc, f"engines[{i}]", f"{_show(item)} is not an engine such as vllm or vllm@0.10.2")
+            continue
+        name, _, version = item.partition("@")
         if name not in bucket_tables():
             c.add(doc, f"engines[{i}]", f"unknown engine {name!r}; known: {', '.join(bucket_tables())}")
         elif version and not re.match(r"\d+(\.\d+)*\Z", version):
@@ -158,15 +262,29 @@ def _group_by(c: _Collector, doc: dict) -> tuple[str, ...]:
     if not isinstance(raw, list):
         c.add(doc, "group_by", "must be a list of labels such as [model]")
         return ()
+    good, seen = [], set()
     for label in raw:
-        if not _LABEL.match(str(label)):
-            c.add(doc, "group_by", f"{label!r} is not a label name")
+        problem = _label_name_problem(label)
+        if problem:
+            c.add(doc, "group_by", problem)
+        elif label.lower() in PROMQL_NUMBERS:
+            c.add(doc, "group_by", f"{label!r} reads as a number in PromQL's by (...); rename the label at scrape "
+                                   "time to group by it")
         elif label in UNBOUNDED_LABELS:
             c.add(doc, "group_by", f"{label!r} has a value per request or process: one SLO each would be "
                                    "unbounded; group by model, engine or namespace instead")
+        elif label in REPLICA_LABELS:
+            c.add(doc, "group_by", f"{label!r} names one scrape target: an SLO per replica churns with every "
+                                   "restart and is not what users feel; group by model, job or namespace instead")
         elif label in ("service", "slo"):
             c.add(doc, "group_by", f"{label!r} is set by the compiler itself")
-    return tuple(str(label) for label in raw)
+        elif label in seen:
+            c.add(doc, "group_by", f"{label!r} is listed twice")
+        else:
+            good.append(label)
+        if isinstance(label, str):
+            seen.add(label)
+    return tuple(good)
 
 
 def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
@@ -176,13 +294,19 @@ def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
         return 1, Fraction(120)
     c.unknown_keys(node, ALERTING_KEYS, "alerting.")
     min_bad = node.get("min_bad_events", 1)
-    if not isinstance(min_bad, int) or isinstance(min_bad, bool) or min_bad < 1:
-        c.add(node, "alerting.min_bad_events", f"{min_bad!r} must be a whole number of 1 or more")
+    if not isinstance(min_bad, int) or isinstance(min_bad, bool) or not 1 <= min_bad <= MAX_MIN_BAD_EVENTS:
+        c.add(node, "alerting.min_bad_events", f"{_show(min_bad)} must be a whole number from 1 to "
+                                               f"{MAX_MIN_BAD_EVENTS}")
         min_bad = 1
+    raw = node.get("missing_data_for", "2m")
     try:
-        missing_for = parse_duration(node.get("missing_data_for", "2m"), units="s m h")
-    except ValueError as err:
-        c.add(node, "alerting.missing_data_for", str(err))
+        missing_for = parse_duration(_plain(raw), units="s m h")
+    except ValueError:
+        c.add(node, "alerting.missing_data_for", f"{_show(raw)} is not a duration such as 2m or 90s")
+        return min_bad, Fraction(120)
+    if missing_for.denominator != 1 or not MIN_MISSING_FOR <= missing_for <= MAX_MISSING_FOR:
+        c.add(node, "alerting.missing_data_for", f"{raw} must be whole seconds from 1m to 30m: the rules are "
+                                                 "evaluated every minute, and a vanished series is named for an hour")
         missing_for = Fraction(120)
     return min_bad, missing_for
 
@@ -198,9 +322,11 @@ def _target(c: _Collector, node: dict, field: str) -> Fraction:
         return Fraction(99, 100)
     text = str(raw).strip()
     try:
+        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+            raise ValueError
         value = Fraction(text[:-1].strip()) / 100 if text.endswith("%") else Fraction(text)
     except ValueError:
-        c.add(node, field, f"{raw!r} is not a target such as 99.5% or 0.995")
+        c.add(node, field, f"{_show(raw)} is not a target such as 99.5% or 0.995")
         return Fraction(99, 100)
     if not text.endswith("%") and value > 1:
         c.add(node, field, f"{raw!r} is over 1; write percentages with a % sign, e.g. {raw}%")
@@ -211,6 +337,9 @@ def _target(c: _Collector, node: dict, field: str) -> Fraction:
                            "targets are below 100%, e.g. 99.9%")
     elif value <= 0:
         c.add(node, field, f"{raw} must be above 0%")
+    elif value > MAX_TARGET:
+        c.add(node, field, f"{raw} leaves less than one bad request in a million as the budget, too few to "
+                           "measure; at most 99.9999%")
     else:
         return value
     return Fraction(99, 100)
@@ -222,10 +351,15 @@ def _threshold(c: _Collector, node: dict, field: str) -> Fraction:
         c.add(node, field, "missing; a latency SLI needs a threshold such as 1s or 100ms")
         return Fraction(1)
     try:
-        return parse_duration(raw, units="ms s m")
+        threshold = parse_duration(_plain(raw), units="ms s m")
     except ValueError:
-        c.add(node, field, f"{raw!r} is not a threshold such as 1s, 500ms or 0.1 (seconds)")
+        c.add(node, field, f"{_show(raw)} is not a threshold such as 1s, 500ms or 0.1 (seconds)")
         return Fraction(1)
+    if (threshold * 1000).denominator != 1:
+        c.add(node, field, f"{raw} is finer than a millisecond; thresholds are whole milliseconds, e.g. 1ms or "
+                           "0.25s")
+        return Fraction(1)
+    return threshold
 
 
 def _selector(c: _Collector, node: dict, key: str, field: str):
@@ -234,24 +368,59 @@ def _selector(c: _Collector, node: dict, key: str, field: str):
         c.add(node, field, 'must be a selector such as llm_requests_finished_total{finished_reason="stop"}')
         return None
     try:
-        return parse_selector(raw)
+        selector = parse_selector(raw)
     except ValueError as err:
         c.add(node, field, str(err))
         return None
+    return selector if _matchers_ok(c, node, field, selector, allow_le=True) else None
+
+
+def _matchers_ok(c: _Collector, node: dict, field: str, selector, allow_le: bool) -> bool:
+    """Matchers Prometheus accepts and that can match: no reserved labels, no le where the threshold sets it,
+    one-line values, regexes that compile."""
+    for m in selector.matchers:
+        problem = _label_name_problem(m.label)
+        if m.label == "__name__":
+            problem = "give the metric name before the braces, not as __name__"
+        elif problem is None and m.label == "le" and not allow_le:
+            problem = "le is set from the threshold; a second le matcher would match no bucket"
+        elif problem is None and _CONTROL.search(m.value):
+            problem = f"{m.label}: {m.value!r} contains a control character"
+        elif problem is None and "~" in m.op:
+            problem = _regex_problem(m.value)
+        if problem:
+            c.add(node, field, f"{selector.render()}: {problem}")
+            return False
+    return True
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Prometheus' regexes are RE2: no lookaround or backreferences."""
+    if re.search(r"\(\?<?[=!]|\\[1-9]", pattern):
+        return f"{pattern!r}: RE2 has no lookaround or backreferences"
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        return f"{pattern!r} is not a valid regular expression ({err})"
+    return None
 
 
 def _annotations(c: _Collector, node: dict, field: str, inherited: dict[str, str]) -> dict[str, str]:
     merged = dict(inherited)
-    merged.update(_string_map(c, node, "annotations"))
+    merged.update(_string_map(c, node, "annotations", multiline=True, field=f"{field}.annotations"))
     for key, text in merged.items():
         for template in _TEMPLATE.findall(text):
             if not _LABEL_TEMPLATE.match(template):
                 c.add(node, f"{field}.annotations.{key}", f"{{{{ {template} }}}}: only {{{{ $labels.NAME }}}} "
                       "templates are allowed, so the generated tests can check the text")
+        if "{{" in _TEMPLATE.sub("", text):
+            c.add(node, f"{field}.annotations.{key}", "{{ without a closing }}: only {{ $labels.NAME }} templates "
+                                                      "are allowed")
     return merged
 
 
-def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, runbook_url) -> tuple[Objective, ...]:
+def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, runbook_url, group_by, selector
+                ) -> tuple[Objective, ...]:
     raw = doc.get("objectives")
     if not isinstance(raw, list) or not raw:
         c.add(doc, "objectives", "missing; list at least one objective with name, sli and target")
@@ -268,27 +437,43 @@ def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, run
             c.add(node, field + ".name", f"{name!r} is used twice; objective names are unique per service")
         seen.add(name)
         kind, sli = _sli(c, node, field, source, engines)
+        if sli is not None:
+            _contradiction(c, node, field, selector, sli)
         target = _target(c, node, field + ".target")
-        labels = _string_map(c, node, "labels")
-        _reserved(c, node, field + ".labels", labels)
+        labels = _string_map(c, node, "labels", field=field + ".labels")
+        _reserved(c, node, field + ".labels", labels, group_by)
         objectives.append(Objective(
             name=name, kind=kind, sli=sli, target=target, labels=tuple(sorted(labels.items())),
             annotations=tuple(sorted(_annotations(c, node, field, annotations).items())),
-            runbook_url=str(node.get("runbook_url", runbook_url)), description=str(node.get("description", ""))))
+            runbook_url=_runbook(c, node, runbook_url, field + ".runbook_url"),
+            description=_optional_text(c, node, "description", field + ".description")))
     return tuple(objectives)
+
+
+def _contradiction(c: _Collector, node: dict, field: str, selector: tuple[Matcher, ...], sli) -> None:
+    """Two equality matchers on one label (the spec's selector, the objective's, the SLI's) match nothing."""
+    parts = [sli.matchers] if isinstance(sli, LatencySLI) else \
+        [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    for matchers in parts:
+        values: dict[str, str] = {}
+        for m in (*selector, *matchers):
+            if m.op == "=" and values.setdefault(m.label, m.value) != m.value:
+                c.add(node, field, f"{m.label}={values[m.label]!r} and {m.label}={m.value!r} together match no "
+                                   "series; keep one of them")
+                return
 
 
 def _sli(c: _Collector, node: dict, field: str, source: str, engines):
     builtins = builtin_slis()[source]
     kind = node.get("sli")
     known = tuple(builtins) + CUSTOM_SLIS
-    if kind not in known:
-        close = difflib.get_close_matches(str(kind), known, n=1)
+    if not isinstance(kind, str) or kind not in known:
+        close = difflib.get_close_matches(str(_plain(kind)), known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        c.add(node, field + ".sli", f"{'missing' if kind is None else repr(kind) + ' is not an SLI'}: "
+        c.add(node, field + ".sli", f"{'missing' if kind is None else _show(kind) + ' is not an SLI'}: "
                                     f"use one of {', '.join(known)}{hint}")
         return "invalid", None
-    extra = tuple(Matcher(k, "=", v) for k, v in _string_map(c, node, "selector").items())
+    extra = _selector_map(c, node, "selector", field + ".selector")
     if kind in builtins:
         definition = dict(builtins[kind])
         for key in ("metric", "total", "good", "bad"):
@@ -305,16 +490,22 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
 
 def _latency_sli(c, node, field, definition, extra, source, engines) -> LatencySLI:
     try:
-        selector = parse_selector(str(definition["latency"]))
-    except ValueError:
-        c.add(node, field + ".metric", "a latency SLI needs metric: a histogram's name, optionally with matchers, "
-                                       'e.g. llm_request_queue_time_seconds{role="decode"}')
+        if not isinstance(definition["latency"], str):
+            raise ValueError
+        selector = parse_selector(definition["latency"])
+    except ValueError as err:
+        detail = f"{err}; " if str(err) else ""
+        c.add(node, field + ".metric", f"{detail}a latency SLI needs metric: a histogram's name, optionally with "
+                                       'matchers, e.g. llm_request_queue_time_seconds{role="decode"}')
+        selector = parse_selector("invalid")
+    if not _matchers_ok(c, node, field + ".metric", selector, allow_le=False):
         selector = parse_selector("invalid")
     threshold = _threshold(c, node, field + ".threshold")
-    if source == "engine":
-        message = threshold_problem(engines, selector.metric, threshold)
-        if message:
-            c.add(node, field + ".threshold", message)
+    # the front door's own bucket table (slo/buckets.yaml `sources:`) stands in for the engines'
+    message = threshold_problem(engines if source == "engine" else (EngineRef(source, None),), selector.metric,
+                                threshold)
+    if message:
+        c.add(node, field + ".threshold", message)
     exclude = tuple(Matcher(k, "!=", v) for k, v in (definition.get("exclude") or {}).items())
     means = definition.get("means", f"{selector.metric} observations within {{threshold}}")
     return LatencySLI(selector.metric, threshold, selector.matchers + extra + exclude,

@@ -214,3 +214,45 @@ def test_the_checked_in_default_alerts_pass_their_tests():
     alerts = ROOT / "alerts"
     ok, output = run_rule_tests(sorted(alerts.glob("llm.*.test.yaml")))
     assert ok, output
+
+
+# --- user text in templates, and specs that must compile ------------------------------------------------------
+
+TRICKY = {
+    "service": "chat", "window": "7d", "group_by": ["job"], "runbook_url": "https://x/{{query`up`}}",
+    "selector": {"model": 'a\\"b {{ query `up` }}'}, "labels": {"team": "{{ $labels.job }} {{"},
+    "alerting": {"min_bad_events": 1_000_000, "missing_data_for": "30m"},
+    "objectives": [{"name": "answered", "sli": "answered", "target": "99.9999%"},
+                   {"name": "loose", "sli": "ttft", "threshold": "1s", "target": "0.001%",
+                    "labels": {"page": "{{"}, "annotations": {"dashboard": "https://g/{{ $labels.job }}"}}],
+}
+ALLOWED_ACTION = re.compile(r'\{\{ "\{\{" \}\}|\{\{ \$labels\.[a-zA-Z_][a-zA-Z0-9_]* \}\}')
+
+
+def test_user_text_never_runs_as_a_template():
+    """Selector values, labels and runbook URLs print themselves: the only actions left are $labels (ours and the
+    user's annotations) and literal braces, so {{ query `up` }} can never run when an alert renders."""
+    rules = _rules(parse_spec(TRICKY, "tricky.yaml"))
+    texts = [v for r in rules if "alert" in r for v in (*r["labels"].values(), *r["annotations"].values())]
+    assert any("query" in t for t in texts)
+    for text in texts:
+        assert "{{" not in ALLOWED_ACTION.sub("", text), text
+    missing = next(r for r in rules if r.get("alert") == "LLMSLIDataMissing" and r["labels"]["slo"] == "answered")
+    assert missing["labels"]["team"] == '{{ "{{" }} $labels.job }} {{ "{{" }}'
+    assert missing["annotations"]["runbook_url"] == 'https://x/{{ "{{" }}query`up`}}/LLMSLIDataMissing'
+
+
+def test_the_issues_cases_compile_and_pass_their_own_tests(tmp_path):
+    """group_by job, a quote and braces in a selector value, templates in labels and URLs, a huge min_bad_events,
+    a target of 99.9999% and one so low that only one tier can fire, missing data after 30m."""
+    need("promtool")
+    files, warnings = render_files(compile_spec(parse_spec(TRICKY, "tricky.yaml")))
+    assert all("left out" in w for w in warnings), warnings
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    ok, output = check_rule_files(sorted(tmp_path.glob("*.rules.yaml")))
+    assert ok, output
+    tests = sorted(tmp_path.glob("*.test.yaml"))
+    assert len(tests) == 2
+    ok, output = run_rule_tests(tests)
+    assert ok, output

@@ -66,3 +66,18 @@ def test_frontdoor_source_needs_no_engine_buckets(tmp_path):
     out = tmp_path / "out"
     assert _run("compile", spec, "-o", out).returncode == 0
     assert "llm_frontdoor_time_to_first_token_seconds_bucket" in (out / "chat.responsive.rules.yaml").read_text()
+
+
+def test_mistakes_that_used_to_crash_the_compiler_are_clear_errors(tmp_path):
+    """Sub-millisecond durations and a 241-character objective name (File name too long) are refused by the
+    check every command runs first: one line each naming file, line and field, no traceback."""
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(CHAT.read_text().replace("threshold: 1s", "threshold: 0.0001")
+                    .replace("window: 28d", "window: 7.00000001d").replace("name: answered", "name: " + "a" * 241))
+    for command in ("check", "compile", "test"):
+        proc = _run(command, spec, *(["-o", tmp_path / "out"] if command == "compile" else []))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 3 and lines[0].startswith("error: "), lines
+        assert all(line.removeprefix("error: ").startswith(f"{spec}:") for line in lines), lines
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

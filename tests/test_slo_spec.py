@@ -69,6 +69,60 @@ MORE = [
      ["objectives[2].total: 'sum(rate(x[5m]))': unexpected text at column 4; give a plain selector, not a query"]),
     ("no objectives", GOOD[:GOOD.index("objectives:")], ["objectives: missing"]),
     ("invalid YAML", _bad("window: 28d", "window: [28d"), ["invalid YAML"]),
+    # what fuzzing found: each of these compiled to rules promtool refused, or to tests that could not pass
+    ("group_by instance", _bad("selector:", "group_by: [instance]\nselector:"),
+     ["3: group_by: 'instance' names one scrape target: an SLO per replica churns with every restart"]),
+    ("group_by target", _bad("selector:", "group_by: [model, target]\nselector:"), ["group_by: 'target' names one"]),
+    ("group_by inf", _bad("selector:", "group_by: [inf]\nselector:"),
+     ["group_by: 'inf' reads as a number in PromQL's by (...)"]),
+    ("group_by twice", _bad("selector:", "group_by: [model, model]\nselector:"), ["group_by: 'model' is listed twice"]),
+    ("selector __name__", _bad("model: llama-3-70b", "__name__: x"),
+     ["4: selector.__name__: names starting with __ are reserved for Prometheus' own use"]),
+    ("alert label __name__", _bad("selector:", "labels: {__name__: x}\nselector:"),
+     ["labels.__name__: names starting with __ are reserved"]),
+    ("alert label alertname", _bad("selector:", "labels: {alertname: x}\nselector:"),
+     ["labels.alertname: is set by the compiler on every alert"]),
+    ("alert label that is a group", _bad("selector:", "group_by: [namespace]\nlabels: {namespace: x}\nselector:"),
+     ["labels.namespace: is a group_by label"]),
+    ("empty alert label", _bad("selector:", "labels: {team: ''}\nselector:"), ["labels.team: is empty"]),
+    ("le in a selector", _bad("model: llama-3-70b", "le: '1'"),
+     ["4: selector.le: le is set from the threshold"]),
+    ("le in a latency metric", _bad("    sli: ttft ", "    sli: latency\n    metric: x_seconds{le=\"5\"}\n   "),
+     ['objectives[0].metric: x_seconds{le="5"}: le is set from the threshold; a second le matcher would match no '
+      "bucket"]),
+    ("contradictory selectors", _bad("    target: 99%\n", "    target: 99%\n    selector: {model: other}\n"),
+     ["objectives[0]: model='llama-3-70b' and model='other' together match no series"]),
+    ("an escape PromQL refuses", _bad("    sli: answered", '    sli: ratio\n    total: x{a="b\\.c"}\n    bad: x'),
+     ["objectives[2].total: 'x{a=\"b\\\\.c\"}': escape \\. at column 7 is not supported"]),
+    ("a regex RE2 refuses", _bad("    sli: answered", '    sli: ratio\n    total: x{a=~"(5"}\n    bad: x'),
+     ["objectives[2].total: x{a=~\"(5\"}: '(5' is not a valid regular expression"]),
+    ("sub-millisecond threshold", _bad("threshold: 1s", "threshold: 0.0001"),
+     ["9: objectives[0].threshold: 0.0001 is finer than a millisecond; thresholds are whole milliseconds"]),
+    ("fractional-minute window", _bad("window: 28d", "window: 7.00000001d"),
+     ["2: window: 7.00000001d is not a whole number of minutes"]),
+    ("objective name too long", _bad("name: responsive", "name: " + "a" * 241),
+     ["7: objectives[0].name: is 241 characters long; at most 63"]),
+    ("null selector value", _bad("model: llama-3-70b", "model:"),
+     ["4: selector.model: has no value; write the text"]),
+    ("yes as a label value", _bad("model: llama-3-70b", "model: yes"),
+     ["4: selector.model: is the boolean true (YAML reads yes, no, on, off, true and false so); quote it"]),
+    ("a float label value", _bad("model: llama-3-70b", "model: 1.5"),
+     ["selector.model: 1.5 is a number with a fraction; quote it"]),
+    ("a two-line selector value", _bad("model: llama-3-70b", 'model: "a\\nb"'),
+     ["selector.model: 'a\\nb' contains a control character; one line of text only"]),
+    ("min_bad_events 1e30", _bad("selector:", "alerting: {min_bad_events: 1000000000000000000000000000000}\nselector:"),
+     ["min_bad_events: 1000000000000000000000000000000 must be a whole number from 1 to 1000000"]),
+    ("missing_data_for under a minute", _bad("selector:", "alerting: {missing_data_for: 45s}\nselector:"),
+     ["alerting.missing_data_for: 45s must be whole seconds from 1m to 30m"]),
+    ("a target too close to 100%", _bad("target: 99.5%", "target: 99.99999%"),
+     ["objectives[2].target: 99.99999% leaves less than one bad request in a million"]),
+    ("a runbook URL with a space", _bad("selector:", "runbook_url: https://x/a b\nselector:"),
+     ["runbook_url: 'https://x/a b' is not a URL"]),
+    ("an annotation with an open template", _bad("    target: 99%\n", "    target: 99%\n    annotations: {a: 'x {{'}\n"),
+     ["objectives[0].annotations.a: {{ without a closing }}"]),
+    ("metric: null", _bad("    sli: ttft ", "    sli: latency\n    metric:\n   "),
+     ["objectives[0].metric: a latency SLI needs metric: a histogram's name"]),
+    ("version: true", "version: true\n" + GOOD, ["1: version: unsupported version True"]),
 ]
 
 
@@ -95,6 +149,17 @@ def test_more_mistakes(case, text, expected, tmp_path):
     shown = str(_errors(tmp_path, text))
     for want in expected:
         assert want in shown, shown
+
+
+@pytest.mark.parametrize("text", [
+    _bad("engines: [vllm, sglang]", "engines: [{a: 1}]"), _bad("target: 99%", "target: {a: 1}"),
+    _bad("threshold: 1s", "threshold: {a: 1}"), _bad("service: chat", "service: {a: 1}"),
+    _bad("window: 28d", "window: {a: 1}"), _bad("sli: ttft ", "sli: {a: 1} "),
+    _bad("selector:", "group_by: [{a: 1}]\nalerting: {min_bad_events: {a: 1}, missing_data_for: {a: 1}}\nselector:"),
+], ids=["engines", "target", "threshold", "service", "window", "sli", "group_by and alerting"])
+def test_messages_never_show_the_loaders_line_key(text, tmp_path):
+    shown = str(_errors(tmp_path, text))
+    assert "__line__" not in shown and "{'a': 1}" in shown, shown
 
 
 def test_every_problem_is_listed_at_once(tmp_path):

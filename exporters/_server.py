@@ -48,10 +48,15 @@ _OWN_FAMILIES = ("target_up", "target_scrape_duration_seconds", "target_series_i
                  "target_last_error_timestamp_seconds", "scrape_duration_seconds", "build_info")
 _TYPE_OF = re.compile(r"^# TYPE [^ ]+ ([a-z]+)$", re.M)
 _SLACK = 0.5  # seconds for parsing and answering after the per-target timeout
+_SCRAPE_DURATION_HEADER = format_header(_PREFIX + "scrape_duration_seconds", "gauge",
+                                        "Time this exporter took to answer this scrape.")
+_BUILD_INFO = format_header(_PREFIX + "build_info", "gauge", "inferwatch version.") + format_sample(
+    Sample(_PREFIX + "build_info", (("version", __version__),), "1.0"))
 
 
 def scrape_deadline(timeout: float, header: str | None) -> float:
-    """Seconds this scrape may take: within Prometheus' timeout (less 10 %, at most 0.5 s), else ours + slack."""
+    """Seconds this scrape may take: our timeout + slack, and within Prometheus' own timeout less a margin
+    (10 %, between 0.25 and 0.5 s, at most half) left for merging, sending and Prometheus reading it."""
     ours = timeout + _SLACK
     try:
         theirs = float(header) if header is not None else None
@@ -59,7 +64,7 @@ def scrape_deadline(timeout: float, header: str | None) -> float:
         theirs = None
     if theirs is None or not 0 < theirs < 1e6:
         return ours
-    return min(ours, theirs - min(0.5, theirs * 0.1))
+    return min(ours, theirs - min(0.5, max(0.25, theirs * 0.1), theirs / 2))
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ class _Runner:
     dropped: Counter = field(default_factory=Counter)
     last_error: tuple[str, float] | None = None      # kind, unix time
     last_message: str | None = None
-    late: set[int] = field(default_factory=set)      # ids of tasks already counted as late
+    late: tuple[asyncio.Task, Outcome] | None = None  # the fetch that missed a deadline, as served meanwhile
 
     def record(self, outcome: Outcome, message: str) -> None:
         if outcome.kind is None:
@@ -209,12 +214,13 @@ class NormalizingExporter:
         try:
             return await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - now))
         except TimeoutError:
-            if id(task) not in runner.late:
-                runner.late = {id(task)}
+            if runner.late is None or runner.late[0] is not task:
+                # one outcome per late fetch, counted once and shared, so concurrent scrapes merge once
+                runner.late = (task, Outcome(runner.target, now, time.monotonic() - now, kind="timeout"))
                 runner.errors["timeout"] += 1
                 runner.last_error = ("timeout", time.time())
                 log.warning("target %s: not ready before the scrape's deadline", runner.target.name)
-            return Outcome(runner.target, now, time.monotonic() - now, kind="timeout")
+            return runner.late[1]
 
     # -- serving --------------------------------------------------------------------------------
 
@@ -228,9 +234,11 @@ class NormalizingExporter:
         start = time.monotonic()
         deadline = start + (budget if budget is not None else self.config.timeout + _SLACK)
         outcomes = await asyncio.gather(*(self._outcome(r, deadline) for r in self.runners))
-        return self._render(outcomes) + self._health(outcomes, time.monotonic() - start)
+        data, health = self._render(outcomes)
+        total = format_sample(Sample(_PREFIX + "scrape_duration_seconds", (), format_value(time.monotonic() - start)))
+        return data + health + _SCRAPE_DURATION_HEADER + total + _BUILD_INFO
 
-    def _render(self, outcomes: list[Outcome]) -> str:
+    def _render(self, outcomes: list[Outcome]) -> tuple[str, str]:
         """The targets' families merged by name, one header each, in target order.
 
         A family is left out (counted as `conflict`) when promtool would read it as a second TYPE:
@@ -239,7 +247,7 @@ class NormalizingExporter:
         """
         key = tuple(outcomes)   # held, not ids: an id may be reused once its outcome is gone
         if self._rendered is not None and all(a is b for a, b in zip(self._rendered[0], key)):
-            return self._rendered[1]   # concurrent scrapes served the same outcomes: merge once
+            return self._rendered[1]   # concurrent scrapes served the same outcomes: render once
         types = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
         if self.config.max_running_requests:
             types["llm_max_running_requests"] = "gauge"
@@ -259,8 +267,8 @@ class NormalizingExporter:
                 merged.setdefault(fam.name, []).append(fam.body)
         self._add_caps(merged, headers)
         text = "".join(headers[n] + "".join(bodies) for n, bodies in merged.items())
-        self._rendered = (key, text)
-        return text
+        self._rendered = (key, (text, self._health(outcomes)))
+        return self._rendered[1]
 
     def _add_caps(self, merged: dict[str, list[str]], headers: dict[str, str]) -> None:
         if not self.config.max_running_requests:
@@ -271,7 +279,7 @@ class NormalizingExporter:
             format_sample(Sample(name, (("model", model),), format_value(cap)))
             for model, cap in self.config.max_running_requests))
 
-    def _health(self, outcomes: list[Outcome], total: float) -> str:
+    def _health(self, outcomes: list[Outcome]) -> str:
         lines: list[str] = []
 
         def family(name: str, mtype: str, help_text: str, samples: list[tuple[tuple, float]]) -> None:
@@ -298,9 +306,6 @@ class NormalizingExporter:
         family("target_last_error_timestamp_seconds", "gauge",
                "When the target last failed, with the kind of error (the message is in the log).",
                [(lab + (("kind", r.last_error[0]),), r.last_error[1]) for _, r, lab in per if r.last_error])
-        family("scrape_duration_seconds", "gauge", "Time this exporter took to answer this scrape.",
-               [((), total)])
-        family("build_info", "gauge", "inferwatch version.", [((("version", __version__),), 1.0)])
         return "".join(lines)
 
     async def _handle_metrics(self, request: web.Request) -> web.Response:

@@ -258,8 +258,8 @@ def test_the_scrape_answers_before_prometheus_timeout_with_what_is_ready(normali
     assert target_samples(text, "good") == expected_samples(DCGM.decode(), normalizer)
 
 
-@pytest.mark.parametrize("header,budget", [(None, 5.5), ("2", 1.8), ("10", 5.5), ("0.5", 0.45), ("junk", 5.5),
-                                           ("-1", 5.5), ("nan", 5.5)])
+@pytest.mark.parametrize("header,budget", [(None, 5.5), ("2", 1.75), ("4", 3.6), ("10", 5.5), ("0.3", 0.15),
+                                           ("junk", 5.5), ("-1", 5.5), ("nan", 5.5), ("inf", 5.5)])
 def test_scrape_deadline(header, budget):
     assert scrape_deadline(5.0, header) == pytest.approx(budget)
 

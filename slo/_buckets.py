@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from inferwatch.slo._model import EngineRef
-from inferwatch.slo._tables import EngineBuckets, bucket_tables, version_tuple
+from inferwatch.slo._tables import EngineBuckets, bucket_tables, source_buckets, version_tuple
 
 __all__ = ["threshold_problem", "fmt_number", "shared_bounds"]
 
@@ -27,7 +27,14 @@ def _range_for(table: EngineBuckets, family: str, version: str | None):
     return None
 
 
+def _table(name: str) -> EngineBuckets | None:
+    """An engine's table, or one of inferwatch's own sources' (`frontdoor`)."""
+    return bucket_tables().get(name) or source_buckets().get(name)
+
+
 def _label(engine: EngineRef, table: EngineBuckets, family: str) -> str:
+    if engine.name in source_buckets():
+        return f"inferwatch {engine.name}"
     if engine.version:
         return f"{engine.name} {engine.version}"
     since = ".".join(map(str, table.families[family][0].since))
@@ -36,7 +43,7 @@ def _label(engine: EngineRef, table: EngineBuckets, family: str) -> str:
 
 def engine_bounds(engine: EngineRef, metric: str) -> tuple[str, tuple[Fraction, ...] | None, str] | None:
     """(family, bounds, description) of `metric` in that engine release; None if the table does not know it."""
-    table = bucket_tables().get(engine.name)
+    table = _table(engine.name)
     if table is None or metric not in table.metrics:
         return None
     family = table.metrics[metric]
@@ -72,7 +79,7 @@ def threshold_problem(engines, metric: str, threshold: Fraction) -> str | None:
         above = [b for b in bounds if b > threshold]
         near = " and ".join(fmt_number(b) + "s" for b in (below[-1:] + above[:1]))
         line = f"{label} {family} has no bucket at {fmt_number(threshold)}s (nearest: {near})"
-        flag = bucket_tables()[engine.name].flags.get(family)
+        flag = _table(engine.name).flags.get(family)
         if flag:
             exact = [fmt_number(b) for b in sorted(set(bounds) | {threshold})]
             flag = flag.replace("{bounds}", ", ".join(exact)).replace("{bounds_spaced}", " ".join(exact))

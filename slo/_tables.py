@@ -12,7 +12,8 @@ import yaml
 from inferwatch.durations import parse_duration
 from inferwatch.slo._model import Tier
 
-__all__ = ["HERE", "BucketRange", "EngineBuckets", "bucket_tables", "builtin_slis", "default_tiers"]
+__all__ = ["HERE", "BucketRange", "EngineBuckets", "bucket_tables", "source_buckets", "builtin_slis",
+           "default_tiers"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,17 +40,24 @@ def _load(name: str) -> dict:
     return yaml.safe_load((HERE / name).read_text(encoding="utf-8"))
 
 
+def _buckets(name: str, doc: dict) -> EngineBuckets:
+    families = {
+        family: tuple(BucketRange(version_tuple(r["since"]),
+                                  None if r["bounds"] is None else tuple(Fraction(str(b)) for b in r["bounds"]))
+                      for r in ranges)
+        for family, ranges in doc["families"].items()}
+    return EngineBuckets(name, dict(doc["metrics"]), families, dict(doc.get("flags", {})))
+
+
 @lru_cache(maxsize=None)
 def bucket_tables() -> dict[str, EngineBuckets]:
-    tables = {}
-    for engine, doc in _load("buckets.yaml")["engines"].items():
-        families = {
-            family: tuple(BucketRange(version_tuple(r["since"]),
-                                      None if r["bounds"] is None else tuple(Fraction(str(b)) for b in r["bounds"]))
-                          for r in ranges)
-            for family, ranges in doc["families"].items()}
-        tables[engine] = EngineBuckets(engine, dict(doc["metrics"]), families, dict(doc.get("flags", {})))
-    return tables
+    return {engine: _buckets(engine, doc) for engine, doc in _load("buckets.yaml")["engines"].items()}
+
+
+@lru_cache(maxsize=None)
+def source_buckets() -> dict[str, EngineBuckets]:
+    """inferwatch's own histograms (the front door), in the engines' shape."""
+    return {name: _buckets(name, doc) for name, doc in _load("buckets.yaml").get("sources", {}).items()}
 
 
 @lru_cache(maxsize=None)

@@ -1,0 +1,119 @@
+"""The front door's configuration: flags parsed at the edge into one frozen value, with one-line errors."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from inferwatch import durations
+
+__all__ = ["Upstream", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
+           "DEFAULT_MAX_BODY"]
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]+(/.*)?\Z")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\Z", re.I)
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6, "mib": 1024**2,
+          "g": 10**9, "gb": 10**9, "gib": 1024**3}
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """An engine's OpenAI-compatible server: `name` labels its series (HOST:PORT), `url` is its base URL."""
+
+    name: str
+    url: str
+
+
+@dataclass(frozen=True)
+class FrontdoorConfig:
+    default: Upstream | None = None                     # where requests go that no route names
+    routes: tuple[tuple[str, Upstream], ...] = ()       # (model, upstream), from --upstream MODEL=URL
+    host: str = "0.0.0.0"
+    port: int = 8080
+    max_body: int = DEFAULT_MAX_BODY                    # request bodies above this get 413, unsent
+    connect_timeout: float = 10.0
+    idle_timeout: float = 300.0                         # between two reads of one response (headers included)
+    caller_header: str | None = None                    # trusted only when set: a gateway's caller name
+    caller_salt: str = ""                               # hashes API keys into caller names
+    max_callers: int = 20                               # distinct caller label values; the rest are `other`
+    max_models: int = 50                                # distinct model label values; the rest are `other`
+    access_log: str | None = None                       # a file, `-` for standard output, None for none
+
+    def upstream_for(self, model: str | None) -> Upstream | None:
+        for name, upstream in self.routes:
+            if name == model:
+                return upstream
+        return self.default
+
+    @property
+    def upstreams(self) -> tuple[Upstream, ...]:
+        seen = ([self.default] if self.default else []) + [u for _, u in self.routes]
+        return tuple(dict.fromkeys(seen))
+
+
+def _base_url(text: str) -> str:
+    """An engine's base URL from `http://host:port`, `http://host:port/v1` or `host:port`; ValueError if not."""
+    url = text.strip()
+    if "://" not in url:
+        if not _HOST_PORT.match(url):
+            raise ValueError
+        url = "http://" + url
+    parts = urlsplit(url)
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError
+    url = url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str, Upstream], ...]]:
+    """`URL` (at most one: the default) and `MODEL=URL` (one per model) into (default, routes)."""
+    default, routes = None, {}
+    for text in texts:
+        model, sep, url = text.partition("=")
+        if not sep or "://" in model:
+            model, url = "", text
+        try:
+            base = _base_url(url)
+        except ValueError:
+            raise ValueError(f"{text!r} is not URL or MODEL=URL with an http(s) URL or HOST:PORT, "
+                             "e.g. http://127.0.0.1:8000 or llama-3-8b=vllm:8000") from None
+        upstream = Upstream(urlsplit(base).netloc, base)
+        if not model:
+            if default is not None:
+                raise ValueError(f"{text!r}: only one upstream may be the default (URL without MODEL=); "
+                                 f"{default.url} already is")
+            default = upstream
+        elif model in routes:
+            raise ValueError(f"{text!r}: model {model!r} already goes to {routes[model].url}")
+        else:
+            routes[model] = upstream
+    if default is None and not routes:
+        raise ValueError("give at least one, e.g. --upstream http://127.0.0.1:8000")
+    return default, tuple(routes.items())
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `[::1]:PORT`."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:8080")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `32MiB`, `100MB`, `1048576`."""
+    match = _SIZE.match(str(text).strip())
+    if not match or float(match.group(1)) * _UNITS[match.group(2).lower()] < 1:
+        raise ValueError(f"{text!r} is not a size such as 32MiB, 100MB or 1048576")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_seconds(text: str) -> float:
+    """Seconds from `10s`, `500ms`, `5m` or a bare number."""
+    return float(durations.parse_duration(text, units="ms s m h"))

@@ -1,0 +1,157 @@
+"""What one request asked for and what its response said, read from a copy of the bytes that pass.
+
+`RequestInfo` comes from the request body; `Facts` accumulate from each SSE
+event (`observe_event`) or from a whole JSON answer (`observe_whole`). Nothing
+here keeps content: only times, counts, finish reasons, and tool-call names and
+arguments until the request is judged (they are needed to validate the call).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+__all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_whole", "token_counts"]
+
+_loads = json.loads
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    model: str | None = None
+    stream: bool = False
+    tools: dict[str, object] | None = None      # offered function name -> its parameters schema; None: none offered
+
+
+def request_info(body: bytes) -> RequestInfo:
+    """Model, streaming and offered functions of an OpenAI request body; empty when it is not one."""
+    try:
+        doc = _loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return RequestInfo()
+    if not isinstance(doc, dict):
+        return RequestInfo()
+    model = doc.get("model") if isinstance(doc.get("model"), str) else None
+    offered = {}
+    for tool in doc.get("tools") or ():
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            offered[function["name"]] = function.get("parameters")
+    for function in doc.get("functions") or ():            # the legacy `functions` list
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            offered[function["name"]] = function.get("parameters")
+    return RequestInfo(model, doc.get("stream") is True, offered or None)
+
+
+@dataclass
+class Facts:
+    """What a response said so far; times are monotonic seconds."""
+
+    events: int = 0
+    first_chunk: float | None = None
+    first_visible: float | None = None
+    last_visible: float | None = None
+    visible_chunks: int = 0                      # events with content or a tool call
+    reasoning_chunks: int = 0                    # events with hidden reasoning
+    done: bool = False                           # `data: [DONE]` seen
+    finish: dict[int, str] = field(default_factory=dict)                       # choice index -> finish_reason
+    tools: dict[tuple[int, int], list[str]] = field(default_factory=dict)      # (choice, call) -> [name, args]
+    error: str | None = None                     # an error object, or a body that is not the JSON it should be
+    usage: dict | None = None
+    visible_whole: bool = False                  # a whole (non-streamed) answer had content or a tool call
+
+
+def observe_event(facts: Facts, payload: bytes, now: float) -> None:
+    """Fold one SSE event's data into `facts`."""
+    facts.events += 1
+    if facts.first_chunk is None:
+        facts.first_chunk = now
+    if payload == b"[DONE]":
+        facts.done = True
+        return
+    try:
+        doc = _loads(payload)
+        visible = _observe_choices(facts, doc, whole=False)
+    except (ValueError, UnicodeDecodeError, TypeError, AttributeError):
+        facts.error = facts.error or "an event that is not a chunk object"
+        return
+    if visible:
+        facts.visible_chunks += 1
+        facts.last_visible = now
+        if facts.first_visible is None:
+            facts.first_visible = now
+
+
+def observe_whole(facts: Facts, body: bytes) -> None:
+    """Fold a whole JSON answer into `facts`."""
+    try:
+        facts.visible_whole = _observe_choices(facts, _loads(body), whole=True)
+    except (ValueError, UnicodeDecodeError, TypeError, AttributeError):
+        facts.error = facts.error or "a body that is not a completion object"
+
+
+def _observe_choices(facts: Facts, doc, whole: bool) -> bool:
+    """Record finish reasons, tool calls, usage and errors; True when the document shows the user something."""
+    if not isinstance(doc, dict):
+        raise TypeError
+    if doc.get("object") == "error" or doc.get("error") is not None:
+        facts.error = facts.error or "an error object"
+        return False
+    if isinstance(doc.get("usage"), dict):
+        facts.usage = doc["usage"]
+    choices = doc.get("choices")
+    if choices is None and whole:
+        raise TypeError                          # a 200 answer without choices is not a completion
+    visible = False
+    for choice in choices or ():
+        index = choice.get("index", 0)
+        part = choice.get("message" if whole else "delta")
+        if part is None:                                     # /v1/completions
+            visible |= bool(choice.get("text"))
+        else:
+            if part.get("reasoning_content") or part.get("reasoning"):
+                facts.reasoning_chunks += 0 if whole else 1
+            visible |= bool(part.get("content")) | _tool_calls(facts, index, part)
+        if choice.get("finish_reason"):
+            facts.finish[index] = choice["finish_reason"]
+    return visible
+
+
+def _tool_calls(facts: Facts, index: int, part: dict) -> bool:
+    calls = part.get("tool_calls") or ()
+    for n, call in enumerate(calls):
+        _add_call(facts, (index, call.get("index", n)), call.get("function") or {})
+    if part.get("function_call"):                            # the legacy single function call
+        _add_call(facts, (index, -1), part["function_call"])
+    return bool(calls) or bool(part.get("function_call"))
+
+
+def _add_call(facts: Facts, key: tuple[int, int], function: dict) -> None:
+    entry = facts.tools.setdefault(key, ["", ""])
+    if function.get("name") and not entry[0]:
+        entry[0] = function["name"]
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        entry[1] += arguments
+    elif arguments is not None:
+        raise TypeError
+
+
+def _int(doc, key) -> int | None:
+    value = doc.get(key) if isinstance(doc, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def token_counts(facts: Facts) -> tuple[int | None, int | None, int | None, int | None]:
+    """(prompt, output, reasoning, visible) tokens: from `usage` where the engine gave it, else counted events
+    (one token per event; streamed only). None where nothing says."""
+    usage = facts.usage or {}
+    prompt, output = _int(usage, "prompt_tokens"), _int(usage, "completion_tokens")
+    reasoning = _int(usage.get("completion_tokens_details"), "reasoning_tokens")
+    counted = facts.events > 0
+    if reasoning is None and counted:
+        reasoning = facts.reasoning_chunks
+    if output is None and counted:
+        output = facts.visible_chunks + facts.reasoning_chunks
+    visible = None if output is None else max(0, output - (reasoning or 0))
+    return prompt, output, reasoning, visible

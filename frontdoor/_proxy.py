@@ -1,0 +1,317 @@
+"""The front door's HTTP side: an OpenAI-compatible reverse proxy that meters what users feel.
+
+    POST /v1/chat/completions, /v1/completions   proxied and metered, streamed or not
+    GET  /metrics                                the front door's own series
+    anything else                                proxied untouched
+
+Bytes go to the client as they arrive; a copy of each SSE event is parsed for
+metering, never re-serialized. The client going away cancels the handler
+(`handler_cancellation`), which closes the upstream connection at once, so the
+engine aborts the request. Each upstream read has the idle timeout, the connect
+the connect timeout, a whole stream none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from inferwatch.errors import InferwatchError
+from inferwatch.frontdoor._accesslog import AccessLog, access_record
+from inferwatch.frontdoor._caller import LabelCap, caller_of
+from inferwatch.frontdoor._config import FrontdoorConfig, Upstream
+from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
+from inferwatch.frontdoor._metrics import FrontdoorMetrics
+from inferwatch.frontdoor._outcome import classify
+from inferwatch.frontdoor._sse import SSESplitter
+
+__all__ = ["Frontdoor", "make_app", "start", "serve", "FRONTDOOR", "METERED_PATHS"]
+
+log = logging.getLogger("inferwatch.frontdoor")
+FRONTDOOR = web.AppKey("frontdoor", object)      # app[FRONTDOOR]: the running front door, for tests and tools
+METERED_PATHS = ("/v1/chat/completions", "/v1/completions")
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+                        "trailers", "transfer-encoding", "upgrade"})
+_NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
+_NOT_RETURNED = HOP_BY_HOP | {"content-length"}
+_SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")   # forward the client's, or none
+_UPSTREAM_DOWN = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError)
+MAX_METERED_BODY = 64 * 1024 * 1024     # a whole answer larger than this passes through unjudged (an error)
+
+
+@dataclass
+class _Exchange:
+    """One request's bookkeeping; `status` is the upstream's, `code` what the client got."""
+
+    start: float
+    status: int | None = None
+    code: int = 499
+    ended: str = "complete"
+    stream: bool = False
+    facts: Facts = field(default_factory=Facts)
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
+    """An error in OpenAI's shape, so clients show the message."""
+    return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": status}},
+                             status=status)
+
+
+def _forward_headers(headers, metered: bool) -> CIMultiDict:
+    named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
+    dropped = _NOT_FORWARDED | named | ({"accept-encoding"} if metered else set())
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
+
+
+def _returned_headers(headers) -> CIMultiDict:
+    named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_RETURNED | named)
+
+
+class Frontdoor:
+    """Routes, forwards and meters; one per listening front door."""
+
+    def __init__(self, config: FrontdoorConfig):
+        self.config = config
+        self.metrics = FrontdoorMetrics()
+        self.callers = LabelCap(config.max_callers)
+        self.models = LabelCap(config.max_models, free=("unknown", "other"))
+        self.session: aiohttp.ClientSession | None = None
+        self.access = AccessLog(config.access_log) if config.access_log else None
+        self.timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=config.connect_timeout,
+                                             sock_read=config.idle_timeout)
+
+    async def open(self) -> None:
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=60, enable_cleanup_closed=True)
+        self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=self.timeout,
+                                             skip_auto_headers=_SKIP_AUTO, cookie_jar=aiohttp.DummyCookieJar())
+
+    async def close(self) -> None:
+        if self.session:
+            await self.session.close()
+        if self.access:
+            self.access.close()
+
+    # --- endpoints ---------------------------------------------------------------------------------------
+
+    async def own_metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def metered(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, metered=True)
+
+    async def passthrough(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, metered=False)
+
+    # --- one request ---------------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request, metered: bool) -> web.StreamResponse:
+        ex = _Exchange(time.monotonic())
+        cfg = self.config
+        body = await self._body(request)
+        info = request_info(body) if body else RequestInfo()
+        upstream = cfg.upstream_for(info.model) or (None if info.model else (cfg.upstreams or (None,))[0])
+        labels = (self.models(info.model or "unknown"), self.callers(caller_of(request.headers, cfg.caller_header,
+                                                                                cfg.caller_salt)),
+                  upstream.name if upstream else "none")
+        ex.stream = info.stream
+        gauge = self.metrics.in_flight.labels(*labels) if metered else None
+        if gauge:
+            gauge.inc()
+        try:
+            if body is None:
+                return self._reply(ex, _error(413, f"the request body is larger than the front door's limit of "
+                                                   f"{cfg.max_body} bytes (--max-body)"), close=True)
+            if upstream is None:
+                return self._reply(ex, _error(404, f"model {info.model!r} is not served here; this front door "
+                                                   f"routes {', '.join(m for m, _ in cfg.routes)}"))
+            return await self._forward(request, upstream, body, ex, metered)
+        except asyncio.CancelledError:
+            ex.ended = "cancelled"
+            raise
+        finally:
+            if gauge:
+                gauge.dec()
+            self._done(request, ex, info, labels, metered)
+
+    async def _body(self, request: web.Request) -> bytes | None:
+        """The whole request body, or None when it is over the limit (reading stops there)."""
+        limit = self.config.max_body
+        if request.content_length is not None and request.content_length > limit:
+            return None
+        parts, size = [], 0
+        while chunk := await request.content.readany():
+            size += len(chunk)
+            if size > limit:
+                return None
+            parts.append(chunk)
+        return b"".join(parts)
+
+    @staticmethod
+    def _reply(ex: _Exchange, response: web.Response, close: bool = False) -> web.Response:
+        ex.status = ex.code = response.status
+        if close:
+            response.force_close()        # do not read the rest of an oversized body
+        return response
+
+    async def _forward(self, request: web.Request, upstream: Upstream, body: bytes, ex: _Exchange,
+                       metered: bool) -> web.StreamResponse:
+        try:
+            resp = await self.session.request(
+                request.method, upstream.url + request.raw_path, headers=_forward_headers(request.headers, metered),
+                data=body if body or request.method not in ("GET", "HEAD", "OPTIONS") else None,
+                allow_redirects=False)
+        except TimeoutError:
+            ex.ended = "timeout"
+            return self._reply(ex, _error(504, f"upstream {upstream.name} did not answer in time", "timeout"))
+        except aiohttp.ClientError as err:
+            ex.ended = "unreachable"
+            log.warning("upstream %s: %s", upstream.name, type(err).__name__)
+            return self._reply(ex, _error(502, f"upstream {upstream.name} is unreachable", "upstream_error"))
+        complete = False
+        try:
+            out = await self._relay(request, resp, ex, metered)
+            complete = ex.ended == "complete"
+            return out
+        finally:
+            if complete:
+                resp.release()            # the connection goes back to the pool
+            else:
+                resp.close()              # the engine sees the client leave and aborts the request
+
+    async def _relay(self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange,
+                     metered: bool) -> web.StreamResponse:
+        ex.status = resp.status
+        out = web.StreamResponse(status=resp.status, reason=resp.reason, headers=_returned_headers(resp.headers))
+        if resp.content_length is not None and "chunked" not in resp.headers.get("Transfer-Encoding", ""):
+            out.content_length = resp.content_length
+        await out.prepare(request)
+        ex.code = resp.status
+        sse = metered and resp.status == 200 and resp.content_type == "text/event-stream"
+        whole = metered and resp.status == 200 and not sse
+        splitter, facts, copy = SSESplitter(), ex.facts, bytearray()
+        try:
+            async for chunk in resp.content.iter_any():
+                now = time.monotonic()
+                await out.write(chunk)
+                if sse:
+                    for payload in splitter.feed(chunk):
+                        observe_event(facts, payload, now)
+                elif whole and len(copy) <= MAX_METERED_BODY:
+                    copy += chunk
+        except TimeoutError:
+            ex.ended = "timeout"
+        except _UPSTREAM_DOWN:
+            ex.ended = "broken"
+        except ConnectionResetError:              # the client went away between two chunks
+            ex.ended = "cancelled"
+            return out
+        if ex.ended != "complete":                # cut the client's response too, so it cannot look whole
+            if request.transport is not None:
+                request.transport.close()
+            return out
+        if whole and len(copy) <= MAX_METERED_BODY:
+            observe_whole(facts, bytes(copy))
+        elif whole or splitter.overflow:
+            facts.error = "too large to meter"
+        await out.write_eof()
+        return out
+
+    def _done(self, request: web.Request, ex: _Exchange, info: RequestInfo, labels, metered: bool) -> None:
+        """Count and log one request; never raises (it runs in `finally`)."""
+        try:
+            f = ex.facts
+            outcome = classify(ex.status, ex.ended, f, ex.stream, info.tools) if metered else None
+            prompt, output, reasoning, visible = token_counts(f)
+            times = {"duration": time.monotonic() - ex.start}
+            if f.first_chunk is not None:
+                times["ttfc"] = f.first_chunk - ex.start
+            if f.first_visible is not None:
+                times["ttft"] = f.first_visible - ex.start
+                if visible and visible >= 2 and f.last_visible > f.first_visible:
+                    times["tpot"] = (f.last_visible - f.first_visible) / (visible - 1)
+            if metered:
+                self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning))
+            if self.access:
+                self.access.write(access_record(
+                    request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,
+                    caller=caller_of(request.headers, self.config.caller_header, self.config.caller_salt),
+                    model=info.model, upstream=labels[2], method=request.method, path=request.path, status=ex.code,
+                    outcome=outcome, stream=ex.stream, times=times, tokens=(prompt, output, reasoning)))
+        except Exception:  # noqa: BLE001 - metering must never break the response; say so and go on
+            log.exception("metering failed")
+
+
+def make_app(config: FrontdoorConfig) -> web.Application:
+    """The aiohttp application; its upstream session opens and closes with it."""
+    door = Frontdoor(config)
+    app = web.Application(client_max_size=config.max_body)
+    app[FRONTDOOR] = door
+    app.router.add_get("/metrics", door.own_metrics)
+    for path in METERED_PATHS:
+        app.router.add_post(path, door.metered)
+    app.router.add_route("*", "/{tail:.*}", door.passthrough)
+
+    async def lifecycle(app):
+        await door.open()
+        yield
+        await door.close()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app
+
+
+async def start(config: FrontdoorConfig, app: web.Application | None = None) -> web.AppRunner:
+    """Bind and serve in the running loop; the runner's `addresses` say where. OSError when the bind fails."""
+    runner = web.AppRunner(app or make_app(config), access_log=None, handler_cancellation=True)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, config.host, config.port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
+_LISTEN_ERRORS = {errno.EADDRINUSE: "the port is already in use by another process",
+                  errno.EADDRNOTAVAIL: "the address is not one of this host's",
+                  errno.EACCES: "permission denied (ports below 1024 need privileges)"}
+
+
+def serve(config: FrontdoorConfig) -> None:
+    """Serve until SIGINT or SIGTERM; a failed bind is one clear InferwatchError."""
+    import signal
+
+    try:
+        app = make_app(config)
+    except OSError as err:
+        raise InferwatchError(f"--access-log {config.access_log}: cannot open: {err.strerror or err}") from None
+
+    async def main():
+        try:
+            runner = await start(config, app)
+        except OSError as err:
+            reason = _LISTEN_ERRORS.get(err.errno, err.strerror or str(err))
+            raise InferwatchError(f"--listen {config.host}:{config.port}: cannot listen: {reason}; "
+                                  "choose another with --listen HOST:PORT") from None
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        log.info("front door on %s:%d to %s", config.host, config.port,
+                 ", ".join(f"{m}={u.url}" if m else u.url for m, u in
+                           ([("", config.default)] if config.default else []) + list(config.routes)))
+        try:
+            await stop.wait()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())

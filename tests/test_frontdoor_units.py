@@ -1,0 +1,235 @@
+"""The front door's pure parts: SSE splitting, metering, outcomes, the schema check, flags, callers, and
+the SLO compiler knowing its buckets."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from fractions import Fraction
+
+import jsonschema
+import pytest
+
+from inferwatch.frontdoor import (OUTCOMES, Facts, SSESplitter, classify, observe_event, observe_whole,
+                                  parse_listen, parse_seconds, parse_size, parse_upstreams, request_info,
+                                  schema_problem, token_counts, tool_call_problem)
+from inferwatch.frontdoor._accesslog import access_record
+from inferwatch.frontdoor._caller import LabelCap, caller_of
+from inferwatch.slo._selector import parse_selector
+from inferwatch.slo._spec import parse_spec
+from inferwatch.slo._tables import source_buckets
+from inferwatch.errors import SpecError
+
+STREAM = (b": comment\r\n\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\\nb\"}}]}\n\n"
+          b"event: message\ndata: {\"choices\":\ndata: []}\n\n"
+          b"data:[DONE]\r\n\r\n")
+
+
+def test_exported_names_are_the_public_ones():
+    module = importlib.import_module("inferwatch.frontdoor")
+    for name in module.__all__:
+        getattr(module, name)
+    public = {n for n, v in vars(module).items() if not n.startswith("_") and type(v).__name__ != "module"}
+    assert public <= set(module.__all__)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, len(STREAM)])
+def test_sse_events_are_the_same_however_the_bytes_are_cut(size):
+    splitter = SSESplitter()
+    payloads = []
+    for i in range(0, len(STREAM), size):
+        payloads += splitter.feed(STREAM[i:i + size])
+    assert payloads == [b'{"choices":[{"index":0,"delta":{"content":"a\\nb"}}]}', b'{"choices":\n[]}', b"[DONE]"]
+
+
+def test_an_event_too_large_to_meter_is_dropped_not_kept():
+    splitter = SSESplitter()
+    for _ in range(20):
+        splitter.feed(b"x" * (1 << 20))
+    assert splitter.overflow and splitter.feed(b"\n\ndata: 1\n\n") == [b"1"]
+
+
+def _facts(*events, whole: bytes | None = None) -> Facts:
+    facts = Facts()
+    for i, event in enumerate(events):
+        observe_event(facts, event if isinstance(event, bytes) else json.dumps(event).encode(), float(i))
+    if whole is not None:
+        observe_whole(facts, whole)
+    return facts
+
+
+def _delta(finish=None, **delta) -> dict:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+OFFERED = {"get": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}
+CALL = {"tool_calls": [{"index": 0, "id": "t", "type": "function", "function": {"name": "get", "arguments": ""}}]}
+
+
+def _args(text: str) -> dict:
+    return _delta(tool_calls=[{"index": 0, "function": {"arguments": text}}])
+
+
+# (name, status, ended, events, stream, outcome)
+CASES = [
+    ("ok", 200, "complete", [_delta(content="hi"), _delta("stop"), b"[DONE]"], True, "ok"),
+    ("cancelled", 200, "cancelled", [_delta(content="hi")], True, "cancelled"),
+    ("left after [DONE]", 200, "cancelled", [_delta(content="hi"), _delta("stop"), b"[DONE]"], True, "ok"),
+    ("timeout", None, "timeout", [], True, "timeout"),
+    ("unreachable", None, "unreachable", [], True, "error"),
+    ("5xx", 503, "complete", [], True, "error"),
+    ("429", 429, "complete", [], True, "rate_limited"),
+    ("400", 400, "complete", [], True, "invalid_request"),
+    ("error object", 200, "complete", [{"object": "error", "message": "x"}, b"[DONE]"], True, "error"),
+    ("openai error", 200, "complete", [{"error": {"message": "x"}}, b"[DONE]"], True, "error"),
+    ("not JSON", 200, "complete", [b"{", _delta("stop"), b"[DONE]"], True, "error"),
+    ("abort", 200, "complete", [_delta(content="hi"), _delta("abort"), b"[DONE]"], True, "error"),
+    ("no [DONE]", 200, "complete", [_delta(content="hi"), _delta("stop")], True, "truncated"),
+    ("no finish", 200, "complete", [_delta(content="hi"), b"[DONE]"], True, "truncated"),
+    ("cut", 200, "broken", [_delta(content="hi")], True, "truncated"),
+    ("length", 200, "complete", [_delta(content="hi"), _delta("length"), b"[DONE]"], True, "length"),
+    ("filter", 200, "complete", [_delta(content="hi"), _delta("content_filter"), b"[DONE]"], True,
+     "content_filter"),
+    ("reasoning only", 200, "complete", [_delta(reasoning_content="hm"), _delta("stop"), b"[DONE]"], True, "empty"),
+    ("good tool", 200, "complete", [_delta(**CALL), _args('{"city":'), _args('"Lima"}'), _delta("tool_calls"),
+                                    b"[DONE]"], True, "ok"),
+    ("broken tool", 200, "complete", [_delta(**CALL), _args('{"city":'), _delta("tool_calls"), b"[DONE]"], True,
+     "tool_call_invalid"),
+    ("length beats broken tool", 200, "complete", [_delta(**CALL), _args('{"ci'), _delta("length"), b"[DONE]"],
+     True, "length"),
+]
+
+
+@pytest.mark.parametrize("name,status,ended,events,stream,outcome", CASES, ids=[c[0] for c in CASES])
+def test_outcomes(name, status, ended, events, stream, outcome):
+    assert classify(status, ended, _facts(*events), stream, OFFERED) == outcome
+
+
+def test_whole_answers():
+    def whole(message, finish="stop"):
+        return json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": finish}]}).encode()
+
+    assert classify(200, "complete", _facts(whole=whole({"content": "hi"})), False, None) == "ok"
+    assert classify(200, "complete", _facts(whole=whole({"content": ""})), False, None) == "empty"
+    assert classify(200, "complete", _facts(whole=b"{not json"), False, None) == "error"
+    assert classify(200, "complete", _facts(whole=b'{"object": "list"}'), False, None) == "error"
+    call = {"content": None, "tool_calls": [{"id": "t", "type": "function",
+                                             "function": {"name": "get", "arguments": '{"city": 1}'}}]}
+    assert classify(200, "complete", _facts(whole=whole(call, "tool_calls")), False, OFFERED) == "tool_call_invalid"
+    completion = json.dumps({"choices": [{"index": 0, "text": "hi", "finish_reason": "length"}]}).encode()
+    assert classify(200, "complete", _facts(whole=completion), False, None) == "length"
+    assert set(c[-1] for c in CASES) <= set(OUTCOMES)
+
+
+def test_tool_call_problems():
+    assert tool_call_problem([("get", '{"city": "Lima"}')], OFFERED) is None
+    assert tool_call_problem([("get", "")], {"get": None}) is None            # no parameters, no arguments
+    assert "not offered" in tool_call_problem([("rm", "{}")], OFFERED)
+    assert "not offered" in tool_call_problem([("get", "{}")], None)
+    assert "not JSON" in tool_call_problem([("get", '{"city": ')], OFFERED)
+    assert "not a JSON object" in tool_call_problem([("get", "[1]")], OFFERED)
+    assert "missing required key 'city'" in tool_call_problem([("get", "{}")], OFFERED)
+
+
+SCHEMA = {"type": "object", "required": ["a"], "additionalProperties": False, "properties": {
+    "a": {"type": "integer"}, "b": {"type": ["string", "null"]}, "c": {"enum": [1, "x", True]},
+    "d": {"type": "array", "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "number"}}}},
+    "e": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}, "f": {"$ref": "#/x"},
+    "g": {"type": "string", "pattern": "^z"}, "h": {"const": 0}, "i": {"allOf": [{"type": "number"}]}}}
+VALUES = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {}, {"a": 1, "z": 0}, {"a": 1, "b": None},
+          {"a": 1, "b": 2}, {"a": 1, "c": 1}, {"a": 1, "c": 1.0}, {"a": 1, "c": "y"}, {"a": 1, "c": True},
+          {"a": 1, "c": False}, {"a": 1, "d": [{"k": 1}, {"k": 2.5}]}, {"a": 1, "d": [{"k": "1"}]},
+          {"a": 1, "d": [{}]}, {"a": 1, "e": "s"}, {"a": 1, "e": False}, {"a": 1, "e": 1}, {"a": 1, "f": 5},
+          {"a": 1, "g": "nope"}, {"a": 1, "h": 0.0}, {"a": 1, "h": False}, {"a": 1, "i": "x"}, {"a": 1, "i": 2}]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=[json.dumps(v) for v in VALUES])
+def test_the_schema_check_never_flags_what_jsonschema_accepts(value):
+    """Sound: a flagged call is invalid for jsonschema too. Complete for the keywords it knows (no $ref/pattern)."""
+    ours = schema_problem(SCHEMA, value)
+    valid = jsonschema.Draft202012Validator({**SCHEMA, "$defs": {}, "properties": {
+        **SCHEMA["properties"], "f": {}}}).is_valid(value)
+    if ours is not None:
+        assert not valid, ours
+    elif not valid:
+        assert "f" in value or "g" in value, "missed a violation of a keyword it knows"
+
+
+def test_requests_and_token_counts():
+    info = request_info(json.dumps({"model": "m", "stream": True, "tools": [
+        {"type": "function", "function": {"name": "get", "parameters": {"type": "object"}}}]}).encode())
+    assert (info.model, info.stream, info.tools) == ("m", True, {"get": {"type": "object"}})
+    assert request_info(b"not json").model is None and request_info(b"[1]").tools is None
+    streamed = _facts(_delta(reasoning_content="x"), _delta(content="a"), _delta(content="b"), _delta("stop"))
+    assert token_counts(streamed) == (None, 3, 1, 2)
+    streamed.usage = {"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 4}}
+    assert token_counts(streamed) == (5, 9, 4, 5)
+    assert token_counts(Facts()) == (None, None, None, None)
+
+
+def test_flags():
+    default, routes = parse_upstreams(["http://e:8000/v1/", "b=localhost:30000", "c=https://x/api"])
+    assert default.url == "http://e:8000" and default.name == "e:8000"
+    assert [(m, u.url) for m, u in routes] == [("b", "http://localhost:30000"), ("c", "https://x/api")]
+    for bad, message in ((["nope"], "not URL or MODEL=URL"), (["a:1", "b:2"], "only one upstream"),
+                         (["m=a:1", "m=b:2"], "already goes to"), ([], "at least one"), (["ftp://x"], "not URL"),
+                         (["a:99999"], "not URL")):
+        with pytest.raises(ValueError, match=message):
+            parse_upstreams(bad)
+    assert parse_listen(":8080") == ("0.0.0.0", 8080) and parse_listen("[::1]:1") == ("::1", 1)
+    assert parse_size("32MiB") == 32 << 20 and parse_size("100MB") == 10 ** 8 and parse_size("1024") == 1024
+    assert parse_seconds("500ms") == 0.5 and parse_seconds("5m") == 300
+    for parse, text in ((parse_listen, "8080"), (parse_size, "lots"), (parse_size, "0"), (parse_seconds, "-1s")):
+        with pytest.raises(ValueError):
+            parse(text)
+
+
+def test_callers():
+    assert caller_of({"X-Team": "a"}, None, "s") == "anonymous"
+    assert caller_of({"X-Team": "a"}, "X-Team", "s") == "a"
+    hashed = caller_of({"Authorization": "Bearer sk-1"}, None, "s")
+    assert hashed.startswith("key-") and len(hashed) == 16 and "sk-1" not in hashed
+    assert caller_of({"Authorization": "Bearer sk-1"}, None, "t") != hashed       # salted
+    cap = LabelCap(2)
+    assert [cap(v) for v in ("a", "anonymous", "b", "c", "a")] == ["a", "anonymous", "b", "other", "a"]
+
+
+def test_access_record_has_named_fields_only():
+    record = access_record(request_id="r", caller="c", model="m", upstream="u", method="POST", path="/v1/x",
+                           status=200, outcome="ok", stream=True, times={"ttft": 0.0123, "duration": 1},
+                           tokens=(1, 2, None), now=0.5)
+    assert record["time"] == "1970-01-01T00:00:00.500Z" and record["first_token_ms"] == 12.3
+    assert set(record) == {"time", "request_id", "caller", "model", "upstream", "method", "path", "status",
+                           "outcome", "stream", "first_chunk_ms", "first_token_ms", "time_per_output_token_ms",
+                           "duration_ms", "prompt_tokens", "output_tokens", "reasoning_tokens"}
+
+
+# --- the SLO compiler and the front door's buckets --------------------------------------------------------
+
+
+def test_frontdoor_buckets_hold_the_usual_slo_thresholds():
+    table = source_buckets()["frontdoor"]
+    latency = table.families["latency"][0].bounds
+    for threshold in ("0.1", "0.25", "0.5", "1", "2", "2.5", "5", "10"):
+        assert Fraction(threshold) in latency
+    per_token = table.families["time_per_output_token"][0].bounds
+    assert {Fraction(t) for t in ("0.02", "0.05", "0.1")} <= set(per_token)
+
+
+def _spec(threshold: str):
+    return parse_spec({"service": "chat", "source": "frontdoor", "objectives": [
+        {"name": "responsive", "sli": "ttft", "threshold": threshold, "target": "99%"},
+        {"name": "answered", "sli": "answered", "target": "99%"}]})
+
+
+def test_frontdoor_slos_are_checked_against_the_front_doors_buckets():
+    spec = _spec("2s")
+    assert spec.objectives[0].sli.metric == "llm_frontdoor_time_to_first_token_seconds"
+    with pytest.raises(SpecError, match="inferwatch frontdoor latency has no bucket at 3.5s"):
+        _spec("3.5s")
+
+
+def test_answered_counts_ok_among_all_but_cancelled_and_invalid_requests():
+    sli = _spec("1s").objectives[1].sli
+    assert sli.good == parse_selector('llm_frontdoor_requests_total{outcome="ok"}')
+    assert sli.total == parse_selector('llm_frontdoor_requests_total{outcome!~"cancelled|invalid_request"}')

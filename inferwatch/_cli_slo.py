@@ -112,12 +112,12 @@ def test(specs: Specs):
         cases = sum(len(yaml.safe_load(p.read_text())["tests"]) for p in tests)
         tested = {p.name.replace(".test.yaml", ".rules.yaml") for p in tests}
         untested = [p.name[:-len(".rules.yaml")] for p in rules if p.name not in tested]
-        if untested or not cases:
-            raise InferwatchError(f"promtool: {len(rules)} rule files valid, but {cases} generated test cases: "
-                                  f"no tests for {', '.join(untested) or 'any objective'} (see the warnings above), "
-                                  "so these rules are untested")
+        if not cases:
+            raise InferwatchError(f"promtool: {len(rules)} rule files valid, but 0 generated test cases: no tests "
+                                  f"for {', '.join(untested) or 'any objective'} (see the warnings above), so "
+                                  "nothing was tested")
         typer.echo(f"promtool: {len(rules)} rule files valid; {cases} generated test cases in {len(tests)} files "
-                   "passed")
+                   "passed" + (f"; untested (see the warnings above): {', '.join(untested)}" if untested else ""))
 
 
 @slo_app.command("import")

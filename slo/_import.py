@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from inferwatch.errors import Problem, SpecError
-from inferwatch.slo._import_base import Draft, Notes, Refused, load_documents, text_of
+from inferwatch.slo._import_base import Draft, Notes, Refused, load_documents, mapping, text_of
 from inferwatch.slo._import_openslo import read_openslo
 from inferwatch.slo._import_pyrra import read_pyrra
 from inferwatch.slo._import_sloth import read_sloth
@@ -88,7 +88,7 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
     elif api == "sloth.slok.dev/v1" and kind == "PrometheusServiceLevel":
         return "sloth-crd"
     elif api.startswith("sloth.slok.dev/") and kind == "AlertWindows":
-        period = text_of((doc.get("spec") or {}).get("sloPeriod")) if isinstance(doc.get("spec"), dict) else ""
+        period = text_of(mapping(doc.get("spec")).get("sloPeriod"))
         notes.add(doc, where, f"a Sloth AlertWindows file: the burn-rate windows Sloth alerts with for a "
                               f"{period or 'custom'} SLO period, not an SLO; nothing to import (inferwatch's alert "
                               "tiers are fixed: see slo/tiers.yaml)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -17,7 +18,8 @@ from inferwatch.errors import Problem
 from inferwatch.slo._spec import RESERVED_LABELS
 
 __all__ = ["DEFAULT_DAYS", "Draft", "Notes", "Refused", "load_documents", "line_of", "name_of", "label_map",
-           "annotation_map", "percent", "window_of", "text_of", "join"]
+           "annotation_map", "percent", "window_of", "text_of", "join",
+           "mapping", "listing", "keys_text"]
 
 _NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?\Z")
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -95,6 +97,8 @@ def load_documents(text: str, file: str) -> list[tuple[str, object]]:
     carries its line, so documents need no other name."""
     try:
         raw = list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise Refused([Problem(file, None, "", "invalid YAML: nested too deeply to be a spec")]) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         reason = getattr(err, "problem", None) or str(err).splitlines()[0]
@@ -115,6 +119,21 @@ def join(path: str, key: str) -> str:
     return f"{path}.{key}" if path and key and not key.startswith("[") else path + key
 
 
+def mapping(value) -> dict:
+    """`value` if it is a mapping, else an empty one: a misshapen field reads as absent, never as a crash."""
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def keys_text(value) -> str:
+    """The keys of a mapping (or the items of a list) as `a, b`, to name what is not carried over."""
+    items = value if isinstance(value, (dict, list)) else [value]
+    return ", ".join(text_of(item) for item in items)
+
+
 def text_of(value) -> str:
     """A YAML scalar as the text Sloth (Go) would see: true, 0.2, 2022-01-01T12:00:00."""
     if isinstance(value, bool):
@@ -132,7 +151,8 @@ def name_of(notes: Notes, node, key: str, field: str, what: str) -> str:
         shown = "missing" if raw is None else f"{raw!r} is not a name"
         raise notes.refuse(node, field, f"{shown}: a {what} name is required")
     text = text_of(raw)
-    name = re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-_.")
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^a-z0-9_.-]+", "-", ascii_text.lower()).strip("-_.")
     if not _NAME.match(name):
         raise notes.refuse(node, field, f"{text!r} is not a {what} name: letters, digits, '-', '_' and '.'")
     if name != text:
@@ -196,6 +216,8 @@ def window_of(notes: Notes, node, field: str, count, unit: str) -> int:
     try:
         days = Decimal(text_of(count)) * _UNITS[unit]
     except (InvalidOperation, KeyError):
+        days = Decimal(0)
+    if not days.is_finite() or days <= 0:
         notes.add(node, field, f"{shown!r} is not a window; {DEFAULT_DAYS}d used")
         return DEFAULT_DAYS
     if unit in ("M", "Q", "Y"):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inferwatch.slo._import_base import DEFAULT_DAYS, Draft, Notes, Refused, join, name_of, percent, text_of, window_of
+from inferwatch.slo._import_base import (DEFAULT_DAYS, Draft, Notes, Refused, join, keys_text, mapping, name_of,
+                                         percent, text_of, window_of)
 from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
 
 __all__ = ["read_openslo", "OPENSLO_VERSIONS"]
@@ -39,7 +40,7 @@ class _Index:
     def __init__(self, docs: list[tuple[str, dict]]):
         self.by_kind: dict[str, dict[str, tuple[str, dict]]] = {}
         for where, doc in docs:
-            name = text_of((doc.get("metadata") or {}).get("name")) if isinstance(doc.get("metadata"), dict) else ""
+            name = text_of(mapping(doc.get("metadata")).get("name"))
             self.by_kind.setdefault(text_of(doc.get("kind")), {})[name] = (where, doc)
         self.used: set[tuple[str, str]] = set()
 
@@ -100,7 +101,7 @@ def _other(doc: dict, prefix: str, index: _Index, notes: Notes, services: dict[s
 def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     """openslo/v1 and openslo.com/v2alpha, which renames service, indicator and metricSource."""
     keys = _KEYS[doc.get("apiVersion")]
-    meta, spec = doc.get("metadata") or {}, doc.get("spec")
+    meta, spec = mapping(doc.get("metadata")), doc.get("spec")
     name = name_of(notes, meta, "name", join(prefix, "metadata.name"), "SLO")
     path = join(prefix, "spec")
     if not isinstance(spec, dict):
@@ -156,7 +157,7 @@ def _objective(name: str, i: int, count: int, target: dict, spec: dict, field: s
 def _metadata(meta: dict, prefix: str, notes: Notes) -> None:
     for key in ("labels", "annotations"):
         if meta.get(key):
-            shown = ", ".join(map(text_of, meta[key]))
+            shown = keys_text(meta[key])
             notes.add(meta, join(prefix, f"metadata.{key}"), f"({shown}) not carried over: OpenSLO metadata sorts "
                                                               "SLOs; put alert labels under labels:")
 
@@ -248,11 +249,11 @@ def _query_v1(metric, field: str, index: _Index, notes: Notes) -> str:
     kind, ref = source.get("type"), source.get("metricSourceRef", source.get("dataSourceRef"))
     if kind is None and ref is not None:
         data_source = index.get("DataSource", ref)
-        kind = ((data_source or {}).get("spec") or {}).get("type")
+        kind = mapping(mapping(data_source).get("spec")).get("type")
         if data_source is None:
             raise notes.refuse(source, f"{field}.type", f"unknown: no DataSource {text_of(ref)!r} in this file says "
                                                         "which kind of source the query is for (add type: Prometheus)")
-    spec = source.get("spec") if isinstance(source.get("spec"), dict) else metric.get("spec") or {}
+    spec = mapping(source.get("spec")) or mapping(metric.get("spec"))
     return _prometheus_query(source, field, kind, spec.get("query", spec.get("promql")), notes)
 
 
@@ -268,7 +269,7 @@ def _prometheus_query(node, field: str, kind, query, notes: Notes) -> str:
 
 
 def _slo_v1alpha(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
-    meta, spec = doc.get("metadata") or {}, doc.get("spec")
+    meta, spec = mapping(doc.get("metadata")), doc.get("spec")
     name = name_of(notes, meta, "name", join(prefix, "metadata.name"), "SLO")
     path = join(prefix, "spec")
     if not isinstance(spec, dict):

@@ -183,12 +183,31 @@ def _threshold(le: str) -> str | None:
 
 def _good_or_latency(good: Counter, total: Counter) -> dict:
     """Good events out of total: a latency SLI when good is the histogram's bucket of total, else a ratio."""
+    if _same(good, total):
+        raise QueryError("good and total count the same events: the SLI would always be 100%")
     base, le = good.name[:-len("_bucket")], good.le()
     if (good.name.endswith("_bucket") and le and base.endswith("_seconds") and _threshold(le)
             and total.histogram_total() == (base, frozenset(m for m in good.matchers if m[0] != "le"))):
         return {"sli": "latency", "metric": good.selector(drop="le").replace(good.name, base, 1),
                 "threshold": _threshold(le)}
+    flipped = _complement(good, total)
+    if flipped:
+        return {"sli": "ratio", "total": total.selector(), "bad": flipped.selector()}
     return {"sli": "ratio", "total": total.selector(), "good": good.selector()}
+
+
+_NEGATION = {"!~": "=~", "!=": "="}
+
+
+def _complement(good: Counter, total: Counter) -> Counter | None:
+    """`total{l!~"R"}` as good is exactly `total{l=~"R"}` as bad: the form our alerts and generated tests count."""
+    extra = set(good.matchers) - set(total.matchers)
+    if good.name != total.name or not set(total.matchers) <= set(good.matchers) or len(extra) != 1:
+        return None
+    label, op, value = extra.pop()
+    if op not in _NEGATION or any(m[0] == label for m in total.matchers):
+        return None
+    return Counter(total.name, (*total.matchers, (label, _NEGATION[op], value)), total.by)
 
 
 def _group_by(counters: list[Counter]) -> tuple[str, ...]:
@@ -205,6 +224,9 @@ def events_sli(error_query: str, total_query: str) -> tuple[dict, tuple[str, ...
     plus, minus = _counters(error_query, "error query", bare_ok=False)
     group_by = _group_by([total, *plus, *minus])
     if not minus:
+        if any(_same(c, total) for c in plus):
+            raise QueryError("error query counts the total itself: every event would be an error (Sloth refuses "
+                             "identical error and total queries)")
         bad = [c.selector() for c in plus]
         return {"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad}, group_by
     if len(plus) == 1 and len(minus) == 1 and _same(plus[0], total):
@@ -219,6 +241,8 @@ def bad_sli(bad_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tupl
     plus, minus = _counters(bad_query, "bad query", bare_ok)
     if minus:
         raise QueryError("bad query subtracts counters; give the bad events as a sum of counters")
+    if any(_same(c, total) for c in plus):
+        raise QueryError("bad query counts the total itself: every event would be bad")
     bad = [c.selector() for c in plus]
     return ({"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad},
             _group_by([total, *plus]))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from inferwatch.slo._import_base import Draft, Notes, join, name_of, percent, text_of, window_of
+from inferwatch.slo._import_base import (Draft, Notes, join, keys_text, listing, mapping, name_of, percent, text_of,
+                                         window_of)
 from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
 
 __all__ = ["read_pyrra"]
@@ -17,7 +18,7 @@ _KNOWN = {"description", "target", "window", "indicator", "alerting"}
 
 
 def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
-    meta, spec = doc.get("metadata") or {}, doc.get("spec")
+    meta, spec = mapping(doc.get("metadata")), doc.get("spec")
     name = name_of(notes, meta, "name", join(where, "metadata.name"), "SLO")
     path = join(where, "spec")
     if not isinstance(spec, dict):
@@ -39,7 +40,7 @@ def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
             notes.add(spec, f"{path}.{key}", f"{text_of(spec[key])[:40]!r} not carried over: a setting of Pyrra's "
                                              "own rule generation")
     if meta.get("labels"):
-        notes.add(meta, join(where, "metadata.labels"), f"({', '.join(map(text_of, meta['labels']))}) not carried "
+        notes.add(meta, join(where, "metadata.labels"), f"({keys_text(meta['labels'])}) not carried "
                                                         "over: labels of the Kubernetes resource, not of alerts")
     return [Draft(name, {**objective, **sli, "target": target}, spec, path, window=window, group_by=group_by)]
 
@@ -65,7 +66,7 @@ def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ..
         sli, group_by = reader(queries[part], queries["total"], bare_ok=True)
     except QueryError as err:
         raise notes.refuse(body, f"{path}.{kind}", f"{err}; not carried over") from None
-    grouping = body.get("grouping") or []
+    grouping = listing(body.get("grouping"))
     return sli, tuple(sorted(set(group_by) | {text_of(g) for g in grouping}))
 
 

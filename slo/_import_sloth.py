@@ -7,8 +7,8 @@ field is noted, since Sloth ignores it too.
 
 from __future__ import annotations
 
-from inferwatch.slo._import_base import (Draft, Notes, Refused, annotation_map, join, label_map, name_of, percent,
-                                         text_of)
+from inferwatch.slo._import_base import (Draft, Notes, Refused, annotation_map, join, label_map, listing, mapping,
+                                         name_of, percent, text_of)
 from inferwatch.slo._import_promql import QueryError, events_sli
 
 __all__ = ["read_sloth"]
@@ -112,6 +112,8 @@ def read_sloth(doc: dict, where: str, notes: Notes, crd: bool) -> list[Draft]:
     drafts = []
     for i, slo in enumerate(slos):
         try:
+            if not isinstance(slo, dict):
+                raise notes.refuse(spec, f"{field('slos')}[{i}]", "must be a mapping with name, objective and sli")
             drafts.append(_objective(slo, f"{field('slos')}[{i}]", service, labels, spell, notes))
         except Refused as refused:
             notes.items += refused.problems
@@ -119,13 +121,13 @@ def read_sloth(doc: dict, where: str, notes: Notes, crd: bool) -> list[Draft]:
 
 
 def _plugins(plugins, path: str, spell: _Fields, notes: Notes) -> None:
-    if not plugins:
-        return
-    for i, plugin in enumerate(plugins.get("chain") or []):
-        plugin_id = text_of(plugin.get("id"))
-        notes.add(plugin, f"{path}.chain[{i}].id", f"Sloth plugin {plugin_id} not carried over: " +
-                  _PLUGINS.get(plugin_id, _CORE if plugin_id.startswith("sloth.dev/core/") else
-                               "inferwatch runs no Sloth plugins"))
+    plugins = mapping(plugins)
+    for i, plugin in enumerate(listing(plugins.get("chain"))):
+        plugin_id = text_of(mapping(plugin).get("id")) or "(no id)"
+        hint = _PLUGINS.get(plugin_id, _CORE if plugin_id.startswith("sloth.dev/core/") else
+                            "inferwatch runs no Sloth plugins")
+        notes.add(plugin if isinstance(plugin, dict) else plugins, f"{path}.chain[{i}].id",
+                  f"Sloth plugin {plugin_id} not carried over: {hint}")
     if plugins.get("overridePrevious"):
         notes.add(plugins, f"{path}.overridePrevious", "replaces Sloth's default rule generation; inferwatch "
                                                        "generates its own rules")
@@ -137,10 +139,10 @@ def _objective(slo, path: str, service: str, labels: dict, spell: _Fields, notes
     if slo.get(spell("description")):
         objective["description"] = text_of(slo[spell("description")]).strip()
     target = _target(slo, field("objective"), spell, notes)
-    sli, group_by = _sli(slo.get(spell("sli")) or {}, field("sli"), spell, notes, slo)
+    sli, group_by = _sli(mapping(slo.get(spell("sli"))), field("sli"), spell, notes, slo)
     objective.update(sli)
     objective["target"] = target
-    alerting = slo.get(spell("alerting")) or {}
+    alerting = mapping(slo.get(spell("alerting")))
     objective_labels = {**labels, **label_map(notes, slo, spell("labels"), field("labels")),
                         **label_map(notes, alerting, spell("labels"), field("alerting", "labels"))}
     annotations = annotation_map(notes, alerting, spell("annotations"), field("alerting", "annotations"))
@@ -194,7 +196,7 @@ def _alerting(alerting: dict, path: str, name: str, spell: _Fields, notes: Notes
         notes.add(alerting, f"{path}.name", f"alert name {text_of(alerting['name'])} not carried over: inferwatch "
                                             f"alerts are LLMErrorBudgetBurn and LLMSLIDataMissing, with slo={name}")
     for kind, tier in (("page_alert", "page (critical)"), ("ticket_alert", "ticket (warning)")):
-        sub = alerting.get(spell(kind)) or {}
+        sub = mapping(alerting.get(spell(kind)))
         where = f"{path}.{spell(kind)}"
         if sub.get("disable"):
             notes.add(sub, f"{where}.disable", f"every tier is generated; silence the {tier} tiers in "

@@ -80,7 +80,7 @@ OUTCOMES = {
     "oslo/test__inputs__validate__recursive__nested__nested2__nested3__3.yaml": "refused",
     "oslo/test__inputs__validate__unknown-field.yaml": "refused",
     "oslo/test__inputs__validate__v1.yaml": "partial 1/1",
-    "oslo/test__inputs__validate__v1alpha.yaml": "partial 1/1",
+    "oslo/test__inputs__validate__v1alpha.yaml": "refused",
     "oslo/test__inputs__validate__v2alpha.yaml": "refused",
     "pyrra/caddy-response-latency.yaml": "partial 1/1",
     "pyrra/docker-compose__pyrra__prometheus-http.yaml": "partial 1/1",
@@ -465,6 +465,8 @@ def test_our_openslo_v1_fixture():
      {"sli": "ratio", "total": "t", "good": 't{ok="1"}'}),
     ('sum(rate(h_ms_count[{{.window}}])) - sum(rate(h_ms_bucket{le="500"}[{{.window}}]))',
      "sum(rate(h_ms_count[{{.window}}]))", {"sli": "ratio", "total": "h_ms_count", "good": 'h_ms_bucket{le="500"}'}),
+    ('sum(rate(t[{{.window}}])) - sum(rate(t{code!~"5.."}[{{.window}}]))', "sum(rate(t[{{.window}}]))",
+     {"sli": "ratio", "total": "t", "bad": 't{code=~"5.."}'}),
     ('sum(rate({__name__="a",x="y\\"z"}[{{.window}}]))', "sum(rate(t[{{.window}}]))",
      {"sli": "ratio", "total": "t", "bad": 'a{x="y\\"z"}'}),
 ])
@@ -486,11 +488,27 @@ def test_grouping_becomes_group_by():
     ("1 - histogram_share(0.2, x)", "is not PromQL that Prometheus accepts"),
     ("sum(rate(x[{{.service}}]))", "uses the template {{.service}}"),
     ("sum(x)", "sums raw counter values"),
+    ("sum(rate(t[{{.window}}]))", "error query counts the total itself"),
 ])
 def test_other_queries_are_refused_with_the_reason(error, says):
     with pytest.raises(QueryError, match=None) as err:
         events_sli(error, "sum(rate(t[{{.window}}]))")
     assert says in str(err.value)
+
+
+def test_a_good_selector_that_excludes_errors_becomes_bad():
+    assert good_sli('sum(rate(t{job="a",code!~"5.."}[5m]))', 'sum(rate(t{job="a"}[5m]))', bare_ok=True)[0] == {
+        "sli": "ratio", "total": 't{job="a"}', "bad": 't{job="a", code=~"5.."}'}
+    with pytest.raises(QueryError, match="good and total count the same events"):
+        good_sli("t", "t", bare_ok=True)
+
+
+def test_names_are_written_as_ours_and_noted():
+    result = import_text("version: prometheus/v1\nservice: Ñandú Shop\nslos: [{name: Checkout, objective: 99, sli: "
+                         "{events: {error_query: 'sum(rate(e[{{.window}}]))', total_query: 'sum(rate(t[{{.window}}]))'}}}]"
+                         "\n", "x.yaml")
+    assert (result.specs[0]["service"], result.specs[0]["objectives"][0]["name"]) == ("nandu-shop", "checkout")
+    assert "service: 'Ñandú Shop' written 'nandu-shop'" in _notes(result)
 
 
 def test_openslo_bare_counters_are_counted():

@@ -37,6 +37,8 @@ CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
 RATES = {VLLM_MODEL: 2.0, SGLANG_MODEL: 0.6}
 SLO_INTERVAL = "10s"          # instead of 1m
 FOR_SCALE = 10                # every `for:` divided by this
+SCRAPE_TIMEOUT = "2s"         # Prometheus' scrape of the exporter (every 2s)
+EXPORTER_TIMEOUT = "1500ms"   # each engine's answer: inside SCRAPE_TIMEOUT, with room to merge and send
 
 
 @dataclass(frozen=True)
@@ -270,12 +272,15 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         for model, (engine, port) in engines.items():
             procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
                                       f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1"])
+        # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
+        # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
         procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
+                                      "--timeout", EXPORTER_TIMEOUT,
                                       "--target", f"vllm=http://127.0.0.1:{ports['vllm']}/metrics",
                                       "--target", f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
                                       *[a for m, cap in CAPS.items() for a in ("--max-running-requests",
                                                                                f"{m}={cap}")]])
-        config = {"global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
+        config = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
                   "rule_files": _rule_files(folder),
                   "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
                                       "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]}]}

@@ -235,6 +235,12 @@ def exporter_normalize(
         drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Serve only mapped metrics.")] = False,
         target_label: Annotated[Optional[str], typer.Option(
             metavar="LABEL", help="Label naming the target on every series; '' for none [target].")] = None,
+        min_interval: Annotated[Optional[str], typer.Option(
+            metavar="DURATION", help="Fetch each target at most this often; concurrent scrapes share it [1s].")]
+        = None,
+        max_labels: Annotated[Optional[str], typer.Option(
+            metavar="N", help="Drop samples with more labels than this (a counted error); 0 for no limit [64].")]
+        = None,
         mapping: MappingOpt = [],
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics.
@@ -251,7 +257,7 @@ def exporter_normalize(
 
     from inferwatch.exporters import NormalizingExporter, Normalizer
     from inferwatch.exporters._config import (ExporterConfig, load_config, parse_cap, parse_duration,
-                                              parse_listen, parse_target)
+                                              parse_listen, parse_max_labels, parse_target, parse_target_label)
 
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         _bad("--log-level", ValueError(f"{log_level!r}: use debug, info, warning or error"))
@@ -281,8 +287,14 @@ def exporter_normalize(
             _bad("--timeout", err)
     if source is not None:
         cfg = replace(cfg, source=source)
-    if target_label is not None:
-        cfg = replace(cfg, target_label=target_label)
+    for flag, key, value, parse in (("--target-label", "target_label", target_label, parse_target_label),
+                                    ("--min-interval", "min_interval", min_interval, parse_duration),
+                                    ("--max-labels", "max_labels", max_labels, parse_max_labels)):
+        if value is not None:
+            try:
+                cfg = replace(cfg, **{key: parse(value)})
+            except ValueError as err:
+                _bad(flag, err)
     if not cfg.targets:
         _bad("--target", ValueError("give at least one target (or `targets:` in --config)"))
     names = [t.name for t in cfg.targets]

@@ -98,6 +98,9 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
         return "pyrra"
     elif api.startswith("pyrra.dev/"):
         notes.add(doc, where, f"a Pyrra {kind or 'document'}, not a ServiceLevelObjective: nothing to import")
+    elif api.startswith("n9/"):
+        notes.add(doc, where, f"a Nobl9 {kind or 'document'}: not imported (export it as OpenSLO, e.g. with "
+                              "sloctl, or write the SLO as openslo/v1)")
     elif kind == "PrometheusRule" or "groups" in doc:
         notes.add(doc, where, "Prometheus rules (perhaps Sloth's generated output), not an SLO spec: import the "
                               "Sloth or OpenSLO spec they were generated from")

@@ -113,6 +113,9 @@ def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     own = [_has_indicator(o, keys) for o in objectives]
     shared = None if all(own) else _indicator_v1(spec, path, keys, index, notes)   # refuses the SLO once
     _metadata(meta, prefix, notes)
+    _unknown(spec, _SLO_KEYS | {keys.service, keys.indicator, keys.indicator_ref}, path, notes)
+    for i, target in enumerate(objectives):
+        _unknown(target, _OBJECTIVE_KEYS | {keys.indicator, keys.indicator_ref}, f"{path}.objectives[{i}]", notes)
     window = _window_v1(spec, path, notes)
     _budgeting(spec, path, notes)
     if spec.get("alertPolicies"):
@@ -131,6 +134,17 @@ def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     return drafts
 
 
+_SLO_KEYS = {"description", "timeWindow", "budgetingMethod", "objectives", "alertPolicies"}
+_OBJECTIVE_KEYS = {"displayName", "op", "value", "target", "targetPercent", "timeSliceTarget", "timeSliceWindow",
+                   "compositeWeight"}
+
+
+def _unknown(node: dict, known: set[str], path: str, notes: Notes) -> None:
+    for key in node:
+        if key not in known:
+            notes.add(node, f"{path}.{key}", "is no OpenSLO field: not carried over")
+
+
 def _has_indicator(node: dict, keys: _Keys) -> bool:
     return keys.indicator in node or keys.indicator_ref in node
 
@@ -144,9 +158,9 @@ def _objective(name: str, i: int, count: int, target: dict, spec: dict, field: s
         value = percent(target["targetPercent"])
     else:
         value = percent(target.get("target"), scale=100) if target.get("target") is not None else None
-    if value is None:
+    if value is None or (target.get("targetPercent") is None and float(value[:-1]) > 100):
         raise notes.refuse(target, f"{field}.target", f"{text_of(target.get('target'))!r}: an objective needs a "
-                                                      "target between 0 and 1 (or targetPercent)")
+                                                      "target between 0 and 1, e.g. 0.999 (or targetPercent: 99.9)")
     objective["target"] = value
     if target.get("value") is not None and "op" in target:
         notes.add(target, f"{field}.value", f"{target.get('op')} {text_of(target['value'])} not carried over: "
@@ -164,6 +178,7 @@ def _metadata(meta: dict, prefix: str, notes: Notes) -> None:
 
 def _window_v1(spec: dict, path: str, notes: Notes) -> int:
     windows = spec.get("timeWindow") or []
+    windows = [windows] if isinstance(windows, dict) else windows
     if not isinstance(windows, list) or not windows or not isinstance(windows[0], dict):
         return _no_window(spec, f"{path}.timeWindow", notes)
     window, field = windows[0], f"{path}.timeWindow[0]"
@@ -317,6 +332,7 @@ def _ratio_v1alpha(target: dict, spec: dict, field: str, path: str, notes: Notes
 
 def _window_v1alpha(spec: dict, path: str, notes: Notes) -> int:
     windows = spec.get("timeWindows") or []
+    windows = [windows] if isinstance(windows, dict) else windows
     if not isinstance(windows, list) or not windows or not isinstance(windows[0], dict):
         return _no_window(spec, f"{path}.timeWindows", notes)
     window, field = windows[0], f"{path}.timeWindows[0]"

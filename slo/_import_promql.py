@@ -178,7 +178,9 @@ def _threshold(le: str) -> str | None:
         value = Decimal(le)
     except InvalidOperation:
         return None
-    return f"{value.normalize():f}s" if value.is_finite() and value > 0 else None
+    if not value.is_finite() or value <= 0 or (value * 1000) % 1:
+        return None                  # our thresholds are whole milliseconds; a finer bucket stays a ratio
+    return f"{value.normalize():f}s"
 
 
 def _good_or_latency(good: Counter, total: Counter) -> dict:

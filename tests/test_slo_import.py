@@ -307,6 +307,37 @@ def test_openslo_documents_written_as_a_yaml_list_are_read(name, service):
     assert spec["service"] == service and spec["objectives"][0]["sli"] == "ratio"
 
 
+V2ALPHA = """\
+- apiVersion: openslo.com/v2alpha
+  kind: DataSource
+  metadata: {name: thanos}
+  spec: {type: Prometheus}
+- apiVersion: openslo.com/v2alpha
+  kind: SLO
+  metadata: {name: api}
+  spec:
+    serviceRef: web
+    sli:
+      spec:
+        ratioMetric:
+          counter: true
+          bad: {dataSourceRef: thanos, spec: {query: 'sum(rate(http_requests_total{code=~"5.."}[5m]))'}}
+          total: {dataSourceRef: thanos, spec: {query: 'sum(rate(http_requests_total[5m]))'}}
+    timeWindow: [{duration: 4w, isRolling: true}]
+    objectives: [{target: 0.995}]
+"""
+
+
+def test_a_source_type_is_found_through_its_data_source():
+    result = import_text(V2ALPHA, "v2alpha.yaml")
+    assert not result.not_carried
+    assert result.specs == [{"version": 1, "service": "web", "window": "28d", "engines": [], "objectives": [
+        {"name": "api", "target": "99.5%", "sli": "ratio", "total": "http_requests_total",
+         "bad": 'http_requests_total{code=~"5.."}'}]}]
+    with pytest.raises(SpecError, match="no DataSource 'thanos' in this file"):
+        import_text(V2ALPHA.replace("metadata: {name: thanos}", "metadata: {name: other}"), "x.yaml")
+
+
 def test_a_failed_import_writes_nothing(tmp_path):
     out = tmp_path / "out.yaml"
     proc = _cli("import", OPENSLO / "budgeting-method__ratio-timeslices.yaml", "-o", out)

@@ -69,6 +69,7 @@ def import_text(text: str, origin: str = "<input>") -> ImportResult:
         drafts += more
     specs = [spec for spec in (_spec(service, group, notes, services.get(service))
                                for service, group in _by_service(drafts).items()) if spec]
+    notes.items.sort(key=lambda problem: problem.line or 0)       # in the order of the file
     if not specs:
         raise SpecError(notes.items or [Problem(origin, None, "", "nothing to import")])
     return ImportResult(specs, notes.items)

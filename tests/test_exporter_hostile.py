@@ -284,3 +284,22 @@ def test_concurrent_scrapes_share_one_fetch_per_target(normalizer):
         assert all(target_samples(text, f"t{i}") == want for i in range(10))
         series_out = health(text, "series_out")
         assert all(float(series_out[f"t{i}"]) == len(want) for i in range(10))
+
+
+def test_config_file_checks_the_new_keys(tmp_path):
+    from inferwatch.errors import SpecError
+    from inferwatch.exporters import load_config
+
+    cfg = tmp_path / "exporter.yaml"
+    cfg.write_text("targets: [localhost:8000]\ntarget_label: le\nmax_labels: -1\nmin_interval: soon\n"
+                   "max_connections: 0\n")
+    with pytest.raises(SpecError) as err:
+        load_config(str(cfg))
+    text = str(err.value)
+    for key in ("target_label", "max_labels", "min_interval", "max_connections"):
+        assert f"{key}:" in text, text
+    cfg.write_text("targets: [localhost:8000]\ntarget_label: instance\nmax_labels: 0\nmin_interval: 250ms\n"
+                   "max_connections: 8\n")
+    config = load_config(str(cfg))
+    assert (config.target_label, config.max_labels, config.min_interval, config.max_connections) == (
+        "instance", 0, 0.25, 8)

@@ -39,11 +39,12 @@ _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _NAME_RE = re.compile(_NAME + r"\Z")
 _CANON_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*+="[^"\\\n]*+"'
 _EXP = r"[eE][-+]?[0-9]++"
-_VALUE_RE = rf"[-+]?(?:[0-9]++(?:\.[0-9]*+)?(?:{_EXP})?|\.[0-9]++(?:{_EXP})?|[Ii]nf(?:inity)?|NaN|nan)"
+_VALUE_RE = rf"(?:[-+]?(?:[0-9]++(?:\.[0-9]*+)?(?:{_EXP})?|\.[0-9]++(?:{_EXP})?|[Ii]nf(?:inity)?)|NaN|nan)"
 # The fast path takes only values that cannot overflow a float64 (Go's ParseFloat rejects those)
 # and timestamps that fit an int64; anything longer goes the exact way.
 _SAFE_EXP = r"[eE](?:-[0-9]++|\+?[0-9]{1,2}+)"
-_SAFE_VALUE = rf"[-+]?(?:[0-9]{{1,200}}+(?:\.[0-9]*+)?(?:{_SAFE_EXP})?|\.[0-9]++(?:{_SAFE_EXP})?|[Ii]nf(?:inity)?|NaN|nan)"
+_SAFE_VALUE = (rf"(?:[-+]?(?:[0-9]{{1,200}}+(?:\.[0-9]*+)?(?:{_SAFE_EXP})?|\.[0-9]++(?:{_SAFE_EXP})?"
+               r"|[Ii]nf(?:inity)?)|NaN|nan)")  # Go's ParseFloat takes no sign before NaN
 _VALUE = re.compile(_VALUE_RE + r"\Z")
 _TIMESTAMP = re.compile(r"-?[0-9]++\Z")
 _INT64 = 2 ** 63

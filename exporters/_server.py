@@ -91,6 +91,7 @@ class Outcome:
     series_out: int = 0
     sources: tuple[str, ...] = ()
     dropped: tuple[tuple[str, int], ...] = ()
+    problem: str | None = None         # the first thing dropped, for the log
 
     @property
     def up(self) -> bool:
@@ -106,15 +107,13 @@ def prepare(text: str, normalizer: Normalizer, target: Target, label: str, max_l
     result = normalizer.normalize_families(checked.families)
     served = []
     for name, fam in result.families.items():
-        chunks = [add_label(c, canon, label, target.name) if label else c for c, canon in zip(fam.chunks, fam.canonical)]
-        body = "".join(chunks)
+        body = "".join(add_label(c, canon, label, target.name) if label else c
+                       for c, canon in zip(fam.chunks, fam.canonical))
         match = _TYPE_OF.search(fam.header)
         served.append(ServedFamily(name, fam.header, match.group(1) if match else "untyped", body,
                                    frozenset(names_used(name, body))))
-    if checked.problem:
-        log.info("target %s: %s", target.name, checked.problem)
     return Outcome(target, 0.0, 0.0, tuple(served), None, result.series_in, result.series_out, result.sources,
-                   tuple(sorted(checked.dropped.items())))
+                   tuple(sorted(checked.dropped.items())), checked.problem)
 
 
 @dataclass
@@ -127,10 +126,15 @@ class _Runner:
     errors: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
     last_error: tuple[str, float] | None = None      # kind, unix time
-    last_message: str | None = None
+    last_message: str | None = None                  # logged once until it changes
+    last_problem: str | None = None
     late: tuple[asyncio.Task, Outcome] | None = None  # the fetch that missed a deadline, as served meanwhile
 
-    def record(self, outcome: Outcome, message: str) -> None:
+    def record(self, outcome: Outcome, message: str, counted: bool = False) -> None:
+        """Count and log a finished fetch; `counted`: its timeout was already counted as late."""
+        if outcome.problem != self.last_problem and outcome.problem:
+            log.warning("target %s: left out what Prometheus cannot read: %s", self.target.name, outcome.problem)
+        self.last_problem = outcome.problem
         if outcome.kind is None:
             if self.last is not None and not self.last.up:
                 log.info("target %s is back", self.target.name)
@@ -139,8 +143,9 @@ class _Runner:
             if message != self.last_message:
                 log.warning("target %s (%s): %s: %s", self.target.name, self.target.url, outcome.kind, message)
             self.last_message = message
-            self.errors[outcome.kind] += 1
-            self.last_error = (outcome.kind, time.time())
+            if not (counted and outcome.kind == "timeout"):
+                self.errors[outcome.kind] += 1
+                self.last_error = (outcome.kind, time.time())
         self.dropped.update(dict(outcome.dropped))
         self.last = outcome
 
@@ -155,7 +160,7 @@ class NormalizingExporter:
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="inferwatch-parse")
-        self._rendered: tuple[tuple[Outcome, ...], str] | None = None
+        self._rendered: tuple[tuple[Outcome, ...], tuple[str, str]] | None = None
         self.fetches = 0   # fetches started, for tests and the benchmark
 
     # -- fetching -------------------------------------------------------------------------------
@@ -198,8 +203,9 @@ class NormalizingExporter:
             outcome = Outcome(target, started, duration, kind=kind)
         else:
             outcome = Outcome(target, started, duration, outcome.families, None, outcome.series_in,
-                              outcome.series_out, outcome.sources, outcome.dropped)
-        runner.record(outcome, message.replace("\n", " ")[:300])
+                              outcome.series_out, outcome.sources, outcome.dropped, outcome.problem)
+        late = runner.late is not None and runner.late[0] is asyncio.current_task()
+        runner.record(outcome, message.replace("\n", " ")[:300], counted=late)
         runner.task = None
         return outcome
 

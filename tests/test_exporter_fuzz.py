@@ -1,4 +1,4 @@
-"""Fuzzing the exporter with mutated fixtures: whatever targets send, what it serves parses, and healthy targets are exact.
+"""Fuzzing the exporter with mutated fixtures: what it serves parses, and healthy targets are exact.
 
 Each round serves one unmodified fixture (first, the healthy target) beside
 mutated ones: cuts, CRLF, unicode and line separators, escapes, long and
@@ -22,8 +22,8 @@ from inferwatch.exporters import Normalizer, split_families
 SEED = 20261130
 ROUNDS = 25
 MUTATED_PER_ROUND = 12
-ODD = ["\u2028", "\u2029", "\r", "\x85", "\x0b", "\x0c", "\x1c", "é", "日本", "😀", "\ufeff", "\t", " ", "{", "}", ",",
-       "=", "#"]
+ODD = ["\u2028", "\u2029", "\r", "\x85", "\x0b", "\x0c", "\x1c", "é", "日本", "😀", "\ufeff", "\t", " ", "{", "}",
+       ",", "=", "#"]
 
 
 def _lines(text: str) -> list[str]:
@@ -63,7 +63,7 @@ def escapes(rnd: random.Random, text: str) -> str:
 
 def long_value(rnd: random.Random, text: str) -> str:
     value = rnd.choice(["1" * 5000, "1e999", "-1e999", "1e308", "0x10", "1_000", "Infinity", "+Inf", "NaN", "1e-999",
-                        "9" * 400 + ".5", ".5e+99"])
+                        "9" * 400 + ".5", ".5e+99", "-NaN"])
     lines = _lines(text)
     i = rnd.randrange(len(lines))
     if lines[i] and not lines[i].startswith("#"):

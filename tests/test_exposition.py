@@ -27,6 +27,12 @@ INVALID = [
     ('# TYPE vllm:x gauge\nvllm:x{model_name="m"} 1 2 3\n', 2, "expected"),
     ("vllm:x 1_000\n", 1, "invalid sample value"),
     ("vllm:x 1 12.5\n", 1, "invalid timestamp"),
+    # what Go's ParseFloat (so Prometheus) rejects: out of float64 range, a signed NaN, an int64 overflow
+    ("vllm:x 1e999\n", 1, "invalid sample value"),
+    ('# TYPE vllm:x gauge\nvllm:x{a="b"} 1e999\n', 2, "invalid sample value"),
+    ("vllm:x -NaN\n", 1, "invalid sample value"),
+    ('# TYPE vllm:x gauge\nvllm:x{a="b"} +NaN\n', 2, "invalid sample value"),
+    ("vllm:x 1 99999999999999999999\n", 1, "invalid timestamp"),
     ('vllm:x{a="1",a="2"} 1\n', 1, "appears twice"),
     ('{a="1"} 1\n', 1, "metric name"),
     # comment lines
@@ -48,7 +54,7 @@ def test_invalid_input_names_the_line(text, line, words):
 VALID_ODDITIES = [
     'x{a="with \\"quotes\\" and \\\\ and \\n"} 1\n',
     'x{a="1",} 1\n',
-    "x +Inf\nx -Inf\nx NaN\n",
+    "x +Inf\nx -Inf\nx NaN\nx nan\nx -Infinity\nx 1e-999\nx 1e308\n",
     "x 1e-3 1700000000000\n",
     'x{ a = "1" , b="2"} 3\n',
     "# arbitrary comment\nx 1\n",

@@ -5,8 +5,9 @@ copies live next to their sources (`source_copies()`), and `check()` reports
 the ones that drifted from what the code generates now.
 
     build/prometheus/                 relabel configs for scrape jobs and ServiceMonitors
-    build/prometheus/rules/           mapping recording rules, default SLO rules and their promtool tests,
-                                      operational alerts and their tests
+    build/prometheus/rules/           rule files only (mapping recording rules, default SLO rules, operational
+                                      alerts), so `rule_files: [build/prometheus/rules/*.yaml]` loads them all
+    build/prometheus/rules/tests/     their promtool tests (`promtool test rules *.test.yaml` in that folder)
     build/alertmanager/               inhibit rules for the SLO burn-rate tiers
     build/grafana/dashboards/         the four core dashboards as modern Grafana JSON
 """
@@ -42,10 +43,11 @@ _MAPPING_COPIES = {
 DEFAULT_SLO_SPEC = SLO_DIR / "defaults.yaml"
 
 
-def _default_slo_files() -> dict[str, str]:
-    """The default SLO spec compiled: {bundle path: text}; inhibit rules go to alertmanager/."""
+def _default_slo_files() -> dict[str, tuple[str, str]]:
+    """The default SLO spec compiled: {bundle path: (path under alerts/, text)}. Rules and their tests/ go to
+    prometheus/rules/, the alertmanager/ inhibit rules to the bundle's alertmanager/."""
     files, _ = render_files(compile_spec(load_spec(DEFAULT_SLO_SPEC)), generator="inferwatch build")
-    return {("alertmanager/" if name.endswith(".inhibit.yaml") else "prometheus/rules/") + name: text
+    return {(name if name.startswith("alertmanager/") else "prometheus/rules/" + name): (name, text)
             for name, text in files.items()}
 
 
@@ -58,9 +60,10 @@ def _bundle() -> tuple[dict[str, str], dict[str, Path]]:
     slo, dashboards = _default_slo_files(), _dashboard_files()
     hand_written = {f"prometheus/rules/{name}": (ALERTS_DIR / name).read_text(encoding="utf-8")
                     for name in HAND_WRITTEN}
-    copies = {**_MAPPING_COPIES, **{rel: ALERTS_DIR / Path(rel).name for rel in slo},
+    copies = {**_MAPPING_COPIES, **{rel: ALERTS_DIR / name for rel, (name, _) in slo.items()},
               **{rel: DASHBOARDS_DIR / Path(rel).name for rel in dashboards}}
-    return {**_mapping_files(load_mappings()), **slo, **hand_written, **dashboards}, copies
+    return {**_mapping_files(load_mappings()), **{rel: text for rel, (_, text) in slo.items()}, **hand_written,
+            **dashboards}, copies
 
 
 def source_copies() -> dict[str, Path]:
@@ -111,7 +114,8 @@ def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     stale = [(copies[rel], text) for rel, text in bundle.items() if rel in copies and
              (not copies[rel].is_file() or copies[rel].read_text(encoding="utf-8") != text)]
     service = load_spec(DEFAULT_SLO_SPEC).service
-    generated = set(ALERTS_DIR.glob(f"{service}.*.yaml")) | set(DASHBOARDS_DIR.glob("*.json"))
+    generated = {path for folder in ("", "tests/", "alertmanager/")
+                 for path in ALERTS_DIR.glob(f"{folder}{service}.*.yaml")} | set(DASHBOARDS_DIR.glob("*.json"))
     return stale, sorted(generated - set(copies.values()))
 
 

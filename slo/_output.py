@@ -1,4 +1,9 @@
-"""Files a compiled spec is written as: rule files, Alertmanager inhibit rules, promtool tests, or manifests."""
+"""Files a compiled spec is written as: rule files, Alertmanager inhibit rules, promtool tests, or manifests.
+
+Only rule files sit at the top of the output folder, so `rule_files: [DIR/*.yaml]` loads exactly them;
+promtool tests go to `tests/` (their `rule_files` point back with `../`) and inhibit rules to
+`alertmanager/`.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,11 @@ from inferwatch.slo._promtest import promtool_tests
 from inferwatch.slo._rules import RuleSet
 from inferwatch.slo._series import SeriesError
 
-__all__ = ["FORMATS", "render_files", "rule_file_name"]
+__all__ = ["FORMATS", "render_files", "rule_file_name", "TESTS_DIR", "ALERTMANAGER_DIR"]
 
 FORMATS = ("prometheus", "prometheus-operator")
+TESTS_DIR = "tests"
+ALERTMANAGER_DIR = "alertmanager"
 
 
 def _banner(ruleset: RuleSet, what: str, generator: str) -> str:
@@ -25,8 +32,9 @@ def rule_file_name(ruleset: RuleSet, objective) -> str:
 
 def render_files(ruleset: RuleSet, fmt: str = "prometheus", tests: bool = True,
                  generator: str = "inferwatch slo compile") -> tuple[dict[str, str], list[str]]:
-    """({file name: text}, warnings). Prometheus: one rule file and one test file per objective, so each
-    objective's tests load its rules alone; prometheus-operator: one PrometheusRule for the whole spec."""
+    """({path in the output folder: text}, warnings). Prometheus: one rule file and one test file per
+    objective, so each objective's tests load its rules alone; prometheus-operator: one PrometheusRule for the
+    whole spec."""
     spec, files, warnings = ruleset.spec, {}, list(ruleset.warnings)
     if fmt == "prometheus-operator":
         manifest = {
@@ -45,14 +53,15 @@ def render_files(ruleset: RuleSet, fmt: str = "prometheus", tests: bool = True,
             if not tests:
                 continue
             try:
-                doc = promtool_tests(ruleset, objective, name)
+                doc = promtool_tests(ruleset, objective, f"../{name}")
             except SeriesError as err:
                 warnings.append(f"{spec.file}: {objective.name}: no generated tests: {err}")
                 continue
             test_name = name.replace(".rules.yaml", ".test.yaml")
-            files[test_name] = _banner(ruleset, f"Run: promtool test rules {test_name}", generator) + dump_yaml(doc)
+            files[f"{TESTS_DIR}/{test_name}"] = _banner(ruleset, f"Run in this folder: promtool test rules {test_name}",
+                                                        generator) + dump_yaml(doc)
     if ruleset.inhibit_rules:
-        files[f"{spec.service}.inhibit.yaml"] = _banner(
+        files[f"{ALERTMANAGER_DIR}/{spec.service}.inhibit.yaml"] = _banner(
             ruleset, "Merge into alertmanager.yml: a faster burn-rate tier silences the slower ones.", generator) + \
             dump_yaml({"inhibit_rules": ruleset.inhibit_rules})
     return files, warnings

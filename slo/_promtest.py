@@ -41,7 +41,8 @@ class GeneratorError(AssertionError):
 
 
 def promtool_tests(ruleset: RuleSet, objective: Objective, rule_file: str) -> dict:
-    """The promtool test document for one objective, whose group alone is in `rule_file`.
+    """The promtool test document for one objective, whose group alone is in `rule_file` (a path relative to
+    the test file).
 
     Raises SeriesError when no input series can satisfy the SLI's selectors.
     """

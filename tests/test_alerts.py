@@ -30,7 +30,9 @@ def test_rule_files_are_valid_and_their_tests_pass():
     need("promtool")
     ok, output = check_rule_files(RULE_FILES)
     assert ok, output
-    ok, output = run_rule_tests(sorted(ALERTS.glob("*.test.yaml")))
+    tests = sorted((ALERTS / "tests").glob("*.test.yaml"))
+    assert {p.name.replace(".test.yaml", ".rules.yaml") for p in tests} == {p.name for p in RULE_FILES}
+    ok, output = run_rule_tests(tests)
     assert ok, output
 
 

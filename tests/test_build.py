@@ -26,15 +26,49 @@ def test_build_writes_the_bundle(tmp_path):
 
 
 def test_bundle_rules_and_their_tests_work_where_they_are_written(tmp_path):
-    """The bundle keeps each promtool test next to its rules, so `promtool test rules` runs in place."""
+    """The bundle keeps the promtool tests in rules/tests/, naming their rules as ../x.rules.yaml, so
+    `promtool test rules` runs in place."""
     from conftest import need
     from inferwatch.build import write_bundle
     from inferwatch.slo import run_rule_tests
 
     need("promtool")
     written = write_bundle(tmp_path)
-    ok, output = run_rule_tests(sorted(p for p in written if p.name.endswith(".test.yaml")))
+    tests = sorted(p for p in written if p.name.endswith(".test.yaml"))
+    assert tests and all(p.parent == tmp_path / "prometheus" / "rules" / "tests" for p in tests)
+    ok, output = run_rule_tests(tests)
     assert ok, output
+
+
+def _rule_folders(tmp_path):
+    """The folders a user points `rule_files` at: the bundle's, `slo compile -o`'s, and the checked-in alerts/."""
+    from inferwatch.build import write_bundle
+
+    write_bundle(tmp_path / "bundle")
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "slo", "compile", str(ROOT / "slo/examples/chat.yaml"),
+                           "-o", str(tmp_path / "compiled")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return {"bundle": tmp_path / "bundle" / "prometheus" / "rules", "slo compile": tmp_path / "compiled",
+            "alerts": ROOT / "alerts"}
+
+
+def test_rule_folders_load_as_a_glob(tmp_path):
+    """`rule_files: [<folder>/*.yaml]` passes `promtool check config`: rule folders hold rule files only, with
+    the promtool tests in tests/ and Alertmanager's inhibit rules in alertmanager/."""
+    import yaml
+
+    from conftest import need
+
+    need("promtool")
+    for what, folder in _rule_folders(tmp_path).items():
+        rules = sorted(folder.glob("*.yaml"))
+        assert rules and all(p.name.endswith(".rules.yaml") for p in rules), (what, rules)
+        config = tmp_path / f"prometheus-{what.replace(' ', '-')}.yml"
+        config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1m"},
+                                          "rule_files": [f"{folder}/*.yaml"]}))
+        proc = subprocess.run(["promtool", "check", "config", str(config)], capture_output=True, text=True)
+        assert proc.returncode == 0, (what, proc.stdout + proc.stderr)
+        assert f"SUCCESS: {len(rules)} rule files found" in proc.stdout, (what, proc.stdout)
 
 
 def test_an_orphaned_generated_alert_file_is_reported(monkeypatch, tmp_path):

@@ -95,6 +95,12 @@ def test_window_names():
 
 # --- the rules ---------------------------------------------------------------------------------------------
 
+def _write(folder, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
 def _rules(spec):
     return [r for g in compile_spec(spec).groups for r in g["rules"]]
 
@@ -171,7 +177,8 @@ def test_golden_output_of_the_example_spec():
     for name, text in files.items():
         check_golden(GOLDEN / "slo" / name, text)
     check_golden(GOLDEN / "slo" / "chat.explain.txt", explain(spec))
-    assert sorted(p.name for p in (GOLDEN / "slo").iterdir()) == sorted([*files, "chat.explain.txt"])
+    golden = sorted(str(p.relative_to(GOLDEN / "slo")) for p in (GOLDEN / "slo").rglob("*") if p.is_file())
+    assert golden == sorted([*files, "chat.explain.txt"])
 
 
 @pytest.mark.parametrize("spec_file", EXAMPLES, ids=lambda p: p.name)
@@ -180,9 +187,8 @@ def test_generated_promtool_tests_pass(spec_file, tmp_path):
     need("promtool")
     files, warnings = render_files(compile_spec(load_spec(spec_file)))
     assert not warnings
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    tests = sorted(tmp_path.glob("*.test.yaml"))
+    _write(tmp_path, files)
+    tests = sorted(tmp_path.glob("tests/*.test.yaml"))
     assert len(tests) == len(load_spec(spec_file).objectives)
     ok, output = run_rule_tests(tests)
     assert ok, output
@@ -193,9 +199,7 @@ def test_generated_tests_catch_a_broken_rule(tmp_path):
     that outlives its series (phantom requests after an engine dies; or kept alive by any fresh series, `on ()`)
     makes the generated tests fail."""
     need("promtool")
-    files, _ = render_files(compile_spec(load_spec(CHAT)))
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
+    _write(tmp_path, render_files(compile_spec(load_spec(CHAT)))[0])
     rules = tmp_path / "chat.responsive.rules.yaml"
     good = rules.read_text()
     fresh = re.compile(r" and \(time\(\) - timestamp\([^)]*\) < 90\)\)")
@@ -205,14 +209,14 @@ def test_generated_tests_catch_a_broken_rule(tmp_path):
                    good.replace(" and (time() - timestamp(", " and on () (time() - timestamp(")):
         assert broken != good
         rules.write_text(broken)
-        ok, _ = run_rule_tests([tmp_path / "chat.responsive.test.yaml"])
+        ok, _ = run_rule_tests([tmp_path / "tests" / "chat.responsive.test.yaml"])
         assert not ok
 
 
 def test_the_checked_in_default_alerts_pass_their_tests():
     need("promtool")
     alerts = ROOT / "alerts"
-    ok, output = run_rule_tests(sorted(alerts.glob("llm.*.test.yaml")))
+    ok, output = run_rule_tests(sorted(alerts.glob("tests/llm.*.test.yaml")))
     assert ok, output
 
 
@@ -248,11 +252,10 @@ def test_the_issues_cases_compile_and_pass_their_own_tests(tmp_path):
     need("promtool")
     files, warnings = render_files(compile_spec(parse_spec(TRICKY, "tricky.yaml")))
     assert all("left out" in w for w in warnings), warnings
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
+    _write(tmp_path, files)
     ok, output = check_rule_files(sorted(tmp_path.glob("*.rules.yaml")))
     assert ok, output
-    tests = sorted(tmp_path.glob("*.test.yaml"))
+    tests = sorted(tmp_path.glob("tests/*.test.yaml"))
     assert len(tests) == 2
     ok, output = run_rule_tests(tests)
     assert ok, output

@@ -161,6 +161,7 @@ def test_accepted_specs_pass_promtool_and_their_own_tests(tmp_path):
         files, warnings = render_files(compile_spec(spec))
         assert not [w for w in warnings if "no generated tests" in w], warnings
         for name, text in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text, encoding="utf-8")
         rules += [str(folder / n) for n in files if n.endswith(".rules.yaml")]
         tests += [str(folder / n) for n in files if n.endswith(".test.yaml")]

@@ -59,20 +59,28 @@ def import_text(text: str, origin: str = "<input>") -> ImportResult:
         if reader == "openslo":
             openslo.append((where, doc))
         elif reader:
-            try:
-                drafts += (read_pyrra(doc, where, notes) if reader == "pyrra" else
-                           read_sloth(doc, where, notes, crd=reader == "sloth-crd"))
-            except Refused as refused:
-                notes.items += refused.problems
+            drafts += _guarded(doc, where, notes, lambda: read_pyrra(doc, where, notes) if reader == "pyrra" else
+                               read_sloth(doc, where, notes, crd=reader == "sloth-crd"))
     if openslo:
-        more, services = read_openslo(openslo, notes)
-        drafts += more
+        drafts += _guarded(openslo[0][1], "", notes, lambda: read_openslo(openslo, notes, services))
     specs = [spec for spec in (_spec(service, group, notes, services.get(service))
                                for service, group in _by_service(drafts).items()) if spec]
     notes.items.sort(key=lambda problem: problem.line or 0)       # in the order of the file
     if not specs:
         raise SpecError(notes.items or [Problem(origin, None, "", "nothing to import")])
     return ImportResult(specs, notes.items)
+
+
+def _guarded(doc, where: str, notes: Notes, read):
+    """A reader's result; a refusal, or a shape no reader foresaw, becomes a note instead of a traceback."""
+    try:
+        return read()
+    except Refused as refused:
+        notes.items += refused.problems
+    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
+        notes.add(doc, where, f"could not be read ({type(err).__name__}: {err}); not imported. This is a bug in "
+                              "inferwatch: please report it with the file")
+    return []
 
 
 def _reader(doc, where: str, notes: Notes) -> str | None:

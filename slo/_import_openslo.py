@@ -1,7 +1,7 @@
-"""OpenSLO `v1` and `v1alpha` documents into draft objectives.
+"""OpenSLO `openslo/v1`, `openslo/v1alpha` and `openslo.com/v2alpha` documents into draft objectives.
 
-SLOs find their SLI inline or by `indicatorRef`, and a metric source's type inline or through its
-`DataSource`. Only Prometheus-compatible sources are read; any other is refused by name.
+SLOs find their SLI inline or by reference (`indicatorRef`, v2alpha's `sliRef`), and a metric source's type
+inline or through its `DataSource`. Only Prometheus-compatible sources are read; any other is refused by name.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ class _Index:
         return found[1] if found else None
 
 
-def read_openslo(docs: list[tuple[str, dict]], notes: Notes) -> tuple[list[Draft], dict[str, str]]:
-    """(draft objectives, {service: description}) of a file's OpenSLO documents."""
-    index, drafts, services = _Index(docs), [], {}
+def read_openslo(docs: list[tuple[str, dict]], notes: Notes, services: dict[str, str]) -> list[Draft]:
+    """Draft objectives of a file's OpenSLO documents; fills `services` with {service: description}."""
+    index, drafts = _Index(docs), []
     for where, doc in docs:
         kind, prefix = text_of(doc.get("kind")), where
         if doc.get("apiVersion") not in OPENSLO_VERSIONS:
@@ -72,19 +72,18 @@ def read_openslo(docs: list[tuple[str, dict]], notes: Notes) -> tuple[list[Draft
         kinds = sorted({text_of(d.get("kind")) or "?" for _, d in docs})
         notes.add(docs[0][1], "", f"OpenSLO {', '.join(kinds)} only: there is no SLO in this file, so nothing "
                                   "is imported (an SLO names its service, SLI, objectives and window)")
-    return drafts, services
+    return drafts
 
 
 def _other(doc: dict, prefix: str, index: _Index, notes: Notes, services: dict[str, str]) -> None:
     kind = text_of(doc.get("kind"))
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    name, spec = text_of(meta.get("name")), doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    name, spec = text_of(mapping(doc.get("metadata")).get("name")), mapping(doc.get("spec"))
     where = f"{prefix} {kind} {name}".strip()
     if kind == "Service":
         if spec.get("description"):
             services[re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-_.")] = text_of(spec["description"])
-        named = {text_of(d["spec"].get("service", d["spec"].get("serviceRef")))
-                 for _, d in index.by_kind.get("SLO", {}).values() if isinstance(d.get("spec"), dict)}
+        slo_specs = [mapping(d.get("spec")) for _, d in index.by_kind.get("SLO", {}).values()]
+        named = {text_of(s.get("service", s.get("serviceRef"))) for s in slo_specs}
         if name not in named:
             notes.add(doc, "", f"{where}: a Service only describes a service; no SLO of this file names it, so "
                                "nothing of it is imported")

@@ -76,8 +76,8 @@ def test_a_body_that_ends_early_is_truncated_never_served(normalizer):
 
 def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
     line = b'big_gauge{a="xxxxxxxxxxxxxxxxxxxxxxxx"} 1\n'
-    bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
-    bomb_body = b"".join(bomb.compress(b"\n" * (1 << 20)) for _ in range(64)) + bomb.flush()  # 64 MiB inflated
+    header, block = gzip_bomb_parts()
+    bomb_body = header + block * 256  # 256 MiB inflated, 260 KB sent
     routes = {"/big": endless(line, 200 * 1024 * 1024), "/big-unannounced": endless(line, 200 * 1024 * 1024,
                                                                                       length=False),
               "/bomb": static(bomb_body, extra=("Content-Encoding: gzip",)),
@@ -90,6 +90,28 @@ def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
     assert kinds == {"big": "too_large", "big-unannounced": "too_large", "bomb": "too_large"}
     assert target_samples(text, "gzip-ok") == expected_samples(VLLM.decode(), normalizer)
     assert elapsed < 3 and cpu < 2.5, (elapsed, cpu)  # the server side streams 16 MiB of it too
+
+
+def gzip_bomb_parts() -> tuple[bytes, bytes]:
+    """A gzip header and a deflate block of 1 MiB of "0" that ends in a full flush, so it can be repeated."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    block = packer.compress(b"0" * (1 << 20)) + packer.flush(zlib.Z_FULL_FLUSH)
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff", block
+
+
+def test_a_gzip_bomb_costs_milliseconds_of_cpu():
+    from inferwatch.exporters._fetch import MAX_BODY_BYTES, FetchError, _Inflater
+
+    header, block = gzip_bomb_parts()
+    bomb = [header] + [block] * 1024  # 1 GiB inflated
+    inflater = _Inflater("gzip", MAX_BODY_BYTES)
+    cpu = time.process_time()
+    with pytest.raises(FetchError) as err:
+        for chunk in bomb:
+            inflater.feed(chunk)
+    assert err.value.kind == "too_large"
+    assert time.process_time() - cpu < 0.2
+    assert len(inflater.out) <= MAX_BODY_BYTES + 1
 
 
 def test_slowloris_body_ends_as_timeout_within_the_target_timeout(normalizer):

@@ -305,6 +305,56 @@ def exporter_normalize(
     NormalizingExporter(cfg, normalizer).run()
 
 
+@exporter_app.command("gpu")
+def exporter_gpu(
+        listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9401",
+        interval: Annotated[str, typer.Option(metavar="DURATION", help="Sampling period (the GPM window), "
+                                                                       "100ms to 1h.")] = "1s",
+        backend: Annotated[str, typer.Option(metavar="BACKEND", help="nvml (the GPUs of this host) or simulated.")]
+        = "nvml",
+        hostname: Annotated[Optional[str], typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, "
+                                                                               "else this host's name].")] = None,
+        pod_list: Annotated[Optional[str], typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods "
+                                                                                  "answer) naming pods by UID.")]
+        = None,
+        kubelet_pods_dir: Annotated[str, typer.Option(metavar="DIR", help="The kubelet's pod folders.")]
+        = "/var/lib/kubelet/pods",
+        proc_root: Annotated[str, typer.Option(metavar="DIR", help="The host's /proc (mounted in a container).")]
+        = "/proc",
+        gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
+        follow: Annotated[Optional[str], typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` "
+                                                                          "server whose load the GPUs follow.")]
+        = None,
+        scenario: Annotated[str, typer.Option(metavar="SCENARIO", help="Simulated: normal or stall (GPU-Util "
+                                                                       "high, SMs idle); switch with POST "
+                                                                       "/admin/scenario.")] = "normal",
+        workload: Annotated[Optional[str], typer.Option(metavar="NS/POD[/CONTAINER]",
+                                                        help="Simulated: the pod the GPUs are labelled with.")]
+        = None,
+        log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
+    """Serve the common GPU vocabulary from NVML (or simulated GPUs), labelled with the pod using each GPU.
+
+    \b
+    Examples:
+      inferwatch exporter gpu --listen 0.0.0.0:9401 --interval 1s
+      inferwatch exporter gpu --backend simulated --gpus 2 --follow localhost:8000 --workload demo/vllm-0
+      curl -X POST localhost:9401/admin/scenario -d '{"scenario": "stall"}'
+    """
+    import logging
+
+    from inferwatch.exporters.gpu._config import BadOption, build_exporter, gpu_config
+
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        _bad("--log-level", ValueError(f"{log_level!r}: use debug, info, warning or error"))
+    try:
+        config = gpu_config(listen, interval, backend, gpus, follow, scenario, hostname, workload, proc_root,
+                            kubelet_pods_dir, pod_list)
+    except BadOption as err:
+        _bad(err.flag, err)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    build_exporter(config).run(config.host, config.port)
+
+
 def _usage_error(err: Exception) -> None:
     """Click's usage errors as one line (`error: ... (see `inferwatch x --help`)`), exit 2; bare groups show help."""
     if type(err).__name__ == "NoArgsIsHelpError":

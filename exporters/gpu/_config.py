@@ -1,0 +1,114 @@
+"""Options of `inferwatch exporter gpu`, checked at the edge: every mistake names its flag in one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from inferwatch._urls import http_url
+from inferwatch.exporters._config import parse_duration, parse_listen
+from inferwatch.exporters.gpu._model import Workload
+from inferwatch.exporters.gpu._sim import SCENARIOS
+
+__all__ = ["GpuExporterConfig", "BadOption", "gpu_config", "build_exporter", "default_hostname"]
+
+BACKENDS = ("nvml", "simulated")
+MIN_INTERVAL, MAX_INTERVAL = 0.1, 3600.0    # GPM needs ~100 ms between its two samples
+
+
+class BadOption(ValueError):
+    """A flag's value is wrong; `flag` says which."""
+
+    def __init__(self, flag: str, message: str):
+        super().__init__(message)
+        self.flag = flag
+
+
+@dataclass(frozen=True)
+class GpuExporterConfig:
+    host: str = "0.0.0.0"
+    port: int = 9401
+    interval: float = 1.0
+    backend: str = "nvml"
+    gpus: int = 1
+    follow: str | None = None
+    scenario: str = "normal"
+    hostname: str = ""
+    workload: Workload | None = None
+    proc_root: str = "/proc"
+    kubelet_pods_dir: str = "/var/lib/kubelet/pods"
+    pod_list: str | None = None
+
+
+def default_hostname() -> str:
+    """NODE_NAME (set from spec.nodeName in a DaemonSet) or this host's name, as dcgm-exporter does."""
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str = "nvml", gpus: int = 1,
+               follow: str | None = None, scenario: str = "normal", hostname: str | None = None,
+               workload: str | None = None, proc_root: str = "/proc",
+               kubelet_pods_dir: str = "/var/lib/kubelet/pods", pod_list: str | None = None) -> GpuExporterConfig:
+    """The options as typed; raises BadOption naming the flag."""
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as err:
+        raise BadOption("--listen", str(err)) from None
+    try:
+        seconds = parse_duration(interval)
+    except ValueError as err:
+        raise BadOption("--interval", str(err)) from None
+    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
+        raise BadOption("--interval", f"{interval!r}: use 100ms to 1h, e.g. 1s")
+    if backend not in BACKENDS:
+        raise BadOption("--backend", f"{backend!r}: use nvml or simulated")
+    simulated_only = {"--gpus": gpus != 1, "--follow": follow is not None, "--scenario": scenario != "normal",
+                      "--workload": workload is not None}
+    if backend == "nvml":
+        for flag, given in simulated_only.items():
+            if given:
+                raise BadOption(flag, "only with --backend simulated")
+    if not 1 <= gpus <= 64:
+        raise BadOption("--gpus", f"{gpus}: use 1 to 64")
+    if scenario not in SCENARIOS:
+        raise BadOption("--scenario", f"{scenario!r}: use {' or '.join(SCENARIOS)}")
+    if follow is not None:
+        try:
+            follow = http_url(follow, "http://localhost:8000/metrics or localhost:8000")
+        except ValueError as err:
+            raise BadOption("--follow", str(err)) from None
+        if follow.rstrip("/").count("/") == 2:            # no path: the simulator's /metrics
+            follow = follow.rstrip("/") + "/metrics"
+    return GpuExporterConfig(host, port, float(seconds), backend, gpus, follow, scenario,
+                             hostname or default_hostname(), _workload(workload), proc_root, kubelet_pods_dir,
+                             pod_list)
+
+
+def _workload(text: str | None) -> Workload | None:
+    if text is None:
+        return None
+    parts = text.split("/")
+    if not 2 <= len(parts) <= 3 or not all(parts):
+        raise BadOption("--workload", f"{text!r}: use NAMESPACE/POD or NAMESPACE/POD/CONTAINER")
+    return Workload(*parts)
+
+
+def build_exporter(config: GpuExporterConfig, nvml=None):
+    """The exporter for `config`; `nvml` replaces the pynvml module (tests)."""
+    from inferwatch.exporters.gpu._server import GpuExporter
+
+    if config.backend == "simulated":
+        from inferwatch.exporters.gpu._sim import SimulatedBackend
+
+        backend = SimulatedBackend(config.gpus, config.hostname, config.follow, config.scenario, config.workload)
+    else:
+        from inferwatch.exporters.gpu._nvml import NvmlBackend
+        from inferwatch.exporters.gpu._pods import PodResolver
+
+        if nvml is None:
+            import pynvml as nvml     # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
+        pods = PodResolver(Path(config.proc_root), Path(config.kubelet_pods_dir), config.pod_list)
+        backend = NvmlBackend(nvml, config.hostname, pods)
+    return GpuExporter(backend, config.interval)

@@ -1,0 +1,151 @@
+"""Which pod a GPU process belongs to: PID -> /proc/PID/cgroup -> pod UID -> name and namespace.
+
+The kubelet knows pods by UID. The pod list (a kubelet /pods answer or a saved
+PodList file) names the pod, its namespace and, by container ID, its
+container. Without one, the kubelet's own folder /var/lib/kubelet/pods/UID
+still has the namespace (the service-account volume) and the pod's hostname
+(etc-hosts). Last resort: HOSTNAME in the process environment, which
+Kubernetes sets to the pod name. Every root is a parameter so tests use tmp dirs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from inferwatch.exporters.gpu._model import Workload
+
+__all__ = ["PodResolver", "pod_of_cgroup", "index_pod_list"]
+
+log = logging.getLogger("inferwatch.exporter.gpu")
+
+# cgroup v1 `.../pod<uid>/<id>`; cgroup v2 systemd `...-pod<uid_with_underscores>.slice/cri-containerd-<id>.scope`
+_POD = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
+_CONTAINER = re.compile(r"(?:^|[/-])([0-9a-f]{64})(?:\.scope)?$")
+_LIST_TTL = 30.0          # seconds a fetched pod list is trusted
+
+
+def pod_of_cgroup(text: str) -> tuple[str, str] | None:
+    """(pod UID, container ID or '') from the text of /proc/PID/cgroup; None outside Kubernetes."""
+    for line in text.splitlines():
+        path = line.rpartition(":")[2]
+        match = _POD.search(path)
+        if match:
+            container = _CONTAINER.search(path)
+            return match.group(1).replace("_", "-"), container.group(1) if container else ""
+    return None
+
+
+def index_pod_list(doc: dict) -> dict[str, tuple[str, str, dict[str, str]]]:
+    """uid -> (namespace, name, {container ID: container name}) from a PodList document."""
+    index = {}
+    for pod in doc.get("items") or ():
+        meta = pod.get("metadata") or {}
+        status = pod.get("status") or {}
+        containers = {}
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for cs in status.get(key) or ():
+                cid = (cs.get("containerID") or "").rpartition("://")[2]
+                if cid:
+                    containers[cid] = cs.get("name", "")
+        if meta.get("uid"):
+            index[meta["uid"]] = (meta.get("namespace", ""), meta.get("name", ""), containers)
+    return index
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+@dataclass
+class PodResolver:
+    """Resolves PIDs to workloads; `pod_list` is a file path or an http(s) URL of a PodList (optional)."""
+
+    proc_root: Path = Path("/proc")
+    kubelet_pods_dir: Path = Path("/var/lib/kubelet/pods")
+    pod_list: str | None = None
+    _index: dict | None = None
+    _fetched: float = float("-inf")
+    _last_problem: str | None = None
+
+    def workload(self, pid: int) -> Workload | None:
+        cgroup = _read(self.proc_root / str(pid) / "cgroup")
+        found = pod_of_cgroup(cgroup) if cgroup else None
+        if found is not None:
+            uid, container = found
+            workload = self._from_list(uid, container) or self._from_kubelet_dir(uid)
+            if workload is not None:
+                return workload
+        hostname = self._environ(pid).get("HOSTNAME", "")
+        return Workload(pod=hostname) if hostname else None
+
+    def workloads(self, pids) -> tuple[Workload, ...]:
+        """The distinct workloads of these PIDs, sorted."""
+        return tuple(sorted({w for w in map(self.workload, pids) if w is not None}))
+
+    # -- sources, best first ------------------------------------------------------------------------------
+
+    def _from_list(self, uid: str, container_id: str) -> Workload | None:
+        index = self._pods()
+        if uid not in index:
+            return None
+        namespace, name, containers = index[uid]
+        return Workload(namespace, name, containers.get(container_id, ""))
+
+    def _pods(self) -> dict:
+        if self.pod_list is None:
+            return {}
+        now = time.monotonic()
+        if self._index is None or now - self._fetched > _LIST_TTL:
+            self._fetched = now
+            try:
+                self._index = index_pod_list(self._load_list())
+                self._last_problem = None
+            except (OSError, ValueError, AttributeError) as err:
+                problem = f"pod list {self.pod_list}: {err}"
+                if problem != self._last_problem:
+                    log.warning("%s; falling back to %s", problem, self.kubelet_pods_dir)
+                self._last_problem = problem
+                self._index = self._index or {}
+        return self._index
+
+    def _load_list(self) -> dict:
+        if self.pod_list.startswith(("http://", "https://")):
+            with urllib.request.urlopen(self.pod_list, timeout=5) as resp:
+                return json.load(resp)
+        return json.loads(Path(self.pod_list).read_text())
+
+    def _from_kubelet_dir(self, uid: str) -> Workload | None:
+        pod_dir = self.kubelet_pods_dir / uid
+        if not pod_dir.is_dir():
+            return None
+        namespace = ""
+        for path in sorted(pod_dir.glob("volumes/kubernetes.io~projected/*/namespace")) + \
+                sorted(pod_dir.glob("volumes/kubernetes.io~secret/*/namespace")):
+            namespace = (_read(path) or "").strip()
+            if namespace:
+                break
+        name = ""
+        for line in reversed((_read(pod_dir / "etc-hosts") or "").splitlines()):
+            parts = line.split()
+            if parts and not line.startswith("#") and len(parts) >= 2:
+                name = parts[-1].split(".")[0]        # the pod's hostname: its name unless spec.hostname
+                break
+        containers = sorted(p.name for p in (pod_dir / "containers").glob("*") if p.is_dir())
+        return Workload(namespace, name, containers[0] if len(containers) == 1 else "")
+
+    def _environ(self, pid: int) -> dict[str, str]:
+        try:
+            raw = (self.proc_root / str(pid) / "environ").read_bytes()
+        except OSError:
+            return {}
+        pairs = (item.partition(b"=") for item in raw.split(b"\0") if b"=" in item)
+        return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}

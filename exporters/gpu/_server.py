@@ -1,0 +1,168 @@
+"""The GPU exporter: a sampler thread runs the backend, scrapes serve its last complete pass.
+
+A scrape never calls the backend: NVML can block for seconds on a sick GPU,
+and a GPM pass needs a wait between its two samples. When the backend cannot
+start (no driver, no NVML), the exporter keeps serving `gpu_exporter_up 0`,
+logs why once, and tries again every `retry` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from inferwatch import __version__
+from inferwatch.errors import ListenError
+from inferwatch.exporters.gpu._model import Snapshot
+from inferwatch.exporters.gpu._render import render_health, render_snapshot
+from inferwatch.mappings import Catalog, load_catalog
+
+__all__ = ["GpuExporter"]
+
+log = logging.getLogger("inferwatch.exporter.gpu")
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class GpuExporter:
+    """Runs `backend` every `interval` seconds in a thread; `serve()` answers /metrics from the last pass."""
+
+    def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0):
+        self.backend, self.interval, self.retry = backend, interval, retry
+        self.catalog = catalog or load_catalog()
+        self.snapshot = Snapshot(False, error="starting")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._errors: dict[str, int] = {}
+        self._started = False
+        self._last_error: str | None = None
+
+    # -- sampling -----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="inferwatch-gpu-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.interval + 5)
+        if self._started:
+            self.backend.close()
+
+    def step(self) -> Snapshot:
+        """One pass (or one start attempt); what the thread does in a loop, callable from tests."""
+        if not self._started:
+            try:
+                self.backend.start()
+            except Exception as err:  # noqa: BLE001 - pynvml.NVMLError and OSError alike: serve the gap
+                self._fail("init", f"cannot start {self.backend.name}: {type(err).__name__}: {err}")
+                return self.snapshot
+            self._started = True
+            log.info("%s backend started", self.backend.name)
+        try:
+            snapshot = self.backend.sample(self.interval)
+        except Exception as err:  # noqa: BLE001 - a driver gone mid-run: restart it on the next pass
+            self._fail("backend", f"{self.backend.name} sampling failed: {type(err).__name__}: {err}")
+            self.backend.close()
+            self._started = False
+            return self.snapshot
+        if self._last_error is not None:
+            log.info("%s backend is back", self.backend.name)
+            self._last_error = None
+        self.snapshot = Snapshot(snapshot.up, snapshot.readings, snapshot.error, snapshot.taken_at,
+                                 snapshot.duration, {**self._errors, **snapshot.errors})
+        return self.snapshot
+
+    def _fail(self, kind: str, message: str) -> None:
+        self._errors[kind] = self._errors.get(kind, 0) + 1
+        if message != self._last_error:
+            log.error("%s; serving gpu_exporter_up 0, retrying every %gs", message, self.retry)
+        self._last_error = message
+        self.snapshot = Snapshot(False, error=message, errors=dict(self._errors))   # no pass: no age, no duration
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.step()
+            except Exception:  # noqa: BLE001 - the sampler must outlive any bug in one pass
+                log.exception("sampling pass failed")
+            if not self._started:
+                self._stop.wait(self.retry)
+
+    # -- serving ------------------------------------------------------------------------------------------
+
+    def render(self) -> str:
+        start = time.monotonic()
+        snapshot = self.snapshot                     # one reference read: a consistent pass
+        body = render_snapshot(snapshot, self.catalog)
+        return body + render_health(snapshot, time.time(), time.monotonic() - start, self.backend.name)
+
+    def admin(self, path: str, body: bytes | None) -> tuple[int, dict]:
+        """GET/POST /admin/scenario for backends that have scenarios (the simulated one)."""
+        if path != "/admin/scenario" or not hasattr(self.backend, "scenario"):
+            return 404, {"error": "not found"}
+        if body is not None:
+            try:
+                self.backend.set_scenario(json.loads(body)["scenario"])
+            except (ValueError, KeyError, TypeError) as err:
+                return 400, {"error": f"give {{\"scenario\": one of {', '.join(self.backend.scenarios)}}}: {err}"}
+        return 200, {"scenario": self.backend.scenario, "scenarios": list(self.backend.scenarios)}
+
+    def server(self, host: str, port: int) -> ThreadingHTTPServer:
+        """A bound HTTP server (not yet serving); a failed bind is a ListenError."""
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _send(self, status: int, body: bytes, ctype: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802 - http.server's name
+                if self.path == "/metrics":
+                    self._send(200, exporter.render().encode(), CONTENT_TYPE)
+                elif self.path == "/healthz":
+                    self._send(200, b"ok\n", "text/plain")
+                elif self.path == "/":
+                    self._send(200, f"inferwatch GPU exporter {__version__} ({exporter.backend.name})\n"
+                                    f"/metrics\n".encode(), "text/plain")
+                else:
+                    self._answer(None)
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                self._answer(self.rfile.read(min(length, 65536)))
+
+            def _answer(self, body: bytes | None) -> None:
+                status, doc = exporter.admin(self.path, body)
+                self._send(status, json.dumps(doc).encode() + b"\n", "application/json")
+
+            def log_message(self, *args):
+                pass
+
+        try:
+            server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as err:
+            raise ListenError(host, port, err) from None
+        server.daemon_threads = True
+        return server
+
+    def run(self, host: str, port: int) -> None:
+        """Bind, start sampling, serve until interrupted."""
+        server = self.server(host, port)
+        self.start()
+        log.info("serving on http://%s:%d/metrics (%s backend, every %gs)", host, port, self.backend.name,
+                 self.interval)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+            self.stop()

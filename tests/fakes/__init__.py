@@ -1,0 +1,1 @@
+"""Stand-ins for system libraries the tests cannot have (NVML without a GPU)."""

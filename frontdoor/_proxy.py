@@ -199,23 +199,29 @@ class Frontdoor:
         sse = metered and resp.status == 200 and resp.content_type == "text/event-stream"
         whole = metered and resp.status == 200 and not sse
         ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
-        splitter, facts, copy = SSESplitter(), ex.facts, bytearray()
-        try:
-            async for chunk in resp.content.iter_any():
-                now = time.monotonic()
+        splitter, facts, copy, read = SSESplitter(), ex.facts, bytearray(), resp.content.readany
+        while True:
+            try:
+                chunk = await read()
+            except TimeoutError:
+                ex.ended = "timeout"
+                break
+            except _UPSTREAM_DOWN:
+                ex.ended = "broken"
+                break
+            if not chunk:
+                break
+            now = time.monotonic()
+            try:
                 await out.write(chunk)
-                if sse:
-                    for payload in splitter.feed(chunk):
-                        observe_event(facts, payload, now)
-                elif whole and len(copy) <= MAX_METERED_BODY:
-                    copy += chunk
-        except TimeoutError:
-            ex.ended = "timeout"
-        except _UPSTREAM_DOWN:
-            ex.ended = "broken"
-        except ConnectionResetError:              # the client went away between two chunks
-            ex.ended = "cancelled"
-            return out
+            except ConnectionError:               # the client went away between two chunks
+                ex.ended = "cancelled"
+                return out
+            if sse:
+                for payload in splitter.feed(chunk):
+                    observe_event(facts, payload, now)
+            elif whole and len(copy) <= MAX_METERED_BODY:
+                copy += chunk
         if ex.ended != "complete":                # cut the client's response too, so it cannot look whole
             if request.transport is not None:
                 request.transport.close()

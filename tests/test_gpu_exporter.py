@@ -193,3 +193,14 @@ def test_package_all_is_its_public_names():
 
     public = {n for n, v in vars(package).items() if not n.startswith("_") and type(v).__name__ != "module"}
     assert set(package.__all__) == public
+
+
+def test_the_real_gpu_check_runs_end_to_end_over_the_fake(monkeypatch, capsys):
+    from fakes.fake_pynvml import ampere, hopper
+    from inferwatch.exporters.gpu import check_real
+
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([hopper(0), ampere(1)]))
+    assert check_real.main(["--interval", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "ok   GPU 0 GPM sample pair" in out and "SM_UTIL=41.50%" in out and "no GPM" in out
+    assert out.rstrip().endswith("PASS") and "gpu_exporter_up 1.0" in out

@@ -22,7 +22,7 @@ CONSTANTS = (
     "NVML_VOLATILE_ECC", "NVML_DEVICE_MIG_ENABLE", "NVML_DEVICE_MIG_DISABLE", "NVML_GPM_METRICS_GET_VERSION",
     "NVML_GPM_SUPPORT_VERSION", "nvmlEventTypeXidCriticalError", "nvmlTemperature_v1",
     "c_nvmlGpmMetricsGet_t", "c_nvmlGpmSupport_t", "c_nvmlGpmSample_t", "struct_c_nvmlGpmSample_t",
-    "NVMLError",
+    "NVMLError", "NVML_DEVICE_ARCH_HOPPER", "NVML_DEVICE_ARCH_AMPERE",
 ) + tuple(n for n in dir(_real) if n.startswith(("NVML_GPM_METRIC_", "nvmlClocksEventReason", "NVMLError_",
                                                    "NVML_ERROR_")))
 
@@ -132,6 +132,12 @@ class FakeNvml:
 
     def nvmlDeviceGetName(self, handle):
         return self._gpu(handle).name
+
+    def nvmlDeviceGetArchitecture(self, device):
+        return _real.NVML_DEVICE_ARCH_HOPPER if self._gpu(device).gpm is not None else _real.NVML_DEVICE_ARCH_AMPERE
+
+    def nvmlSystemGetDriverVersion(self):
+        return "580.95.05"
 
     # -- plain reads --------------------------------------------------------------------------------------
 

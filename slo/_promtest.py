@@ -244,7 +244,8 @@ class _Objective:
             fires(last + 1, {**self.ident, **exporter}, self.ident), sources=(source,), stale=True,
             extra=[{"series": series_name("up", {k: v for k, v in exporter.items() if k != "target"}),
                     "values": f"1x{last + wait + 10}"},
-                   {"series": series_name("inferwatch_exporter_target_up", exporter), "values": f"1x{last} 0x{wait + 10}"}])
+                   {"series": series_name("inferwatch_exporter_target_up", exporter),
+                    "values": f"1x{last} 0x{wait + 10}"}])
         ident = {"service": self.spec.service, "slo": self.objective.name}
         never = {"name": f"{self.spec.service}/{self.objective.name}: no series at all fires LLMSLIDataMissing",
                  "interval": "1m", "input_series": [{"series": series_name("up", engine), "values": "1x10"}],

@@ -28,8 +28,8 @@ def test_compile_writes_rules_tests_and_inhibit_rules(tmp_path):
     assert proc.returncode == 0, proc.stderr
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     objectives = ("responsive", "fast-enough", "answered")
-    assert written == sorted([f"chat.{o}.rules.yaml" for o in objectives] + [f"tests/chat.{o}.test.yaml" for o in objectives]
-                             + ["alertmanager/chat.inhibit.yaml"])
+    assert written == sorted([f"chat.{o}.rules.yaml" for o in objectives]
+                             + [f"tests/chat.{o}.test.yaml" for o in objectives] + ["alertmanager/chat.inhibit.yaml"])
 
 
 def test_compile_for_the_prometheus_operator(tmp_path):

@@ -88,5 +88,58 @@ def frontdoor(
     serve(config)
 
 
+def probe(
+        target: Annotated[str, typer.Option(metavar="URL", help=(
+            "An OpenAI-compatible server (or a front door): http://HOST:PORT, its /v1 URL, or HOST:PORT."))],
+        model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to probe (repeatable).")],
+        every: Annotated[str, typer.Option(metavar="DURATION", help="How often to probe each model.")] = "30s",
+        timeout: Annotated[str, typer.Option(metavar="DURATION", help="Bound on one probe, connect included.")]
+        = "30s",
+        max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each probe.")] = 128,
+        listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9402",
+        log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
+    """Send a short streamed request to each model on a schedule; export llm_probe_* on /metrics.
+
+    For models too quiet for an SLO on real traffic: each probe is judged by the
+    front door's outcome rules and counted in llm_probe_requests_total{outcome},
+    with llm_probe_time_to_first_token_seconds and llm_probe_request_duration_seconds,
+    labelled model and target. The API key, if any, comes from
+    $INFERWATCH_PROBE_API_KEY.
+
+    \b
+    Examples:
+      inferwatch probe --target http://vllm:8000 --model llama-3-8b --every 30s
+      inferwatch probe --target localhost:8080 --model a --model b --timeout 10s --listen 0.0.0.0:9402
+    """
+    import logging
+
+    from inferwatch.frontdoor._config import parse_base_url, parse_listen, parse_seconds
+    from inferwatch.frontdoor._probe import ProbeConfig
+
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise typer.BadParameter(f"{log_level!r}: use debug, info, warning or error", param_hint="--log-level")
+    try:
+        url = parse_base_url(target)
+    except ValueError:
+        raise typer.BadParameter(f"{target!r} is not an http(s) URL or HOST:PORT, e.g. http://127.0.0.1:8000",
+                                 param_hint="--target") from None
+    if not model or any(not m.strip() for m in model):
+        raise typer.BadParameter("give each model by name, e.g. --model llama-3-8b", param_hint="--model")
+    if max_tokens < 1:
+        raise typer.BadParameter(f"{max_tokens}: must be 1 or more", param_hint="--max-tokens")
+    host, port = _parsed(parse_listen, listen, "--listen")
+    config = ProbeConfig(url, tuple(dict.fromkeys(model)), every=_parsed(parse_seconds, every, "--every"),
+                         timeout=_parsed(parse_seconds, timeout, "--timeout"), max_tokens=max_tokens,
+                         api_key=os.environ.get("INFERWATCH_PROBE_API_KEY") or None, host=host, port=port)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from inferwatch.frontdoor._probe import Prober
+    from inferwatch.frontdoor._serve import serve_app
+
+    serve_app(Prober(config).app(), host, port,
+              "probing " + ", ".join(config.models).replace("%", "%%") + f" at {url} every {every}".replace(
+                  "%", "%%") + ", /metrics on %s:%d")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(frontdoor)
+    app.command()(probe)

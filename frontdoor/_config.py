@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from inferwatch import durations
 
 __all__ = ["Upstream", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
-           "DEFAULT_MAX_BODY"]
+           "parse_base_url", "DEFAULT_MAX_BODY"]
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 _HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]+(/.*)?\Z")
@@ -53,7 +53,7 @@ class FrontdoorConfig:
         return tuple(dict.fromkeys(seen))
 
 
-def _base_url(text: str) -> str:
+def parse_base_url(text: str) -> str:
     """An engine's base URL from `http://host:port`, `http://host:port/v1` or `host:port`; ValueError if not."""
     url = text.strip()
     if "://" not in url:
@@ -79,7 +79,7 @@ def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str,
         if not sep or "://" in model:
             model, url = "", text
         try:
-            base = _base_url(url)
+            base = parse_base_url(url)
         except ValueError:
             raise ValueError(f"{text!r} is not URL or MODEL=URL with an http(s) URL or HOST:PORT, "
                              "e.g. http://127.0.0.1:8000 or llama-3-8b=vllm:8000") from None

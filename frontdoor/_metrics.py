@@ -10,18 +10,19 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from inferwatch.slo._tables import source_buckets
 
-__all__ = ["FrontdoorMetrics", "LABELS"]
+__all__ = ["FrontdoorMetrics", "LABELS", "bounds"]
 
 LABELS = ("model", "caller", "upstream")
 
 
-def _bounds(metric: str) -> list[float]:
+def bounds(metric: str) -> list[float]:
+    """The histogram bounds of one of inferwatch's own metrics (slo/buckets.yaml, `sources: frontdoor`)."""
     table = source_buckets()["frontdoor"]
     return [float(b) for b in table.families[table.metrics[metric]][0].bounds]
 
 
 def _histogram(registry, name: str, doc: str) -> Histogram:
-    return Histogram(name, doc, LABELS, buckets=_bounds(name), registry=registry)
+    return Histogram(name, doc, LABELS, buckets=bounds(name), registry=registry)
 
 
 class FrontdoorMetrics:

@@ -14,7 +14,6 @@ the connect timeout, a whole stream none.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import time
 import uuid
@@ -289,40 +288,14 @@ async def start(config: FrontdoorConfig, app: web.Application | None = None) -> 
     return runner
 
 
-_LISTEN_ERRORS = {errno.EADDRINUSE: "the port is already in use by another process",
-                  errno.EADDRNOTAVAIL: "the address is not one of this host's",
-                  errno.EACCES: "permission denied (ports below 1024 need privileges)"}
-
-
 def serve(config: FrontdoorConfig) -> None:
-    """Serve until SIGINT or SIGTERM; a failed bind is one clear InferwatchError."""
-    import signal
+    """Serve until SIGINT or SIGTERM; a failed bind or access log is one clear InferwatchError."""
+    from inferwatch.frontdoor._serve import serve_app
 
     try:
         app = make_app(config)
     except OSError as err:
         raise InferwatchError(f"--access-log {config.access_log}: cannot open: {err.strerror or err}") from None
-
-    async def main():
-        try:
-            runner = await start(config, app)
-        except OSError as err:
-            reason = _LISTEN_ERRORS.get(err.errno, err.strerror or str(err))
-            raise InferwatchError(f"--listen {config.host}:{config.port}: cannot listen: {reason}; "
-                                  "choose another with --listen HOST:PORT") from None
-        stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        log.info("front door on %s:%d to %s", config.host, config.port,
-                 ", ".join(f"{m}={u.url}" if m else u.url for m, u in
-                           ([("", config.default)] if config.default else []) + list(config.routes)))
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
-
-    try:
-        import uvloop                     # where installed: less CPU per chunk (tests/bench_frontdoor.py)
-        uvloop.run(main())
-    except ImportError:
-        asyncio.run(main())
+    upstreams = ([("", config.default)] if config.default else []) + list(config.routes)
+    routes = ", ".join(f"{m}={u.url}" if m else u.url for m, u in upstreams).replace("%", "%%")
+    serve_app(app, config.host, config.port, "front door on %s:%d to " + routes, handler_cancellation=True)

@@ -87,8 +87,9 @@ def build(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="
     \b
     Into --out (default build/):
       prometheus/                relabel configs for scrape jobs and ServiceMonitors
-      prometheus/rules/          mapping recording rules, the default SLO rules (slo/defaults.yaml),
-                                 operational alerts, and the promtool tests of those rules
+      prometheus/rules/          rule files only: mapping recording rules, the default SLO rules
+                                 (slo/defaults.yaml), operational alerts
+      prometheus/rules/tests/    the promtool tests of those rules
       alertmanager/              inhibit rules for the SLO burn-rate tiers
       grafana/dashboards/        the four dashboards as Grafana JSON
     In a source checkout it also rewrites the copies under mappings/generated/, alerts/ and dashboards/.

@@ -233,3 +233,25 @@ def test_answered_counts_ok_among_all_but_cancelled_and_invalid_requests():
     sli = _spec("1s").objectives[1].sli
     assert sli.good == parse_selector('llm_frontdoor_requests_total{outcome="ok"}')
     assert sli.total == parse_selector('llm_frontdoor_requests_total{outcome!~"cancelled|invalid_request"}')
+
+
+def test_the_front_door_defaults_mirror_the_engine_defaults_and_compile(tmp_path):
+    import subprocess
+
+    from conftest import need
+    from inferwatch.slo import compile_spec, load_spec, render_files
+    from inferwatch.slo._tables import HERE
+
+    engine, frontdoor = load_spec(HERE / "defaults.yaml"), load_spec(HERE / "defaults-frontdoor.yaml")
+    assert frontdoor.source == "frontdoor" and frontdoor.group_by == engine.group_by
+    assert [(o.name, o.target) for o in frontdoor.objectives] == [(o.name, o.target) for o in engine.objectives]
+    assert [getattr(o.sli, "threshold", None) for o in frontdoor.objectives] == \
+        [getattr(o.sli, "threshold", None) for o in engine.objectives]
+    files, _ = render_files(compile_spec(frontdoor), tests=False)
+    rules = []
+    for name, text in files.items():
+        if name.endswith(".rules.yaml"):
+            (tmp_path / name).write_text(text)
+            rules.append(str(tmp_path / name))
+    proc = subprocess.run([need("promtool"), "check", "rules", *rules], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

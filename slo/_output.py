@@ -39,7 +39,7 @@ def render_files(ruleset: RuleSet, fmt: str = "prometheus", tests: bool = True,
     if fmt == "prometheus-operator":
         manifest = {
             "apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": f"inferwatch-slo-{spec.service}",
+            "metadata": {"name": f"inferwatch-slo-{spec.service.replace('_', '-')}",     # a Kubernetes name: no _
                          "labels": {"app.kubernetes.io/name": "inferwatch", "app.kubernetes.io/component": "slo",
                                     "app.kubernetes.io/managed-by": "inferwatch"}},
             "spec": {"groups": ruleset.groups}}

@@ -438,7 +438,7 @@ def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, run
         seen.add(name)
         kind, sli = _sli(c, node, field, source, engines)
         if sli is not None:
-            _contradiction(c, node, field, selector, sli)
+            _contradiction(c, node, field, selector, sli, group_by)
         target = _target(c, node, field + ".target")
         labels = _string_map(c, node, "labels", field=field + ".labels")
         _reserved(c, node, field + ".labels", labels, group_by)
@@ -450,16 +450,23 @@ def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, run
     return tuple(objectives)
 
 
-def _contradiction(c: _Collector, node: dict, field: str, selector: tuple[Matcher, ...], sli) -> None:
-    """Two equality matchers on one label (the spec's selector, the objective's, the SLI's) match nothing."""
+def _contradiction(c: _Collector, node: dict, field: str, selector: tuple[Matcher, ...], sli, group_by) -> None:
+    """Two equality matchers on one label (the spec's selector, the objective's, the SLI's) match nothing; a
+    ratio whose good or bad events fix a group_by label to another value than its total never meets it."""
     parts = [sli.matchers] if isinstance(sli, LatencySLI) else \
         [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    groups: dict[str, str] = {}
     for matchers in parts:
         values: dict[str, str] = {}
         for m in (*selector, *matchers):
             if m.op == "=" and values.setdefault(m.label, m.value) != m.value:
                 c.add(node, field, f"{m.label}={values[m.label]!r} and {m.label}={m.value!r} together match no "
                                    "series; keep one of them")
+                return
+        for label in set(group_by) & set(values):
+            if groups.setdefault(label, values[label]) != values[label]:
+                c.add(node, field, f"group_by {label}: the total's {label}={groups[label]!r} and the other "
+                                   f"selector's {label}={values[label]!r} are never in one group")
                 return
 
 

@@ -233,6 +233,13 @@ TRICKY = {
 ALLOWED_ACTION = re.compile(r'\{\{ "\{\{" \}\}|\{\{ \$labels\.[a-zA-Z_][a-zA-Z0-9_]* \}\}')
 
 
+def test_prometheus_operator_names_are_kubernetes_names():
+    spec = parse_spec({**TRICKY, "service": "chat_v2"}, "tricky.yaml")
+    files, _ = render_files(compile_spec(spec), "prometheus-operator")
+    manifest = yaml.safe_load(files["chat_v2.prometheusrule.yaml"])
+    assert manifest["metadata"]["name"] == "inferwatch-slo-chat-v2"
+
+
 def test_user_text_never_runs_as_a_template():
     """Selector values, labels and runbook URLs print themselves: the only actions left are $labels (ours and the
     user's annotations) and literal braces, so {{ query `up` }} can never run when an alert renders."""

@@ -124,6 +124,10 @@ MORE = [
     ("metric: null", _bad("    sli: ttft ", "    sli: latency\n    metric:\n   "),
      ["objectives[0].metric: a latency SLI needs metric: a histogram's name"]),
     ("version: true", "version: true\n" + GOOD, ["1: version: unsupported version True"]),
+    ("a ratio whose parts are never in one group",
+     _bad("selector:", "group_by: [job]\nselector:").replace(
+         "    sli: answered", '    sli: ratio\n    total: a_total{job="x"}\n    good: b_total{job="y"}'),
+     ["objectives[2]: group_by job: the total's job='x' and the other selector's job='y' are never in one group"]),
 ]
 
 

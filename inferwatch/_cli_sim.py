@@ -22,8 +22,8 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
              listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve.")] = "127.0.0.1:8000",
              scenario: Annotated[str, typer.Option(metavar="SCENARIO",
                                                    help="normal, queueing, thinking, slow-decode, errors, "
-                                                        "truncation, broken-tools or flaky-metrics; switch later "
-                                                        "with POST /admin/scenario.")] = "normal",
+                                                        "truncation, broken-tools, flaky-metrics or gpu-stall; "
+                                                        "switch later with POST /admin/scenario.")] = "normal",
              max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
              kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
              decode_step: Annotated[float, typer.Option(metavar="SECONDS",
@@ -31,7 +31,9 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
              reasoning: Annotated[int, typer.Option(metavar="N",
                                                     help="Hidden reasoning tokens before visible text.")] = 0,
              seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed, for repeatable runs.")]
-             = None):
+             = None,
+             gpus: Annotated[int, typer.Option(metavar="N", help="Also serve N simulated GPUs on /metrics "
+                                                                 "(gpu_* series following this engine).")] = 0):
     """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU.
 
     \b
@@ -58,7 +60,9 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
     params = replace(EngineParams(), max_num_seqs=max_num_seqs, kv_cache_tokens=kv_cache_tokens,
                      decode_step_s=decode_step, reasoning_tokens=reasoning)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed), host, port)
+    if not 0 <= gpus <= 64:
+        raise InferwatchError(f"--gpus {gpus}: use 0 to 64")
+    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus), host, port)
 
 
 def load(target: Annotated[str, typer.Option(metavar="URL",

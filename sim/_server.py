@@ -36,6 +36,7 @@ class SimulatorConfig:
     scenario: str = "normal"
     params: EngineParams = EngineParams()
     seed: int | None = None
+    gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu-stall stalls them
 
 
 class _Simulator:
@@ -48,6 +49,11 @@ class _Simulator:
                              config.seed)
         self.scenario = config.scenario
         self.created = int(time.time())
+        self.gpus = None
+        if config.gpus:
+            from inferwatch.exporters.gpu import simulated_gpus
+
+            self.gpus = simulated_gpus(config.gpus, f"{config.engine}/{config.model}")
 
     # --- helpers -----------------------------------------------------------------------------------------
 
@@ -76,8 +82,10 @@ class _Simulator:
             if fault == "hang":
                 await asyncio.sleep(30)
             return web.Response(status=500 if fault == "error" else 404, text=f"simulated metrics fault: {fault}\n")
-        return web.Response(body=self.engine.metrics.render().encode(),
-                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+        text = self.engine.metrics.render()
+        if self.gpus is not None:
+            text += self.gpus(text, self.scenario)
+        return web.Response(body=text.encode(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def get_scenario(self, request: web.Request) -> web.Response:
         return web.json_response({"scenario": self.scenario, "scenarios": list(scenarios())})

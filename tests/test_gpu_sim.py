@@ -178,3 +178,51 @@ def test_cli_mistakes_are_one_line(args, flag):
                           text=True, timeout=30)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and flag in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+
+def _serve(app):
+    """Serve an aiohttp app on loopback in a thread; returns (base URL, stop)."""
+    import asyncio
+
+    from aiohttp import web
+
+    loop, ready, holder = asyncio.new_event_loop(), threading.Event(), {}
+
+    def run():
+        asyncio.set_event_loop(loop)
+        runner = web.AppRunner(app, access_log=None)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+        holder["port"] = runner.addresses[0][1]
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    ready.wait(10)
+
+    def stop():
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+    return f"http://127.0.0.1:{holder['port']}", stop
+
+
+def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
+    from inferwatch.exporters import split_families
+    from inferwatch.sim import SimulatorConfig, make_app
+
+    base, stop = _serve(make_app(SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2)))
+    try:
+        text = _get(base + "/metrics")
+        assert "vllm:num_requests_running" in text and len(values(text, "gpu_up")) == 2
+        gpu_part = "".join(f.header() + f.body for f in split_families(text) if f.name.startswith("gpu_"))
+        proc = subprocess.run([need("promtool"), "check", "metrics"], input=gpu_part, capture_output=True, text=True)
+        assert proc.returncode == 0 and "gpu_sm_active_ratio" in gpu_part, proc.stdout + proc.stderr
+        _get(base + "/admin/scenario", json.dumps({"scenario": "gpu-stall"}).encode())
+        stalled = _get(base + "/metrics")
+        assert values(stalled, "gpu_utilization_ratio", gpu="1")[0][1] >= 0.95
+        assert values(stalled, "gpu_sm_active_ratio", gpu="1")[0][1] <= 0.1
+    finally:
+        stop()

@@ -14,8 +14,8 @@ from inferwatch.exporters.gpu._nvml import NvmlBackend
 from inferwatch.exporters.gpu._pods import PodResolver, index_pod_list, pod_of_cgroup
 from inferwatch.exporters.gpu._render import GPU_FAMILIES, render_health, render_snapshot
 from inferwatch.exporters.gpu._server import GpuExporter
-from inferwatch.exporters.gpu._sim import SCENARIOS, EngineLoad, SimulatedBackend, activity
+from inferwatch.exporters.gpu._sim import SCENARIOS, EngineLoad, SimulatedBackend, activity, simulated_gpus
 
 __all__ = ["GpuExporter", "NvmlBackend", "SimulatedBackend", "PodResolver", "Reading", "Snapshot", "Workload",
-           "EngineLoad", "activity", "SCENARIOS", "GPU_FAMILIES", "render_snapshot", "render_health",
+           "EngineLoad", "activity", "simulated_gpus", "SCENARIOS", "GPU_FAMILIES", "render_snapshot", "render_health",
            "index_pod_list", "pod_of_cgroup"]

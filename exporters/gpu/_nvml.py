@@ -267,7 +267,8 @@ class NvmlBackend:
         add("gpu_utilization_ratio", lambda: min(100, nv.nvmlDeviceGetUtilizationRates(h).gpu), 100)  # not per MIG
         memory = self._read(lambda: nv.nvmlDeviceGetMemoryInfo(h), None)
         if memory is not None:
-            rows += [("gpu_memory_used_bytes", (), float(memory.used)), ("gpu_memory_free_bytes", (), float(memory.free))]
+            rows += [("gpu_memory_used_bytes", (), float(memory.used)),
+                     ("gpu_memory_free_bytes", (), float(memory.free))]
         if device.parent is not None:
             return rows                      # power, clocks and the rest belong to the whole GPU
         add("gpu_power_watts", lambda: nv.nvmlDeviceGetPowerUsage(h), 1000)              # mW

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from inferwatch.errors import InferwatchError
 from inferwatch.exporters.gpu._model import Reading, Snapshot, Workload
 
-__all__ = ["SimulatedBackend", "EngineLoad", "activity", "SCENARIOS"]
+__all__ = ["SimulatedBackend", "EngineLoad", "activity", "simulated_gpus", "SCENARIOS"]
 
 log = logging.getLogger("inferwatch.exporter.gpu")
 
@@ -80,8 +80,9 @@ class SimulatedBackend:
     scenarios = tuple(SCENARIOS)
 
     def __init__(self, gpus: int, hostname: str, follow: str | None = None, scenario: str = "normal",
-                 workload: Workload | None = None, sleep=time.sleep, clock=time.monotonic, fetch=None):
-        self.gpus, self.hostname, self.follow = gpus, hostname, follow
+                 workload: Workload | None = None, sleep=time.sleep, clock=time.monotonic, fetch=None,
+                 seed: str = ""):
+        self.gpus, self.hostname, self.follow, self.seed = gpus, hostname, follow, seed
         self.set_scenario(scenario)
         self.workload, self.sleep, self.clock = workload, sleep, clock
         self.fetch = fetch or _fetch
@@ -108,11 +109,18 @@ class SimulatedBackend:
 
     def sample(self, wait: float) -> Snapshot:
         self.sleep(wait)
-        started = now = self.clock()
-        load = self._follow(now, max(0.5, min(2.0, wait))) if self.follow else _wave(now)
+        now = self.clock()
+        return self._snapshot(self._follow(now, max(0.5, min(2.0, wait))) if self.follow else _wave(now), now)
+
+    def sample_engine(self, text: str) -> Snapshot:
+        """A pass over an engine exposition handed in: a simulator serving its own GPUs."""
+        now = self.clock()
+        return self._snapshot(self._load(self._totals(text), now), now)
+
+    def _snapshot(self, load: EngineLoad, now: float) -> Snapshot:
         dt, self._last = max(0.0, now - self._last), now
         readings = [self._reading(i, load, dt) for i in range(self.gpus)]
-        return Snapshot(True, tuple(readings), taken_at=time.time(), duration=self.clock() - started,
+        return Snapshot(True, tuple(readings), taken_at=time.time(), duration=self.clock() - now,
                         errors=dict(self.errors))
 
     def _reading(self, index: int, load: EngineLoad, dt: float) -> Reading:
@@ -131,7 +139,7 @@ class SimulatedBackend:
         if self.gpus > 1:
             nvlink = 5e9 * (1 - math.exp(-load.running / 8))
             samples += [("gpu_nvlink_tx_bytes_per_second", (), nvlink), ("gpu_nvlink_rx_bytes_per_second", (), nvlink)]
-        uid = uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.hostname}/{index}")
+        uid = uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.hostname}/{self.seed}/{index}")
         identity = (("gpu", str(index)), ("uuid", f"GPU-{uid}"), ("gpu_model", "NVIDIA H100 80GB HBM3 (simulated)"),
                     ("hostname", self.hostname))
         return Reading(identity, True, True, tuple(samples), (self.workload,) if self.workload else ())
@@ -145,6 +153,9 @@ class SimulatedBackend:
             self._problem_is(f"--follow {self.follow}: {getattr(err, 'reason', err)}")
             return EngineLoad()
         self._problem_is(None)
+        return self._load(totals, now)
+
+    def _load(self, totals: dict[str, float], now: float) -> EngineLoad:
         prompt, generation = totals.get("llm_prompt_tokens_total", 0.0), totals.get("llm_generation_tokens_total", 0.0)
         prefill = 0.0
         if self._counters is not None:
@@ -188,3 +199,20 @@ class SimulatedBackend:
 def _fetch(url: str, timeout: float) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.read(16 * 2**20).decode("utf-8", errors="replace")
+
+
+def simulated_gpus(gpus: int, seed: str):
+    """GPUs a simulator serves beside its engine: `render(engine exposition, engine scenario)` gives their
+    exposition. The engine scenario `gpu-stall` stalls them."""
+    import socket
+
+    from inferwatch.exporters.gpu._render import render_snapshot
+    from inferwatch.mappings import load_catalog
+
+    backend, catalog = SimulatedBackend(gpus, socket.gethostname(), seed=seed), load_catalog()
+
+    def render(engine_text: str, engine_scenario: str) -> str:
+        backend.set_scenario("stall" if engine_scenario == "gpu-stall" else "normal")
+        return render_snapshot(backend.sample_engine(engine_text), catalog)
+
+    return render

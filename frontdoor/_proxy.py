@@ -2,6 +2,7 @@
 
     POST /v1/chat/completions, /v1/completions   proxied and metered, streamed or not
     GET  /metrics                                the front door's own series
+    GET  /v1/models                              with several upstreams: the models of them all
     anything else                                proxied untouched
 
 Bytes go to the client as they arrive; a copy of each SSE event is parsed for
@@ -111,6 +112,24 @@ class Frontdoor:
     async def passthrough(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, metered=False)
 
+    async def list_models(self, request: web.Request) -> web.Response:
+        """With several upstreams, /v1/models lists the models of them all (each upstream's own entries)."""
+        async def listed(upstream: Upstream) -> list:
+            try:
+                async with self.session.get(upstream.url + "/v1/models",
+                                            headers=_forward_headers(request.headers, True)) as resp:
+                    doc = await resp.json(content_type=None) if resp.status == 200 else {}
+                    return [m for m in doc.get("data") or () if isinstance(m, dict)]
+            except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+                log.warning("upstream %s: /v1/models failed", upstream.name)
+                return []
+
+        found = await asyncio.gather(*(listed(u) for u in self.config.upstreams))
+        data = list({m.get("id"): m for models in found for m in models}.values())
+        if not data and not any(found):
+            return _error(502, "no upstream listed its models", "upstream_error")
+        return web.json_response({"object": "list", "data": data})
+
     # --- one request ---------------------------------------------------------------------------------------
 
     async def _handle(self, request: web.Request, metered: bool) -> web.StreamResponse:
@@ -193,7 +212,11 @@ class Frontdoor:
         out = web.StreamResponse(status=resp.status, reason=resp.reason, headers=_returned_headers(resp.headers))
         if resp.content_length is not None and "chunked" not in resp.headers.get("Transfer-Encoding", ""):
             out.content_length = resp.content_length
-        await out.prepare(request)
+        try:
+            await out.prepare(request)
+        except ConnectionError:                   # the client left before the headers went out
+            ex.ended = "cancelled"
+            return out
         ex.code = resp.status
         sse = metered and resp.status == 200 and resp.content_type == "text/event-stream"
         whole = metered and resp.status == 200 and not sse
@@ -229,7 +252,10 @@ class Frontdoor:
             observe_whole(facts, bytes(copy))
         elif whole or splitter.overflow:
             facts.error = "too large to meter"
-        await out.write_eof()
+        try:
+            await out.write_eof()
+        except ConnectionError:                   # the client left with the last bytes (after [DONE]: still whole)
+            ex.ended = "cancelled"
         return out
 
     def _done(self, request: web.Request, ex: _Exchange, info: RequestInfo, labels, metered: bool) -> None:
@@ -263,6 +289,8 @@ def make_app(config: FrontdoorConfig) -> web.Application:
     app = web.Application(client_max_size=config.max_body)
     app[FRONTDOOR] = door
     app.router.add_get("/metrics", door.own_metrics)
+    if len(config.upstreams) > 1:
+        app.router.add_get("/v1/models", door.list_models)
     for path in METERED_PATHS:
         app.router.add_post(path, door.metered)
     app.router.add_route("*", "/{tail:.*}", door.passthrough)

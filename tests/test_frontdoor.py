@@ -280,6 +280,7 @@ def test_routes_by_model():
         for model in ("a", "b"):
             answer = client(door_url).chat.completions.create(model=model, messages=ASK)
             assert answer.model == model
+        assert sorted(m.id for m in client(door_url).models.list()) == ["a", "b"]
         with pytest.raises(openai.NotFoundError, match="not served here"):
             client(door_url).chat.completions.create(model="c", messages=ASK)
         counts = scrape(door_url)

@@ -204,3 +204,16 @@ def test_the_real_gpu_check_runs_end_to_end_over_the_fake(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "ok   GPU 0 GPM sample pair" in out and "SM_UTIL=41.50%" in out and "no GPM" in out
     assert out.rstrip().endswith("PASS") and "gpu_exporter_up 1.0" in out
+
+
+def test_the_oldest_supported_nvidia_ml_py_without_temperature_v_still_reads_temperature():
+    class Old(FakeNvml):          # nvidia-ml-py 12.535 (pyproject's floor) has no nvmlDeviceGetTemperatureV
+        def __getattribute__(self, name):
+            if name == "nvmlDeviceGetTemperatureV":
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    nvml = Old([hopper()])
+    exporter = GpuExporter(NvmlBackend(nvml, "h", sleep=lambda s: None))
+    exporter.step()
+    assert values(exporter.render(), "gpu_temperature_celsius")[0][1] == 60.0

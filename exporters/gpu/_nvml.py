@@ -48,7 +48,8 @@ THROTTLE_REASONS = (
 NVML_NAMES = (
     "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetUUID",
     "nvmlDeviceGetName", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage",
-    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTemperatureV", "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetClockInfo",
     "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetPcieThroughput",
     "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount",
     "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetAttributes",
@@ -273,7 +274,9 @@ class NvmlBackend:
             return rows                      # power, clocks and the rest belong to the whole GPU
         add("gpu_power_watts", lambda: nv.nvmlDeviceGetPowerUsage(h), 1000)              # mW
         add("gpu_energy_joules_total", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h), 1000)   # mJ
-        add("gpu_temperature_celsius", lambda: nv.nvmlDeviceGetTemperatureV(h, nv.NVML_TEMPERATURE_GPU))
+        # nvmlDeviceGetTemperature is deprecated, but nvidia-ml-py 12.535 (our floor) has only it
+        temperature = getattr(nv, "nvmlDeviceGetTemperatureV", None) or nv.nvmlDeviceGetTemperature
+        add("gpu_temperature_celsius", lambda: temperature(h, nv.NVML_TEMPERATURE_GPU))
         add("gpu_sm_clock_hertz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), multiply=10**6)   # MHz
         add("gpu_memory_clock_hertz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM), multiply=10**6)
         reasons = self._read(lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h), None)

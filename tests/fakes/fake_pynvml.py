@@ -164,6 +164,9 @@ class FakeNvml:
         assert sensor == _real.NVML_TEMPERATURE_GPU
         return self._whole(handle).temp
 
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return self._whole(handle).temp
+
     def nvmlDeviceGetClockInfo(self, handle, type):  # noqa: A002 - the real parameter name
         gpu = self._whole(handle)
         return {_real.NVML_CLOCK_SM: gpu.sm_mhz, _real.NVML_CLOCK_MEM: gpu.mem_mhz}[type]

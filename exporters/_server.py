@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -233,6 +234,9 @@ class NormalizingExporter:
     async def collect(self, budget: float | None = None) -> str:
         """One scrape of every target within `budget` seconds, merged, with the exporter's own series."""
         if self._session is None:
+            # parsing runs in worker threads: a short switch interval hands the GIL back to the event loop
+            # soon after each wait, so answers and /healthz are not held up behind a parse
+            sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
             self._slots = asyncio.Semaphore(self.config.max_connections)
             connector = aiohttp.TCPConnector(limit=self.config.max_connections, limit_per_host=0)
             self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False,

@@ -160,6 +160,7 @@ class NormalizingExporter:
         self.runners = [_Runner(t) for t in config.targets]
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._switch_interval = sys.getswitchinterval()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="inferwatch-parse")
         self._rendered: tuple[tuple[Outcome, ...], tuple[str, str]] | None = None
         self.fetches = 0   # fetches started, for tests and the benchmark
@@ -236,7 +237,8 @@ class NormalizingExporter:
         if self._session is None:
             # parsing runs in worker threads: a short switch interval hands the GIL back to the event loop
             # soon after each wait, so answers and /healthz are not held up behind a parse
-            sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._switch_interval, 0.001))
             self._slots = asyncio.Semaphore(self.config.max_connections)
             connector = aiohttp.TCPConnector(limit=self.config.max_connections, limit_per_host=0)
             self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False,
@@ -334,6 +336,7 @@ class NormalizingExporter:
     async def _close(self, app: web.Application) -> None:
         if self._session is not None:
             await self._session.close()
+            sys.setswitchinterval(self._switch_interval)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def app(self) -> web.Application:

@@ -26,6 +26,7 @@ SLOTH, OPENSLO, GO_SDK, OSLO = (CORPUS / d for d in ("sloth", "openslo", "go-sdk
 OURS = FIXTURES / "slo" / "openslo-v1.yaml"
 
 # What each real file becomes: full / partial <specs>/<objectives>, or refused. Keeps cases from disappearing.
+_SLOTH_TESTDATA = "sloth/test__integration__prometheus__testdata__"
 OUTCOMES = {
     "go-sdk/openslo__v1__examples__alert_conditions.yaml": "refused",
     "go-sdk/openslo__v1__examples__alert_notification_targets.yaml": "refused",
@@ -119,36 +120,36 @@ OUTCOMES = {
     "sloth/slo-plugin-getting-started.yml": "partial 1/1",
     "sloth/slo-plugin-k8s-getting-started.yml": "partial 1/1",
     "sloth/test__integration__k8scontroller__windows__7d.yaml": "refused",
-    "sloth/test__integration__prometheus__testdata__in-base-k8s.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__in-base.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__in-invalid-version.yaml": "refused",
-    "sloth/test__integration__prometheus__testdata__in-multifile-k8s.yaml": "partial 2/2",
-    "sloth/test__integration__prometheus__testdata__in-multifile.yaml": "partial 2/2",
-    "sloth/test__integration__prometheus__testdata__in-openslo.yaml": "full 1/1",
-    "sloth/test__integration__prometheus__testdata__in-sli-plugin.yaml": "refused",
-    "sloth/test__integration__prometheus__testdata__in-slo-plugin-k8s.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__in-slo-plugin.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-aa.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-ab.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-ba.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-k8s.yaml": "refused",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-multi-k8s.yaml": "partial 2/2",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-multi.yaml": "partial 2/2",
-    "sloth/test__integration__prometheus__testdata__validate__bad__bad-openslo.yaml": "full 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-aa.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-ab.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-ba.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-k8s.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-multi-k8s.yaml": "partial 2/2",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-multi.yaml": "partial 2/2",
-    "sloth/test__integration__prometheus__testdata__validate__good__good-openslo.yaml": "full 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__bad-prom-multi-duplicates.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__k8s__bad-k8s-1-duplicate.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__k8s__bad-k8s-1-original.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__openslo__bad-openslo-1-duplicate.yaml": "full 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__openslo__bad-openslo-1-original.yaml": "full 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__prom__bad-prom-1-duplicate.yaml": "partial 1/1",
-    "sloth/test__integration__prometheus__testdata__validate_with_duplicates__prom__bad-prom-1-original.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "in-base-k8s.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "in-base.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "in-invalid-version.yaml": "refused",
+    _SLOTH_TESTDATA + "in-multifile-k8s.yaml": "partial 2/2",
+    _SLOTH_TESTDATA + "in-multifile.yaml": "partial 2/2",
+    _SLOTH_TESTDATA + "in-openslo.yaml": "full 1/1",
+    _SLOTH_TESTDATA + "in-sli-plugin.yaml": "refused",
+    _SLOTH_TESTDATA + "in-slo-plugin-k8s.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "in-slo-plugin.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__bad__bad-aa.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__bad__bad-ab.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__bad__bad-ba.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__bad__bad-k8s.yaml": "refused",
+    _SLOTH_TESTDATA + "validate__bad__bad-multi-k8s.yaml": "partial 2/2",
+    _SLOTH_TESTDATA + "validate__bad__bad-multi.yaml": "partial 2/2",
+    _SLOTH_TESTDATA + "validate__bad__bad-openslo.yaml": "full 1/1",
+    _SLOTH_TESTDATA + "validate__good__good-aa.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__good__good-ab.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__good__good-ba.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__good__good-k8s.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate__good__good-multi-k8s.yaml": "partial 2/2",
+    _SLOTH_TESTDATA + "validate__good__good-multi.yaml": "partial 2/2",
+    _SLOTH_TESTDATA + "validate__good__good-openslo.yaml": "full 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__bad-prom-multi-duplicates.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__k8s__bad-k8s-1-duplicate.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__k8s__bad-k8s-1-original.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__openslo__bad-openslo-1-duplicate.yaml": "full 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__openslo__bad-openslo-1-original.yaml": "full 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__prom__bad-prom-1-duplicate.yaml": "partial 1/1",
+    _SLOTH_TESTDATA + "validate_with_duplicates__prom__bad-prom-1-original.yaml": "partial 1/1",
     "sloth/test__integration__prometheus__windows__7d.yaml": "refused",
     "sloth/victoria-metrics.yml": "refused",
     "sloth/windows__7d.yaml": "refused",
@@ -536,8 +537,8 @@ def test_a_good_selector_that_excludes_errors_becomes_bad():
 
 def test_names_are_written_as_ours_and_noted():
     result = import_text("version: prometheus/v1\nservice: Ñandú Shop\nslos: [{name: Checkout, objective: 99, sli: "
-                         "{events: {error_query: 'sum(rate(e[{{.window}}]))', total_query: 'sum(rate(t[{{.window}}]))'}}}]"
-                         "\n", "x.yaml")
+                         "{events: {error_query: 'sum(rate(e[{{.window}}]))', "
+                         "total_query: 'sum(rate(t[{{.window}}]))'}}}]\n", "x.yaml")
     assert (result.specs[0]["service"], result.specs[0]["objectives"][0]["name"]) == ("nandu-shop", "checkout")
     assert "service: 'Ñandú Shop' written 'nandu-shop'" in _notes(result)
 

@@ -18,7 +18,8 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def access_record(*, request_id: str, caller: str, model: str | None, upstream: str, method: str, path: str,
-                  status: int, outcome: str | None, stream: bool, times: dict, tokens, now: float | None = None) -> dict:
+                  status: int, outcome: str | None, stream: bool, times: dict, tokens,
+                  now: float | None = None) -> dict:
     """The log line of one request, as a dict; times in milliseconds, `time` in UTC (RFC 3339)."""
     now = time.time() if now is None else now
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"

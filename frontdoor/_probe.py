@@ -9,7 +9,6 @@ never hangs: `timeout` bounds the whole request, connect included.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass

@@ -31,7 +31,8 @@ from simtools import FAST, simulator
 
 STEADY = replace(FAST, spec_tokens=0)     # one token per step: the same seed gives the same answer
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "required": ["city"], "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius"]}}}}}]
+    "type": "object", "required": ["city"],
+    "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius"]}}}}}]
 ASK = [{"role": "user", "content": "what is the weather"}]
 
 

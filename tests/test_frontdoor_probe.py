@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.request
 from dataclasses import replace
 
 import aiohttp

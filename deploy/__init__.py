@@ -1,3 +1,14 @@
-"""Deployment: Kubernetes manifests, compose, local. Coming next."""
+"""Deployment: one config into everything a cluster (or a laptop) needs.
 
-__all__: list[str] = []
+    config = load_config("deploy.yaml")      # typed; SpecError lists every problem with file:line
+    files = render(config, "kubernetes")     # {path: text}: manifests and kustomization.yaml, or compose
+    inferwatch doctor --prometheus URL       # checks that every signal arrives (inferwatch.deploy._doctor)
+
+The default render (no config) is checked in under deploy/kubernetes/ and deploy/compose/ and drift-checked by
+`inferwatch build --check`.
+"""
+
+from inferwatch.deploy._config import Config, load_config, parse_config
+from inferwatch.deploy._render import TARGETS, render, render_default
+
+__all__ = ["Config", "load_config", "parse_config", "render", "render_default", "TARGETS"]

@@ -10,6 +10,8 @@ the ones that drifted from what the code generates now.
     build/prometheus/rules/tests/     their promtool tests (`promtool test rules *.test.yaml` in that folder)
     build/alertmanager/               inhibit rules for the SLO burn-rate tiers
     build/grafana/dashboards/         the four core dashboards as modern Grafana JSON
+    build/deploy/kubernetes/          `inferwatch deploy render` of the defaults (checked in under deploy/)
+    build/deploy/compose/             the same for `--target compose`
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from inferwatch.alerts import HAND_WRITTEN
 from inferwatch.alerts import HERE as ALERTS_DIR
 from inferwatch.dashboards._build import HERE as DASHBOARDS_DIR
 from inferwatch.dashboards._build import build as build_dashboards
+from inferwatch.deploy import render_default
+from inferwatch.deploy._inputs import DEPLOY_DIR
 from inferwatch.mappings import load_mappings, recording_rules, relabel_configs, servicemonitor_relabelings
 from inferwatch.mappings._load import HERE as MAPPINGS_DIR
 from inferwatch.slo import compile_spec, load_spec, render_files
@@ -60,10 +64,13 @@ def _bundle() -> tuple[dict[str, str], dict[str, Path]]:
     slo, dashboards = _default_slo_files(), _dashboard_files()
     hand_written = {f"prometheus/rules/{name}": (ALERTS_DIR / name).read_text(encoding="utf-8")
                     for name in HAND_WRITTEN}
+    deploy = {f"deploy/{rel}": text for rel, text in render_default(
+        {Path(rel).name: text for rel, text in dashboards.items()}).items()}
     copies = {**_MAPPING_COPIES, **{rel: ALERTS_DIR / name for rel, (name, _) in slo.items()},
-              **{rel: DASHBOARDS_DIR / Path(rel).name for rel in dashboards}}
+              **{rel: DASHBOARDS_DIR / Path(rel).name for rel in dashboards},
+              **{rel: DEPLOY_DIR / rel.removeprefix("deploy/") for rel in deploy}}
     return {**_mapping_files(load_mappings()), **{rel: text for rel, (_, text) in slo.items()}, **hand_written,
-            **dashboards}, copies
+            **dashboards, **deploy}, copies
 
 
 def source_copies() -> dict[str, Path]:
@@ -109,13 +116,15 @@ def _in_checkout() -> bool:
 
 def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     """(stale: checked-in copy and what the code generates now, orphans: generated files the code no longer
-    produces: default-SLO files in alerts/ of a removed objective, dashboard JSON without its source)."""
+    produces: default-SLO files in alerts/ of a removed objective, dashboard JSON without its source, files under
+    deploy/kubernetes/ and deploy/compose/ the default render no longer writes)."""
     bundle, copies = _bundle()
     stale = [(copies[rel], text) for rel, text in bundle.items() if rel in copies and
              (not copies[rel].is_file() or copies[rel].read_text(encoding="utf-8") != text)]
     service = load_spec(DEFAULT_SLO_SPEC).service
     generated = {path for folder in ("", "tests/", "alertmanager/")
-                 for path in ALERTS_DIR.glob(f"{folder}{service}.*.yaml")} | set(DASHBOARDS_DIR.glob("*.json"))
+                 for path in ALERTS_DIR.glob(f"{folder}{service}.*.yaml")} | set(DASHBOARDS_DIR.glob("*.json")) | \
+        {path for target in ("kubernetes", "compose") for path in (DEPLOY_DIR / target).rglob("*") if path.is_file()}
     return stale, sorted(generated - set(copies.values()))
 
 

@@ -17,6 +17,7 @@ from inferwatch import __version__
 from inferwatch._cli_dashboards import dashboards_app
 from inferwatch._cli_sim import register as register_sim_commands
 from inferwatch.frontdoor._cli import register as register_frontdoor
+from inferwatch.deploy._cli import register as register_deploy
 from inferwatch._cli_slo import slo_app
 from inferwatch._typer import plain_metavars, plain_strings
 from inferwatch.errors import InferwatchError
@@ -49,6 +50,7 @@ app.add_typer(slo_app, name="slo")
 app.add_typer(dashboards_app, name="dashboards")
 register_sim_commands(app)
 register_frontdoor(app)
+register_deploy(app)
 
 MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", metavar="FILE",
                                                 help="Extra mapping file (repeatable).")]

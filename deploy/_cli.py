@@ -1,0 +1,90 @@
+"""`inferwatch deploy render` and `inferwatch doctor`: flags and files only; the library does the work."""
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+__all__ = ["register"]
+
+deploy_app = typer.Typer(help="Everything a cluster (or a laptop) needs, from one config.", no_args_is_help=True,
+                         rich_markup_mode=None)
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", metavar="FILE", show_default=False,
+                                                   help="deploy.yaml (version 1); default: the embedded defaults, "
+                                                        "as checked in under deploy/.")]
+
+
+@deploy_app.command("render")
+def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_default=False,
+                                             help="Output folder (created if missing).")],
+           config: ConfigOpt = None,
+           target: Annotated[str, typer.Option(metavar="TARGET", help="kubernetes (manifests and kustomization.yaml "
+                                                                      "for kube-prometheus-stack) or compose.")]
+           = "kubernetes"):
+    """Render manifests for kube-prometheus-stack (or a compose stack) from one config.
+
+    \b
+    Examples:
+      inferwatch deploy render -o k8s/ && kubectl apply -k k8s/ --server-side
+      inferwatch deploy render --config deploy.yaml -o k8s/
+      inferwatch deploy render --target compose -o stack/ && (cd stack && docker compose up)
+    """
+    from inferwatch._files import output_dir, write_file
+    from inferwatch.deploy import TARGETS, load_config
+    from inferwatch.deploy import render as render_files
+    from inferwatch.errors import InferwatchError
+
+    if target not in TARGETS:
+        raise InferwatchError(f"--target {target!r}: use {' or '.join(TARGETS)}")
+    files = render_files(load_config(config), target)
+    output_dir(out, "--out")
+    for name, text in files.items():
+        write_file(out / name, text, "--out")
+    typer.echo(f"wrote {len(files)} files to {out}" + (f" (kubectl apply -k {out} --server-side)"
+                                                       if target == "kubernetes" else
+                                                       f" (cd {out} && docker compose up)"))
+
+
+def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=False,
+                                                   help="Prometheus base URL, e.g. http://prometheus:9090.")],
+           alertmanager: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+                                                               help="Alertmanager base URL.")] = None,
+           grafana: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+                                                          help="Grafana base URL (token from GRAFANA_TOKEN).")]
+           = None,
+           config: ConfigOpt = None):
+    """Check that every signal the dashboards, SLOs and triage need arrives: one line per check (ok, missing,
+    wrong) with the fix; exit 1 when something is missing or wrong.
+
+    \b
+    Examples:
+      inferwatch doctor --prometheus http://localhost:9090
+      inferwatch doctor --prometheus http://prometheus:9090 --alertmanager http://alertmanager:9093
+    """
+    import os
+
+    from inferwatch._urls import http_url
+    from inferwatch.deploy import load_config
+    from inferwatch.deploy._doctor import run_checks
+
+    urls = {}
+    for flag, value, example in (("--prometheus", prometheus, "http://prometheus:9090"),
+                                 ("--alertmanager", alertmanager, "http://alertmanager:9093"),
+                                 ("--grafana", grafana, "http://grafana:3000")):
+        if value is not None:
+            try:
+                urls[flag] = http_url(value, example).rstrip("/")
+            except ValueError as err:
+                raise typer.BadParameter(str(err), param_hint=flag) from None
+    results = run_checks(load_config(config), urls["--prometheus"], urls.get("--alertmanager"),
+                         urls.get("--grafana"), os.environ.get("GRAFANA_TOKEN"))
+    for result in results:
+        typer.echo(str(result))
+    bad = [r for r in results if r.status != "ok"]
+    typer.echo(f"{len(results) - len(bad)} ok, {len(bad)} to fix", err=True)
+    raise typer.Exit(1 if bad else 0)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(deploy_app, name="deploy")
+    app.command("doctor")(doctor)

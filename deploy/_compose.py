@@ -1,0 +1,127 @@
+"""Compose for a laptop: Prometheus, Alertmanager and Grafana provisioned with our rules and dashboards, the
+front door, and the engines (stand-ins from `inferwatch simulate`, or real ones by URL). One `docker compose up`.
+
+`render_compose(config, inputs)` is pure: {path: text}. Rule files resolve relative to prometheus.yml, so
+`promtool check config prometheus/prometheus.yml` works on the rendered folder as it is.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from inferwatch.deploy._workloads import dump
+from inferwatch.deploy._alertmanager import alertmanager_config
+from inferwatch.deploy._config import Config, Engine
+from inferwatch.deploy._inputs import Inputs
+from inferwatch.deploy._workloads import UID
+
+__all__ = ["render_compose", "IMAGES"]
+
+# Pinned; README.md's deploy section names them.
+IMAGES = {"prometheus": "prom/prometheus:v2.53.2", "alertmanager": "prom/alertmanager:v0.27.0",
+          "grafana": "grafana/grafana:11.2.2"}
+# the stock images already run as their own non-root users (nobody, grafana); ours gets an explicit one
+_HARDENED = {"read_only": True, "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"], "tmpfs": ["/tmp"],
+             "restart": "unless-stopped"}
+
+
+def _sim_port(engine: Engine) -> int:
+    return engine.port_number
+
+
+def _targets(config: Config, engine: Engine) -> list[str]:
+    if config.compose.simulate:
+        return [f"{engine.name}:{_sim_port(engine)}"]
+    return [urlsplit(url).netloc for url in engine.urls]
+
+
+def _scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
+    if config.scrape_mode == "exporter":
+        jobs = [{"job_name": "inferwatch-exporter", "honor_labels": True, "static_configs": [
+            {"targets": ["exporter:9400"]}]}]
+    else:
+        # honor_labels: a stand-in engine's simulated GPUs carry the pod that uses them, as dcgm-exporter does
+        jobs = [{"job_name": engine.name, "metrics_path": engine.path, "honor_labels": True,
+                 "static_configs": [{"targets": _targets(config, engine)}],
+                 "metric_relabel_configs": inputs.relabel_configs[engine.engine]} for engine in config.engines]
+    if config.frontdoor.enabled:
+        jobs.append({"job_name": "frontdoor", "static_configs": [{"targets": ["frontdoor:8080"]}]})
+    return jobs
+
+
+def _prometheus(config: Config, inputs: Inputs) -> dict:
+    return {"global": {"scrape_interval": config.scrape_interval, "evaluation_interval": "15s",
+                       **({"external_labels": {"cluster": config.cluster.name}} if config.cluster.name else {})},
+            "rule_files": ["rules/*.yaml"],
+            "alerting": {"alertmanagers": [{"static_configs": [{"targets": ["alertmanager:9093"]}]}]},
+            "scrape_configs": _scrape_configs(config, inputs)}
+
+
+def _service(image: str, command: list[str], ports: list[str], **extra) -> dict:
+    return {"image": image, "command": command, "ports": ports, **_HARDENED, **extra}
+
+
+def _ours(config: Config, command: list[str], ports: list[str]) -> dict:
+    return _service(config.image, command, ports, user=f"{UID}:{UID}", entrypoint=["inferwatch"])
+
+
+def _services(config: Config) -> dict:
+    services = {
+        "prometheus": _service(IMAGES["prometheus"], ["--config.file=/etc/prometheus/prometheus.yml",
+                                                      "--storage.tsdb.path=/prometheus",
+                                                      "--storage.tsdb.retention.time=7d"],
+                               ["127.0.0.1:9090:9090"], volumes=["./prometheus:/etc/prometheus:ro",
+                                                                 "prometheus-data:/prometheus"]),
+        "alertmanager": _service(IMAGES["alertmanager"], ["--config.file=/etc/alertmanager/alertmanager.yml",
+                                                          "--storage.path=/alertmanager"],
+                                 ["127.0.0.1:9093:9093"], volumes=["./alertmanager:/etc/alertmanager:ro",
+                                                                   "alertmanager-data:/alertmanager"]),
+        "grafana": {**_service(IMAGES["grafana"], [], ["127.0.0.1:3000:3000"],
+                               volumes=["./grafana/provisioning:/etc/grafana/provisioning:ro",
+                                        "./grafana/dashboards:/var/lib/grafana/dashboards:ro",
+                                        "grafana-data:/var/lib/grafana"],
+                               environment={"GF_AUTH_ANONYMOUS_ENABLED": "true",
+                                            "GF_AUTH_ANONYMOUS_ORG_ROLE": "Viewer"})},
+    }
+    del services["grafana"]["command"]
+    if config.compose.simulate:
+        for engine in config.engines:
+            services[engine.name] = _ours(config, [
+                "simulate", "--engine", engine.engine, "--listen", f"0.0.0.0:{_sim_port(engine)}", "--gpus", "1"],
+                [f"127.0.0.1:{_sim_port(engine)}:{_sim_port(engine)}"])
+    if config.scrape_mode == "exporter":
+        targets = [f"--target={e.name}-{i}=http://{t}{e.path}" for e in config.engines
+                   for i, t in enumerate(_targets(config, e))]
+        caps = [f"--max-running-requests={m}={c}" for e in config.engines for m, c in e.max_running_requests]
+        services["exporter"] = _ours(config, ["exporter", "normalize", "--listen", "0.0.0.0:9400", *targets, *caps],
+                                     [])
+    if config.frontdoor.enabled:
+        first = config.engines[0]
+        upstream = f"http://{first.name}:{_sim_port(first)}" if config.compose.simulate else config.frontdoor.upstream
+        services["frontdoor"] = _ours(config, ["frontdoor", "--upstream", upstream, "--listen", "0.0.0.0:8080"],
+                                      ["127.0.0.1:8080:8080"])
+    return services
+
+
+def render_compose(config: Config, inputs: Inputs, source: str = "the embedded defaults") -> dict[str, str]:
+    """{path: text}: compose.yaml and the files it mounts."""
+    banner = f"# Generated by `inferwatch deploy render --target compose` from {source}; do not edit by hand.\n"
+    files = {
+        "compose.yaml": banner + "# docker compose up; Grafana on http://localhost:3000, Prometheus on :9090.\n"
+        + dump({"name": "inferwatch", "services": _services(config),
+                     "volumes": {"prometheus-data": {}, "alertmanager-data": {}, "grafana-data": {}}}),
+        "prometheus/prometheus.yml": banner + dump(_prometheus(config, inputs)),
+        "alertmanager/alertmanager.yml": banner + dump(alertmanager_config(config, inputs.inhibit_rules)),
+        "grafana/provisioning/datasources/inferwatch.yaml": banner + dump({"apiVersion": 1, "datasources": [
+            {"name": "Prometheus", "type": "prometheus", "uid": "prometheus", "access": "proxy",
+             "url": "http://prometheus:9090", "isDefault": True, "jsonData": {"timeInterval": config.scrape_interval}},
+        ]}),
+        "grafana/provisioning/dashboards/inferwatch.yaml": banner + dump({"apiVersion": 1, "providers": [
+            {"name": "inferwatch", "folder": config.grafana_folder, "type": "file", "disableDeletion": True,
+             "options": {"path": "/var/lib/grafana/dashboards"}}]}),
+    }
+    for rules in inputs.rules:
+        files[f"prometheus/rules/{rules.name}.yaml"] = banner + dump({"groups": list(rules.groups)})
+    for name, text in inputs.dashboards.items():
+        files[f"grafana/dashboards/{name}"] = text
+    return dict(sorted(files.items()))

@@ -1,0 +1,91 @@
+"""What a deployment carries, gathered once from the library, so the renderers stay pure functions of data.
+
+The renderers never compile or read files: they take an `Inputs` (relabelings per
+source, rule groups, inhibit rules, dashboard JSON, the DCGM counters file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from inferwatch.deploy._config import Config
+from inferwatch.errors import InferwatchError, SpecError, collect
+
+__all__ = ["Inputs", "RuleGroups", "gather_inputs", "DEPLOY_DIR"]
+
+DEPLOY_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class RuleGroups:
+    """One PrometheusRule's worth: a name (no `_`, a Kubernetes name) and its rule groups."""
+
+    name: str
+    component: str
+    groups: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    relabelings: dict            # source (vllm, sglang, dcgm) -> metricRelabelings
+    relabel_configs: dict        # source -> metric_relabel_configs (plain Prometheus, for compose)
+    rules: tuple[RuleGroups, ...]
+    inhibit_rules: tuple[dict, ...]
+    dashboards: dict             # file name -> Grafana JSON text
+    dcgm_counters: str
+
+
+def _caps_group(config: Config) -> tuple[dict, ...]:
+    """llm_max_running_requests as recording rules: no engine exports the cap, and the relabel path runs no
+    exporter to serve it."""
+    rules = [{"record": "llm_max_running_requests", "expr": f"vector({cap})", "labels": {"model": model}}
+             for engine in config.engines for model, cap in engine.max_running_requests]
+    return ({"name": "inferwatch-caps", "rules": rules},) if rules and config.scrape_mode == "relabel" else ()
+
+
+def _slo_specs(config: Config) -> list[Path]:
+    from inferwatch.slo._tables import HERE as SLO_DIR
+
+    if not config.slo_specs:
+        return [SLO_DIR / "defaults.yaml"] + ([SLO_DIR / "defaults-frontdoor.yaml"] if config.frontdoor.enabled
+                                              else [])
+    base = Path(config.file).parent if not config.file.startswith("<") else Path.cwd()
+    return [base / spec for spec in config.slo_specs]
+
+
+def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> Inputs:
+    """Compile the config's SLO specs and collect the rest; `dashboards` defaults to the checked-in JSON (which
+    `inferwatch build --check` keeps equal to what the dashboard sources generate)."""
+    from inferwatch.alerts import HERE as ALERTS_DIR
+    from inferwatch.dashboards import __file__ as dashboards_init
+    from inferwatch.mappings import (load_mappings, recording_rules, relabel_configs, select_source,
+                                     servicemonitor_relabelings)
+    from inferwatch.slo import compile_spec, load_spec
+
+    mappings = load_mappings()
+    sources = ("vllm", "sglang", "dcgm")
+    loaded, problems = collect(load_spec, _slo_specs(config))
+    if problems:
+        raise SpecError(problems)
+    rulesets = [compile_spec(spec) for _, spec in loaded]
+    rules = [RuleGroups(f"inferwatch-slo-{rs.spec.service.replace('_', '-')}", "slo", tuple(rs.groups))
+             for rs in rulesets]
+    rules.append(RuleGroups("inferwatch-mappings", "mappings", tuple(recording_rules(mappings)["groups"])))
+    operational = yaml.safe_load((ALERTS_DIR / "operational.rules.yaml").read_text(encoding="utf-8"))
+    rules.append(RuleGroups("inferwatch-operational", "alerts", tuple(operational["groups"])))
+    if _caps_group(config):
+        rules.append(RuleGroups("inferwatch-caps", "caps", _caps_group(config)))
+    if dashboards is None:
+        folder = Path(dashboards_init).parent
+        dashboards = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.json"))}
+    if not dashboards:
+        raise InferwatchError("no dashboard JSON found next to inferwatch.dashboards; run `inferwatch build`")
+    return Inputs(
+        relabelings={s: servicemonitor_relabelings([select_source(mappings, s)]) for s in sources},
+        relabel_configs={s: relabel_configs([select_source(mappings, s)]) for s in sources},
+        rules=tuple(rules), inhibit_rules=tuple(r for rs in rulesets for r in rs.inhibit_rules),
+        dashboards=dict(dashboards),
+        dcgm_counters=(DEPLOY_DIR / "dcgm" / "counters.csv").read_text(encoding="utf-8"))

@@ -1,0 +1,30 @@
+"""Render a deploy config for a target: the one entry point the CLI and `inferwatch build` call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inferwatch.deploy._config import Config
+from inferwatch.deploy._inputs import gather_inputs
+
+__all__ = ["TARGETS", "render", "render_default"]
+
+TARGETS = ("kubernetes", "compose")
+
+
+def render(config: Config, target: str = "kubernetes", dashboards: dict[str, str] | None = None) -> dict[str, str]:
+    """{path under the output folder: text} for one target."""
+    from inferwatch.deploy._compose import render_compose
+    from inferwatch.deploy._kubernetes import render_kubernetes
+
+    inputs = gather_inputs(config, dashboards)
+    source = "the embedded defaults" if config.file.startswith("<") else Path(config.file).name
+    renderer = {"kubernetes": render_kubernetes, "compose": render_compose}[target]
+    return renderer(config, inputs, source)
+
+
+def render_default(dashboards: dict[str, str] | None = None) -> dict[str, str]:
+    """Both targets of the embedded defaults, as checked in: {"kubernetes/...": text, "compose/...": text}."""
+    config = Config()
+    return {f"{target}/{path}": text for target in TARGETS
+            for path, text in render(config, target, dashboards).items()}

@@ -1,0 +1,321 @@
+"""`inferwatch deploy render`: a typed config, and manifests that validate offline, whose rules pass promtool and
+whose Alertmanager routing a real Alertmanager loads and inhibits with."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import FIXTURES, ROOT, need
+from deploytools import alertmanager, validate_manifest
+from inferwatch.deploy import Config, parse_config, render, render_default
+from inferwatch.errors import SpecError
+
+FULL = """\
+version: 1
+namespace: observability
+release: prom
+image: registry.example.com/inferwatch:0.1.0
+scrape_mode: exporter
+engines:
+  - name: llama-pd
+    engine: vllm
+    namespace: serving
+    selector: {app: llama}
+    role_label: llm-d.ai/role
+    urls: [http://llama-0.llama.serving.svc:8000/metrics, http://llama-1.llama.serving.svc:8000/metrics]
+    max_running_requests: {llama-3-70b: 256}
+  - name: qwen
+    engine: sglang
+    namespace: serving
+    selector: {app: qwen}
+    port_number: 30000
+    urls: [http://qwen.serving.svc:30000/metrics]
+nvml: {enabled: true}
+frontdoor: {namespace: serving, upstream: "http://llama.serving.svc:8000", replicas: 3}
+alerting: {page_webhook: "http://pager.example.com/hook", ticket_webhook: "http://tickets.example.com/hook"}
+compose: {simulate: false}
+"""
+
+
+def _full(tmp_path=None) -> Config:
+    return parse_config(yaml.safe_load(FULL), "full.yaml")
+
+
+@pytest.fixture(scope="module")
+def renders() -> dict[str, dict[str, str]]:
+    """Every target of the defaults and of a config that turns everything else on."""
+    full = _full()
+    return {"default-kubernetes": render(Config(), "kubernetes"), "default-compose": render(Config(), "compose"),
+            "full-kubernetes": render(full, "kubernetes"), "full-compose": render(full, "compose")}
+
+
+def _manifests(files: dict[str, str]) -> dict[str, dict]:
+    resources = yaml.safe_load(files["kustomization.yaml"])["resources"]
+    return {path: yaml.safe_load(files[path]) for path in resources}
+
+
+# --- the config -------------------------------------------------------------------------------------------------
+
+BAD = [
+    ("version: 2\n", "cfg.yaml:1: version: 2: this inferwatch reads version 1"),
+    ("version: 1\nrelase: prom\n", "cfg.yaml:2: relase: unknown key; did you mean 'release'?"),
+    ("version: 1\nimage: ghcr.io/inferwatch/inferwatch\n",
+     "cfg.yaml:2: image: 'ghcr.io/inferwatch/inferwatch': pin the image with a tag or digest"),
+    ("version: 1\nimage: ghcr.io/inferwatch/inferwatch:latest\n", "`latest` is not a pinned tag"),
+    ("version: 1\nscrape_interval: 1m\n", "cfg.yaml:2: scrape_interval: 1m: the SLO rules count requests per minute"),
+    ("version: 1\nscrape_mode: sidecar\n", "cfg.yaml:2: scrape_mode: 'sidecar': use one of relabel, exporter"),
+    ("version: 1\nengines:\n  - name: Vllm_0\n    selector: {app: v}\n",
+     "cfg.yaml:3: engines[0].name: 'Vllm_0' is not a Kubernetes name"),
+    ("version: 1\nengines:\n  - name: v\n    engine: tgi\n    selector: {app: v}\n",
+     "cfg.yaml:4: engines[0].engine: 'tgi': use one of vllm, sglang"),
+    ("version: 1\nengines:\n  - engine: vllm\n", "cfg.yaml:3: engines[0].name: required"),
+    ("version: 1\nscrape_mode: exporter\nengines:\n  - {name: v, selector: {app: v}}\n",
+     "engines[0].urls: required with scrape_mode: exporter"),
+    ("version: 1\nengines:\n  - {name: v, selector: {app: v}, max_running_requests: {m: -1}}\n",
+     "cfg.yaml:3: engines[0].max_running_requests: m: the cap must be a whole number"),
+    ("version: 1\nnvml: {enabled: yes please}\n", "cfg.yaml:2: nvml.enabled: expected true or false"),
+    ("version: 1\nalerting: {page_webhook: pager}\n", "alerting.page_webhook: 'pager' is not an http"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD, ids=[m[:40] for _, m in BAD])
+def test_a_bad_config_names_file_line_and_field(text, message):
+    with pytest.raises(SpecError) as err:
+        from inferwatch._yaml import load_yaml_file
+        parse_config(load_yaml_file("cfg.yaml", text), "cfg.yaml")
+    assert message in str(err.value)
+
+
+def test_every_problem_is_reported_at_once():
+    from inferwatch._yaml import load_yaml_file
+    with pytest.raises(SpecError) as err:
+        parse_config(load_yaml_file("cfg.yaml", "version: 1\nrelease: 'a b'\nscrape_mode: x\nfrontdoor: {replicas: 0}\n"),
+                     "cfg.yaml")
+    assert [p.field for p in err.value.problems] == ["release", "scrape_mode", "frontdoor.replicas"]
+
+
+def test_an_empty_config_is_the_embedded_default():
+    assert parse_config({"version": 1}, "x.yaml") == Config(file="x.yaml")
+
+
+def test_the_checked_in_render_is_the_default():
+    rendered = render_default()
+    on_disk = {str(p.relative_to(ROOT / "deploy")): p.read_text() for target in ("kubernetes", "compose")
+               for p in (ROOT / "deploy" / target).rglob("*") if p.is_file()}
+    assert rendered == on_disk, "run `inferwatch build`"
+
+
+# --- Kubernetes -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("which", ["default-kubernetes", "full-kubernetes"])
+def test_every_manifest_validates_offline(renders, which):
+    files = renders[which]
+    manifests = _manifests(files)
+    assert set(manifests) == set(files) - {"kustomization.yaml", "alertmanager/values.yaml"}
+    problems = {path: validate_manifest(doc) for path, doc in manifests.items()}
+    assert not {p: e for p, e in problems.items() if e}
+
+
+def test_validation_catches_a_wrong_field():
+    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": {"name": "x"},
+               "spec": {"selector": {}, "podMetricsEndpoints": [{"port": "http", "honourLabels": True}]}}
+    assert validate_manifest(monitor)
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+                  "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "a", "imag": "b"}]}}}}
+    assert validate_manifest(deployment)
+
+
+def _workloads(manifests):
+    return [doc for doc in manifests.values() if doc["kind"] in ("Deployment", "DaemonSet")]
+
+
+def test_every_workload_is_hardened_and_pinned(renders):
+    workloads = _workloads(_manifests(renders["full-kubernetes"]))
+    assert {w["metadata"]["name"] for w in workloads} == {"inferwatch-exporter", "inferwatch-gpu-exporter",
+                                                          "inferwatch-frontdoor"}
+    for workload in workloads:
+        pod = workload["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] > 0
+        for ctr in pod["containers"]:
+            sec = ctr["securityContext"]
+            assert sec["readOnlyRootFilesystem"] and not sec["allowPrivilegeEscalation"]
+            assert sec["capabilities"] == {"drop": ["ALL"]} and "privileged" not in sec
+            assert ctr["image"] == "registry.example.com/inferwatch:0.1.0"
+            assert ctr["resources"]["requests"] and ctr["resources"]["limits"]["memory"]
+            assert ctr["livenessProbe"] and ctr["readinessProbe"]
+
+
+def test_the_gpu_daemonset_runs_on_gpu_nodes_with_the_nvidia_runtime(renders):
+    ds = yaml.safe_load(renders["full-kubernetes"]["gpu-exporter/daemonset.yaml"])
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "nvidia" and pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert pod["hostPID"] is True         # said why in the file; never privileged
+    assert "hostPID" in renders["full-kubernetes"]["gpu-exporter/daemonset.yaml"].split("apiVersion")[0]
+
+
+def test_monitors_carry_the_release_label_relabelings_and_honor_labels(renders):
+    default = _manifests(renders["default-kubernetes"])
+    for path, doc in default.items():
+        if doc["kind"] in ("PodMonitor", "ServiceMonitor", "PrometheusRule"):
+            assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack", path
+    vllm = default["monitors/vllm.podmonitor.yaml"]["spec"]["podMetricsEndpoints"][0]
+    from inferwatch.mappings import load_mappings, select_source, servicemonitor_relabelings
+    assert vllm["metricRelabelings"] == servicemonitor_relabelings([select_source(load_mappings(), "vllm")])
+    dcgm = default["monitors/dcgm-exporter.servicemonitor.yaml"]["spec"]["endpoints"][0]
+    assert dcgm["honorLabels"] is True and dcgm["metricRelabelings"]
+    assert "DCGM_FI_PROF_SM_ACTIVE" in default["dcgm/counters.configmap.yaml"]["data"]["dcgm-metrics.csv"]
+    full = _manifests(renders["full-kubernetes"])
+    assert full["rules/inferwatch-mappings.prometheusrule.yaml"]["metadata"]["labels"]["release"] == "prom"
+    assert full["monitors/exporter.servicemonitor.yaml"]["spec"]["endpoints"][0]["honorLabels"] is True
+    exporter = yaml.safe_load(full["exporter/configmap.yaml"]["data"]["exporter.yaml"])
+    assert [t["name"] for t in exporter["targets"]] == ["llama-pd-0", "llama-pd-1", "qwen"]
+    assert exporter["max_running_requests"] == {"llama-3-70b": 256}
+
+
+def test_a_disaggregated_engine_gets_its_role_from_a_pod_label():
+    config = parse_config(yaml.safe_load(FULL.replace("scrape_mode: exporter", "scrape_mode: relabel")), "f.yaml")
+    monitor = yaml.safe_load(render(config)["monitors/llama-pd.podmonitor.yaml"])
+    assert {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_label_llm_d_ai_role"],
+            "targetLabel": "role"} in monitor["spec"]["podMetricsEndpoints"][0]["relabelings"]
+
+
+def test_dashboard_configmaps_are_the_dashboards_for_the_grafana_sidecar(renders):
+    schema = json.loads((FIXTURES / "schemas" / "grafana-foundation-sdk" / "dashboard.jsonschema.json").read_text())
+    files = renders["default-kubernetes"]
+    for path in (ROOT / "dashboards").glob("*.json"):
+        text = files[f"dashboards/{path.stem}.configmap.yaml"]
+        cm = yaml.safe_load(text)
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["annotations"]["grafana_folder"] == "inferwatch"
+        assert cm["data"] == {path.name: path.read_text()}
+        assert not list(jsonschema.Draft7Validator(schema).iter_errors(json.loads(path.read_text())))
+        assert len(text.encode()) < 262144 and "KiB" in text.split("apiVersion")[0]
+
+
+def test_prometheusrule_groups_pass_promtool(renders, tmp_path):
+    promtool = need("promtool")
+    paths = []
+    for which in ("default-kubernetes", "full-kubernetes"):
+        for path, doc in _manifests(renders[which]).items():
+            if doc["kind"] == "PrometheusRule":
+                out = tmp_path / which / Path(path).name
+                out.parent.mkdir(exist_ok=True)
+                out.write_text(yaml.safe_dump({"groups": doc["spec"]["groups"]}))
+                paths.append(out)
+    assert len(paths) >= 8
+    proc = subprocess.run([promtool, "check", "rules", *map(str, paths)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- compose ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("which", ["default-compose", "full-compose"])
+def test_compose_validates_and_its_prometheus_config_passes_promtool(renders, which, tmp_path):
+    files = renders[which]
+    schema = json.loads((FIXTURES / "compose-spec" / "compose-spec.json").read_text())
+    compose = yaml.safe_load(files["compose.yaml"])
+    assert not [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(compose)]
+    for name, service in compose["services"].items():
+        assert service["read_only"] and service["cap_drop"] == ["ALL"], name
+        assert ":" in service["image"] and not service["image"].endswith(":latest"), name
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    proc = subprocess.run([need("promtool"), "check", "config", str(tmp_path / "prometheus" / "prometheus.yml")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout + proc.stderr
+
+
+def test_compose_points_at_stand_ins_or_real_engines(renders):
+    default = yaml.safe_load(renders["default-compose"]["compose.yaml"])["services"]
+    assert default["vllm"]["command"][:3] == ["simulate", "--engine", "vllm"]
+    assert default["frontdoor"]["command"][2] == "http://vllm:8000"
+    full = yaml.safe_load(renders["full-compose"]["compose.yaml"])["services"]
+    assert "llama-pd" not in full and "--target=llama-pd-1=http://llama-1.llama.serving.svc:8000/metrics" in \
+        full["exporter"]["command"]
+
+
+# --- Alertmanager -----------------------------------------------------------------------------------------------
+
+def _am_configs(renders) -> dict[str, str]:
+    return {"compose": renders["default-compose"]["alertmanager/alertmanager.yml"],
+            "values": yaml.safe_dump(yaml.safe_load(renders["full-kubernetes"]["alertmanager/values.yaml"])
+                                     ["alertmanager"]["config"])}
+
+
+def test_amtool_loads_the_rendered_alertmanager_configs(renders, tmp_path):
+    amtool = need("amtool")
+    for name, text in _am_configs(renders).items():
+        (tmp_path / f"{name}.yml").write_text(text)
+        proc = subprocess.run([amtool, "check-config", str(tmp_path / f"{name}.yml")], capture_output=True,
+                              text=True)
+        # three tiers silenced by faster ones, for the engine SLOs and for the front door's
+        assert proc.returncode == 0 and " - 6 inhibit rules" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _post(base: str, alerts: list[dict]) -> None:
+    request = urllib.request.Request(base + "/api/v2/alerts", json.dumps(alerts).encode(),
+                                     {"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=5).read()
+
+
+def test_a_page_inhibits_the_ticket_of_the_same_objective(renders, tmp_path):
+    from promtools import wait_for
+
+    config = tmp_path / "alertmanager.yml"
+    config.write_text(renders["default-compose"]["alertmanager/alertmanager.yml"])
+    now = datetime.now(timezone.utc)
+    common = {"alertname": "LLMErrorBudgetBurn", "service": "llm", "slo": "responsive", "model": "llama-3-8b"}
+
+    def alert(tier, severity, **labels):
+        return {"labels": {**common, "tier": tier, "severity": severity, **labels},
+                "startsAt": now.isoformat(), "endsAt": (now + timedelta(minutes=10)).isoformat()}
+
+    with alertmanager(need("prometheus-alertmanager"), config, tmp_path) as base:
+        _post(base, [alert("page_fast", "critical"), alert("ticket_slow", "warning"),
+                     alert("ticket_slow", "warning", slo="answered")])
+
+        def states():
+            got = json.load(urllib.request.urlopen(base + "/api/v2/alerts", timeout=5))
+            return {(a["labels"]["tier"], a["labels"]["slo"]): a["status"]["state"] for a in got}
+        assert wait_for(lambda: len(states()) == 3 and "unprocessed" not in states().values())
+        assert states() == {("page_fast", "responsive"): "active", ("ticket_slow", "responsive"): "suppressed",
+                            ("ticket_slow", "answered"): "active"}
+
+
+# --- the command ------------------------------------------------------------------------------------------------
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "inferwatch", *args], capture_output=True, text=True)
+
+
+def test_render_writes_both_targets(tmp_path):
+    config = tmp_path / "deploy.yaml"
+    config.write_text(FULL)
+    proc = _cli("deploy", "render", "--config", str(config), "-o", str(tmp_path / "k8s"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "k8s" / "kustomization.yaml").is_file()
+    proc = _cli("deploy", "render", "--target", "compose", "-o", str(tmp_path / "c"))
+    assert proc.returncode == 0 and (tmp_path / "c" / "compose.yaml").is_file()
+
+
+def test_render_mistakes_are_one_line(tmp_path):
+    bad = tmp_path / "deploy.yaml"
+    bad.write_text("version: 1\nnamespace: Bad_NS\n")
+    proc = _cli("deploy", "render", "--config", str(bad), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 1 and proc.stderr.startswith(f"error: {bad}:2: namespace:")
+    assert "Traceback" not in proc.stderr
+    proc = _cli("deploy", "render", "--target", "helm", "-o", str(tmp_path / "o"))
+    assert proc.returncode == 1 and "use kubernetes or compose" in proc.stderr
+    proc = _cli("deploy", "render", "--config", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 1 and "cannot read file" in proc.stderr and "Traceback" not in proc.stderr

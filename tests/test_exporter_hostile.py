@@ -114,6 +114,23 @@ def test_a_gzip_bomb_costs_milliseconds_of_cpu():
     assert len(inflater.out) <= MAX_BODY_BYTES + 1
 
 
+def test_compressed_bodies_are_read_whole_or_named(normalizer):
+    raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    gz = gzip.compress(DCGM)
+    routes = {"/deflate": static(zlib.compress(DCGM), pieces=4, pause=0.02, extra=("Content-Encoding: deflate",)),
+              "/raw-deflate": static(raw.compress(DCGM) + raw.flush(), extra=("Content-Encoding: deflate",)),
+              "/brotli": static(b"\x0b\x02\x80", extra=("Content-Encoding: br",)),
+              "/corrupt": static(gz[:20] + b"\xff" * 40 + gz[60:], extra=("Content-Encoding: gzip",)),
+              "/cut-gzip": static(gz[:len(gz) // 2], extra=("Content-Encoding: gzip",))}
+    text, _ = run(serve_once(routes, normalizer))
+    assert health(text) == {"deflate": "1.0", "raw-deflate": "1.0", "brotli": "0.0", "corrupt": "0.0",
+                            "cut-gzip": "0.0"}
+    assert health(text, "last_error_timestamp_seconds") == {"brotli": "http", "corrupt": "parse",
+                                                            "cut-gzip": "truncated"}
+    want = expected_samples(DCGM.decode(), normalizer)
+    assert target_samples(text, "deflate") == want and target_samples(text, "raw-deflate") == want
+
+
 def test_slowloris_body_ends_as_timeout_within_the_target_timeout(normalizer):
     routes = {"/slow": slowloris(b"x 1\n" * 100, pause=0.05), "/good": static(DCGM)}
     text, elapsed = run(serve_once(routes, normalizer, timeout=1.0))

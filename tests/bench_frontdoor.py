@@ -236,7 +236,7 @@ def main() -> None:
         print(f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
               f"{args.first * 1000:g} ms; {os.cpu_count()} CPUs shared by upstream, proxy and client")
         print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
-              f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10}")
+              f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'+CPU vs b':>10}")
         for streams in (int(s) for s in args.streams.split(",")):
             rounds = max(3, min(10, 8192 // (streams * args.chunks)))
             row = {}
@@ -250,6 +250,8 @@ def main() -> None:
                 else:
                     added = " " * 44
                 cpu_text = "" if per_chunk is None else f"{per_chunk * 1e6:8.1f}us"
+                if path == "frontdoor":
+                    cpu_text += f" {(per_chunk - row['bare'][2]) * 1e6:+8.1f}us"
                 print(f"{streams:>7} {path:>9} {p50 * 1000:7.2f}ms {p99 * 1000:6.2f}ms{added} {cpu_text:>10}")
         print(f"front door peak RSS: {_rss_mib(processes['frontdoor'].pid):.0f} MiB")
         chunk_s, request_s = metering_cost()

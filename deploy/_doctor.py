@@ -1,11 +1,226 @@
-"""`inferwatch doctor`: monitor the monitor."""
+"""`inferwatch doctor`: monitor the monitor. Asks a running Prometheus (and Alertmanager, Grafana) whether every
+signal the dashboards, SLOs and triage read arrives, and says how to fix what does not.
+
+Each check is a small function from what the servers answered to `Result`s, so the list reads like the issue's:
+engine targets, per-model signals, SLO thresholds as buckets, the cap, GPU activity with a workload pod,
+honor_labels, scrape intervals, rule groups, Alertmanager and Grafana.
+"""
 
 from __future__ import annotations
 
-from inferwatch.errors import InferwatchError
+import json
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from fractions import Fraction
 
-__all__ = ["run_checks"]
+from inferwatch.deploy._config import Config
+
+__all__ = ["Result", "run_checks", "MAX_SCRAPE_INTERVAL"]
+
+MAX_SCRAPE_INTERVAL = 30          # seconds: the SLO rules count requests per minute (two samples at least)
+_RENDER = "inferwatch deploy render"
+
+# (signal, series, fix): read per model by the dashboards, SLOs and triage
+_PER_MODEL = (
+    ("running requests", "llm_requests_running", "scrape the engine with the mapping's relabelings (" + _RENDER + ")"),
+    ("waiting requests", "llm_requests_waiting", "scrape the engine with the mapping's relabelings"),
+    ("KV-cache usage", "llm_kv_cache_usage_ratio", "load the inferwatch-mappings rules (old engines need them)"),
+    ("concurrency cap", "llm_max_running_requests", "no engine exports it: set engines[].max_running_requests in "
+                                                    "deploy.yaml (a recording rule) or the exporter's "
+                                                    "--max-running-requests"),
+)
 
 
-def run_checks(*args):
-    raise InferwatchError("doctor: not implemented yet")
+@dataclass(frozen=True)
+class Result:
+    status: str            # ok, missing or wrong
+    check: str
+    detail: str = ""
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.status:7} {self.check}" + (f": {self.detail}" if self.detail else "")
+        return text + (f" (fix: {self.fix})" if self.fix and self.status != "ok" else "")
+
+
+class _Api:
+    """GETs against one server; any failure becomes None, so a check reports it instead of raising."""
+
+    def __init__(self, base: str, token: str | None = None):
+        self.base, self.token, self.error = base, token, ""
+
+    def get(self, path: str, **params):
+        url = self.base + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"} if self.token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                return json.load(resp)
+        except (OSError, ValueError) as err:
+            self.error = str(getattr(err, "reason", err))
+            return None
+
+    def query(self, expr: str) -> list[dict]:
+        answer = self.get("/api/v1/query", query=expr)
+        return answer["data"]["result"] if answer and answer.get("status") == "success" else []
+
+
+def _le(threshold: Fraction) -> str:
+    value = float(threshold)
+    text = repr(value).removesuffix(".0")
+    return f"{text}|{text}[.]0" if value.is_integer() else text.replace(".", "[.]")
+
+
+def _specs(config: Config):
+    from inferwatch.deploy._inputs import _slo_specs
+    from inferwatch.slo import LatencySLI, load_spec
+
+    return [(spec, objective) for spec in map(load_spec, _slo_specs(config)) for objective in spec.objectives
+            if isinstance(objective.sli, LatencySLI)]
+
+
+def _models(prom: _Api, expr: str) -> set[str]:
+    return {r["metric"].get("model", "") for r in prom.query(f"count by (model) ({expr})")}
+
+
+def check_targets(prom: _Api) -> list[Result]:
+    answer = prom.get("/api/v1/targets", state="active") or {"data": {"activeTargets": []}}
+    out = []
+    for target in answer["data"]["activeTargets"]:
+        name = f"target {target['labels'].get('job', '')} {target['scrapeUrl']}"
+        interval = target.get("scrapeInterval", "")
+        if target["health"] == "down":
+            hint = ("SGLang serves /metrics only when started with --enable-metrics" if "404" in target["lastError"]
+                    else "check the port name and path of its monitor")
+            out.append(Result("wrong", name, f"down: {target['lastError']}", hint))
+        elif interval and _seconds(interval) > MAX_SCRAPE_INTERVAL:
+            out.append(Result("wrong", name, f"scraped every {interval}; the SLO rules' 1m increases need at most "
+                                             f"{MAX_SCRAPE_INTERVAL}s", "lower the monitor's interval"))
+    return out or [Result("ok", "targets", "every active target is up and scraped often enough")]
+
+
+def _seconds(text: str) -> float:
+    from inferwatch.durations import parse_duration
+    return float(parse_duration(text))
+
+
+def check_models(prom: _Api, specs) -> list[Result]:
+    models = _models(prom, "llm_requests_running") | _models(prom, "llm_time_to_first_token_seconds_count")
+    if not models:
+        return [Result("missing", "engine series", "no llm_requests_running from any engine",
+                       f"apply the engine monitors ({_RENDER}) and check their relabelings")]
+    out = []
+    for signal, series, fix in _PER_MODEL:
+        lacking = sorted(models - _models(prom, series))
+        out.append(Result("missing", signal, f"{series} absent for model {', '.join(lacking)}", fix) if lacking
+                   else Result("ok", signal, f"{series} for {len(models)} models"))
+    for spec, objective in specs:
+        if spec.source != "engine":
+            continue
+        sli = objective.sli
+        series = f'{sli.metric}_bucket{{le=~"{_le(sli.threshold)}"}}'
+        lacking = sorted(models - _models(prom, series))
+        what = f"SLO {spec.service}/{objective.name} threshold"
+        out.append(Result("missing", what, f"no {sli.metric} bucket at {float(sli.threshold):g}s for model "
+                                           f"{', '.join(lacking)}", "pick a threshold that is a bucket boundary of "
+                                                                    "every engine (inferwatch slo check)")
+                   if lacking else Result("ok", what, f"bucket le={float(sli.threshold):g} for every model"))
+    return out
+
+
+def check_gpus(prom: _Api) -> list[Result]:
+    if not prom.query("count(gpu_utilization_ratio)"):
+        return [Result("missing", "GPU series", "no gpu_utilization_ratio",
+                       "scrape dcgm-exporter (its ServiceMonitor) or run the NVML exporter DaemonSet (nvml.enabled)")]
+    out = []
+    for series in ("gpu_sm_active_ratio", "gpu_tensor_active_ratio"):
+        if prom.query(f"count({series})"):
+            out.append(Result("ok", series))
+        else:
+            out.append(Result("missing", series, "GPU-Util arrives but not the profiling fields (DCGM without "
+                                                 "DCGM_FI_PROF_*, or NVML without GPM)",
+                              "mount deploy/dcgm/counters.csv (the inferwatch-dcgm-counters ConfigMap) in "
+                              "dcgm-exporter"))
+    if prom.query('count({__name__=~"gpu_.+|DCGM_.+", exported_pod!=""})'):
+        out.append(Result("wrong", "honor_labels on GPU scrapes", "GPU series carry exported_pod: the exporter's "
+                                                                  "pod label was renamed", "set honorLabels: true "
+                                                                                           "on the GPU monitor"))
+    elif not prom.query('count(gpu_utilization_ratio{pod!=""})'):
+        out.append(Result("missing", "GPU workload pod", "no GPU series names the pod using it",
+                          "enable dcgm-exporter's pod mapping (kubelet pod-resources) or use the NVML exporter"))
+    else:
+        out.append(Result("ok", "GPU workload pod", "GPU series name the pod using them"))
+    return out
+
+
+def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
+    answer = prom.get("/api/v1/rules")
+    groups = {g["name"]: g for g in (answer or {"data": {"groups": []}})["data"]["groups"]}
+    out = []
+    lacking = [name for name in expected if name not in groups]
+    if lacking:
+        out.append(Result("missing", "rule groups", ", ".join(lacking),
+                          f"apply the PrometheusRules ({_RENDER}) with the `release` label your Prometheus selects"))
+    for name, group in groups.items():
+        failing = [r for r in group["rules"] if r.get("health") == "err"]
+        if failing:
+            out.append(Result("wrong", f"rule group {name}", f"{len(failing)} rules fail: "
+                                                             f"{failing[0].get('lastError', '')}",
+                              "fix the expression (promtool check rules), or regenerate with inferwatch build"))
+    missed = prom.query("sum by (rule_group) (increase(prometheus_rule_group_iterations_missed_total[1h])) > 0")
+    for sample in missed:
+        out.append(Result("wrong", f"rule group {sample['metric'].get('rule_group', '')}", "missed iterations in "
+                                                                                         "the last hour",
+                          "give Prometheus more CPU or a longer group interval"))
+    if not lacking and not out:
+        out.append(Result("ok", "rule groups", f"{len(expected)} loaded, none failing"))
+    return out
+
+
+def check_alertmanager(prom: _Api, am: _Api | None) -> list[Result]:
+    answer = prom.get("/api/v1/alertmanagers")
+    out = [Result("ok", "Prometheus sends alerts") if answer and answer["data"]["activeAlertmanagers"] else
+           Result("missing", "Prometheus sends alerts", "no Alertmanager configured",
+                  "set alerting.alertmanagers in prometheus.yml (kube-prometheus-stack does)")]
+    if am is None:
+        return out
+    status = am.get("/api/v2/status")
+    if status is None:
+        return out + [Result("missing", "Alertmanager", f"cannot reach {am.base}: {am.error}", "check --alertmanager")]
+    import yaml
+
+    config = yaml.safe_load(status["config"]["original"]) or {}
+    inhibits = [r for r in config.get("inhibit_rules") or [] if "LLMErrorBudgetBurn" in json.dumps(r)]
+    return out + [Result("ok", "Alertmanager inhibit rules", f"{len(inhibits)} for the SLO tiers") if inhibits else
+                  Result("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn: slow "
+                                                                  "tiers page alongside fast ones",
+                         "merge alertmanager/values.yaml or the AlertmanagerConfig from " + _RENDER)]
+
+
+def check_grafana(grafana: _Api, uids: dict[str, str]) -> list[Result]:
+    found = grafana.get("/api/search", type="dash-db")
+    if found is None:
+        return [Result("missing", "Grafana", f"cannot search {grafana.base}: {grafana.error}",
+                       "check --grafana and GRAFANA_TOKEN")]
+    have = {board.get("uid") for board in found}
+    lacking = [title for uid, title in uids.items() if uid not in have]
+    return [Result("missing", "Grafana dashboards", ", ".join(lacking), "apply the dashboard ConfigMaps (Grafana "
+                                                                        "sidecar) or inferwatch dashboards push")
+            if lacking else Result("ok", "Grafana dashboards", f"all {len(uids)} present")]
+
+
+def run_checks(config: Config, prometheus: str, alertmanager: str | None = None, grafana: str | None = None,
+               token: str | None = None) -> list[Result]:
+    from inferwatch.deploy._inputs import gather_inputs
+
+    prom = _Api(prometheus)
+    if prom.get("/api/v1/status/buildinfo") is None:
+        return [Result("missing", "Prometheus", f"cannot reach {prometheus}: {prom.error}", "check --prometheus")]
+    inputs = gather_inputs(config)
+    expected = [g["name"] for rules in inputs.rules for g in rules.groups]
+    results = check_targets(prom) + check_models(prom, _specs(config)) + check_gpus(prom) + \
+        check_rules(prom, expected) + check_alertmanager(prom, _Api(alertmanager) if alertmanager else None)
+    if grafana:
+        uids = {board["uid"]: board["title"] for board in map(json.loads, inputs.dashboards.values())}
+        results += check_grafana(_Api(grafana, token), uids)
+    return results

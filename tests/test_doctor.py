@@ -1,0 +1,118 @@
+"""`inferwatch doctor` against real Prometheus servers: a stack where every signal arrives reads all ok; one with
+the cap missing, GPU activity without the profiling fields and a failing rule group names each, exit 1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from conftest import need
+from deploytools import alertmanager
+from inferwatch.deploy import render
+from inferwatch.deploy._config import Config, FrontDoor
+from promtools import prometheus, query, serve, wait_for
+
+CONFIG = "version: 1\nfrontdoor: {enabled: false}\n"
+MODEL = "llama-3-8b"
+
+
+def _histogram(name: str, bounds: list[str]) -> str:
+    lines = [f'{name}_bucket{{model="{MODEL}",le="{le}"}} {i + 1}' for i, le in enumerate(bounds + ["+Inf"])]
+    return "\n".join(lines + [f'{name}_sum{{model="{MODEL}"}} 3', f'{name}_count{{model="{MODEL}"}} {len(bounds) + 1}'])
+
+
+ENGINE = "\n".join([
+    f'llm_requests_running{{model="{MODEL}",engine="vllm"}} 3',
+    f'llm_requests_waiting{{model="{MODEL}",engine="vllm"}} 0',
+    f'llm_kv_cache_usage_ratio{{model="{MODEL}",engine="vllm"}} 0.4',
+    _histogram("llm_time_to_first_token_seconds", ["0.1", "1.0", "2.5"]),
+    _histogram("llm_time_per_output_token_seconds", ["0.05", "0.1", "0.5"]),
+]) + "\n"
+GPU = 'gpu_utilization_ratio{uuid="GPU-0",pod="vllm-0"} 0.9\n'
+PROFILING = 'gpu_sm_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.7\ngpu_tensor_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.4\n'
+FAILING = {"groups": [{"name": "broken", "interval": "1s", "rules": [{"record": "x", "expr": "up + on() vector(1)"}]}]}
+
+
+def _config(tmp: Path, rule_files: list[str], target: str, alertmanager_url: str | None) -> dict:
+    host = target.removeprefix("http://")
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rule_files,
+              "scrape_configs": [{"job_name": "engine", "static_configs": [{"targets": [host]}]},
+                                 {"job_name": "gpu", "honor_labels": True, "metrics_path": "/gpu",
+                                  "static_configs": [{"targets": [host]}]}]}
+    if alertmanager_url:
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [
+            alertmanager_url.removeprefix("http://")]}]}]}
+    return config
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory):
+    """(good: Prometheus, Alertmanager and Grafana URLs; broken: Prometheus URL), started side by side."""
+    tmp = tmp_path_factory.mktemp("doctor")
+    files = render(Config(frontdoor=FrontDoor(enabled=False)), "compose")
+    for path, text in files.items():
+        (tmp / "good" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / "good" / path).write_text(text)
+    (tmp / "broken").mkdir()
+    (tmp / "broken" / "broken.yaml").write_text(json.dumps(FAILING))
+    (tmp / "deploy.yaml").write_text(CONFIG)
+    boards = [{"uid": json.loads(text)["uid"]} for path, text in files.items() if path.endswith(".json")]
+    with ExitStack() as stack:
+        good_targets = stack.enter_context(serve({"/metrics": ENGINE, "/gpu": GPU + PROFILING,
+                                                  "/api/search?type=dash-db": json.dumps(boards)}))
+        broken_targets = stack.enter_context(serve({"/metrics": ENGINE, "/gpu": GPU}))
+        am = stack.enter_context(alertmanager(need("prometheus-alertmanager"),
+                                              tmp / "good" / "alertmanager" / "alertmanager.yml", tmp / "good"))
+        good = stack.enter_context(prometheus(need("prometheus"), _config(
+            tmp, [str(tmp / "good" / "prometheus" / "rules" / "*.yaml")], good_targets, am), tmp / "good"))
+        broken = stack.enter_context(prometheus(need("prometheus"), _config(
+            tmp, [str(tmp / "broken" / "broken.yaml")], broken_targets, None), tmp / "broken"))
+        wait_for(lambda: query(good, "llm_max_running_requests") and query(good, "gpu_tensor_active_ratio"))
+        wait_for(lambda: json.load(__import__("urllib.request").request.urlopen(
+            good + "/api/v1/alertmanagers"))["data"]["activeAlertmanagers"])
+        wait_for(lambda: query(broken, "gpu_utilization_ratio") and query(broken, "llm_requests_running"))
+        wait_for(lambda: '"err"' in __import__("urllib.request").request.urlopen(broken + "/api/v1/rules")
+                 .read().decode())
+        yield {"good": (good, am, good_targets), "broken": broken, "config": tmp / "deploy.yaml"}
+
+
+def _doctor(*args):
+    return subprocess.run([sys.executable, "-m", "inferwatch", "doctor", *args], capture_output=True, text=True)
+
+
+def test_doctor_reads_all_ok_where_every_signal_arrives(stacks):
+    prom, am, grafana = stacks["good"]
+    proc = _doctor("--prometheus", prom, "--alertmanager", am, "--grafana", grafana, "--config",
+                   str(stacks["config"]))
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(line.startswith("ok ") for line in lines), proc.stdout
+    checks = {line.split(":")[0][8:] for line in lines}
+    assert {"concurrency cap", "gpu_sm_active_ratio", "GPU workload pod", "rule groups",
+            "Alertmanager inhibit rules", "Grafana dashboards", "SLO llm/responsive threshold"} <= checks
+
+
+def test_doctor_names_the_missing_cap_profiling_fields_and_failing_group(stacks):
+    proc = _doctor("--prometheus", stacks["broken"], "--config", str(stacks["config"]))
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert f"missing concurrency cap: llm_max_running_requests absent for model {MODEL}" in out
+    assert "missing gpu_sm_active_ratio: GPU-Util arrives but not the profiling fields" in out
+    assert "counters.csv" in out
+    assert "wrong   rule group broken: 1 rules fail: " in out and "group_left" in out
+    assert "missing rule groups: inferwatch-slo-llm-responsive" in out
+    assert "missing Prometheus sends alerts" in out
+    assert "ok      running requests" in out
+
+
+def test_doctor_without_prometheus_is_one_line():
+    proc = _doctor("--prometheus", "127.0.0.1:1")
+    assert proc.returncode == 1 and proc.stdout.startswith("missing Prometheus: cannot reach http://127.0.0.1:1")
+    assert "Traceback" not in proc.stderr
+    proc = _doctor("--prometheus", "nowhere")
+    assert proc.returncode == 2 and "not an http(s) URL" in proc.stderr

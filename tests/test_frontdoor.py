@@ -379,6 +379,29 @@ def test_errors_scenario_each_request_counted_once():
         assert {k[0]: v for k, v in counts.items()} == {k: v for k, v in seen.items() if v}
 
 
+def test_scenarios_switched_through_the_front_door_are_counted_as_the_client_saw_them():
+    """POST /admin/scenario passes through; truncation and broken-tools then show up as length and
+    tool_call_invalid, request for request."""
+    with simulator("sglang", params=replace(STEADY, decode_step_s=0.001)) as (sim_url, _), \
+            frontdoor(sim_url) as (door_url, _):
+        seen: dict[str, int] = {}
+        c = client(door_url)
+        for scenario, kwargs in (("truncation", {}), ("broken-tools", {"tools": TOOLS}), ("normal", {})):
+            request = urllib.request.Request(door_url + "/admin/scenario", method="POST",
+                                             data=json.dumps({"scenario": scenario}).encode())
+            assert json.load(urllib.request.urlopen(request, timeout=5)) == {"scenario": scenario}
+            for _ in range(6):
+                got = _streamed(c, **kwargs)
+                try:
+                    broken = bool(got["tools"]) and not isinstance(json.loads(got["tools"].split("|", 1)[1]), dict)
+                except ValueError:
+                    broken = True
+                kind = {"length": "length"}.get(got["finish"], "tool_call_invalid" if broken else "ok")
+                seen[kind] = seen.get(kind, 0) + 1
+        assert {k[0]: v for k, v in outcomes(door_url).items()} == seen
+        assert seen["length"] and seen["tool_call_invalid"] == 6 and seen["ok"] >= 6
+
+
 # --- cancellation, timeouts, limits ------------------------------------------------------------------------------
 
 

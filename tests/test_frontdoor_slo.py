@@ -4,7 +4,8 @@ sets and outcomes, and a real error mix fires the tier it should (promtool, no s
 The front door meters 30 requests through the simulator (one broken tool call among them, plus a client that
 leaves and an unknown model, which `answered` leaves out); its /metrics become promtool input series that
 grow by the same counts every minute, so every window sees the real mix: 1 bad in 30 (3.3 %) burns a 99.5 %
-budget 6.7x, over page_slow's 5.6x and under page_fast's 13.44x.
+budget 6.7x, over page_slow's 5.6x and under page_fast's 13.44x. Then, end to end, a real Prometheus
+scrapes a front door during the broken-tools scenario and pages.
 """
 
 from __future__ import annotations
@@ -78,3 +79,45 @@ def test_a_real_error_mix_fires_page_slow_not_page_fast(tmp_path):
     proc = subprocess.run(["promtool", "test", "rules", "real.test.yaml"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_real_prometheus_scraping_the_front_door_pages_on_broken_tools(tmp_path):
+    """End to end: the simulator's broken-tools scenario behind a front door, a real Prometheus scraping it with
+    the compiled front-door rules (evaluated every 5 s instead of every minute): answered pages, responsive
+    stays quiet."""
+    import threading
+
+    from promtools import prometheus, query, wait_for
+
+    binary = need("prometheus")
+    files, _ = render_files(compile_spec(parse_spec(SPEC)), tests=False)
+    rules = []
+    for name, text in files.items():
+        if name.endswith(".rules.yaml"):
+            (tmp_path / name).write_text(text.replace("interval: 1m", "interval: 5s"))
+            rules.append(str(tmp_path / name))
+    params = replace(FAST, spec_tokens=0, broken_tool_share=1.0, decode_step_s=0.001)
+    with simulator("sglang", params=params) as (sim_url, _), frontdoor(sim_url) as (door_url, _):
+        stop = threading.Event()
+
+        def traffic():
+            c = client(door_url)
+            while not stop.is_set():
+                list(c.chat.completions.create(model="m", messages=ASK, tools=TOOLS, stream=True))
+
+        sender = threading.Thread(target=traffic, daemon=True)
+        sender.start()
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "5s"}, "rule_files": rules,
+                  "scrape_configs": [{"job_name": "frontdoor", "static_configs": [
+                      {"targets": [door_url.split("//")[1]]}]}]}
+        try:
+            with prometheus(binary, config, tmp_path) as base:
+                page = 'ALERTS{alertname="LLMErrorBudgetBurn", slo="answered", tier="page_fast", alertstate="firing"}'
+                fired = wait_for(lambda: query(base, page), timeout=60, step=1)
+                assert fired[0]["metric"]["model"] == "m" and fired[0]["metric"]["severity"] == "critical"
+                assert not query(base, 'ALERTS{alertname="LLMErrorBudgetBurn", slo="responsive"}')
+                ratio = query(base, 'llm_slo:error_ratio:5m{slo="answered"}')
+                assert float(ratio[0]["value"][1]) == 1.0
+        finally:
+            stop.set()
+            sender.join(10)

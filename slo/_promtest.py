@@ -100,8 +100,7 @@ class _Objective:
         return case
 
     def _sample(self, name: str, t: int, value) -> dict:
-        labels = ", ".join(f'{k}="{v}"' for k, v in sorted(self.ident.items()))
-        samples = [] if value is None else [{"labels": f"{name}{{{labels}}}", "value": float(value)}]
+        samples = [] if value is None else [{"labels": series_name(name, self.ident), "value": float(value)}]
         sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
         return {"expr": f"{name}{{{sel}}}", "eval_time": f"{t}m", "exp_samples": samples}
 
@@ -109,8 +108,9 @@ class _Objective:
         sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
         return {"expr": f"count({name}{{{sel}}})", "eval_time": f"{t}m", "exp_samples": [{"labels": "{}", "value": 1}]}
 
-    def _steady(self, name: str, error_ratio: Fraction, minutes: int, checks_at, want) -> dict:
-        segments = [Segment(minutes, self.rate, self.rate * error_ratio)]
+    def _steady(self, name: str, error_ratio: Fraction, minutes: int, checks_at, want, rate=None) -> dict:
+        rate = rate or self.rate
+        segments = [Segment(minutes, rate, rate * error_ratio)]
         counts = Counts(*per_minute(segments))
         checks = []
         for t in checks_at:
@@ -170,9 +170,13 @@ class _Objective:
         burn = (max(tickets) + min(pages)) / 2
         if burn * self.objective.budget >= 1:
             return None
+        rate = self.rate          # enough events in 3 hours for the ticket tiers' min_events, not just in their windows
+        while any(rate * min(180, _minutes(m.tier.long)) < m.min_events for m in self.maths
+                  if m.tier.severity != "critical"):
+            rate *= 10
         return self._steady(f"a {decimal(burn)}x burn opens a ticket but does not page",
                             burn * self.objective.budget, 180, [180],
-                            lambda tiers: tiers and all(m.tier.severity != "critical" for m in tiers))
+                            lambda tiers: tiers and all(m.tier.severity != "critical" for m in tiers), rate)
 
     def _half_budget(self) -> dict:
         """Errors at half the budget, or at half the slowest tier's burn where a short SLO window makes a

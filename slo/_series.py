@@ -93,8 +93,7 @@ def _satisfy(matchers: tuple[Matcher, ...]) -> dict[str, str]:
             continue
         if labels.get(m.label, value) != value:
             raise SeriesError(f"contradictory matchers on {m.label}")
-        if value:
-            labels[m.label] = value
+        labels[m.label] = value              # "" (the label absent) included, so nothing overrides it
     return labels
 
 
@@ -122,8 +121,9 @@ def _avoiding(base: dict[str, str], selector: Selector, total: Selector) -> dict
 
 
 def series_name(metric: str, labels: dict[str, str]) -> str:
-    """`metric{a="b"}` in promtool's series notation, values escaped as PromQL strings."""
-    body = ", ".join(Matcher(k, "=", v).render() for k, v in sorted(labels.items()))
+    """`metric{a="b"}` in promtool's series notation, values escaped as PromQL strings; an empty value is a
+    label the series does not have."""
+    body = ", ".join(Matcher(k, "=", v).render() for k, v in sorted(labels.items()) if v)
     return f"{metric}{{{body}}}"
 
 
@@ -143,7 +143,7 @@ def _constrained(spec: Spec, objective: Objective) -> set[str]:
 def group_labels(spec: Spec, objective: Objective) -> dict[str, str]:
     """The group of every scenario: `g1` for each group_by label, unless a selector fixes its value."""
     fixed = _satisfy(_primary(spec, objective))
-    return {label: fixed.get(label, GROUP_VALUE) for label in spec.group_by}
+    return {label: fixed.get(label, GROUP_VALUE) for label in spec.group_by if fixed.get(label) != ""}
 
 
 def scrape_labels(spec: Spec, objective: Objective, source: Source = Source()) -> dict[str, str]:

@@ -52,6 +52,8 @@ def _scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
 def _prometheus(config: Config, inputs: Inputs) -> dict:
     return {"global": {"scrape_interval": config.scrape_interval, "evaluation_interval": "15s",
                        **({"external_labels": {"cluster": config.cluster.name}} if config.cluster.name else {})},
+            **({"remote_write": [{"url": config.cluster.remote_write_url}]} if config.cluster.remote_write_url
+               else {}),
             "rule_files": ["rules/*.yaml"],
             "alerting": {"alertmanagers": [{"static_configs": [{"targets": ["alertmanager:9093"]}]}]},
             "scrape_configs": _scrape_configs(config, inputs)}

@@ -328,6 +328,9 @@ def _cross_checks(config: Config, node, reader: _Reader) -> None:
     names = [e.name for e in config.engines]
     for name in sorted({n for n in names if names.count(n) > 1}):
         reader.problem(node, "engines", "engines", f"two engines named {name!r}; names must be unique")
+    if bool(config.cluster.name) != bool(config.cluster.remote_write_url):
+        reader.problem(node, "cluster", "cluster", "give both name and remote_write_url (the store tells clusters "
+                                                   "apart by the name), or neither")
     for i, engine in enumerate(config.engines):
         if not engine.selector:
             reader.problem(node, "engines", f"engines[{i}].selector", "required: the labels of the engine's pods")

@@ -6,7 +6,7 @@ source, rule groups, inhibit rules, dashboard JSON, the DCGM counters file).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -70,7 +70,10 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     loaded, problems = collect(load_spec, _slo_specs(config))
     if problems:
         raise SpecError(problems)
-    rulesets = [compile_spec(spec) for _, spec in loaded]
+    specs = [spec for _, spec in loaded]
+    if config.cluster.remote_write_url:      # rules run once, centrally, over every cluster: one SLO per cluster
+        specs = [replace(spec, group_by=tuple(dict.fromkeys((*spec.group_by, "cluster")))) for spec in specs]
+    rulesets = [compile_spec(spec) for spec in specs]
     rules = [RuleGroups(f"inferwatch-slo-{rs.spec.service.replace('_', '-')}", "slo", tuple(rs.groups))
              for rs in rulesets]
     rules.append(RuleGroups("inferwatch-mappings", "mappings", tuple(recording_rules(mappings)["groups"])))

@@ -182,6 +182,22 @@ def _notes(config: Config) -> dict[str, str]:
     return {k: v for k, v in notes.items() if k != "monitors" or engines}
 
 
+def _central(config: Config, inputs: Inputs, banner: str) -> dict[str, str]:
+    """Many clusters into one store: this cluster remote-writes with a `cluster` label, and every rule runs once
+    centrally (SLOs grouped by cluster) from plain rule files."""
+    values = {"prometheus": {"prometheusSpec": {
+        "externalLabels": {"cluster": config.cluster.name},
+        "remoteWrite": [{"url": config.cluster.remote_write_url}]}}}
+    files = {"prometheus/values.yaml": banner + "# kube-prometheus-stack Helm values: remote-write with this "
+                                                "cluster's label (or run the Prometheus in agent mode).\n"
+                                                + dump(values)}
+    for rules in inputs.rules:
+        files[f"central/rules/{rules.name}.yaml"] = (
+            banner + "# Load centrally: `mimirtool rules load central/rules/*.yaml`, Thanos Ruler `--rule-file`, or "
+            "a central Prometheus' rule_files.\n" + dump({"groups": list(rules.groups)}))
+    return files
+
+
 def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedded defaults") -> dict[str, str]:
     """{path: YAML text}: one object per file, listed in kustomization.yaml."""
     objects: dict[str, dict] = {}
@@ -196,7 +212,9 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
         objects.update(_nvml(config))
     if config.frontdoor.enabled:
         objects.update(_frontdoor(config))
-    objects.update(_rules(config, inputs))
+    central = bool(config.cluster.remote_write_url)
+    if not central:
+        objects.update(_rules(config, inputs))
     objects["alertmanager/alertmanagerconfig.yaml"] = alertmanager_config_resource(config, inputs.inhibit_rules)
     banner = BANNER.format(source=source)
     notes = _notes(config)
@@ -206,7 +224,10 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
     files["alertmanager/values.yaml"] = (
         banner + "# kube-prometheus-stack Helm values: `helm upgrade ... -f alertmanager/values.yaml`. Not applied by "
         "kustomize.\n" + dump({"alertmanager": {"config": alertmanager_config(config, inputs.inhibit_rules)}}))
-    resources = sorted(p for p in files if p != "alertmanager/values.yaml")
+    if central:
+        files.update(_central(config, inputs, banner))
+    resources = sorted(p for p in files if p.endswith(".yaml") and not p.endswith("values.yaml")
+                       and not p.startswith("central/"))
     files["kustomization.yaml"] = banner + "# kubectl apply -k . --server-side\n" + dump(
         {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources})
     return dict(sorted(files.items()))

@@ -18,8 +18,8 @@ from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose", "Cluster", "load_config", "parse_config",
-           "ENGINES", "SCRAPE_MODES"]
+__all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose", "Cluster", "load_config",
+           "parse_config", "ENGINES", "SCRAPE_MODES"]
 
 ENGINES = ("vllm", "sglang")
 SCRAPE_MODES = ("relabel", "exporter")
@@ -38,7 +38,7 @@ class Engine:
     engine: str = "vllm"
     namespace: str = "llm"
     selector: tuple[tuple[str, str], ...] = ()
-    port: str = "http"                    # the container port's name (vLLM and SGLang serve /metrics on their API port)
+    port: str = "http"                    # container port name; vLLM and SGLang serve /metrics on their API port
     port_number: int = 8000               # for URLs in exporter mode and compose
     path: str = "/metrics"
     role_label: str | None = None

@@ -98,9 +98,16 @@ def test_a_bad_config_names_file_line_and_field(text, message):
 def test_every_problem_is_reported_at_once():
     from inferwatch._yaml import load_yaml_file
     with pytest.raises(SpecError) as err:
-        parse_config(load_yaml_file("cfg.yaml", "version: 1\nrelease: 'a b'\nscrape_mode: x\nfrontdoor: {replicas: 0}\n"),
-                     "cfg.yaml")
+        text = "version: 1\nrelease: 'a b'\nscrape_mode: x\nfrontdoor: {replicas: 0}\n"
+        parse_config(load_yaml_file("cfg.yaml", text), "cfg.yaml")
     assert [p.field for p in err.value.problems] == ["release", "scrape_mode", "frontdoor.replicas"]
+
+
+def test_the_readme_example_config_is_valid():
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("```yaml\nversion: 1\nnamespace: monitoring")[1].split("```")[0]
+    config = parse_config(yaml.safe_load("version: 1\nnamespace: monitoring" + example), "README.md")
+    assert config.engines[0].role_label == "llm-d.ai/role" and render(config)
 
 
 def test_an_empty_config_is_the_embedded_default():

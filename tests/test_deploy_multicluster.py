@@ -30,7 +30,8 @@ CONFIG = {"version": 1, "frontdoor": {"enabled": False},
 def test_rendered_multicluster_variant():
     files = render(parse_config(CONFIG, "multi.yaml"))
     values = yaml.safe_load(files["prometheus/values.yaml"])["prometheus"]["prometheusSpec"]
-    assert values == {"externalLabels": {"cluster": "a"}, "remoteWrite": [{"url": CONFIG["cluster"]["remote_write_url"]}]}
+    url = CONFIG["cluster"]["remote_write_url"]
+    assert values == {"externalLabels": {"cluster": "a"}, "remoteWrite": [{"url": url}]}
     assert not [p for p in files if p.startswith("rules/")]          # rules run centrally, not in the cluster
     slo = yaml.safe_load(files["central/rules/inferwatch-slo-llm.yaml"])
     assert "sum by (model, cluster) (" in slo["groups"][0]["rules"][0]["expr"]
@@ -42,7 +43,8 @@ def test_rendered_multicluster_variant():
 def _agent(binary: str, cluster: str, target: str, central: str, workdir):
     port = free_port()
     cfg = {"global": {"scrape_interval": "1s", "external_labels": {"cluster": cluster}},
-           "scrape_configs": [{"job_name": "engine", "static_configs": [{"targets": [target.removeprefix("http://")]}]}],
+           "scrape_configs": [{"job_name": "engine",
+                               "static_configs": [{"targets": [target.removeprefix("http://")]}]}],
            "remote_write": [{"url": central + "/api/v1/write", "queue_config": {"batch_send_deadline": "1s"}}]}
     (workdir / "agent.yml").write_text(yaml.safe_dump(cfg))
     log = workdir / "agent.log"

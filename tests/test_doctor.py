@@ -34,7 +34,8 @@ ENGINE = "\n".join([
     _histogram("llm_time_per_output_token_seconds", ["0.05", "0.1", "0.5"]),
 ]) + "\n"
 GPU = 'gpu_utilization_ratio{uuid="GPU-0",pod="vllm-0"} 0.9\n'
-PROFILING = 'gpu_sm_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.7\ngpu_tensor_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.4\n'
+PROFILING = ('gpu_sm_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.7\n'
+             'gpu_tensor_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.4\n')
 FAILING = {"groups": [{"name": "broken", "interval": "1s", "rules": [{"record": "x", "expr": "up + on() vector(1)"}]}]}
 
 

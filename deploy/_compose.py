@@ -36,7 +36,7 @@ def _targets(config: Config, engine: Engine) -> list[str]:
 
 
 def _scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
-    if config.scrape_mode == "exporter":
+    if config.scrape_mode != "relabel":      # compose has no pods: one exporter serves
         jobs = [{"job_name": "inferwatch-exporter", "honor_labels": True, "static_configs": [
             {"targets": ["exporter:9400"]}]}]
     else:
@@ -91,7 +91,7 @@ def _services(config: Config) -> dict:
             services[engine.name] = _ours(config, [
                 "simulate", "--engine", engine.engine, "--listen", f"0.0.0.0:{_sim_port(engine)}", "--gpus", "1"],
                 [f"127.0.0.1:{_sim_port(engine)}:{_sim_port(engine)}"])
-    if config.scrape_mode == "exporter":
+    if config.scrape_mode != "relabel":      # compose has no pods: one exporter serves
         targets = [f"--target={e.name}-{i}=http://{t}{e.path}" for e in config.engines
                    for i, t in enumerate(_targets(config, e))]
         caps = [f"--max-running-requests={m}={c}" for e in config.engines for m, c in e.max_running_requests]

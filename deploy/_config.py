@@ -22,11 +22,12 @@ __all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose
            "parse_config", "ENGINES", "SCRAPE_MODES"]
 
 ENGINES = ("vllm", "sglang")
-SCRAPE_MODES = ("relabel", "exporter")
+SCRAPE_MODES = ("relabel", "exporter", "sidecar")
 _DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")          # a Kubernetes object or namespace name
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 _IMAGE = re.compile(r"[a-z0-9./_-]+(:[A-Za-z0-9_.-]+)?(@sha256:[0-9a-f]{64})?\Z")
+_WORKLOAD = re.compile(r"(deployment|statefulset|daemonset)/[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 _URL = re.compile(r"https?://[^\s/]+(/\S*)?\Z")
 
 
@@ -38,12 +39,13 @@ class Engine:
     engine: str = "vllm"
     namespace: str = "llm"
     selector: tuple[tuple[str, str], ...] = ()
-    port: str = "http"                    # container port name; vLLM and SGLang serve /metrics on their API port
+    port: str = "http"                    # container port name ('' for port_number); /metrics is on the API port
     port_number: int = 8000               # for URLs in exporter mode and compose
     path: str = "/metrics"
     role_label: str | None = None
     urls: tuple[str, ...] = ()            # exporter mode and compose: where to scrape, one URL per replica
     max_running_requests: tuple[tuple[str, int], ...] = ()   # model -> cap; no engine exports it
+    workload: str = ""                    # sidecar mode: the workload to patch, e.g. deployment/vllm [deployment/NAME]
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,9 @@ _CHECKS = {
     ("Config", "scrape_interval"): _interval, ("Config", "release"): _matching(_LABEL_VALUE, "a label value"),
     ("Config", "slo_specs"): _specs, ("*", "selector"): _labels, ("Nvml", "node_selector"): _labels,
     ("Engine", "urls"): _urls, ("Engine", "max_running_requests"): _caps, ("Engine", "path"): _path,
-    ("Engine", "port"): _matching(re.compile(r"[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?\Z"), "a port name"),
+    ("Engine", "port"): _matching(re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"),
+                                  "a port name ('' to scrape port_number)"),
+    ("Engine", "workload"): _matching(_WORKLOAD, "KIND/NAME with KIND deployment, statefulset or daemonset"),
     ("Engine", "role_label"): _matching(_LABEL_KEY, "a label name"), ("FrontDoor", "upstream"): _url_or_empty,
     ("Alerting", "page_webhook"): _url_or_empty, ("Alerting", "ticket_webhook"): _url_or_empty,
     ("Cluster", "remote_write_url"): _url_or_empty, ("Nvml", "runtime_class"): _DNS_CHECK,

@@ -33,7 +33,8 @@ def _engine_monitor(config: Config, engine: Engine, inputs: Inputs) -> dict:
         key = "".join(c if c.isalnum() else "_" for c in engine.role_label)
         relabelings.append({"action": "replace", "sourceLabels": [f"__meta_kubernetes_pod_label_{key}"],
                             "targetLabel": "role"})
-    endpoint = {"port": engine.port, "path": engine.path, "interval": config.scrape_interval,
+    port = {"port": engine.port} if engine.port else {"portNumber": engine.port_number}
+    endpoint = {**port, "path": engine.path, "interval": config.scrape_interval,
                 "relabelings": relabelings, "metricRelabelings": inputs.relabelings[engine.engine]}
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
             "metadata": _meta(config, f"inferwatch-{engine.name}", "engine-monitor"),
@@ -77,6 +78,25 @@ def _exporter(config: Config) -> dict[str, dict]:
                                                                           "app.kubernetes.io/component": "exporter"},
             "http", config.scrape_interval, honorLabels=True),
     }
+
+
+def _sidecar(config: Config, engine: Engine) -> dict[str, dict]:
+    """The normalizing exporter as a sidecar of each engine pod (scrape_mode: sidecar): a strategic-merge patch for
+    the engine's workload, and a PodMonitor on the sidecar's port. Each replica is scraped as itself."""
+    args = ["exporter", "normalize", "--listen", f"0.0.0.0:{_EXPORTER_PORT}", "--target",
+            f"{engine.name}=http://localhost:{engine.port_number}{engine.path}", "--timeout", "5s"]
+    args += [f"--max-running-requests={model}={cap}" for model, cap in engine.max_running_requests]
+    ctr = container("inferwatch-exporter", config.image, args, _EXPORTER_PORT, "/healthz", port_name="iw-metrics",
+                    tmp_volume="inferwatch-tmp")
+    patch = {"spec": {"template": {"spec": {"containers": [ctr], "volumes": [
+        {"name": "inferwatch-tmp", "emptyDir": {"sizeLimit": "64Mi"}}]}}}}
+    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+               "metadata": _meta(config, f"inferwatch-{engine.name}", "engine-monitor"),
+               "spec": {"namespaceSelector": {"matchNames": [engine.namespace]},
+                        "selector": {"matchLabels": dict(engine.selector)},
+                        "podMetricsEndpoints": [{"port": "iw-metrics", "path": "/metrics",
+                                                 "interval": config.scrape_interval}]}}
+    return {f"sidecars/{engine.name}.patch.yaml": patch, f"monitors/{engine.name}.podmonitor.yaml": monitor}
 
 
 def _dcgm(config: Config, inputs: Inputs) -> dict[str, dict]:
@@ -175,6 +195,8 @@ def _notes(config: Config) -> dict[str, str]:
         "gpu-exporter": "# For clusters without DCGM. hostPID lets it name each GPU's pod; nothing runs privileged. If "
                         "gpu_profiling_supported reads 0 on Hopper, the driver may restrict profiling counters to "
                         "admin users (NVreg_RestrictProfilingToAdminUsers=1).\n",
+        "sidecars": "# A strategic-merge patch, not a resource: kubectl patch {workload} -n {namespace} --patch-file "
+                    "sidecars/{name}.patch.yaml\n",
         "alertmanager": "# The operator adds a `namespace` matcher to an AlertmanagerConfig's routes; SLO alerts "
                         "aggregate it away, so set the Alertmanager's alertmanagerConfigMatcherStrategy: {type: "
                         "None}, or use alertmanager/values.yaml (kube-prometheus-stack `alertmanager.config`).\n",
@@ -198,12 +220,24 @@ def _central(config: Config, inputs: Inputs, banner: str) -> dict[str, str]:
     return files
 
 
+def _note(notes: dict[str, str], path: str, config: Config) -> str:
+    folder, name = path.split("/")[0], path.rsplit("/", 1)[-1].split(".")[0]
+    if folder != "sidecars":
+        return notes.get(folder, "")
+    engine = next(e for e in config.engines if e.name == name)
+    return notes[folder].format(workload=engine.workload or f"deployment/{engine.name}", namespace=engine.namespace,
+                                name=name)
+
+
 def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedded defaults") -> dict[str, str]:
     """{path: YAML text}: one object per file, listed in kustomization.yaml."""
     objects: dict[str, dict] = {}
     if config.scrape_mode == "relabel":
         objects.update({f"monitors/{e.name}.podmonitor.yaml": _engine_monitor(config, e, inputs)
                         for e in config.engines})
+    elif config.scrape_mode == "sidecar":
+        for engine in config.engines:
+            objects.update(_sidecar(config, engine))
     else:
         objects.update(_exporter(config))
     if config.dcgm.enabled:
@@ -218,7 +252,7 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
     objects["alertmanager/alertmanagerconfig.yaml"] = alertmanager_config_resource(config, inputs.inhibit_rules)
     banner = BANNER.format(source=source)
     notes = _notes(config)
-    files = {path: banner + notes.get(path.split("/")[0], "") + dump(obj) for path, obj in objects.items()}
+    files = {path: banner + _note(notes, path, config) + dump(obj) for path, obj in objects.items()}
     for path, (obj, note) in _dashboards(config, inputs).items():
         files[path] = banner + note + dump(obj)
     files["alertmanager/values.yaml"] = (
@@ -227,7 +261,7 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
     if central:
         files.update(_central(config, inputs, banner))
     resources = sorted(p for p in files if p.endswith(".yaml") and not p.endswith("values.yaml")
-                       and not p.startswith("central/"))
+                       and not p.startswith(("central/", "sidecars/")))
     files["kustomization.yaml"] = banner + "# kubectl apply -k . --server-side\n" + dump(
         {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources})
     return dict(sorted(files.items()))

@@ -28,10 +28,10 @@ def _selector(component: str) -> dict:
 
 def container(name: str, image: str, args: list[str], port: int, probe_path: str, *, cpu: str = "50m",
               memory: str = "128Mi", memory_limit: str = "256Mi", env: list | None = None,
-              mounts: list | None = None) -> dict:
-    probe = {"httpGet": {"path": probe_path, "port": "http"}, "periodSeconds": 10, "timeoutSeconds": 5}
+              mounts: list | None = None, port_name: str = "http", tmp_volume: str = "tmp") -> dict:
+    probe = {"httpGet": {"path": probe_path, "port": port_name}, "periodSeconds": 10, "timeoutSeconds": 5}
     out = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent", "command": ["inferwatch"],
-           "args": args, "ports": [{"name": "http", "containerPort": port, "protocol": "TCP"}]}
+           "args": args, "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}]}
     if env:
         out["env"] = env
     out.update({
@@ -39,8 +39,8 @@ def container(name: str, image: str, args: list[str], port: int, probe_path: str
         "livenessProbe": {**probe, "failureThreshold": 6},
         "readinessProbe": {**probe, "failureThreshold": 2},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}] + (mounts or []),
+                            "runAsNonRoot": True, "runAsUser": UID, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": tmp_volume, "mountPath": "/tmp"}] + (mounts or []),
     })
     return out
 

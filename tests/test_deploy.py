@@ -37,6 +37,7 @@ engines:
     engine: sglang
     namespace: serving
     selector: {app: qwen}
+    port: ""
     port_number: 30000
     urls: [http://qwen.serving.svc:30000/metrics]
 nvml: {enabled: true}
@@ -72,7 +73,9 @@ BAD = [
      "cfg.yaml:2: image: 'ghcr.io/inferwatch/inferwatch': pin the image with a tag or digest"),
     ("version: 1\nimage: ghcr.io/inferwatch/inferwatch:latest\n", "`latest` is not a pinned tag"),
     ("version: 1\nscrape_interval: 1m\n", "cfg.yaml:2: scrape_interval: 1m: the SLO rules count requests per minute"),
-    ("version: 1\nscrape_mode: sidecar\n", "cfg.yaml:2: scrape_mode: 'sidecar': use one of relabel, exporter"),
+    ("version: 1\nscrape_mode: daemon\n", "cfg.yaml:2: scrape_mode: 'daemon': use one of relabel, exporter, sidecar"),
+    ("version: 1\nengines:\n  - {name: v, selector: {app: v}, workload: pod/v}\n",
+     "cfg.yaml:3: engines[0].workload: 'pod/v' is not KIND/NAME"),
     ("version: 1\nengines:\n  - name: Vllm_0\n    selector: {app: v}\n",
      "cfg.yaml:3: engines[0].name: 'Vllm_0' is not a Kubernetes name"),
     ("version: 1\nengines:\n  - name: v\n    engine: tgi\n    selector: {app: v}\n",
@@ -188,11 +191,35 @@ def test_monitors_carry_the_release_label_relabelings_and_honor_labels(renders):
     assert exporter["max_running_requests"] == {"llama-3-70b": 256}
 
 
-def test_a_disaggregated_engine_gets_its_role_from_a_pod_label():
+def test_a_disaggregated_engine_gets_its_role_from_a_pod_label_and_a_port_may_be_a_number():
     config = parse_config(yaml.safe_load(FULL.replace("scrape_mode: exporter", "scrape_mode: relabel")), "f.yaml")
-    monitor = yaml.safe_load(render(config)["monitors/llama-pd.podmonitor.yaml"])
+    files = render(config)
+    monitor = yaml.safe_load(files["monitors/llama-pd.podmonitor.yaml"])
     assert {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_label_llm_d_ai_role"],
             "targetLabel": "role"} in monitor["spec"]["podMetricsEndpoints"][0]["relabelings"]
+    qwen = yaml.safe_load(files["monitors/qwen.podmonitor.yaml"])["spec"]["podMetricsEndpoints"][0]
+    assert qwen["portNumber"] == 30000 and "port" not in qwen
+    assert not [e for doc in _manifests(files).values() for e in validate_manifest(doc)]
+
+
+def test_the_sidecar_variant_patches_each_engine_workload():
+    config = parse_config(yaml.safe_load(FULL.replace("scrape_mode: exporter", "scrape_mode: sidecar")), "f.yaml")
+    files = render(config)
+    assert "sidecars/llama-pd.patch.yaml" not in yaml.safe_load(files["kustomization.yaml"])["resources"]
+    assert "kubectl patch deployment/llama-pd -n serving --patch-file" in files["sidecars/llama-pd.patch.yaml"]
+    patch = yaml.safe_load(files["sidecars/llama-pd.patch.yaml"])["spec"]["template"]["spec"]
+    sidecar = patch["containers"][0]
+    assert "llama-pd=http://localhost:8000/metrics" in sidecar["args"]
+    assert "--max-running-requests=llama-3-70b=256" in sidecar["args"]
+    engine = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0", "ports": [{"name": "http", "containerPort": 8000}]}
+    patched = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llama-pd", "namespace": "serving"},
+               "spec": {"selector": {"matchLabels": {"app": "llama"}}, "template": {
+                   "metadata": {"labels": {"app": "llama"}},
+                   "spec": {"containers": [engine, sidecar], "volumes": patch["volumes"]}}}}
+    assert not validate_manifest(patched)
+    monitor = yaml.safe_load(files["monitors/llama-pd.podmonitor.yaml"])
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == sidecar["ports"][0]["name"]
+    assert not validate_manifest(monitor)
 
 
 def test_dashboard_configmaps_are_the_dashboards_for_the_grafana_sidecar(renders):

@@ -36,15 +36,22 @@ ENGINE = "\n".join([
 GPU = 'gpu_utilization_ratio{uuid="GPU-0",pod="vllm-0"} 0.9\n'
 PROFILING = ('gpu_sm_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.7\n'
              'gpu_tensor_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.4\n')
+EXPORTED = 'gpu_utilization_ratio{uuid="GPU-1",exported_pod="vllm-1"} 0.5\n'   # scraped without honor_labels
 FAILING = {"groups": [{"name": "broken", "interval": "1s", "rules": [{"record": "x", "expr": "up + on() vector(1)"}]}]}
 
 
-def _config(tmp: Path, rule_files: list[str], target: str, alertmanager_url: str | None) -> dict:
+def _config(tmp: Path, rule_files: list[str], target: str, alertmanager_url: str | None,
+            broken: bool = False) -> dict:
     host = target.removeprefix("http://")
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rule_files,
               "scrape_configs": [{"job_name": "engine", "static_configs": [{"targets": [host]}]},
                                  {"job_name": "gpu", "honor_labels": True, "metrics_path": "/gpu",
                                   "static_configs": [{"targets": [host]}]}]}
+    if broken:      # an SGLang started without --enable-metrics, and a job scraped too rarely for the SLO rules
+        config["scrape_configs"] += [{"job_name": "sglang", "metrics_path": "/no-metrics",
+                                      "static_configs": [{"targets": [host]}]},
+                                     {"job_name": "rare", "scrape_interval": "45s",
+                                      "static_configs": [{"targets": [host]}]}]
     if alertmanager_url:
         config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [
             alertmanager_url.removeprefix("http://")]}]}]}
@@ -66,17 +73,17 @@ def stacks(tmp_path_factory):
     with ExitStack() as stack:
         good_targets = stack.enter_context(serve({"/metrics": ENGINE, "/gpu": GPU + PROFILING,
                                                   "/api/search?type=dash-db": json.dumps(boards)}))
-        broken_targets = stack.enter_context(serve({"/metrics": ENGINE, "/gpu": GPU}))
+        broken_targets = stack.enter_context(serve({"/metrics": ENGINE, "/gpu": GPU + EXPORTED}))
         am = stack.enter_context(alertmanager(need("prometheus-alertmanager"),
                                               tmp / "good" / "alertmanager" / "alertmanager.yml", tmp / "good"))
         good = stack.enter_context(prometheus(need("prometheus"), _config(
             tmp, [str(tmp / "good" / "prometheus" / "rules" / "*.yaml")], good_targets, am), tmp / "good"))
         broken = stack.enter_context(prometheus(need("prometheus"), _config(
-            tmp, [str(tmp / "broken" / "broken.yaml")], broken_targets, None), tmp / "broken"))
+            tmp, [str(tmp / "broken" / "broken.yaml")], broken_targets, None, broken=True), tmp / "broken"))
         wait_for(lambda: query(good, "llm_max_running_requests") and query(good, "gpu_tensor_active_ratio"))
         wait_for(lambda: json.load(__import__("urllib.request").request.urlopen(
             good + "/api/v1/alertmanagers"))["data"]["activeAlertmanagers"])
-        wait_for(lambda: query(broken, "gpu_utilization_ratio") and query(broken, "llm_requests_running"))
+        wait_for(lambda: query(broken, "gpu_utilization_ratio") and query(broken, 'up{job="sglang"} == 0'))
         wait_for(lambda: '"err"' in __import__("urllib.request").request.urlopen(broken + "/api/v1/rules")
                  .read().decode())
         yield {"good": (good, am, good_targets), "broken": broken, "config": tmp / "deploy.yaml"}
@@ -109,6 +116,9 @@ def test_doctor_names_the_missing_cap_profiling_fields_and_failing_group(stacks)
     assert "missing rule groups: inferwatch-slo-llm-responsive" in out
     assert "missing Prometheus sends alerts" in out
     assert "ok      running requests" in out
+    assert "wrong   honor_labels on GPU scrapes: GPU series carry exported_pod" in out
+    assert "(fix: SGLang serves /metrics only when started with --enable-metrics)" in out
+    assert "wrong   target rare http://" in out and "scraped every 45s" in out
 
 
 def test_doctor_without_prometheus_is_one_line():

@@ -73,6 +73,7 @@ def _values(increments: list[Fraction], stale: bool) -> str:
 def _literal(pattern: str) -> str | None:
     """A value the regex fully matches, found among its literal alternatives."""
     candidates = [alt.strip("()") for alt in pattern.split("|")]
+    candidates += [c.replace(".*", "").replace(".+", "x") for c in candidates]       # `/api/v1/query.*`
     candidates += [c.replace(".", "0") for c in candidates]
     for candidate in candidates:
         if re.fullmatch(pattern, candidate) and not re.search(r"[\\\[\]*+?{}()^$]", candidate):

@@ -3,9 +3,11 @@
 Starts two simulated engines (vLLM and SGLang), the normalizing exporter in
 front of them and a real Prometheus loaded with the rules `inferwatch build`
 generates; drives load; injects a scripted incident (queueing on vLLM, then
-thinking on SGLang); prints what Prometheus reports as it goes. To fit in
-minutes, Prometheus evaluates the SLO rules every 10 s and waits a tenth of
-each alert's `for:`. Every process it started is stopped on exit or Ctrl-C.
+vLLM's GPU stalling, then thinking on SGLang); prints what Prometheus reports
+as it goes. Each engine serves a simulated GPU that follows it (`simulate
+--gpus 1`), so the GPU views have data. To fit in minutes, Prometheus evaluates
+the SLO rules every 10 s and waits a tenth of each alert's `for:` (and of the
+GPU alert's averaging window). Every process it started is stopped on exit or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ SCRIPT = [
           "both engines healthy: note running against the cap, KV cache and TTFT"),
     Phase("queueing on vLLM", 120, 75, {VLLM_MODEL: "queueing", SGLANG_MODEL: "normal"},
           "vLLM loses capacity: requests pile up at its cap and wait before their first token"),
+    Phase("GPU stall on vLLM", 150, 40, {VLLM_MODEL: "gpu-stall", SGLANG_MODEL: "normal"},
+          "vLLM's GPU stalls (host or NCCL): GPU-Util stays near 100 % while its SMs idle and decoding slows; "
+          "LLMGPUBusyNotComputing fires after about two minutes"),
     Phase("thinking on SGLang", 60, 30, {VLLM_MODEL: "normal", SGLANG_MODEL: "thinking"},
           "SGLang's model starts reasoning at length: engine TTFT stays normal, users wait for visible text"),
 ]
@@ -88,6 +93,7 @@ def _query(prom: str, expr: str) -> list[dict]:
 def _compress(text: str) -> str:
     """The demo's time compression: SLO groups every 10s, each `for:` a tenth as long."""
     text = text.replace("interval: 1m", f"interval: {SLO_INTERVAL}")
+    text = re.sub(r"(avg_over_time\(gpu_\w+)\[10m\]", r"\1[1m]", text)     # the GPU alert's window, a tenth
 
     def shorter(match):
         seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
@@ -184,6 +190,15 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
                      f"waiting {_fmt(waiting.get(model), digits=0):>4}  KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
                      f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  client TTFT p95 {_fmt(user, 's'):>7}"
                      f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
+    util = {r["metric"].get("target", ""): float(r["value"][1]) for r in _query(prom, "max by (target) "
+                                                                                       "(gpu_utilization_ratio)")}
+    sm = {r["metric"].get("target", ""): float(r["value"][1]) for r in _query(prom, "max by (target) "
+                                                                                     "(gpu_sm_active_ratio)")}
+    stalled = _query(prom, "count((gpu_utilization_ratio >= 0.9) and on (uuid) (gpu_sm_active_ratio < 0.5))")
+    lines.append("  GPUs       " + "  ".join(f"{t} util {_fmt(100 * util.get(t, float('nan')), '%', 0):>4} "
+                                             f"SM {_fmt(100 * sm.get(t, float('nan')), '%', 0):>4}"
+                                             for t in ("vllm", "sglang"))
+                 + f"  busy but not computing {int(float(stalled[0]['value'][1])) if stalled else 0}")
     return lines
 
 
@@ -198,7 +213,7 @@ def _alerts(prom: str) -> dict[tuple, str]:
 
 def _describe(key: tuple) -> str:
     labels = dict(key)
-    shown = [f"{k}={labels[k]}" for k in ("model", "slo", "tier", "severity") if k in labels]
+    shown = [f"{k}={labels[k]}" for k in ("model", "slo", "tier", "target", "gpu", "severity") if k in labels]
     return f"{labels['alertname']} {' '.join(shown)}"
 
 
@@ -271,7 +286,8 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
         for model, (engine, port) in engines.items():
             procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
-                                      f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1"])
+                                      f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
+                                      "--gpus", "1"])
         # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
         # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
         procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",

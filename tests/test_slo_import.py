@@ -341,6 +341,43 @@ def test_a_source_type_is_found_through_its_data_source():
         import_text(V2ALPHA.replace("metadata: {name: thanos}", "metadata: {name: other}"), "x.yaml")
 
 
+V1_WITH_SERVICE = """\
+- apiVersion: openslo/v1
+  kind: Service
+  metadata: {name: web}
+  spec: {description: The web shop.}
+- apiVersion: openslo/v1
+  kind: SLO
+  metadata: {name: api}
+  spec:
+    service: web
+    budgetPolicy: occurrences
+    indicator:
+      spec:
+        ratioMetric:
+          good: {metricSource: {type: Prometheus, spec: {query: 'http_requests_total{code!~"5.."}'}}}
+          total: {metricSource: {type: Prometheus, spec: {query: http_requests_total}}}
+    timeWindow: [{duration: 28d, isRolling: true}]
+    objectives: [{target: 0.995, weight: 2}]
+"""
+
+
+def test_a_service_description_is_carried_and_unknown_openslo_keys_are_noted():
+    result = import_text(V1_WITH_SERVICE, "v1.yaml")
+    (spec,) = result.specs
+    assert spec["description"] == "The web shop."
+    assert spec["objectives"][0]["bad"] == 'http_requests_total{code=~"5.."}'
+    notes = _notes(result)
+    assert "v1.yaml:10: [1].spec.budgetPolicy: is no OpenSLO field" in notes
+    assert "[1].spec.objectives[0].weight: is no OpenSLO field" in notes
+
+
+def test_a_kubernetes_list_of_sloth_resources_is_read():
+    items = CRD.replace("\n", "\n    ").strip()
+    (spec,) = import_text(f"apiVersion: v1\nkind: List\nitems:\n  - {items}\n", "list.yaml").specs
+    assert spec["service"] == "checkout"
+
+
 def test_a_failed_import_writes_nothing(tmp_path):
     out = tmp_path / "out.yaml"
     proc = _cli("import", OPENSLO / "budgeting-method__ratio-timeslices.yaml", "-o", out)

@@ -158,11 +158,14 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
     if out is not None and len(texts) > 1:
         raise InferwatchError(f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give "
                               "--out-dir DIR to write one spec per service, or leave out --out to print them")
-    if out is None and out_dir is None:
+    if out is not None:
+        targets, flag = {out: text for text in texts.values()}, "--out"
+    elif out_dir is not None:
+        targets, flag = {out_dir / name: text for name, text in texts.items()}, "--out-dir"
+    else:
         sys.stdout.write("---\n".join(texts.values()))
-    for path in _write_imported({out: text for text in texts.values()} if out is not None else
-                                {out_dir / name: text for name, text in texts.items()} if out_dir is not None else {},
-                                "--out" if out is not None else "--out-dir"):
+        targets, flag = {}, ""
+    for path in _write_imported(targets, flag):
         typer.echo(f"wrote {path}", err=True)
     if result.not_carried:
         typer.echo("not carried over:", err=True)
@@ -178,6 +181,8 @@ def _write_imported(targets: dict[Path, str], flag: str) -> list[Path]:
     import os
     import tempfile
 
+    umask = os.umask(0)
+    os.umask(umask)
     written = []
     for path, text in targets.items():
         tmp = None
@@ -186,6 +191,7 @@ def _write_imported(targets: dict[Path, str], flag: str) -> list[Path]:
             handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.write(text)
+            os.chmod(tmp, 0o666 & ~umask)                # as open() would have made it, not mkstemp's 0600
             os.replace(tmp, path)
         except OSError as err:
             if tmp and os.path.exists(tmp):

@@ -61,7 +61,7 @@ def test_follows_a_running_simulator():
     with simulator("vllm", params=params) as (base, _):
         backend = SimulatedBackend(2, "node-1", follow=base + "/metrics", workload=Workload("demo", "vllm-0"))
         idle = _render(backend)
-        body = json.dumps({"model": "m", "prompt": "hello " * 50, "max_tokens": 300}).encode()
+        body = json.dumps({"model": "m", "prompt": "hello " * 50, "max_tokens": 40}).encode()
         for _ in range(6):
             request = urllib.request.Request(base + "/v1/completions", data=body,
                                              headers={"Content-Type": "application/json"})

@@ -136,17 +136,21 @@ class _Objective:
     def _outage(self) -> dict:
         fastest = self.maths[0]
         predicted = _minutes(fastest.detection(Fraction(1)))
-        before = [Segment(HEALTHY_BEFORE, self.rate)]
-        outage = before + [Segment(predicted + 10, self.rate, self.rate)]
+        rate = self.rate          # enough events by the predicted time, when a slow tier's long window is not full
+        while rate * min(_minutes(fastest.tier.long), HEALTHY_BEFORE + predicted) < fastest.min_events:
+            rate *= 10
+        before = [Segment(HEALTHY_BEFORE, rate)]
+        outage = before + [Segment(predicted + 10, rate, rate)]
         counts = Counts(*per_minute(outage))
-        fired_at = next(t for t in range(HEALTHY_BEFORE, counts.minutes + 1) if fastest in counts.firing(self.maths, t))
+        fired_at = next((t for t in range(HEALTHY_BEFORE, counts.minutes + 1)
+                         if fastest in counts.firing(self.maths, t)), counts.minutes + 1)
         if fired_at > HEALTHY_BEFORE + predicted + 1:
             raise GeneratorError(f"{self.objective.name}: outage fires at {fired_at}m, predicted by "
                                  f"{HEALTHY_BEFORE + predicted + 1}m")
         recovered = counts.minutes
         fired = {m.tier.name: m for t in range(HEALTHY_BEFORE, recovered + 1) for m in counts.firing(self.maths, t)}
         end = recovered + max(_minutes(m.tier.short) for m in fired.values()) + 1
-        segments = outage + [Segment(end - recovered, self.rate)]
+        segments = outage + [Segment(end - recovered, rate)]
         counts = Counts(*per_minute(segments))
         times = {HEALTHY_BEFORE, fired_at - 1, fired_at}
         times |= {recovered + _minutes(m.tier.short) for m in fired.values()}

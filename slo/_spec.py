@@ -17,6 +17,7 @@ from inferwatch.slo._buckets import threshold_problem
 from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, RatioSLI, Spec, Tier
 from inferwatch.slo._selector import parse_selector
 from inferwatch.slo._tables import bucket_tables, builtin_slis, default_tiers
+from inferwatch.slo._values import label_name_problem, matcher_problem, plain, show, text_problem, value_problem
 
 __all__ = ["load_spec", "parse_spec", "SPEC_KEYS", "OBJECTIVE_KEYS"]
 
@@ -40,11 +41,8 @@ REPLICA_LABELS = {"instance", "target"}
 RESERVED_LABELS = {"service", "slo", "tier", "severity", "long_window", "short_window", "alertname"}
 PROMQL_NUMBERS = {"inf", "nan"}          # lexed as numbers in `by (...)`, so never a grouping label
 _NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?\Z")
-_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 _LABEL_TEMPLATE = re.compile(r"\$labels\.[a-zA-Z_][a-zA-Z0-9_]*\Z")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
-_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
 class _Collector:
@@ -69,34 +67,6 @@ class _Collector:
             self.add(node, f"{where}{key}", f"unknown key{hint}")
 
 
-def _plain(value):
-    """A loaded value without the loader's line bookkeeping, for messages."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if k != LINE}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _show(value) -> str:
-    return repr(_plain(value))
-
-
-def _text_problem(value) -> str | None:
-    """Why a YAML value is not the text the user meant, or None: YAML turns `yes` into a boolean and an empty
-    value into null, and neither may silently become 'True' or 'None'."""
-    if value is None:
-        return "has no value; write the text (quoted if it could read as a number, a boolean or null)"
-    if isinstance(value, bool):
-        return (f"is the boolean {str(value).lower()} (YAML reads yes, no, on, off, true and false so); "
-                "quote it if you mean the text")
-    if isinstance(value, float):
-        return f"{value!r} is a number with a fraction; quote it so the value is exactly what you wrote"
-    if not isinstance(value, (str, int)):
-        return f"{_show(value)} must be text"
-    return None
-
-
 def load_spec(path) -> Spec:
     """Parse and validate one spec file; SpecError lists every problem."""
     return parse_spec(load_yaml_file(path), str(path))
@@ -109,12 +79,12 @@ def parse_spec(doc, file: str = "<spec>") -> Spec:
     c.unknown_keys(doc, SPEC_KEYS, "")
     version = doc.get("version", 1)
     if version != 1 or isinstance(version, bool):
-        c.add(doc, "version", f"unsupported version {_show(version)}; this inferwatch reads version 1")
+        c.add(doc, "version", f"unsupported version {show(version)}; this inferwatch reads version 1")
     service = _name(c, doc, "service", "service")
     window = _window(c, doc)
     source = doc.get("source", "engine")
     if not isinstance(source, str) or source not in SOURCES:
-        c.add(doc, "source", f"{_show(source)} is not a source; use one of {', '.join(SOURCES)}")
+        c.add(doc, "source", f"{show(source)} is not a source; use one of {', '.join(SOURCES)}")
         source = "engine"
     selector = _selector_map(c, doc, "selector")
     engines = _engines(c, doc)
@@ -138,7 +108,7 @@ def _name(c: _Collector, node: dict, key: str, field: str) -> str:
         c.add(node, field, "missing; give a short name such as chat")
         return "invalid"
     if not isinstance(value, str) or not _NAME.match(value):
-        c.add(node, field, f"{_show(value)} is not a name: lower-case letters, digits, '-', '_' and '.'")
+        c.add(node, field, f"{show(value)} is not a name: lower-case letters, digits, '-', '_' and '.'")
         return "invalid"
     if len(value) > MAX_NAME:
         c.add(node, field, f"is {len(value)} characters long; at most {MAX_NAME}, since it becomes part of file, "
@@ -150,7 +120,7 @@ def _name(c: _Collector, node: dict, key: str, field: str) -> str:
 def _optional_text(c: _Collector, node: dict, key: str, field: str | None = None) -> str:
     if key not in node:
         return ""
-    problem = _text_problem(node[key])
+    problem = text_problem(node[key])
     if problem:
         c.add(node, field or key, problem)
         return ""
@@ -161,7 +131,7 @@ def _runbook(c: _Collector, node: dict, inherited: str, field: str = "runbook_ur
     if "runbook_url" not in node:
         return inherited
     url = _optional_text(c, node, "runbook_url", field)
-    if url and (_CONTROL.search(url) or re.search(r"\s", url)):
+    if url and re.search(r"[\s\x00-\x1f\x7f\ud800-\udfff]", url):
         c.add(node, field, f"{url!r} is not a URL: no spaces or control characters")
         return inherited
     return url
@@ -180,9 +150,9 @@ def _reserved(c: _Collector, node: dict, field: str, labels: dict[str, str], gro
 def _window(c: _Collector, doc: dict) -> Fraction:
     raw = doc.get("window", "28d")
     try:
-        window = parse_duration(_plain(raw), units="d w")
+        window = parse_duration(plain(raw), units="d w")
     except ValueError:
-        c.add(doc, "window", f"{_show(raw)} is not a window such as 28d or 4w")
+        c.add(doc, "window", f"{show(raw)} is not a window such as 28d or 4w")
         return parse_duration("28d")
     if window % 60:
         c.add(doc, "window", f"{raw} is not a whole number of minutes; the rules count events per minute")
@@ -191,14 +161,6 @@ def _window(c: _Collector, doc: dict) -> Fraction:
         c.add(doc, "window", f"{raw} is outside 7d to 90d: shorter windows leave too few events for a "
                              "budget, longer ones react too slowly; 28d is the usual choice")
     return window
-
-
-def _label_name_problem(name) -> str | None:
-    if not isinstance(name, str) or not _LABEL.match(name):
-        return f"{_show(name)} is not a label name: letters, digits and '_', not starting with a digit"
-    if name.startswith("__"):
-        return "names starting with __ are reserved for Prometheus' own use"
-    return None
 
 
 def _string_map(c: _Collector, node: dict, key: str, multiline: bool = False, field: str | None = None,
@@ -214,11 +176,7 @@ def _string_map(c: _Collector, node: dict, key: str, multiline: bool = False, fi
     for name, item in value.items():
         if name == LINE:
             continue
-        problem = _label_name_problem(name) or _text_problem(item)
-        if problem is None and (_CONTROL_MULTILINE if multiline else _CONTROL).search(str(item)):
-            problem = f"{str(item)!r} contains a control character; {'' if multiline else 'one line of '}text only"
-        if problem is None and not empty and str(item) == "":
-            problem = "is empty, and Prometheus drops what has an empty value; remove it or give it a value"
+        problem = label_name_problem(name) or value_problem(item, multiline, empty)
         if problem:
             c.add(value, f"{field}.{name}", problem)
             continue
@@ -245,7 +203,7 @@ def _engines(c: _Collector, doc: dict) -> tuple[EngineRef, ...]:
     engines = []
     for i, item in enumerate(raw):
         if not isinstance(item, str):
-            c.add(doc, f"engines[{i}]", f"{_show(item)} is not an engine such as vllm or vllm@0.10.2")
+            c.add(doc, f"engines[{i}]", f"{show(item)} is not an engine such as vllm or vllm@0.10.2")
             continue
         name, _, version = item.partition("@")
         if name not in bucket_tables():
@@ -264,7 +222,7 @@ def _group_by(c: _Collector, doc: dict) -> tuple[str, ...]:
         return ()
     good, seen = [], set()
     for label in raw:
-        problem = _label_name_problem(label)
+        problem = label_name_problem(label)
         if problem:
             c.add(doc, "group_by", problem)
         elif label.lower() in PROMQL_NUMBERS:
@@ -295,14 +253,14 @@ def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
     c.unknown_keys(node, ALERTING_KEYS, "alerting.")
     min_bad = node.get("min_bad_events", 1)
     if not isinstance(min_bad, int) or isinstance(min_bad, bool) or not 1 <= min_bad <= MAX_MIN_BAD_EVENTS:
-        c.add(node, "alerting.min_bad_events", f"{_show(min_bad)} must be a whole number from 1 to "
+        c.add(node, "alerting.min_bad_events", f"{show(min_bad)} must be a whole number from 1 to "
                                                f"{MAX_MIN_BAD_EVENTS}")
         min_bad = 1
     raw = node.get("missing_data_for", "2m")
     try:
-        missing_for = parse_duration(_plain(raw), units="s m h")
+        missing_for = parse_duration(plain(raw), units="s m h")
     except ValueError:
-        c.add(node, "alerting.missing_data_for", f"{_show(raw)} is not a duration such as 2m or 90s")
+        c.add(node, "alerting.missing_data_for", f"{show(raw)} is not a duration such as 2m or 90s")
         return min_bad, Fraction(120)
     if missing_for.denominator != 1 or not MIN_MISSING_FOR <= missing_for <= MAX_MISSING_FOR:
         c.add(node, "alerting.missing_data_for", f"{raw} must be whole seconds from 1m to 30m: the rules are "
@@ -326,7 +284,7 @@ def _target(c: _Collector, node: dict, field: str) -> Fraction:
             raise ValueError
         value = Fraction(text[:-1].strip()) / 100 if text.endswith("%") else Fraction(text)
     except ValueError:
-        c.add(node, field, f"{_show(raw)} is not a target such as 99.5% or 0.995")
+        c.add(node, field, f"{show(raw)} is not a target such as 99.5% or 0.995")
         return Fraction(99, 100)
     if not text.endswith("%") and value > 1:
         c.add(node, field, f"{raw!r} is over 1; write percentages with a % sign, e.g. {raw}%")
@@ -351,9 +309,9 @@ def _threshold(c: _Collector, node: dict, field: str) -> Fraction:
         c.add(node, field, "missing; a latency SLI needs a threshold such as 1s or 100ms")
         return Fraction(1)
     try:
-        threshold = parse_duration(_plain(raw), units="ms s m")
+        threshold = parse_duration(plain(raw), units="ms s m")
     except ValueError:
-        c.add(node, field, f"{_show(raw)} is not a threshold such as 1s, 500ms or 0.1 (seconds)")
+        c.add(node, field, f"{show(raw)} is not a threshold such as 1s, 500ms or 0.1 (seconds)")
         return Fraction(1)
     if (threshold * 1000).denominator != 1:
         c.add(node, field, f"{raw} is finer than a millisecond; thresholds are whole milliseconds, e.g. 1ms or "
@@ -376,33 +334,12 @@ def _selector(c: _Collector, node: dict, key: str, field: str):
 
 
 def _matchers_ok(c: _Collector, node: dict, field: str, selector, allow_le: bool) -> bool:
-    """Matchers Prometheus accepts and that can match: no reserved labels, no le where the threshold sets it,
-    one-line values, regexes that compile."""
     for m in selector.matchers:
-        problem = _label_name_problem(m.label)
-        if m.label == "__name__":
-            problem = "give the metric name before the braces, not as __name__"
-        elif problem is None and m.label == "le" and not allow_le:
-            problem = "le is set from the threshold; a second le matcher would match no bucket"
-        elif problem is None and _CONTROL.search(m.value):
-            problem = f"{m.label}: {m.value!r} contains a control character"
-        elif problem is None and "~" in m.op:
-            problem = _regex_problem(m.value)
+        problem = matcher_problem(m, allow_le)
         if problem:
             c.add(node, field, f"{selector.render()}: {problem}")
             return False
     return True
-
-
-def _regex_problem(pattern: str) -> str | None:
-    """Prometheus' regexes are RE2: no lookaround or backreferences."""
-    if re.search(r"\(\?<?[=!]|\\[1-9]", pattern):
-        return f"{pattern!r}: RE2 has no lookaround or backreferences"
-    try:
-        re.compile(pattern)
-    except re.error as err:
-        return f"{pattern!r} is not a valid regular expression ({err})"
-    return None
 
 
 def _annotations(c: _Collector, node: dict, field: str, inherited: dict[str, str]) -> dict[str, str]:
@@ -475,9 +412,9 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
     kind = node.get("sli")
     known = tuple(builtins) + CUSTOM_SLIS
     if not isinstance(kind, str) or kind not in known:
-        close = difflib.get_close_matches(str(_plain(kind)), known, n=1)
+        close = difflib.get_close_matches(str(plain(kind)), known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        c.add(node, field + ".sli", f"{'missing' if kind is None else _show(kind) + ' is not an SLI'}: "
+        c.add(node, field + ".sli", f"{'missing' if kind is None else show(kind) + ' is not an SLI'}: "
                                     f"use one of {', '.join(known)}{hint}")
         return "invalid", None
     extra = _selector_map(c, node, "selector", field + ".selector")

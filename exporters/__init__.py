@@ -5,6 +5,7 @@
 
 from inferwatch.exporters._exposition import Family, Sample, format_sample, parse_sample, split_families
 from inferwatch.exporters._normalize import NormalizeResult, Normalizer, OutFamily, add_label, render
+from inferwatch import _lazy
 
 __all__ = [
     "ExporterConfig",
@@ -28,11 +29,4 @@ __all__ = [
 _LAZY = {"NormalizingExporter": "_server", "ExporterConfig": "_config", "Target": "_config", "load_config": "_config"}
 
 
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

@@ -8,6 +8,8 @@ are pure functions of the parsed response (`classify`). Every name is loaded on
 first use, so the CLI pays nothing for this package until a command runs.
 """
 
+from inferwatch import _lazy
+
 __all__ = ["FrontdoorConfig", "Upstream", "parse_listen", "parse_seconds", "parse_size", "parse_upstreams",
            "parse_base_url", "Facts", "RequestInfo", "observe_event", "observe_whole", "request_info",
            "token_counts", "OUTCOMES", "classify", "tool_call_problem", "schema_problem", "SSESplitter", "Frontdoor",
@@ -25,11 +27,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

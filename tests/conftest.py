@@ -47,3 +47,8 @@ def need(tool: str) -> str:
     if path is None:
         pytest.fail(f"{tool} not found: install Debian's prometheus package (apt-get install -y prometheus)")
     return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow end-to-end tests first: xdist hands out modules in this order, so the longest start at once."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -50,5 +50,5 @@ def need(tool: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Slow end-to-end tests first: xdist hands out modules in this order, so the longest start at once."""
+    """Slow end-to-end tests first, so xdist starts the longest at once."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

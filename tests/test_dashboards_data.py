@@ -27,6 +27,9 @@ from inferwatch.sim._demo import _compress
 from promtools import free_port, prometheus, query, serve, wait_for
 from simtools import FAST, simulator
 
+# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
+pytestmark = pytest.mark.xdist_group("test_dashboards_data")
+
 MODELS = {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
 DCGM = [REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt",
         EXPOSITIONS / "dcgm-4.5-exported-labels.txt"]

@@ -13,6 +13,9 @@ from conftest import EXPOSITIONS, REAL_CAPTURES
 from inferwatch.exporters import split_families
 from promtools import free_port, serve, wait_for
 
+# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
+pytestmark = pytest.mark.xdist_group("test_exporter")
+
 
 def _hang(handler):
     time.sleep(5)

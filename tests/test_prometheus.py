@@ -16,6 +16,9 @@ from inferwatch.exporters import Normalizer, split_families
 from inferwatch.mappings import recording_rules, relabel_configs
 from promtools import prometheus, query, serve, wait_for
 
+# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
+pytestmark = pytest.mark.xdist_group("test_prometheus")
+
 FIXTURES = all_expositions()
 
 

@@ -1,5 +1,5 @@
 """Simulated GPUs: activity that follows a simulated engine, the stall that fires LLMGPUBusyNotComputing in
-promtool, and `inferwatch exporter gpu` as users run it."""
+promtool and in a real Prometheus, and `inferwatch exporter gpu` as users run it."""
 
 from __future__ import annotations
 
@@ -226,3 +226,29 @@ def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
         assert values(stalled, "gpu_sm_active_ratio", gpu="1")[0][1] <= 0.1
     finally:
         stop()
+
+
+def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
+    """A real Prometheus scrapes `simulate --gpus 1` in the gpu-stall scenario with the shipped operational rules
+    (groups every second, `for:` cut to 5 s): LLMGPUBusyNotComputing fires for that GPU."""
+    import re
+
+    from inferwatch.sim import SimulatorConfig, make_app
+    from promtools import prometheus, query, wait_for
+
+    binary = need("prometheus")
+    rules = (ROOT / "alerts" / "operational.rules.yaml").read_text()
+    rules = re.sub(r"for: \d+[smh]\b", "for: 5s", re.sub(r"interval: \S+", "interval: 1s", rules))
+    (tmp_path / "operational.rules.yaml").write_text(rules)
+    base, stop = _serve(make_app(SimulatorConfig("vllm", None, "m", "gpu-stall", FAST, 1, gpus=1)))
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+              "rule_files": [str(tmp_path / "operational.rules.yaml")],
+              "scrape_configs": [{"job_name": "node", "honor_labels": True,
+                                  "static_configs": [{"targets": [base.removeprefix("http://")]}]}]}
+    try:
+        with prometheus(binary, config, tmp_path) as prom:
+            firing = wait_for(lambda: query(prom, 'ALERTS{alertname="LLMGPUBusyNotComputing",alertstate="firing"}'),
+                              timeout=60, step=1)
+    finally:
+        stop()
+    assert [a["metric"]["gpu"] for a in firing] == ["0"]

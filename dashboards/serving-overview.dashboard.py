@@ -11,6 +11,10 @@ TTFT_WITHIN_1S = STREAMED + ', le=~"1|1[.]0"'            # every spelling of the
 TPOT_WITHIN_100MS = 'le="0.1"'
 
 http = Selector(("namespace", "engine", "pod"))          # the API server's counters carry no model label
+door = Selector(("namespace", "model"))                  # the front door's series carry model, caller, upstream
+FRONT_DOOR = "Front door only (inferwatch frontdoor): "  # tests/test_dashboards_data.py exempts these
+NOT_CANCELLED = 'outcome!="cancelled"'
+BAD = 'outcome!~"ok|cancelled|length"'
 
 dashboard = dashboard(
     uid="inferwatch-serving-overview",
@@ -93,6 +97,44 @@ dashboard = dashboard(
             unit="percentunit", max_value=1,
             description="Accepted draft tokens over proposed ones: a windowed ratio of vLLM's counters, and SGLang's "
                         "own acceptance gauge per engine (never averaged across engines)."),
+        row("Front door: what users feel"),
+        timeseries("TTFT p95: users (front door) and engine", [
+            target(f"histogram_quantile(0.95, sum by (le, model) (rate({s(m + '_bucket', extra)}[{RATE}])))",
+                   f"{who} p95 {{{{model}}}}")
+            for who, s, m, extra in (("users", door, "llm_frontdoor_time_to_first_token_seconds", ""),
+                                     ("engine", sel, "llm_time_to_first_token_seconds", STREAMED))], unit="s",
+            description=FRONT_DOOR + "p95 of llm_frontdoor_time_to_first_token_seconds (arrival at the front door "
+                        "to the first visible token) beside the engine's llm_time_to_first_token_seconds. Users "
+                        "slower than the engine: hidden reasoning, or time spent before the engine."),
+        timeseries("First chunk and first visible token (hidden reasoning)", [
+            target(f"histogram_quantile(0.95, sum by (le, model) (rate({door(m + '_bucket')}[{RATE}])))",
+                   f"{what} p95 {{{{model}}}}")
+            for what, m in (("first chunk", "llm_frontdoor_time_to_first_chunk_seconds"),
+                            ("first visible", "llm_frontdoor_time_to_first_token_seconds"))], unit="s",
+            description=FRONT_DOOR + "p95 of llm_frontdoor_time_to_first_chunk_seconds (any event, reasoning "
+                        "included) and llm_frontdoor_time_to_first_token_seconds (content or tool call). The gap "
+                        "is hidden reasoning: the 'thinking' kind of slow."),
+        timeseries("Outcomes by kind", [
+            target(rate_sum(door, "llm_frontdoor_requests_total", by="outcome"), "{{outcome}}")],
+            unit="reqps", stack=True,
+            description=FRONT_DOOR + "rate(llm_frontdoor_requests_total) by outcome: ok, error, rate_limited, "
+                        "timeout, cancelled, truncated, length, empty, tool_call_invalid, content_filter, "
+                        "invalid_request."),
+        timeseries("Reasoning tokens per request", [target(ratio(
+            rate_sum(door, "llm_frontdoor_reasoning_tokens_total"),
+            rate_sum(door, "llm_frontdoor_requests_total", extra=NOT_CANCELLED)), "{{model}}")], unit="short",
+            description=FRONT_DOOR + "rate of llm_frontdoor_reasoning_tokens_total over the rate of "
+                        "llm_frontdoor_requests_total (cancelled ones aside): hidden tokens users wait for."),
+        timeseries("Top callers by requests", [
+            target(f"topk(10, {rate_sum(door, 'llm_frontdoor_requests_total', by='caller')})", "{{caller}}")],
+            unit="reqps", description=FRONT_DOOR + "the 10 busiest callers, rate(llm_frontdoor_requests_total) "
+                                                   "by caller."),
+        timeseries("Top callers by errors", [
+            target(f"topk(10, {rate_sum(door, 'llm_frontdoor_requests_total', by='caller', extra=BAD)} > 0)",
+                   "{{caller}}")], unit="reqps",
+            description=FRONT_DOOR + "the 10 callers with the most requests not answered well, "
+                        "rate(llm_frontdoor_requests_total) by caller for outcomes other than ok, cancelled "
+                        "and length."),
         row("Errors and cancellations"),
         timeseries("Responses by status code", [
             target(f"sum by (status_code) (rate({http('llm_http_requests_total')}[{RATE}]))", "{{status_code}}")],

@@ -52,7 +52,11 @@ def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=F
            grafana: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
                                                           help="Grafana base URL (token from GRAFANA_TOKEN).")]
            = None,
-           config: ConfigOpt = None):
+           config: ConfigOpt = None,
+           no_alertmanager: Annotated[bool, typer.Option("--no-alertmanager",
+                                                         help="This stack runs no Alertmanager (a laptop, the "
+                                                              "demo): report its absence as skipped, not missing.")]
+           = False):
     """Check that every signal the dashboards, SLOs and triage need arrives: one line per check (ok, missing,
     wrong) with the fix; exit 1 when something is missing or wrong.
 
@@ -60,13 +64,17 @@ def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=F
     Examples:
       inferwatch doctor --prometheus http://localhost:9090
       inferwatch doctor --prometheus http://prometheus:9090 --alertmanager http://alertmanager:9093
+      inferwatch doctor --prometheus http://localhost:9090 --no-alertmanager
     """
     import os
 
     from inferwatch._urls import http_url
     from inferwatch.deploy import load_config
-    from inferwatch.deploy._doctor import run_checks
+    from inferwatch.deploy._doctor import run_checks, summary
 
+    if no_alertmanager and alertmanager is not None:
+        raise typer.BadParameter("--alertmanager URL and --no-alertmanager contradict each other: give one",
+                                 param_hint="--no-alertmanager")
     urls = {}
     for flag, value, example in (("--prometheus", prometheus, "http://prometheus:9090"),
                                  ("--alertmanager", alertmanager, "http://alertmanager:9093"),
@@ -77,11 +85,12 @@ def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=F
             except ValueError as err:
                 raise typer.BadParameter(str(err), param_hint=flag) from None
     results = run_checks(load_config(config), urls["--prometheus"], urls.get("--alertmanager"),
-                         urls.get("--grafana"), os.environ.get("GRAFANA_TOKEN"))
+                         urls.get("--grafana"), os.environ.get("GRAFANA_TOKEN"),
+                         alertmanager_expected=not no_alertmanager)
     for result in results:
         typer.echo(str(result))
-    bad = [r for r in results if r.status != "ok"]
-    typer.echo(f"{len(results) - len(bad)} ok, {len(bad)} to fix", err=True)
+    typer.echo(summary(results), err=True)
+    bad = [r for r in results if r.bad]
     raise typer.Exit(1 if bad else 0)
 
 

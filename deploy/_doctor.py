@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from inferwatch.deploy._config import Config
 
-__all__ = ["Result", "run_checks", "MAX_SCRAPE_INTERVAL"]
+__all__ = ["Result", "run_checks", "summary", "MAX_SCRAPE_INTERVAL"]
 
 MAX_SCRAPE_INTERVAL = 30          # seconds: the SLO rules count requests per minute (two samples at least)
 _RENDER = "inferwatch deploy render"
@@ -34,14 +34,18 @@ _PER_MODEL = (
 
 @dataclass(frozen=True)
 class Result:
-    status: str            # ok, missing or wrong
+    status: str            # ok, skipped (told not to expect it), missing or wrong
     check: str
     detail: str = ""
     fix: str = ""
 
     def __str__(self) -> str:
         text = f"{self.status:7} {self.check}" + (f": {self.detail}" if self.detail else "")
-        return text + (f" (fix: {self.fix})" if self.fix and self.status != "ok" else "")
+        return text + (f" (fix: {self.fix})" if self.fix and self.bad else "")
+
+    @property
+    def bad(self) -> bool:
+        return self.status not in ("ok", "skipped")
 
 
 class _Api:
@@ -177,11 +181,18 @@ def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
     return out
 
 
-def check_alertmanager(prom: _Api, am: _Api | None) -> list[Result]:
+def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True) -> list[Result]:
+    """`expected` False: this stack has no Alertmanager (a demo, a laptop); its absence is skipped, not missing."""
     answer = prom.get("/api/v1/alertmanagers")
-    out = [Result("ok", "Prometheus sends alerts") if answer and answer["data"]["activeAlertmanagers"] else
-           Result("missing", "Prometheus sends alerts", "no Alertmanager configured",
-                  "set alerting.alertmanagers in prometheus.yml (kube-prometheus-stack does)")]
+    if answer and answer["data"]["activeAlertmanagers"]:
+        out = [Result("ok", "Prometheus sends alerts")]
+    elif not expected:
+        out = [Result("skipped", "Prometheus sends alerts", "no Alertmanager in this stack, as told "
+                                                            "(--no-alertmanager): alerts fire in Prometheus only")]
+    else:
+        out = [Result("missing", "Prometheus sends alerts", "no Alertmanager configured",
+                      "set alerting.alertmanagers in prometheus.yml (kube-prometheus-stack does), or pass "
+                      "--no-alertmanager if this stack has none")]
     if am is None:
         return out
     status = am.get("/api/v2/status")
@@ -210,17 +221,29 @@ def check_grafana(grafana: _Api, uids: dict[str, str]) -> list[Result]:
 
 
 def run_checks(config: Config, prometheus: str, alertmanager: str | None = None, grafana: str | None = None,
-               token: str | None = None) -> list[Result]:
+               token: str | None = None, rule_groups: list[str] | None = None,
+               alertmanager_expected: bool = True) -> list[Result]:
+    """Every check against the servers given. The rule groups expected are the config's, unless `rule_groups`
+    names them (a stack that loads other rule files, such as the demo's); `alertmanager_expected` False says the
+    stack has none."""
     from inferwatch.deploy._inputs import gather_inputs
 
     prom = _Api(prometheus)
     if prom.get("/api/v1/status/buildinfo") is None:
         return [Result("missing", "Prometheus", f"cannot reach {prometheus}: {prom.error}", "check --prometheus")]
     inputs = gather_inputs(config)
-    expected = [g["name"] for rules in inputs.rules for g in rules.groups]
+    expected = rule_groups if rule_groups is not None else [g["name"] for rules in inputs.rules for g in rules.groups]
     results = check_targets(prom) + check_models(prom, _specs(config)) + check_gpus(prom) + \
-        check_rules(prom, expected) + check_alertmanager(prom, _Api(alertmanager) if alertmanager else None)
+        check_rules(prom, expected) + check_alertmanager(prom, _Api(alertmanager) if alertmanager else None,
+                                                         alertmanager_expected)
     if grafana:
         uids = {board["uid"]: board["title"] for board in map(json.loads, inputs.dashboards.values())}
         results += check_grafana(_Api(grafana, token), uids)
     return results
+
+
+def summary(results: list[Result]) -> str:
+    """`9 ok, 1 skipped, 2 to fix`: the line after the checks."""
+    skipped = sum(r.status == "skipped" for r in results)
+    bad = sum(r.bad for r in results)
+    return f"{len(results) - skipped - bad} ok, " + (f"{skipped} skipped, " if skipped else "") + f"{bad} to fix"

@@ -33,7 +33,12 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
              seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed, for repeatable runs.")]
              = None,
              gpus: Annotated[int, typer.Option(metavar="N", help="Also serve N simulated GPUs on /metrics "
-                                                                 "(gpu_* series following this engine).")] = 0):
+                                                                 "(gpu_* series following this engine).")] = 0,
+             pod: Annotated[Optional[str], typer.Option(
+                 metavar="[NAMESPACE/]POD[/CONTAINER]", show_default=False,
+                 help="The workload the --gpus name as using them (namespace, pod, container labels, as the NVML "
+                      "exporter writes them), so they join the engine's series on pod; default: pod $HOSTNAME "
+                      "(the pod name in Kubernetes), namespace $POD_NAMESPACE.")] = None):
     """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU.
 
     \b
@@ -62,7 +67,21 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= gpus <= 64:
         raise InferwatchError(f"--gpus {gpus}: use 0 to 64")
-    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus), host, port)
+    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus, _pod(pod, gpus)), host, port)
+
+
+def _pod(text: Optional[str], gpus: int):
+    """--pod as a Workload: POD, NAMESPACE/POD or NAMESPACE/POD/CONTAINER."""
+    if text is None:
+        return None
+    from inferwatch.exporters.gpu import Workload
+
+    if not gpus:
+        raise InferwatchError(f"--pod {text}: only with --gpus N (it names the workload using the GPUs)")
+    parts = text.split("/")
+    if len(parts) > 3 or not all(parts):
+        raise InferwatchError(f"--pod {text!r}: use POD, NAMESPACE/POD or NAMESPACE/POD/CONTAINER")
+    return Workload(*([""] + parts if len(parts) == 1 else parts))
 
 
 def load(target: Annotated[str, typer.Option(metavar="URL",

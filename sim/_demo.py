@@ -326,6 +326,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         if thinking:
             say(f"  thinking on {SGLANG_MODEL}: users waited {percentile(thinking, 0.5):.1f}s (p50) for visible text "
                 "while the engine's own TTFT stayed normal; only the front door (coming) can page on that")
+        healthy = _doctor(prom, folder, {e: f"http://127.0.0.1:{port}/metrics" for e, port in engines.values()}, say)
         if not headless:
             say(f"\nThe stack keeps running: open {prom} and try `ALERTS`, `llm_slo:burn_rate:5m` or "
                 "`llm_requests_waiting`; inferwatch simulate's admin endpoints switch scenarios "
@@ -337,4 +338,26 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                     procs.check()
             except KeyboardInterrupt:
                 say("\nstopping every process the demo started")
-        return not missing
+        return not missing and healthy
+
+
+def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say) -> bool:
+    """The demo's last step: `inferwatch doctor` against its own stack, with a deploy.yaml saying what the demo
+    runs (the normalizing exporter, which serves the caps; front-door SLOs when its rule files hold them; no
+    Alertmanager). True when every check is ok or skipped."""
+    from inferwatch.deploy import load_config
+    from inferwatch.deploy._doctor import run_checks, summary
+
+    loaded = yaml.safe_load((folder / "prometheus.yml").read_text())["rule_files"]
+    groups = [g["name"] for path in loaded for g in (yaml.safe_load(Path(path).read_text()) or {}).get("groups", [])]
+    deploy = {"version": 1, "scrape_mode": "exporter",
+              "engines": [{"name": engine, "engine": engine, "selector": {"app": f"inferwatch-demo-{engine}"},
+                           "urls": [url]} for engine, url in engine_urls.items()],
+              "frontdoor": {"enabled": any(g.startswith("inferwatch-slo-llm-frontdoor") for g in groups)}}
+    (folder / "deploy.yaml").write_text(yaml.safe_dump(deploy, sort_keys=False))
+    say(f"\n== inferwatch doctor --prometheus {prom} --config {folder / 'deploy.yaml'} --no-alertmanager")
+    results = run_checks(load_config(folder / "deploy.yaml"), prom, alertmanager_expected=False)
+    for result in results:
+        say(f"  {result}")
+    say(f"  {summary(results)}")
+    return not any(r.bad for r in results)

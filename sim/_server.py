@@ -37,6 +37,7 @@ class SimulatorConfig:
     params: EngineParams = EngineParams()
     seed: int | None = None
     gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu-stall stalls them
+    workload: object = None            # the GPUs' pod (exporters.gpu.Workload); None: this process's HOSTNAME
 
 
 class _Simulator:
@@ -53,7 +54,7 @@ class _Simulator:
         if config.gpus:
             from inferwatch.exporters.gpu import simulated_gpus
 
-            self.gpus = simulated_gpus(config.gpus, f"{config.engine}/{config.model}")
+            self.gpus = simulated_gpus(config.gpus, f"{config.engine}/{config.model}", config.workload)
 
     # --- helpers -----------------------------------------------------------------------------------------
 

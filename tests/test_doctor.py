@@ -124,9 +124,18 @@ def test_doctor_names_the_missing_cap_profiling_fields_and_failing_group(stacks)
     assert "wrong   target rare http://" in out and "scraped every 45s" in out
 
 
+def test_doctor_told_no_alertmanager_skips_it_and_still_fails_on_the_rest(stacks):
+    proc = _doctor("--prometheus", stacks["broken"], "--config", str(stacks["config"]), "--no-alertmanager")
+    assert proc.returncode == 1
+    assert "skipped Prometheus sends alerts: no Alertmanager in this stack, as told (--no-alertmanager)" in proc.stdout
+    assert "missing Prometheus sends alerts" not in proc.stdout and "ok, 1 skipped, " in proc.stderr
+
+
 def test_doctor_without_prometheus_is_one_line():
     proc = _doctor("--prometheus", "127.0.0.1:1")
     assert proc.returncode == 1 and proc.stdout.startswith("missing Prometheus: cannot reach http://127.0.0.1:1")
     assert "Traceback" not in proc.stderr
     proc = _doctor("--prometheus", "nowhere")
     assert proc.returncode == 2 and "not an http(s) URL" in proc.stderr
+    proc = _doctor("--prometheus", "127.0.0.1:1", "--alertmanager", "127.0.0.1:2", "--no-alertmanager")
+    assert proc.returncode == 2 and "contradict" in proc.stderr and "Traceback" not in proc.stderr

@@ -228,6 +228,34 @@ def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
         stop()
 
 
+def test_simulated_gpus_name_the_pod_using_them(monkeypatch):
+    """As the NVML exporter does, so GPUs join the engine's series on pod: `--pod` when given, else the pod the
+    simulator runs in (HOSTNAME in Kubernetes, POD_NAMESPACE from the Downward API)."""
+    from inferwatch.sim import SimulatorConfig, make_app
+
+    monkeypatch.setenv("HOSTNAME", "vllm-7f9c4-x2x8q")
+    monkeypatch.setenv("POD_NAMESPACE", "llm")
+    cases = [(None, {"namespace": "llm", "pod": "vllm-7f9c4-x2x8q"}),
+             (Workload("serving", "vllm-0", "engine"), {"namespace": "serving", "pod": "vllm-0", "container": "engine"})]
+    for workload, labels in cases:
+        base, stop = _serve(make_app(SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2, workload=workload)))
+        try:
+            found = values(_get(base + "/metrics"), "gpu_utilization_ratio")
+        finally:
+            stop()
+        assert len(found) == 2 and all({k: v for k, v in got.items() if k in ("namespace", "pod", "container")}
+                                       == labels for got, _ in found), found
+
+
+@pytest.mark.parametrize("args", [["--pod", "a/b/c/d", "--gpus", "1"], ["--pod", "llm//engine", "--gpus", "1"],
+                                  ["--pod", "vllm-0"]])
+def test_simulate_pod_mistakes_are_one_line(args):
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--listen", f"127.0.0.1:{free_port()}",
+                           *args], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "--pod" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
     """A real Prometheus scrapes `simulate --gpus 1` in the gpu-stall scenario with the shipped operational rules
     (groups every second, `for:` cut to 5 s): LLMGPUBusyNotComputing fires for that GPU."""

@@ -201,15 +201,27 @@ def _fetch(url: str, timeout: float) -> str:
         return resp.read(16 * 2**20).decode("utf-8", errors="replace")
 
 
-def simulated_gpus(gpus: int, seed: str):
+def _default_workload() -> Workload:
+    """The pod a simulator's GPUs are used by: itself. In Kubernetes HOSTNAME is the pod name (and POD_NAMESPACE,
+    when the Downward API sets it, the namespace), so its GPUs join its engine series on `pod` as a real NVML
+    exporter's do; elsewhere the host's name."""
+    import os
+    import socket
+
+    return Workload(os.environ.get("POD_NAMESPACE", ""), os.environ.get("HOSTNAME") or socket.gethostname())
+
+
+def simulated_gpus(gpus: int, seed: str, workload: Workload | None = None):
     """GPUs a simulator serves beside its engine: `render(engine exposition, engine scenario)` gives their
-    exposition. The engine scenario `gpu-stall` stalls them."""
+    exposition, each GPU labelled with `workload` (default: `_default_workload()`). The engine scenario
+    `gpu-stall` stalls them."""
     import socket
 
     from inferwatch.exporters.gpu._render import render_snapshot
     from inferwatch.mappings import load_catalog
 
-    backend, catalog = SimulatedBackend(gpus, socket.gethostname(), seed=seed), load_catalog()
+    backend = SimulatedBackend(gpus, socket.gethostname(), workload=workload or _default_workload(), seed=seed)
+    catalog = load_catalog()
 
     def render(engine_text: str, engine_scenario: str) -> str:
         backend.set_scenario("stall" if engine_scenario == "gpu-stall" else "normal")

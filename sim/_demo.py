@@ -1,10 +1,11 @@
 """`inferwatch demo`: the whole product on a laptop, in a few minutes.
 
-Starts two simulated engines (vLLM and SGLang), the normalizing exporter in
-front of them and a real Prometheus loaded with the rules `inferwatch build`
-generates; drives load; injects a scripted incident (queueing on vLLM, then
-vLLM's GPU stalling, then thinking on SGLang); prints what Prometheus reports
-as it goes. Each engine serves a simulated GPU that follows it (`simulate
+Starts two simulated engines (vLLM and SGLang), an `inferwatch frontdoor` in
+front of each, the normalizing exporter and a real Prometheus loaded with the
+rules `inferwatch build` generates and the front-door SLOs; drives load through
+the front doors; injects a scripted incident (queueing on vLLM, then vLLM's GPU
+stalling, then thinking on SGLang, then broken tool calls on vLLM and
+truncation on SGLang); prints what Prometheus reports as it goes. Each engine serves a simulated GPU that follows it (`simulate
 --gpus 1`), so the GPU views have data. To fit in minutes, Prometheus evaluates
 the SLO rules every 10 s and waits a tenth of each alert's `for:` (and of the
 GPU alert's averaging window). Every process it started is stopped on exit or Ctrl-C.
@@ -32,11 +33,12 @@ import yaml
 from inferwatch.errors import InferwatchError
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
-__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "free_port"]
+__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "EXPECTED_FULL", "free_port"]
 
 VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
 CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
 RATES = {VLLM_MODEL: 2.0, SGLANG_MODEL: 0.6}
+TOOL_RATE = 1.0               # extra requests per second offering a tool, to a model while its tool calls break
 SLO_INTERVAL = "10s"          # instead of 1m
 FOR_SCALE = 10                # every `for:` divided by this
 SCRAPE_TIMEOUT = "2s"         # Prometheus' scrape of the exporter (every 2s)
@@ -62,11 +64,26 @@ SCRIPT = [
           "vLLM's GPU stalls (host or NCCL): GPU-Util stays near 100 % while its SMs idle and decoding slows; "
           "LLMGPUBusyNotComputing fires after about two minutes"),
     Phase("thinking on SGLang", 60, 30, {VLLM_MODEL: "normal", SGLANG_MODEL: "thinking"},
-          "SGLang's model starts reasoning at length: engine TTFT stays normal, users wait for visible text"),
+          "SGLang's model starts reasoning at length: engine TTFT stays normal, users wait for visible text; "
+          "the front door's responsive SLO pages"),
+    # the two front-door-only moments are left out of --short: the thinking incident proves the front door's SLO
+    Phase("broken tools on vLLM", 90, 0, {VLLM_MODEL: "broken-tools", SGLANG_MODEL: "normal"},
+          "vLLM's tool calls come back with arguments that are not JSON: the engine counts successes, the front "
+          "door's answered SLO pages"),
+    Phase("truncation on SGLang", 90, 0, {VLLM_MODEL: "normal", SGLANG_MODEL: "truncation"},
+          "SGLang's answers stop at the length limit halfway: the engine sees normal finishes, the front door's "
+          "answered SLO pages"),
 ]
 # alerts that must fire (labels that must match) for --headless to succeed
 EXPECTED = [{"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
             {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL}]
+FRONT_DOOR = "llm-frontdoor"  # the front-door SLOs' service label
+# and in the full script, the front door's pages: responsive in the thinking incident (in --short's 30 s it pages
+# only at the very end, if at all), answered for broken tool calls and for truncation
+EXPECTED_FULL = [{"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": slo, "model": model,
+                  "severity": "critical"}
+                 for slo, model in (("responsive", SGLANG_MODEL), ("answered", VLLM_MODEL),
+                                    ("answered", SGLANG_MODEL))]
 
 
 def free_port() -> int:
@@ -103,14 +120,19 @@ def _compress(text: str) -> str:
 
 
 def _rule_files(folder: Path) -> list[str]:
-    from inferwatch.build import artifacts
+    """The bundle's rules and the front-door SLOs (slo/defaults-frontdoor.yaml), compressed, written to folder."""
+    from inferwatch.build import SLO_DIR, artifacts
+    from inferwatch.slo import compile_spec, load_spec, render_files
 
+    texts = {Path(rel).name: text for rel, text in artifacts().items()
+             if rel.startswith("prometheus/rules/") and rel.endswith(".rules.yaml")}
+    front_door, _ = render_files(compile_spec(load_spec(SLO_DIR / "defaults-frontdoor.yaml")), generator="demo")
+    texts.update({name: text for name, text in front_door.items() if "/" not in name and name.endswith(".rules.yaml")})
     paths = []
-    for rel, text in artifacts().items():
-        if rel.startswith("prometheus/rules/") and rel.endswith(".rules.yaml"):
-            path = folder / Path(rel).name
-            path.write_text(_compress(text))
-            paths.append(str(path))
+    for name, text in texts.items():
+        path = folder / name
+        path.write_text(_compress(text))
+        paths.append(str(path))
     return paths
 
 
@@ -181,6 +203,8 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
     kv = _by_model(prom, "max by (model) (llm_kv_cache_usage_ratio)")
     ttft = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
                            "(rate(llm_time_to_first_token_seconds_bucket[30s])))")
+    door = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
+                           "(rate(llm_frontdoor_time_to_first_token_seconds_bucket[30s])))")
     tokens = _by_model(prom, "sum by (model) (rate(llm_request_generation_tokens_sum[30s])) / "
                              "sum by (model) (rate(llm_request_generation_tokens_count[30s]))")
     lines = []
@@ -189,7 +213,8 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
         user = percentile(recent, 0.95) if recent else None
         lines.append(f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
                      f"waiting {_fmt(waiting.get(model), digits=0):>4}  KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
-                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  client TTFT p95 {_fmt(user, 's'):>7}"
+                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  front door {_fmt(door.get(model), 's'):>7}"
+                     f"  client {_fmt(user, 's'):>7}"
                      f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
     util = {r["metric"].get("target", ""): float(r["value"][1]) for r in _query(prom, "max by (target) "
                                                                                        "(gpu_utilization_ratio)")}
@@ -214,12 +239,14 @@ def _alerts(prom: str) -> dict[tuple, str]:
 
 def _describe(key: tuple) -> str:
     labels = dict(key)
-    shown = [f"{k}={labels[k]}" for k in ("model", "slo", "tier", "target", "gpu", "severity") if k in labels]
+    shown = [f"{k}={labels[k]}" for k in ("service", "model", "slo", "tier", "target", "gpu", "severity")
+             if k in labels]
     return f"{labels['alertname']} {' '.join(shown)}"
 
 
-async def _drive(base_urls: dict[str, str], prom: str, script_seconds: list[float],
-                 say) -> tuple[set, dict[str, list[Sample]]]:
+async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: str, script_seconds: list[float],
+                 say) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]]]:
+    """Load through the front doors (base_urls), scenarios set on the engines (engine_urls)."""
     total = sum(script_seconds)
     samples: dict[str, list[Sample]] = {m: [] for m in base_urls}
     loads = [asyncio.ensure_future(run_load(LoadConfig(base_urls[m], RATES[m], total, m, prompt_tokens=150,
@@ -227,13 +254,18 @@ async def _drive(base_urls: dict[str, str], prom: str, script_seconds: list[floa
              for i, m in enumerate(base_urls)]
     seen: dict[tuple, str] = {}
     fired: set = set()
+    windows: dict[str, tuple[float, float]] = {}
     started = time.monotonic()
     for phase, seconds in zip(SCRIPT, script_seconds):
         if not seconds:
             continue
+        windows[phase.name] = (time.monotonic(), time.monotonic() + seconds)
         say(f"\n== {phase.name} ({seconds:.0f}s): {phase.says}")
         for model, scenario in phase.scenarios.items():
-            await asyncio.to_thread(_set_scenario, base_urls[model], scenario)
+            await asyncio.to_thread(_set_scenario, engine_urls[model], scenario)
+            if scenario == "broken-tools":     # tool calls, short answers, in a stream of their own for the phase
+                loads.append(asyncio.ensure_future(run_load(LoadConfig(
+                    base_urls[model], TOOL_RATE, seconds, model, prompt_tokens=150, tool_share=1.0, seed=5))))
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             await asyncio.sleep(min(5.0, max(0.0, end - time.monotonic())))
@@ -253,7 +285,25 @@ async def _drive(base_urls: dict[str, str], prom: str, script_seconds: list[floa
     for load in loads:
         load.cancel()
     await asyncio.gather(*loads, return_exceptions=True)
-    return fired, samples
+    return fired, samples, windows
+
+
+def _matches(expected: dict[str, str], fired: set) -> bool:
+    return any(all(dict(k).get(n) == v for n, v in expected.items()) for k in fired)
+
+
+def _thinking_summary(samples: dict[str, list[Sample]], windows: dict[str, tuple[float, float]], fired: set) -> str:
+    start, end = windows.get("thinking on SGLang", (0.0, 0.0))
+    waited = [s.ttft for s in samples[SGLANG_MODEL] if s.ttft is not None and start <= s.started < end]
+    if not waited:
+        return f"  thinking on {SGLANG_MODEL}: no request reached visible text during the incident"
+    door = {"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": "responsive", "model": SGLANG_MODEL,
+            "severity": "critical"}
+    engine = {"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": SGLANG_MODEL, "severity": "critical"}
+    engine_paged = any(dict(k).get("service") != FRONT_DOOR for k in fired if _matches(engine, {k}))
+    return (f"  thinking on {SGLANG_MODEL}: users waited {percentile(waited, 0.5):.1f}s (p50) for visible text "
+            f"while the engine's own TTFT {'paged too' if engine_paged else 'stayed normal'}; the front door's "
+            f"responsive SLO {'paged' if _matches(door, fired) else 'did not page (yet)'} on what users felt")
 
 
 def _interrupt(signum, frame):
@@ -284,13 +334,18 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         folder.mkdir(parents=True, exist_ok=True)
         procs = _Processes(folder)
         stack.callback(procs.stop)
-        ports = {name: free_port() for name in ("vllm", "sglang", "exporter", "prometheus")}
+        ports = {name: free_port() for name in ("vllm", "sglang", "frontdoor-vllm", "frontdoor-sglang", "exporter",
+                                                "prometheus")}
         me = [sys.executable, "-m", "inferwatch"]
         engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
         for model, (engine, port) in engines.items():
             procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
                                       f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
                                       "--gpus", "1"])
+            # users reach each engine through its own front door, which meters what they feel
+            procs.start(f"frontdoor-{engine}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{port}",
+                                                     "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}"])
+        doors = {model: f"http://127.0.0.1:{ports[f'frontdoor-{engine}']}" for model, (engine, _) in engines.items()}
         # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
         # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
         procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
@@ -302,30 +357,31 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         config = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
                   "rule_files": _rule_files(folder),
                   "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
-                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]}]}
+                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
+                                     {"job_name": "inferwatch-frontdoor", "static_configs": [
+                                         {"targets": [d.removeprefix("http://") for d in doors.values()]}]}]}
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
                                    f"--storage.tsdb.path={folder / 'data'}",
                                    f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
         prom = f"http://127.0.0.1:{ports['prometheus']}"
         bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
-        _wait_ready([f"{b}/health" for b in bases.values()] + [f"http://127.0.0.1:{ports['exporter']}/metrics",
-                                                                f"{prom}/-/ready"], procs)
-        say(f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]}, SGLang {SGLANG_MODEL} at "
-            f"{bases[SGLANG_MODEL]}, exporter at 127.0.0.1:{ports['exporter']}, Prometheus at {prom}")
+        _wait_ready([f"{b}/health" for b in bases.values()] + [f"{d}/metrics" for d in doors.values()]
+                    + [f"http://127.0.0.1:{ports['exporter']}/metrics", f"{prom}/-/ready"], procs)
+        say(f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]} behind the front door {doors[VLLM_MODEL]}, "
+            f"SGLang {SGLANG_MODEL} at {bases[SGLANG_MODEL]} behind {doors[SGLANG_MODEL]}, exporter at "
+            f"127.0.0.1:{ports['exporter']}, Prometheus at {prom}")
         say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
             f"logs and data in {folder})")
         seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]
-        fired, samples = asyncio.run(_drive(bases, prom, seconds, say))
-        missing = [e for e in EXPECTED if not any(all(dict(k).get(n) == v for n, v in e.items()) for k in fired)]
+        fired, samples, windows = asyncio.run(_drive(doors, bases, prom, seconds, say))
+        expected_alerts = EXPECTED + ([] if short else EXPECTED_FULL)
+        missing = [e for e in expected_alerts if not _matches(e, fired)]
         say("\n== summary")
-        for expected in EXPECTED:
+        for expected in expected_alerts:
             state = "MISSED" if expected in missing else "fired "
             say(f"  {state} {' '.join(f'{k}={v}' for k, v in expected.items())}")
-        thinking = [s.ttft for s in samples[SGLANG_MODEL] if s.ttft is not None][-20:]
-        if thinking:
-            say(f"  thinking on {SGLANG_MODEL}: users waited {percentile(thinking, 0.5):.1f}s (p50) for visible text "
-                "while the engine's own TTFT stayed normal; only the front door (coming) can page on that")
+        say(_thinking_summary(samples, windows, fired))
         healthy = _doctor(prom, folder, {e: f"http://127.0.0.1:{port}/metrics" for e, port in engines.values()}, say)
         if not headless:
             say(f"\nThe stack keeps running: open {prom} and try `ALERTS`, `llm_slo:burn_rate:5m` or "

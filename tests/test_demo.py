@@ -31,7 +31,9 @@ def test_demo_detects_the_incident(tmp_path):
     assert "ok, 1 skipped, 0 to fix" in doctor and "ok      GPU workload pod" in doctor, doctor
     assert "skipped Prometheus sends alerts" in doctor and (tmp_path / "deploy.yaml").is_file()
     logs = sorted(p.name for p in tmp_path.glob("*.log"))
-    assert logs == ["exporter.log", "prometheus.log", "sglang.log", "vllm.log"]
+    assert logs == ["exporter.log", "frontdoor-sglang.log", "frontdoor-vllm.log", "prometheus.log", "sglang.log",
+                    "vllm.log"]
+    assert "front door" in out and "the engine's own TTFT stayed normal; the front door's responsive SLO" in out
     assert not _leftovers(mark), "every process the demo started is stopped"
 
 

@@ -5,8 +5,9 @@ front of each, the normalizing exporter and a real Prometheus loaded with the
 rules `inferwatch build` generates and the front-door SLOs; drives load through
 the front doors; injects a scripted incident (queueing on vLLM, then vLLM's GPU
 stalling, then thinking on SGLang, then broken tool calls on vLLM and
-truncation on SGLang); prints what Prometheus reports as it goes. Each engine serves a simulated GPU that follows it (`simulate
---gpus 1`), so the GPU views have data. To fit in minutes, Prometheus evaluates
+truncation on SGLang); prints what Prometheus reports as it goes. Each engine
+serves a simulated GPU that follows it (`simulate --gpus 1`), so the GPU views
+have data. To fit in minutes, Prometheus evaluates
 the SLO rules every 10 s and waits a tenth of each alert's `for:` (and of the
 GPU alert's averaging window). Every process it started is stopped on exit or Ctrl-C.
 """
@@ -70,7 +71,8 @@ SCRIPT = [
     Phase("broken tools on vLLM", 90, 0, {VLLM_MODEL: "broken-tools", SGLANG_MODEL: "normal"},
           "vLLM's tool calls come back with arguments that are not JSON: the engine counts successes, the front "
           "door's answered SLO pages"),
-    Phase("truncation on SGLang", 90, 0, {VLLM_MODEL: "normal", SGLANG_MODEL: "truncation"},
+    # at SGLang's 0.6 requests a second, its answered page needs about 90 s of truncation
+    Phase("truncation on SGLang", 150, 0, {VLLM_MODEL: "normal", SGLANG_MODEL: "truncation"},
           "SGLang's answers stop at the length limit halfway: the engine sees normal finishes, the front door's "
           "answered SLO pages"),
 ]

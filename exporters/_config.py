@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from inferwatch import durations
-from inferwatch._urls import http_url
+from inferwatch._urls import http_url, listen_address
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 
@@ -63,10 +63,7 @@ def parse_target(text: str) -> Target:
 
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT`, `:PORT` or `[::1]:PORT`."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:9400")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return listen_address(text, "0.0.0.0:9400")
 
 
 def parse_duration(value) -> float:

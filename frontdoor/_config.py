@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from inferwatch import durations
+from inferwatch._urls import listen_address, openai_server_url
 
 __all__ = ["Upstream", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
            "parse_base_url", "DEFAULT_MAX_BODY"]
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
-_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]+(/.*)?\Z")
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\Z", re.I)
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6, "mib": 1024**2,
           "g": 10**9, "gb": 10**9, "gib": 1024**3}
@@ -55,20 +55,7 @@ class FrontdoorConfig:
 
 def parse_base_url(text: str) -> str:
     """An engine's base URL from `http://host:port`, `http://host:port/v1` or `host:port`; ValueError if not."""
-    url = text.strip()
-    if "://" not in url:
-        if not _HOST_PORT.match(url):
-            raise ValueError
-        url = "http://" + url
-    parts = urlsplit(url)
-    try:
-        parts.port
-    except ValueError:
-        raise ValueError from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ValueError
-    url = url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
+    return openai_server_url(text)
 
 
 def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str, Upstream], ...]]:
@@ -100,10 +87,7 @@ def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str,
 
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT`, `:PORT` or `[::1]:PORT`."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:8080")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return listen_address(text, "0.0.0.0:8080")
 
 
 def parse_size(text: str) -> int:

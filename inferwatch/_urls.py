@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["http_url", "openai_server_url"]
+__all__ = ["http_url", "listen_address", "openai_server_url"]
 
 _HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]+")
 
@@ -31,6 +31,22 @@ def http_url(text: str, example: str) -> str:
 
 
 def openai_server_url(text: str) -> str:
-    """A server's base URL from `http://host:port`, its OpenAI base URL `http://host:port/v1`, or `host:port`."""
-    url = http_url(text.strip(), "http://localhost:8000, http://localhost:8000/v1 or localhost:8000").rstrip("/")
+    """A server's base URL from `http://host:port`, its OpenAI base URL `http://host:port/v1`, or `host:port`.
+
+    A query or fragment is refused: paths are appended to a base URL, which would then be wrong.
+    """
+    example = "http://localhost:8000, http://localhost:8000/v1 or localhost:8000"
+    url = http_url(text.strip(), example).rstrip("/")
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        raise ValueError(f"{text!r} is a base URL with a query or fragment: give only scheme, host, port and "
+                         f"path, e.g. {example}")
     return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def listen_address(text: str, example: str) -> tuple[str, int]:
+    """(host, port) from `HOST:PORT`, `:PORT` (every address) or `[::1]:PORT`; ValueError names `example`."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT, e.g. {example}")
+    return host.strip("[]") or "0.0.0.0", int(port)

@@ -175,14 +175,22 @@ def _metadata(meta: dict, prefix: str, notes: Notes) -> None:
                                                               "SLOs; put alert labels under labels:")
 
 
-def _window_v1(spec: dict, path: str, notes: Notes) -> int:
-    windows = spec.get("timeWindow") or []
+def _first_window(spec: dict, key: str, path: str, notes: Notes) -> tuple[dict, str] | None:
+    """The first of the spec's `key` windows and its field path (a note when there are more); None for none."""
+    windows = spec.get(key) or []
     windows = [windows] if isinstance(windows, dict) else windows
     if not isinstance(windows, list) or not windows or not isinstance(windows[0], dict):
-        return _no_window(spec, f"{path}.timeWindow", notes)
-    window, field = windows[0], f"{path}.timeWindow[0]"
+        return None
     if len(windows) > 1:
-        notes.add(spec, f"{path}.timeWindow", f"{len(windows)} windows: the first is used")
+        notes.add(spec, f"{path}.{key}", f"{len(windows)} windows: the first is used")
+    return windows[0], f"{path}.{key}[0]"
+
+
+def _window_v1(spec: dict, path: str, notes: Notes) -> int:
+    first = _first_window(spec, "timeWindow", path, notes)
+    if first is None:
+        return _no_window(spec, f"{path}.timeWindow", notes)
+    window, field = first
     duration = text_of(window.get("duration")).strip()
     match = re.fullmatch(r"(\d+)\s*([a-zA-Z])", duration)
     days = window_of(notes, window, f"{field}.duration", *(match.groups() if match else (duration, "?")))
@@ -330,13 +338,10 @@ def _ratio_v1alpha(target: dict, spec: dict, field: str, path: str, notes: Notes
 
 
 def _window_v1alpha(spec: dict, path: str, notes: Notes) -> int:
-    windows = spec.get("timeWindows") or []
-    windows = [windows] if isinstance(windows, dict) else windows
-    if not isinstance(windows, list) or not windows or not isinstance(windows[0], dict):
+    first = _first_window(spec, "timeWindows", path, notes)
+    if first is None:
         return _no_window(spec, f"{path}.timeWindows", notes)
-    window, field = windows[0], f"{path}.timeWindows[0]"
-    if len(windows) > 1:
-        notes.add(spec, f"{path}.timeWindows", f"{len(windows)} windows: the first is used")
+    window, field = first
     unit = _V1ALPHA_UNITS.get(text_of(window.get("unit")).lower(), "?")
     days = window_of(notes, window, f"{field}.count", window.get("count", 1), unit)
     _calendar(window, window.get("isRolling", True), field, f"{text_of(window.get('count'))} "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inferwatch import __version__
-from inferwatch._yaml import LINE, line_of, load_yaml_file
+from inferwatch._yaml import LINE, line_of, load_yaml_file, plain
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 
@@ -135,7 +135,7 @@ class _Reader:
 
     def read(self, cls, node, where: str, **extra):
         if not isinstance(node, dict):
-            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {_plain(node)!r}")
+            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {plain(node)!r}")
             return cls(**extra) if not _required(cls) - set(extra) else None
         names = [f.name for f in dataclasses.fields(cls) if f.name != "file"]
         values = dict(extra)
@@ -184,17 +184,9 @@ def _required(cls) -> set[str]:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
 
 
-def _plain(value):
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if k != LINE}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _str(value) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"expected text, got {_plain(value)!r}")
+        raise ValueError(f"expected text, got {plain(value)!r}")
     return value
 
 
@@ -210,26 +202,26 @@ def _matching(pattern: re.Pattern, what: str):
 def _one_of(choices):
     def check(value) -> str:
         if value not in choices:
-            raise ValueError(f"{_plain(value)!r}: use one of {', '.join(choices)}")
+            raise ValueError(f"{plain(value)!r}: use one of {', '.join(choices)}")
         return value
     return check
 
 
 def _bool(value) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {_plain(value)!r}")
+        raise ValueError(f"expected true or false, got {plain(value)!r}")
     return value
 
 
 def _count(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        raise ValueError(f"expected a whole number from 1 to 65535, got {_plain(value)!r}")
+        raise ValueError(f"expected a whole number from 1 to 65535, got {plain(value)!r}")
     return value
 
 
 def _labels(value) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not {k for k in value if k != LINE}:
-        raise ValueError(f"expected a mapping of labels, e.g. {{app: vllm}}, got {_plain(value)!r}")
+        raise ValueError(f"expected a mapping of labels, e.g. {{app: vllm}}, got {plain(value)!r}")
     pairs = tuple(sorted((str(k), str(v)) for k, v in value.items() if k != LINE))
     for key, val in pairs:
         if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(val):
@@ -239,7 +231,7 @@ def _labels(value) -> tuple[tuple[str, str], ...]:
 
 def _caps(value) -> tuple[tuple[str, int], ...]:
     if not isinstance(value, dict):
-        raise ValueError(f"expected a mapping of model: cap, e.g. {{llama-3-8b: 256}}, got {_plain(value)!r}")
+        raise ValueError(f"expected a mapping of model: cap, e.g. {{llama-3-8b: 256}}, got {plain(value)!r}")
     pairs = tuple(sorted((str(k), v) for k, v in value.items() if k != LINE))
     for model, cap in pairs:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
@@ -249,7 +241,7 @@ def _caps(value) -> tuple[tuple[str, int], ...]:
 
 def _urls(value) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(u, str) and _URL.match(u) for u in value):
-        raise ValueError(f"expected a list of http:// URLs, got {_plain(value)!r}")
+        raise ValueError(f"expected a list of http:// URLs, got {plain(value)!r}")
     return tuple(value)
 
 
@@ -283,7 +275,7 @@ def _interval(value) -> str:
 
 def _specs(value) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        raise ValueError(f"expected a list of SLO spec files, got {_plain(value)!r}")
+        raise ValueError(f"expected a list of SLO spec files, got {plain(value)!r}")
     return tuple(value)
 
 
@@ -318,7 +310,7 @@ def parse_config(data, file: str = "<config>") -> Config:
     if not isinstance(data, dict):
         raise SpecError([Problem(file, None, "", "expected a mapping with `version: 1`")])
     if data.get("version") != 1:
-        reader.problem(data, "version", "version", f"{_plain(data.get('version'))!r}: this inferwatch reads "
+        reader.problem(data, "version", "version", f"{plain(data.get('version'))!r}: this inferwatch reads "
                                                    "version 1")
     config = reader.read(Config, data, "", file=file)
     if config is not None:

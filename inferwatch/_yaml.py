@@ -9,7 +9,7 @@ import yaml
 
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["LINE", "read_text", "load_yaml_file", "line_of", "dump_yaml"]
+__all__ = ["LINE", "read_text", "load_yaml_file", "line_of", "plain", "dump_yaml"]
 
 LINE = "__line__"
 
@@ -68,6 +68,15 @@ def line_of(node: Any, key: str | None = None) -> int | None:
     if key is not None and key in getattr(node, "key_lines", {}):
         return node.key_lines[key]
     return node.get(LINE) if isinstance(node, dict) else None
+
+
+def plain(value: Any) -> Any:
+    """A loaded value without the loader's line bookkeeping, for messages and values."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items() if k != LINE}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
 
 
 class _Dumper(yaml.SafeDumper):

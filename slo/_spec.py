@@ -10,14 +10,14 @@ import difflib
 import re
 from fractions import Fraction
 
-from inferwatch._yaml import LINE, line_of, load_yaml_file
+from inferwatch._yaml import LINE, line_of, load_yaml_file, plain
 from inferwatch.durations import format_duration, parse_duration
 from inferwatch.errors import Problem, SpecError
 from inferwatch.slo._buckets import threshold_problem
 from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, RatioSLI, Spec, Tier
 from inferwatch.slo._selector import parse_selector
 from inferwatch.slo._tables import bucket_tables, builtin_slis, default_tiers
-from inferwatch.slo._values import label_name_problem, matcher_problem, plain, show, text_problem, value_problem
+from inferwatch.slo._values import label_name_problem, matcher_problem, show, text_problem, value_problem
 
 __all__ = ["load_spec", "parse_spec", "SPEC_KEYS", "OBJECTIVE_KEYS"]
 

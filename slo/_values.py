@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import re
 
-from inferwatch._yaml import LINE
+from inferwatch._yaml import plain
 from inferwatch.slo._model import Matcher
 
-__all__ = ["plain", "show", "text_problem", "value_problem", "label_name_problem", "matcher_problem",
+__all__ = ["show", "text_problem", "value_problem", "label_name_problem", "matcher_problem",
            "regex_problem"]
 
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 _CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")     # tab and newline allowed
-
-
-def plain(value):
-    """A loaded value without the loader's line bookkeeping, for messages."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items() if k != LINE}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 def show(value) -> str:

@@ -15,10 +15,8 @@ FAST = EngineParams(decode_step_s=0.002, prefill_tokens_per_s=1e6, output_tokens
 
 
 @contextmanager
-def simulator(engine: str = "vllm", version: str | None = None, scenario: str = "normal",
-              params: EngineParams = FAST, model: str = "m"):
-    """Yields (base URL, the simulator object) while the app serves."""
-    app = make_app(SimulatorConfig(engine, version, model, scenario, params, seed=1))
+def serve_app(app: web.Application):
+    """Serve an aiohttp app on a loopback port in a thread with its own loop; yields its base URL."""
     loop = asyncio.new_event_loop()
     started, stop = threading.Event(), None
     holder: dict = {}
@@ -40,7 +38,16 @@ def simulator(engine: str = "vllm", version: str | None = None, scenario: str = 
     thread.start()
     started.wait(10)
     try:
-        yield f"http://127.0.0.1:{holder['port']}", app[SIMULATOR]
+        yield f"http://127.0.0.1:{holder['port']}"
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
+
+
+@contextmanager
+def simulator(engine: str = "vllm", version: str | None = None, scenario: str = "normal",
+              params: EngineParams = FAST, model: str = "m"):
+    """Yields (base URL, the simulator object) while the app serves."""
+    app = make_app(SimulatorConfig(engine, version, model, scenario, params, seed=1))
+    with serve_app(app) as base:
+        yield base, app[SIMULATOR]

@@ -18,7 +18,7 @@ from conftest import ROOT, need
 from gpu_tools import values
 from inferwatch.exporters.gpu import SCENARIOS, EngineLoad, GpuExporter, SimulatedBackend, Workload, activity
 from inferwatch.sim._demo import free_port
-from simtools import FAST, simulator
+from simtools import FAST, serve_app, simulator
 
 LOADS = [EngineLoad(), EngineLoad(1, 0, 0.05), EngineLoad(8, 2, 0.4, 0.3), EngineLoad(64, 40, 1.0, 0.9),
          EngineLoad(3, 0, 0.2, 1.0)]
@@ -181,40 +181,11 @@ def test_cli_mistakes_are_one_line(args, flag):
 
 
 
-def _serve(app):
-    """Serve an aiohttp app on loopback in a thread; returns (base URL, stop)."""
-    import asyncio
-
-    from aiohttp import web
-
-    loop, ready, holder = asyncio.new_event_loop(), threading.Event(), {}
-
-    def run():
-        asyncio.set_event_loop(loop)
-        runner = web.AppRunner(app, access_log=None)
-        loop.run_until_complete(runner.setup())
-        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
-        holder["port"] = runner.addresses[0][1]
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(10)
-
-    def stop():
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-    return f"http://127.0.0.1:{holder['port']}", stop
-
-
 def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
     from inferwatch.exporters import split_families
     from inferwatch.sim import SimulatorConfig, make_app
 
-    base, stop = _serve(make_app(SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2)))
-    try:
+    with serve_app(make_app(SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2))) as base:
         text = _get(base + "/metrics")
         assert "vllm:num_requests_running" in text and len(values(text, "gpu_up")) == 2
         gpu_part = "".join(f.header() + f.body for f in split_families(text) if f.name.startswith("gpu_"))
@@ -224,8 +195,6 @@ def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
         stalled = _get(base + "/metrics")
         assert values(stalled, "gpu_utilization_ratio", gpu="1")[0][1] >= 0.95
         assert values(stalled, "gpu_sm_active_ratio", gpu="1")[0][1] <= 0.1
-    finally:
-        stop()
 
 
 def test_simulated_gpus_name_the_pod_using_them(monkeypatch):
@@ -238,11 +207,9 @@ def test_simulated_gpus_name_the_pod_using_them(monkeypatch):
     cases = [(None, {"namespace": "llm", "pod": "vllm-7f9c4-x2x8q"}),
              (Workload("serving", "vllm-0", "engine"), {"namespace": "serving", "pod": "vllm-0", "container": "engine"})]
     for workload, labels in cases:
-        base, stop = _serve(make_app(SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2, workload=workload)))
-        try:
+        config = SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2, workload=workload)
+        with serve_app(make_app(config)) as base:
             found = values(_get(base + "/metrics"), "gpu_utilization_ratio")
-        finally:
-            stop()
         assert len(found) == 2 and all({k: v for k, v in got.items() if k in ("namespace", "pod", "container")}
                                        == labels for got, _ in found), found
 
@@ -268,15 +235,12 @@ def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
     rules = (ROOT / "alerts" / "operational.rules.yaml").read_text()
     rules = re.sub(r"for: \d+[smh]\b", "for: 5s", re.sub(r"interval: \S+", "interval: 1s", rules))
     (tmp_path / "operational.rules.yaml").write_text(rules)
-    base, stop = _serve(make_app(SimulatorConfig("vllm", None, "m", "gpu-stall", FAST, 1, gpus=1)))
-    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-              "rule_files": [str(tmp_path / "operational.rules.yaml")],
-              "scrape_configs": [{"job_name": "node", "honor_labels": True,
-                                  "static_configs": [{"targets": [base.removeprefix("http://")]}]}]}
-    try:
+    with serve_app(make_app(SimulatorConfig("vllm", None, "m", "gpu-stall", FAST, 1, gpus=1))) as base:
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                  "rule_files": [str(tmp_path / "operational.rules.yaml")],
+                  "scrape_configs": [{"job_name": "node", "honor_labels": True,
+                                      "static_configs": [{"targets": [base.removeprefix("http://")]}]}]}
         with prometheus(binary, config, tmp_path) as prom:
             firing = wait_for(lambda: query(prom, 'ALERTS{alertname="LLMGPUBusyNotComputing",alertstate="firing"}'),
                               timeout=60, step=1)
-    finally:
-        stop()
     assert [a["metric"]["gpu"] for a in firing] == ["0"]

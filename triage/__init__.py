@@ -1,0 +1,1 @@
+"""`inferwatch triage`: name the kind of slow from Prometheus, with evidence."""

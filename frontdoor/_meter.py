@@ -13,7 +13,18 @@ from dataclasses import dataclass, field
 
 __all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_whole", "token_counts"]
 
-_loads = json.loads
+try:
+    from orjson import loads as _fast_loads         # about 5 times json's speed on a chunk: the per-chunk budget
+except ImportError:                                 # pragma: no cover - a declared dependency
+    _fast_loads = json.loads
+
+
+def _loads(data: bytes):
+    """orjson, and json where orjson refuses what json accepts (NaN, integers over 64 bits): the same verdicts."""
+    try:
+        return _fast_loads(data)
+    except ValueError:
+        return json.loads(data)
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,9 @@ def _observe_choices(facts: Facts, doc, whole: bool) -> bool:
         else:
             if part.get("reasoning_content") or part.get("reasoning"):
                 facts.reasoning_chunks += 0 if whole else 1
-            visible |= bool(part.get("content")) | _tool_calls(facts, index, part)
+            visible |= bool(part.get("content"))
+            if "tool_calls" in part or "function_call" in part:
+                visible |= _tool_calls(facts, index, part)
         if choice.get("finish_reason"):
             facts.finish[index] = choice["finish_reason"]
     return visible

@@ -21,6 +21,9 @@ class SSESplitter:
         self.overflow = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        if (not self._buffer and chunk.startswith(b"data:") and chunk.endswith(b"\n\n")
+                and chunk.count(b"\n") == 2 and b"\r" not in chunk):     # the usual read: one one-line event
+            return [chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]]
         buffer = self._buffer + chunk if self._buffer else chunk
         if b"\r" in buffer:
             tail = buffer.endswith(b"\r")

@@ -1,24 +1,45 @@
-"""What the front door costs per stream: added time to first token and CPU per chunk (a benchmark, not a test).
+"""What the front door costs per stream: added time to first token, CPU per chunk, memory (a benchmark, not a test).
 
-    python tests/bench_frontdoor.py                      # 1, 16, 64 concurrent streams of 64 chunks
-    python tests/bench_frontdoor.py --streams 1,16,64,256 --chunks 128
+    python tests/bench_frontdoor.py                           # 1, 16, 64, 256 streams of 64 chunks, 3 repeats
+    python tests/bench_frontdoor.py --streams 1,64 --repeats 5 --memory-streams 0
 
 On loopback, against an upstream that streams vLLM-shaped chunks at a fixed pace,
 the same load goes (a) direct, (b) through a bare aiohttp pass-through written
-here, (c) through `inferwatch frontdoor`. Each server is its own process, so the
-CPU of (b) and (c) is theirs alone (from /proc). Prints TTFT p50/p99 per path, what
-(c) adds over (a) and over (b), CPU per chunk of (b) and (c), and (c)'s peak RSS.
-Targets (issue 11): added TTFT p50 <= 2 ms up to 64 streams; <= 100 us CPU per chunk.
-Bounded: every level runs a fixed number of rounds, at most about a minute in all.
+here, (c) through `inferwatch frontdoor`. Upstream, (b) and (c) are each their own
+process, and the load generator is this one, so nothing shares a loop or a GIL;
+nothing is pinned. Every process runs uvloop where it is installed, as (c) does.
+
+Load: N concurrent streams is a steady state, not a burst: N workers start
+staggered over one stream's length and each then sends requests back to back,
+so about N streams are always in flight and arrivals are spread out, as in an
+engine serving traffic. The first request of each worker (the ramp) is not
+measured. `--burst` sends the N requests of a round at the same instant instead
+(the proxy then queues N request setups: a thundering herd, a different number).
+
+Repeats: each repeat runs every level through every path, the paths in a
+rotating order, so background load falls on all of them alike; each figure is
+the median over repeats, and what (c) adds over (a) or (b) is the median of the
+per-repeat differences. CPU is each proxy's own, from /proc/<pid>/task/*/schedstat
+(nanoseconds), over the events the clients received; it includes the per-request
+work spread over the stream's chunks.
+
+Memory: `--memory-streams` (1000) slow streams held open at once through (b) and
+(c), twice; RSS is sampled from /proc while they are in flight.
+
+Targets (issue 11): added TTFT p50 <= 2 ms up to 64 streams; <= 100 us CPU per chunk
+(>= 10k chunks/s on one core); memory bounded at 1,000 concurrent streams.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import json
 import os
+import resource
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +47,7 @@ import time
 CHUNK = {"id": "chatcmpl-0123456789abcdef0123456789abcdef", "object": "chat.completion.chunk", "created": 1,
          "model": "llama-3-8b", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,
                                              "finish_reason": None}]}
+PATHS = ("direct", "bare", "frontdoor")
 
 
 def _event(doc: dict) -> bytes:
@@ -38,18 +60,50 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-# --- the roles, each run in its own process ---------------------------------------------------------------
+def _loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
 
 
-def run_upstream(port: int, chunks: int, interval: float, first: float) -> None:
-    """A fixed-pace engine: the first chunk after `first` s, then one every `interval` s, then stop and [DONE]."""
+def _new_loop() -> asyncio.AbstractEventLoop:
+    if _loop_name() == "uvloop":
+        import uvloop
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+def _run(coro):
+    loop = _new_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
+def _more_files() -> None:
+    """1,000 streams through a proxy are 2,000 sockets: raise the soft limit to the hard one (children inherit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+# --- the servers, each run in its own process ---------------------------------------------------------------
+
+
+def run_upstream(port: int) -> None:
+    """A fixed-pace engine; the request's `bench` object says how: the first chunk after `first` s, then one
+    every `interval` s, `chunks` in all, then a finish chunk and [DONE]."""
     from aiohttp import web
 
     content = _event(CHUNK)
     finish = _event({**CHUNK, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]})
 
     async def chat(request: web.Request) -> web.StreamResponse:
-        await request.read()
+        pace = json.loads(await request.read())["bench"]
+        chunks, interval, first = pace["chunks"], pace["interval"], pace["first"]
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         began = time.monotonic()
@@ -63,7 +117,7 @@ def run_upstream(port: int, chunks: int, interval: float, first: float) -> None:
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=4096)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=4096, loop=_new_loop())
 
 
 def run_bare(port: int, upstream: str) -> None:
@@ -91,58 +145,137 @@ def run_bare(port: int, upstream: str) -> None:
     app = web.Application()
     app.cleanup_ctx.append(session_ctx)
     app.router.add_post("/v1/chat/completions", proxy)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=4096)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=4096, loop=_new_loop())
 
 
-# --- the client ----------------------------------------------------------------------------------------------
+# --- the load generator (this process) ------------------------------------------------------------------------
 
 
-async def _one(session, url: str, body: bytes) -> tuple[float, int]:
+def _body(chunks: int, interval: float, first: float) -> bytes:
+    return json.dumps({"model": "llama-3-8b", "stream": True, "messages": [{"role": "user", "content": "hi"}],
+                       "bench": {"chunks": chunks, "interval": interval, "first": first}}).encode()
+
+
+async def _stream(session, url: str, body: bytes) -> tuple[float | None, int]:
+    """(seconds to the first body bytes, events received); (None, events) when the stream failed."""
     began = time.perf_counter()
     ttft, events = None, 0
-    async with session.post(url + "/v1/chat/completions", data=body,
-                            headers={"Content-Type": "application/json"}) as response:
-        async for chunk in response.content.iter_any():
-            if ttft is None:
-                ttft = time.perf_counter() - began
-            events += chunk.count(b"\n\n")
+    try:
+        async with session.post(url + "/v1/chat/completions", data=body,
+                                headers={"Content-Type": "application/json"}) as response:
+            async for chunk in response.content.iter_any():
+                if ttft is None:
+                    ttft = time.perf_counter() - began
+                events += chunk.count(b"\n\n")
+    except Exception:  # noqa: BLE001 - a failed stream is counted, not fatal
+        return None, events
     return ttft, events
 
 
-async def _level(paths: dict, streams: int, rounds: int) -> dict:
-    """{path: (TTFTs, events, proxy CPU seconds)}; rounds alternate between the paths, so background load on a
-    shared machine falls on all of them alike."""
+async def _round(session, url: str, streams: int, requests: int, body: bytes, length: float,
+                 burst: bool) -> tuple[list[float], int, int]:
+    """(TTFTs measured, events received, failed streams) of `streams` workers sending `requests` each."""
+    ttfts, totals = [], [0, 0]
+
+    async def worker(i: int) -> None:
+        if not burst:
+            await asyncio.sleep(i * length / streams)
+            ttft, events = await _stream(session, url, body)       # the ramp: not measured
+            totals[0] += events
+        for _ in range(requests):
+            ttft, events = await _stream(session, url, body)
+            totals[0] += events
+            if ttft is None:
+                totals[1] += 1
+            else:
+                ttfts.append(ttft)
+
+    if burst:
+        for _ in range(requests):
+            await asyncio.gather(*(_stream_into(session, url, body, ttfts, totals) for _ in range(streams)))
+    else:
+        await asyncio.gather(*(worker(i) for i in range(streams)))
+    return ttfts, totals[0], totals[1]
+
+
+async def _stream_into(session, url, body, ttfts, totals) -> None:
+    ttft, events = await _stream(session, url, body)
+    totals[0] += events
+    if ttft is None:
+        totals[1] += 1
+    else:
+        ttfts.append(ttft)
+
+
+def _session():
     from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
-    body = json.dumps({"model": "llama-3-8b", "stream": True,
-                       "messages": [{"role": "user", "content": "hi"}]}).encode()
-    sessions = {path: ClientSession(connector=TCPConnector(limit=0), timeout=ClientTimeout(total=120))
-                for path in paths}
-    results = {path: ([], 0, 0.0) for path in paths}
+    return ClientSession(connector=TCPConnector(limit=0), timeout=ClientTimeout(total=300))
+
+
+async def _levels(args, paths: dict) -> dict:
+    """{(streams, repeat, path): (p50, p99, CPU seconds per event or None, failed)}."""
+    body = _body(args.chunks, args.interval, args.first)
+    warm = _body(2, 0.001, 0.0)
+    length = args.first + args.chunks * args.interval
+    sessions = {path: _session() for path in paths}
+    out = {}
     try:
-        for path, (url, _) in paths.items():     # warm up at full concurrency: pools open, code paths hot
-            await asyncio.gather(*(_one(sessions[path], url, body) for _ in range(streams)))
-        for _ in range(rounds):
-            for path, (url, pid) in paths.items():
-                cpu = _cpu_seconds(pid) if pid else 0.0
-                done = await asyncio.gather(*(_one(sessions[path], url, body) for _ in range(streams)))
-                ttfts, events, seconds = results[path]
-                results[path] = (ttfts + [d[0] for d in done], events + sum(d[1] for d in done),
-                                 seconds + ((_cpu_seconds(pid) - cpu) if pid else 0.0))
+        for repeat in range(args.repeats):
+            for level, streams in enumerate(args.streams):
+                turn = (repeat + level) % len(PATHS)
+                for path in PATHS[turn:] + PATHS[:turn]:
+                    url, pid = paths[path]
+                    await asyncio.gather(*(_stream(sessions[path], url, warm) for _ in range(streams)))
+                    cpu = _cpu_seconds(pid) if pid else 0.0
+                    ttfts, events, failed = await _round(sessions[path], url, streams, args.requests, body, length,
+                                                         args.burst)
+                    spent = (_cpu_seconds(pid) - cpu) if pid else None
+                    out[streams, repeat, path] = (_pct(ttfts, 0.5), _pct(ttfts, 0.99),
+                                                  spent / events if spent is not None and events else None, failed)
+                print(f"  repeat {repeat + 1}/{args.repeats}, {streams} streams: "
+                      + ", ".join(f"{p} {out[streams, repeat, p][0] * 1000:.2f}ms" for p in PATHS), file=sys.stderr)
     finally:
         for session in sessions.values():
             await session.close()
-    return results
+    return out
+
+
+async def _memory(url: str, pid: int, streams: int, waves: int) -> tuple[float, list[float], int]:
+    """(RSS MiB before, [peak RSS MiB while `streams` slow streams are in flight, per wave], failed streams)."""
+    body = _body(40, 0.1, 0.02)                           # 4 s each; all are open from 1 s to 4 s
+    before, peaks, failed = _rss_mib(pid), [], 0
+    async with _session() as session:
+        for _ in range(waves):
+            async def one(i: int) -> tuple[float | None, int]:
+                await asyncio.sleep(i / streams)          # 1,000 connects spread over a second
+                return await _stream(session, url, body)
+
+            task = asyncio.gather(*(one(i) for i in range(streams)))
+            peak = 0.0
+            while not task.done():
+                peak = max(peak, _rss_mib(pid))
+                await asyncio.sleep(0.1)
+            failed += sum(1 for ttft, events in task.result() if ttft is None or events < 42)
+            peaks.append(peak)
+    return before, peaks, failed
+
+
+# --- measuring other processes --------------------------------------------------------------------------------
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of all of a process's threads: scheduler nanoseconds, else clock ticks."""
+    try:
+        return sum(int(open(f).read().split()[0]) for f in glob.glob(f"/proc/{pid}/task/*/schedstat")) / 1e9
+    except (OSError, ValueError, IndexError):
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_mib(pid: int) -> float:
     for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
+        if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -165,6 +298,8 @@ def _frontdoor_env() -> dict:
 
 
 def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -200,29 +335,62 @@ def metering_cost() -> tuple[float, float]:
             min(timeit.repeat(per_request, number=2000, repeat=3)) / 2000)
 
 
+# --- the report -------------------------------------------------------------------------------------------------
+
+
+def _median(values) -> float:
+    values = [v for v in values if v is not None and v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+def _table(args, out: dict) -> None:
+    ms = 1000
+    print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
+          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'chunks/s/core':>14} {'failed':>6}")
+    for streams in args.streams:
+        reps = range(args.repeats)
+        for path in PATHS:
+            p50 = _median(out[streams, r, path][0] for r in reps)
+            p99 = _median(out[streams, r, path][1] for r in reps)
+            cpu = _median(out[streams, r, path][2] for r in reps)
+            failed = sum(out[streams, r, path][3] for r in reps)
+            added = " " * 44
+            if path == "frontdoor":
+                added = "".join(
+                    f" {_median(out[streams, r, path][i] - out[streams, r, ref][i] for r in reps) * ms:+8.2f}ms"
+                    for ref in ("direct", "bare") for i in (0, 1))
+            cpu_text = f"{cpu * 1e6:8.1f}us {1 / cpu:13,.0f}" if cpu == cpu else " " * 24
+            print(f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {failed:>6}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--streams", default="1,16,64", help="concurrency levels, comma-separated")
+    parser.add_argument("--streams", default="1,16,64,256", help="concurrency levels, comma-separated")
     parser.add_argument("--chunks", type=int, default=64, help="content chunks per stream (64 or more)")
     parser.add_argument("--interval", type=float, default=0.02, help="seconds between two chunks upstream "
-                                                                    "(an engine decoding a batch of 64)")
+                                                                    "(50 tokens a second per stream)")
     parser.add_argument("--first", type=float, default=0.02, help="seconds before the first chunk upstream")
+    parser.add_argument("--requests", type=int, default=3, help="measured requests per worker and round")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of every level through every path")
+    parser.add_argument("--burst", action="store_true", help="each round's N requests start at the same instant")
+    parser.add_argument("--memory-streams", type=int, default=1000, help="slow streams held open for the RSS "
+                                                                         "measurement (0: none)")
     parser.add_argument("--role", choices=["upstream", "bare"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--upstream-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    _more_files()
     if args.role == "upstream":
-        return run_upstream(args.port, args.chunks, args.interval, args.first)
+        return run_upstream(args.port)
     if args.role == "bare":
         return run_bare(args.port, args.upstream_url)
+    args.streams = [int(s) for s in args.streams.split(",")]
 
     me = [sys.executable, os.path.abspath(__file__)]
     up_port, bare_port, door_port = _free_port(), _free_port(), _free_port()
     upstream_url = f"http://127.0.0.1:{up_port}"
     processes = {
-        "upstream": subprocess.Popen(me + ["--role", "upstream", "--port", str(up_port), "--chunks",
-                                           str(args.chunks), "--interval", str(args.interval), "--first",
-                                           str(args.first)]),
+        "upstream": subprocess.Popen(me + ["--role", "upstream", "--port", str(up_port)]),
         "bare": subprocess.Popen(me + ["--role", "bare", "--port", str(bare_port), "--upstream-url", upstream_url]),
         "frontdoor": subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", upstream_url,
                                        "--listen", f"127.0.0.1:{door_port}", "--caller-salt", "bench",
@@ -234,29 +402,24 @@ def main() -> None:
         paths = {"direct": (upstream_url, None), "bare": (f"http://127.0.0.1:{bare_port}", processes["bare"].pid),
                  "frontdoor": (f"http://127.0.0.1:{door_port}", processes["frontdoor"].pid)}
         print(f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
-              f"{args.first * 1000:g} ms; {os.cpu_count()} CPUs shared by upstream, proxy and client")
-        print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
-              f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'+CPU vs b':>10}")
-        for streams in (int(s) for s in args.streams.split(",")):
-            rounds = max(3, min(10, 8192 // (streams * args.chunks)))
-            row = {}
-            for path, (ttfts, events, seconds) in asyncio.run(_level(paths, streams, rounds)).items():
-                row[path] = (_pct(ttfts, 0.5), _pct(ttfts, 0.99), seconds / events if paths[path][1] else None)
-            for path, (p50, p99, per_chunk) in row.items():
-                added = ""
-                if path == "frontdoor":
-                    added = "".join(f" {(p50 - row[ref][0]) * 1000:+9.2f}ms {(p99 - row[ref][1]) * 1000:+9.2f}ms"
-                                    for ref in ("direct", "bare"))
-                else:
-                    added = " " * 44
-                cpu_text = "" if per_chunk is None else f"{per_chunk * 1e6:8.1f}us"
-                if path == "frontdoor":
-                    cpu_text += f" {(per_chunk - row['bare'][2]) * 1e6:+8.1f}us"
-                print(f"{streams:>7} {path:>9} {p50 * 1000:7.2f}ms {p99 * 1000:6.2f}ms{added} {cpu_text:>10}")
-        print(f"front door peak RSS: {_rss_mib(processes['frontdoor'].pid):.0f} MiB")
+              f"{args.first * 1000:g} ms; {'bursts' if args.burst else 'steady concurrency'}, {args.requests} "
+              f"measured requests per worker, median of {args.repeats} repeats; {_loop_name()} everywhere; "
+              f"{os.cpu_count()} CPUs shared by upstream, proxy and load generator; load average "
+              f"{os.getloadavg()[0]:.2f}")
+        began = time.monotonic()
+        out = _run(_levels(args, paths))
+        _table(args, out)
+        if args.memory_streams:
+            for path in ("bare", "frontdoor"):
+                url, pid = paths[path]
+                before, peaks, failed = _run(_memory(url, pid, args.memory_streams, 2))
+                print(f"{path:>9} RSS: {before:.0f} MiB idle, {' then '.join(f'{p:.0f}' for p in peaks)} MiB with "
+                      f"{args.memory_streams} slow streams in flight (two waves; "
+                      f"{(max(peaks) - before) * 1024 / args.memory_streams:.0f} KiB a stream), {failed} failed")
         chunk_s, request_s = metering_cost()
         print(f"metering alone (split, parse, fold one event): {chunk_s * 1e6:.1f} us per chunk; "
-              f"per request (body, caller, outcome, series): {request_s * 1e6:.0f} us")
+              f"per request (body, caller, outcome, series): {request_s * 1e6:.0f} us; "
+              f"{time.monotonic() - began:.0f} s in all")
     finally:
         for process in processes.values():
             process.terminate()

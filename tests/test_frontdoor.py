@@ -96,6 +96,9 @@ FAKE = {
                                                  "function": {"name": "rm_rf", "arguments": "{}"}}]}),
                          _chunk({}, "tool_calls")) + [b"data: [DONE]\n\n"], "end"),
     "stall": (_sse(_chunk({"content": "Hi"})), "hang"),
+    # 32 MiB in one write: more than loopback's socket buffers hold while a client does not read
+    "large": ([b"".join(_sse(*[_chunk({"content": "x" * 4000})] * 8192, _chunk({}, "stop"))) + b"data: [DONE]\n\n"],
+              "end"),
     # one response, chunked at odd places and with CRLF, comments and a multi-line data field
     "odd": ([b": keep-alive\r\n\r\ndata: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"con",
              b"tent\":\"Hi\"},\"finish_reason\":null}]}\r", b"\n\r\ndata: {\"choices\":[{\"index\":0,",
@@ -450,6 +453,22 @@ def test_an_upstream_silent_mid_stream_is_cut_at_the_idle_timeout():
             post_raw(door_url, {"model": "stall", "stream": True})
         assert time.monotonic() - began < 2
         assert wait_for(lambda: outcomes(door_url)) == {("timeout", "200"): 1}
+
+
+def test_a_client_slower_than_the_idle_timeout_is_not_an_upstream_timeout():
+    """The upstream sent all; the client reads nothing for three idle timeouts, then everything, whole."""
+    import http.client
+
+    with fake_engine() as (fake_url, _), frontdoor(fake_url, idle_timeout=0.2) as (door_url, _):
+        connection = http.client.HTTPConnection(door_url.removeprefix("http://"), timeout=10)
+        connection.request("POST", "/v1/chat/completions", json.dumps({"model": "large", "stream": True}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        time.sleep(0.6)
+        body = response.read()
+        connection.close()
+        assert len(body) > 32 << 20 and body.endswith(b"data: [DONE]\n\n")
+        assert wait_for(lambda: outcomes(door_url)) == {("ok", "200"): 1}
 
 
 def test_an_unreachable_upstream_is_a_502_error():

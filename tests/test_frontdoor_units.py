@@ -42,6 +42,22 @@ def test_sse_events_are_the_same_however_the_bytes_are_cut(size):
     assert payloads == [b'{"choices":[{"index":0,"delta":{"content":"a\\nb"}}]}', b'{"choices":\n[]}', b"[DONE]"]
 
 
+def test_one_event_per_read_takes_the_short_path_to_the_same_payloads():
+    splitter = SSESplitter()
+    reads = [b"data: {}\n\n", b"data:[DONE]\n\n", b"data: x\r\n\r\n", b"data: a", b"\n\n", b"data: \n\n",
+             b"data: y\n\n", b": ping\n\n", b"data: 1\ndata: 2\n\n"]
+    assert [p for read in reads for p in splitter.feed(read)] == [b"{}", b"[DONE]", b"x", b"a", b"", b"y", b"1\n2"]
+
+
+def test_events_json_accepts_and_orjson_refuses_are_metered_alike():
+    """NaN and integers over 64 bits: orjson refuses them, json takes them; an engine's event stays a chunk."""
+    facts = _facts(b'{"created": 123456789012345678901234567890, "choices": [{"index": 0, "delta": '
+                   b'{"content": "a"}, "finish_reason": null}], "x": NaN}', _delta("stop"), b"[DONE]")
+    assert facts.error is None and facts.visible_chunks == 1
+    assert classify(200, "complete", facts, True, None) == "ok"
+    assert request_info(b'{"model": "m", "stream": true, "seed": 123456789012345678901234567890}').model == "m"
+
+
 def test_an_event_too_large_to_meter_is_dropped_not_kept():
     splitter = SSESplitter()
     for _ in range(20):

@@ -19,7 +19,7 @@ STREAMED = 'is_streaming!="false"'
 
 __all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
            "quantiles", "variable", "datasource_variable", "dashboard", "ratio", "rate_sum", "grid",
-           "engine_variables", "attainment", "FRESH"]
+           "engine_variables", "attainment", "FRESH", "mean"]
 
 RATE = "$__rate_interval"
 ENGINE_FILTERS = ("namespace", "model", "engine", "pod")
@@ -42,14 +42,23 @@ def target(expr: str, legend: str = "", instant: bool = False) -> core.Target:
     return core.Target(expr=expr, legendFormat=legend, datasource=DATASOURCE, instant=instant)
 
 
-def rate_sum(sel: Selector, metric: str, by: str = "model", extra: str = "") -> str:
+def rate_sum(sel: Selector, metric: str, by: str = "model", extra: str = "", window: str = RATE) -> str:
     """`sum by (by) (rate(metric{...}[$__rate_interval]))`: a counter, rated before it is summed."""
-    return f"sum by ({by}) (rate({sel(metric, extra)}[{RATE}]))"
+    return f"sum by ({by}) (rate({sel(metric, extra)}[{window}]))"
 
 
 def ratio(numerator: str, denominator: str) -> str:
     """A ratio of sums that reads "no data" rather than NaN when the denominator is zero."""
     return f"{numerator}\n/\n({denominator} > 0)"
+
+
+def mean(sel: Selector, histogram: str, by: str = "model", extra: str = "", window: str = RATE) -> str:
+    """A histogram's mean over the window: the rate of `_sum` over the rate of `_count`, each summed first (a sum
+    over a sum), no data at zero traffic. Exact whatever the buckets, so it belongs beside every quantile of a
+    histogram with coarse buckets (vLLM's time per output token: 0.01 then 0.025 s; a p95 stays under 0.025 while
+    the time users feel doubles)."""
+    return ratio(rate_sum(sel, histogram + "_sum", by, extra, window),
+                 rate_sum(sel, histogram + "_count", by, extra, window))
 
 
 FRESH = "5m"    # how recently a count must have grown for an attainment to be shown
@@ -81,10 +90,11 @@ def timeseries(title: str, targets: list[core.Target], unit: str = "short", desc
 
 
 def stat(title: str, expr: str, unit: str = "percentunit", description: str = "", width: int = 4,
-         height: int = 4, thresholds: tuple = ()) -> core.Stat:
-    """A Stat showing the last value (grafanalib would average over the range)."""
-    steps = [core.Threshold("green", 0, 0.0)] + [core.Threshold(color, i + 1, float(value))
-                                                 for i, (value, color) in enumerate(thresholds)]
+         height: int = 4, thresholds: tuple = (), base_color: str = "green") -> core.Stat:
+    """A Stat showing the last value (grafanalib would average over the range); `base_color` colours values
+    under the first threshold (a neutral "blue" where no value is good or bad in itself)."""
+    steps = [core.Threshold(base_color, 0, 0.0)] + [core.Threshold(color, i + 1, float(value))
+                                                    for i, (value, color) in enumerate(thresholds)]
     return core.Stat(title=title, description=description, dataSource=DATASOURCE,
                      targets=[target(expr, instant=True)], format=unit, reduceCalc="lastNotNull",
                      gridPos=core.GridPos(h=height, w=width, x=0, y=0), thresholdType="absolute",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from inferwatch.dashboards._build import build
 from inferwatch.dashboards._lint import lint_dashboard, lint_file
 from inferwatch.dashboards._push import push
 from inferwatch.errors import InferwatchError
+from inferwatch.slo._tables import bucket_tables, source_buckets
 
 SCHEMAS = FIXTURES / "schemas" / "grafana-foundation-sdk"
 ANCHORS = FIXTURES / "anchors" / "dashboards"
@@ -226,3 +228,85 @@ def test_push_is_idempotent_by_uid_and_never_shows_the_token():
 def test_push_to_nowhere_is_a_clear_error():
     with pytest.raises(InferwatchError, match="cannot reach Grafana"):
         push({"x.json": {"uid": "x"}}, "http://127.0.0.1:9", token="t")
+
+
+# --- which kind of slow? (issue 12) --------------------------------------------------------------------------
+
+KINDS = ("queueing", "long-prompts", "prefix-cache-loss", "kv-pressure", "slow-decode", "spec-decode-collapse",
+         "thinking", "long-outputs", "gpu-not-computing", "errors", "not-the-engine", "missing-data")
+
+
+def _which_slow_rows() -> dict[str, list[dict]]:
+    """{row title: the panels under it} of the which-slow dashboard, in order."""
+    rows: dict[str, list[dict]] = {}
+    for panel in BOARDS["which-slow.json"]["panels"]:
+        if panel["type"] == "row":
+            rows[panel["title"]] = []
+        else:
+            rows[list(rows)[-1]].append(panel)
+    return rows
+
+
+def test_which_slow_has_one_row_per_kind_that_says_what_confirms_and_rules_it_out():
+    """Grafana rows carry no description (the schema forbids one): each kind's row opens with a tile whose
+    description is the row's, naming by title the panels that confirm the kind and those that rule it out."""
+    rows = _which_slow_rows()
+    assert [title.split(":")[0] for title in rows] == list(KINDS)
+    titles = {p["title"] for panels in rows.values() for p in panels}
+    assert len(titles) == sum(len(panels) for panels in rows.values())           # titles name panels unambiguously
+    for kind, panels in zip(KINDS, rows.values()):
+        guide = panels[0]
+        assert guide["type"] == "stat" and f"{kind}: " in guide["description"], kind
+        confirm, _, rule_out = guide["description"].partition("Confirmed by:")[2].partition("Ruled out by:")
+        for part in (confirm, rule_out):
+            named = re.findall(r'"([^"]+)"', part)
+            assert named, (kind, part)
+            assert set(named) <= titles, (kind, set(named) - titles)
+        assert set(re.findall(r'"([^"]+)"', confirm)) & {p["title"] for p in panels[1:]}, \
+            f"{kind}: none of the confirming panels is in its own row"
+
+
+def _coarse_histograms() -> set[str]:
+    """Histograms whose current default buckets somewhere at least double from one bound to the next (a
+    doubling can hide inside one bucket), in any engine or in the front door (slo/buckets.yaml)."""
+    tables = {**bucket_tables(), **source_buckets()}
+    coarse = set()
+    for table in tables.values():
+        for metric, family in table.metrics.items():
+            bounds = [b for b in table.families[family][0].bounds if b > 0]
+            if any(high >= 2 * low for low, high in zip(bounds, bounds[1:])):
+                coarse.add(metric)
+    return coarse
+
+
+def test_which_slow_shows_the_mean_beside_every_quantile_on_coarse_buckets():
+    """vLLM's TPOT p95 sits between 0.01 and 0.025 s whatever happens below 25 ms: wherever buckets are that
+    coarse (and for histograms whose buckets no table holds: token counts), the exact mean stands beside the
+    quantile, as a sum over a sum."""
+    coarse = _coarse_histograms()
+    assert {"llm_time_per_output_token_seconds", "llm_inter_token_latency_seconds"} <= coarse
+    known = set(coarse) | {m for t in {**bucket_tables(), **source_buckets()}.values() for m in t.metrics}
+    checked = set()
+    for panel in BOARDS["which-slow.json"]["panels"]:
+        exprs = [t["expr"] for t in panel.get("targets", [])]
+        for expr in exprs:
+            for histogram in re.findall(r"histogram_quantile\([^,]+, sum by \(le, [^)]*\) \(rate\((\w+)_bucket", expr):
+                if histogram in known and histogram not in coarse:
+                    continue
+                mean = (rf"sum by \(([^)]*)\) \(rate\({histogram}_sum\{{[^}}]*\}}\[[^]]+\]\)\)"
+                        rf"\n/\n\(sum by \(\1\) \(rate\({histogram}_count\{{")
+                means = [e for e in exprs if re.search(mean, e)]
+                assert means, (panel["title"], histogram)
+                checked.add(histogram)
+    assert {"llm_time_per_output_token_seconds", "llm_inter_token_latency_seconds",
+            "llm_time_to_first_token_seconds", "llm_request_queue_time_seconds"} <= checked
+
+
+def test_which_slow_ratios_read_no_data_rather_than_good_without_traffic():
+    """Every division is a sum over a sum with its denominator kept above 0, so zero traffic is no data; no
+    `or vector(...)` fills a missing series with a value that reads fine."""
+    for panel in BOARDS["which-slow.json"]["panels"]:
+        for t in panel.get("targets", []):
+            assert "vector(" not in t["expr"], panel["title"]
+            for denominator in re.findall(r"\n/\n(.*)", t["expr"]):
+                assert re.match(r"\(sum by \(.* > 0\)", denominator), (panel["title"], denominator)

@@ -46,7 +46,7 @@ def guide(kind: str, signature: str, confirm: list[tuple[str, str]], rule_out: l
             + (f" {note}" if note else ""))
 
 
-def tile(title: str, expr: str, unit: str, description: str) -> object:
+def tile(title: str, expr: str, unit: str, description: str):
     """The first panel of a kind's row: the kind's headline signal now (rates over the last 5 minutes, `live`),
     and the row's guide."""
     return stat(title, expr, unit=unit, description=description, width=4, height=8, base_color="blue")
@@ -69,6 +69,7 @@ def live(expr: str, *series: str) -> str:
 
 
 def mean_now(histogram: str) -> str:
+    """A histogram's mean over the last 5 minutes, for engines still scraped."""
     return live(mean(sel, histogram, window=FRESH), sel(histogram + "_count"))
 
 

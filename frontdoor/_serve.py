@@ -1,22 +1,41 @@
-"""Serve an aiohttp app until SIGINT or SIGTERM, with uvloop where installed; a failed bind is one clear error."""
+"""Serve an aiohttp app until SIGINT or SIGTERM, with uvloop where installed; a failed bind is one clear error.
+
+The soft limit on open files is raised to the hard one first: a proxy holds two
+sockets per stream, and a soft limit of 1,024 (common) would refuse the 500th.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import errno
 import logging
+import resource
 import signal
 
 from aiohttp import web
 
 from inferwatch.errors import InferwatchError
 
-__all__ = ["serve_app"]
+__all__ = ["serve_app", "raise_open_files_limit"]
 
 log = logging.getLogger("inferwatch.frontdoor")
 _LISTEN_ERRORS = {errno.EADDRINUSE: "the port is already in use by another process",
                   errno.EADDRNOTAVAIL: "the address is not one of this host's",
                   errno.EACCES: "permission denied (ports below 1024 need privileges)"}
+
+
+def raise_open_files_limit(most: int = 1 << 16) -> int:
+    """Raise the soft RLIMIT_NOFILE toward the hard one (at most `most` when the hard one is unlimited); the
+    soft limit in force after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = most if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):
+            log.warning("cannot raise the open-files limit above %d", soft)
+    return soft
 
 
 def serve_app(app: web.Application, host: str, port: int, started: str, handler_cancellation: bool = False) -> None:
@@ -34,15 +53,18 @@ def serve_app(app: web.Application, host: str, port: int, started: str, handler_
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        log.info(started, host, port)
+        log.info(started + " (%s, %d open files at most)", host, port, loop_name, files)
         try:
             await stop.wait()
         finally:
             await runner.cleanup()
 
+    files = raise_open_files_limit()
     try:
         import uvloop                     # where installed: less CPU per chunk (tests/bench_frontdoor.py)
     except ImportError:
+        loop_name = "asyncio"
         asyncio.run(main())
     else:
+        loop_name = "uvloop"
         uvloop.run(main())

@@ -571,3 +571,33 @@ def test_user_mistakes_are_one_line_errors():
         busy = _cli("--upstream", "a:1", "--listen", f"127.0.0.1:{s.getsockname()[1]}", "--caller-salt", "x")
     assert busy.returncode == 1 and busy.stderr.strip().endswith("choose another with --listen HOST:PORT")
     assert "Traceback" not in bad.stderr + twice.stderr + busy.stderr
+
+
+def test_the_command_serves_on_uvloop_with_room_for_a_thousand_streams():
+    """`inferwatch frontdoor` as deployed: its loop (uvloop where installed) streams byte-identical, and a soft
+    limit of 256 open files (two sockets per stream) is raised to the hard one."""
+    import resource
+
+    uvloop = pytest.importorskip("uvloop")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the hard open-files limit is {hard}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with fake_engine() as (fake_url, _):
+        door = subprocess.Popen(
+            [sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", fake_url, "--listen", f"127.0.0.1:{port}",
+             "--caller-salt", "x", "--log-level", "info"], stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)))
+        try:
+            started = door.stderr.readline()
+            assert f"({uvloop.__name__}, " in started and "open files at most" in started, started
+            limits = open(f"/proc/{door.pid}/limits").read() if sys.platform == "linux" else ""
+            soft = re.search(r"^Max open files\s+(\d+)", limits, re.M)
+            assert not limits or int(soft.group(1)) >= 2048, limits
+            url = f"http://127.0.0.1:{port}"
+            assert post_raw(url, {"model": "ok", "stream": True}) == (200, b"".join(FAKE["ok"][0]))
+        finally:
+            door.terminate()
+            door.wait(10)

@@ -1,0 +1,148 @@
+"""The rule engine: kinds (kinds.yaml) judged on a baseline's and an incident's readings. Pure functions.
+
+Each condition scores 0-1 (a ramp that reaches 1 at its threshold), a kind's
+confidence is the weighted mean score of its measured conditions, and kinds that
+another holding kind explains are ranked below it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from inferwatch.triage._rules import ANY, Condition, Kind
+from inferwatch.triage._summary import ABSENT, Reading
+
+__all__ = ["Evidence", "Finding", "score", "judge_kind", "judge", "EXPLAINED_CAP"]
+
+EXPLAINED_CAP = 0.9      # an explained kind ranks at most at this share of its cause's confidence
+NEED = 0.5               # a `need: true` condition must score at least this (halfway to its threshold)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    signal: str
+    baseline: float | None
+    incident: float | None
+    change: float | None      # incident / baseline; None when either is missing or the baseline is 0
+    condition: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    confidence: float
+    evidence: tuple[Evidence, ...]
+    summary: str = ""
+    runbook: str = ""
+    next: str = ""
+    explains: tuple[str, ...] = ()
+    explained_by: tuple[str, ...] = ()
+    pod: str | None = None
+
+
+def _ramp(x: float, zero: float, one: float) -> float:
+    """0 at `zero`, 1 at `one`, linear between (either direction), clamped."""
+    if one == zero:
+        return 1.0 if (x >= one if one >= 0 else x <= one) else 0.0
+    return min(1.0, max(0.0, (x - zero) / (one - zero)))
+
+
+def _log_ratio(base: float, inc: float, floor: float) -> float:
+    low = max(floor, 1e-12)
+    return math.log(max(inc, low) / max(base, low))
+
+
+def score(cond: Condition, base: Reading, inc: Reading, floor: float = 0.0) -> float | None:
+    """How well a condition holds, 0-1; None when it cannot be judged (a value missing in a window)."""
+    if cond.op == "missing":
+        if base.state == "absent":
+            return None
+        return 1.0 if inc.state == "absent" else 0.0
+    b, i = base.value, inc.value
+    if cond.op.startswith("incident"):
+        if i is None:
+            return None
+        return _ramp(i, 0.9 * cond.value, cond.value) if cond.op.endswith(">=") else \
+            _ramp(i, cond.value / 0.9 if cond.value else 1e-9, cond.value)
+    if cond.op.startswith("baseline"):
+        if b is None:
+            return None
+        return _ramp(b, 0.9 * cond.value, cond.value) if cond.op.endswith(">=") else \
+            _ramp(b, cond.value / 0.9 if cond.value else 1e-9, cond.value)
+    if b is None or i is None:
+        return None
+    if cond.op in ("up", "down"):
+        r = _log_ratio(b, i, floor) * (1 if cond.op == "up" else -1)
+        k = math.log(cond.value)
+        return _ramp(r, k / 2, k)
+    if cond.op == "flat":
+        t = math.log(1 + cond.value)
+        return _ramp(abs(_log_ratio(b, i, floor)), 2 * t, t)
+    delta = (i - b) if cond.op == "rise" else (b - i)
+    return _ramp(delta, cond.value / 2, cond.value)
+
+
+def _change(b: float | None, i: float | None) -> float | None:
+    if b is None or i is None or b == 0:
+        return None
+    return i / b
+
+
+def _missing(base: dict[str, Reading], inc: dict[str, Reading], cond: Condition) -> list[Evidence]:
+    gone = [name for name, reading in base.items() if reading.state != "absent" and name not in inc]
+    return [Evidence(name, base[name].value, None, None, f"{name} missing", 1.0) for name in sorted(gone)]
+
+
+def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
+               ) -> Finding | None:
+    """The kind's finding when it holds on these readings, else None."""
+    total = known = earned = 0.0
+    evidence: list[Evidence] = []
+    for clause in kind.clauses:
+        total += clause.weight
+        best: tuple[float, Evidence] | None = None
+        for cond in clause.conditions:
+            if cond.signal == ANY:
+                found = _missing(base, inc, cond)
+                s = 1.0 if found else (0.0 if base else None)
+                if s is not None and (best is None or s > best[0]):
+                    best = (s, found or [])
+                continue
+            b, i = base.get(cond.signal, ABSENT), inc.get(cond.signal, ABSENT)
+            s = score(cond, b, i, floors.get(cond.signal, 0.0))
+            if s is not None and (best is None or s > best[0]):
+                best = (s, [Evidence(cond.signal, b.value, i.value, _change(b.value, i.value), cond.text, s)])
+        if best is None:
+            if clause.need:
+                return None
+            continue
+        if clause.need and best[0] < NEED:
+            return None
+        known += clause.weight
+        earned += clause.weight * best[0]
+        evidence.extend(best[1])
+    if not known or known < total / 2:
+        return None
+    confidence = earned / known
+    if confidence < kind.min_confidence:
+        return None
+    return Finding(kind.name, round(confidence, 3), tuple(evidence), kind.summary, kind.runbook, kind.next,
+                   kind.explains)
+
+
+def judge(kinds: dict[str, Kind], base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
+          ) -> list[Finding]:
+    """Every kind that holds, causes first: sorted by confidence after capping explained kinds below their cause."""
+    held = {name: f for name in kinds if (f := judge_kind(kinds[name], base, inc, floors)) is not None}
+    out = []
+    for name, finding in held.items():
+        causes = tuple(c for c in held if name in held[c].explains and c != name)
+        if causes:
+            cap = EXPLAINED_CAP * max(held[c].confidence for c in causes)
+            finding = replace(finding, explained_by=causes, confidence=round(min(finding.confidence, cap), 3))
+        kept = tuple(e for e in finding.explains if e in held)
+        out.append(replace(finding, explains=kept))
+    order = list(kinds)
+    return sorted(out, key=lambda f: (-f.confidence, order.index(f.kind)))

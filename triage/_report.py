@@ -1,0 +1,121 @@
+"""A Report as JSON (the issue's shape, with extra keys), as plain text, and as rich tables on a terminal."""
+
+from __future__ import annotations
+
+from inferwatch.triage._judge import Finding
+from inferwatch.triage._window import iso
+
+__all__ = ["to_json", "render_text", "render_rich", "headline", "runbook_url", "RUNBOOKS"]
+
+RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/triage/README.md#"
+
+
+def runbook_url(anchor: str) -> str:
+    return anchor if "://" in anchor else RUNBOOKS + anchor
+
+
+def _num(value):
+    if value is None or value != value:
+        return None
+    return float(f"{value:.4g}")
+
+
+def _finding(f: Finding) -> dict:
+    out = {"kind": f.kind, "confidence": f.confidence,
+           "evidence": [{"signal": e.signal, "baseline": _num(e.baseline), "incident": _num(e.incident),
+                         "change": _num(e.change), "condition": e.condition, "score": round(e.score, 3)}
+                        for e in f.evidence],
+           "summary": f.summary, "runbook": runbook_url(f.runbook), "next": f.next}
+    if f.explains:
+        out["explains"] = list(f.explains)
+    if f.explained_by:
+        out["explained_by"] = list(f.explained_by)
+    if f.pod is not None:
+        out["pod"] = f.pod
+    return out
+
+
+def to_json(report) -> dict:
+    """{"start", "end", "baseline": {"start", "end"}, "models": [{"model", "kinds": [...]}]}, kinds by confidence."""
+    return {**report.incident.iso(), "baseline": report.baseline.iso(), "step_seconds": report.step,
+            "models": [{"model": v.model, "kinds": [_finding(f) for f in v.findings],
+                        "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
+                        "not_measured": list(v.not_measured)}
+                       for v in report.verdicts]}
+
+
+def headline(verdict) -> str:
+    """One line: `model: kind (0.92, explains queueing); other (0.7)` or `model: nothing wrong`."""
+    if not verdict.findings:
+        return f"{verdict.model}: nothing wrong"
+    parts = []
+    for f in verdict.findings:
+        notes = [f"{f.confidence:.2f}"] + ([f"pod {f.pod}"] if f.pod else []) + \
+            ([f"explains {', '.join(f.explains)}"] if f.explains else [])
+        parts.append(f"{f.kind} ({', '.join(notes)})")
+    return f"{verdict.model}: " + "; ".join(parts)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}"
+
+
+def _change(e) -> str:
+    if e.change is None:
+        return "new" if e.baseline in (0, 0.0) and e.incident else "-"
+    return f"x{e.change:.2f}"
+
+
+def _title(report) -> str:
+    return (f"incident {iso(report.incident.start)} .. {iso(report.incident.end)}, baseline "
+            f"{iso(report.baseline.start)} .. {iso(report.baseline.end)} (step {report.step:g}s)")
+
+
+def render_text(report) -> str:
+    lines = [f"inferwatch triage: {_title(report)}"]
+    for v in report.verdicts:
+        lines.append("")
+        lines.append(headline(v))
+        for f in v.findings:
+            by = f" (explained by {', '.join(f.explained_by)})" if f.explained_by else ""
+            pod = f" on pod {f.pod}" if f.pod else ""
+            lines.append(f"  {f.kind}{pod} {f.confidence:.2f}: {f.summary}{by}")
+            for e in f.evidence:
+                lines.append(f"    {e.signal:28} baseline {_fmt(e.baseline):>9}  incident {_fmt(e.incident):>9}  "
+                             f"{_change(e):>7}   [{e.condition}]")
+            lines.append(f"    next: {f.next}")
+            lines.append(f"    runbook: {runbook_url(f.runbook)}")
+        if v.not_measured:
+            lines.append(f"  not measured (no series in either window): {', '.join(v.not_measured)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_rich(report, console) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]inferwatch triage[/bold]: {_title(report)}")
+    for v in report.verdicts:
+        if not v.findings:
+            console.print(f"\n[bold]{v.model}[/bold]: [green]nothing wrong[/green]")
+        else:
+            table = Table(title=f"{v.model}", title_justify="left", show_lines=True)
+            for name, style in (("kind", "bold"), ("conf.", None), ("signal", None), ("baseline", None),
+                                ("incident", None), ("change", None)):
+                table.add_column(name, style=style, justify="right" if name not in ("kind", "signal") else "left")
+            for f in v.findings:
+                label = f.kind + (f"\npod {f.pod}" if f.pod else "") + \
+                    (f"\nexplained by {', '.join(f.explained_by)}" if f.explained_by else "")
+                rows = list(f.evidence) or [None]
+                table.add_row(label, f"{f.confidence:.2f}", "\n".join(e.signal for e in rows if e),
+                              "\n".join(_fmt(e.baseline) for e in rows if e),
+                              "\n".join(_fmt(e.incident) for e in rows if e),
+                              "\n".join(_change(e) for e in rows if e))
+            console.print()
+            console.print(table)
+            for f in v.findings:
+                console.print(f"  [bold]{f.kind}[/bold]: {f.summary}. Next: {f.next} "
+                              f"[link={runbook_url(f.runbook)}]runbook[/link]")
+        if v.not_measured:
+            console.print(f"  [dim]not measured: {', '.join(v.not_measured)}[/dim]")

@@ -1,0 +1,184 @@
+"""The kind table (kinds.yaml, and a user's --rules file): kinds as weighted conditions on signal changes.
+
+Parsed at the edge into frozen dataclasses; every problem is collected with its
+file, line and field (`kinds.queueing.when[2].if`), then reported at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from inferwatch._yaml import LINE, line_of, load_yaml_file
+from inferwatch.errors import Problem, SpecError
+
+__all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "parse_kinds", "load_kinds"]
+
+KINDS_FILE = Path(__file__).resolve().parent / "kinds.yaml"
+ANY = "*"
+KIND_KEYS = ("summary", "runbook", "next", "explains", "min_confidence", "when")
+CLAUSE_KEYS = ("if", "weight", "need")
+_NUM = r"([0-9]*\.?[0-9]+)"
+_FORMS = [
+    (re.compile(rf"(up|down)\s*>=\s*{_NUM}\s*x"), lambda m: (m[1], float(m[2]))),
+    (re.compile(rf"flat\s+within\s+{_NUM}\s*%"), lambda m: ("flat", float(m[1]) / 100)),
+    (re.compile(rf"(rise|fall)\s*>=\s*{_NUM}"), lambda m: (m[1], float(m[2]))),
+    (re.compile(rf"(incident|baseline)\s*(>=|<=)\s*{_NUM}"), lambda m: (f"{m[1]}{m[2]}", float(m[3]))),
+    (re.compile(r"missing"), lambda m: ("missing", 0.0)),
+]
+SYNTAX = ("SIGNAL up >= 1.5x, down >= 2x, flat within 20%, rise >= 0.05, fall >= 0.1, incident >= 0.9, "
+          "incident <= 0.1, baseline >= 1 or missing")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test on a signal's change: op is up, down, flat, rise, fall, incident>=, incident<=, baseline>=,
+    baseline<= or missing."""
+
+    signal: str
+    op: str
+    value: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Clause:
+    """Weighted conditions, the best of which counts; `need`: the kind cannot hold without it."""
+
+    conditions: tuple[Condition, ...]
+    weight: float = 1.0
+    need: bool = False
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    summary: str
+    runbook: str
+    next: str
+    clauses: tuple[Clause, ...]
+    explains: tuple[str, ...] = ()
+    min_confidence: float = 0.6
+
+
+def parse_condition(text: str, signals) -> Condition:
+    """`ttft_mean up >= 1.5x` into a Condition; ValueError says what is wrong."""
+    head, _, rest = str(text).strip().partition(" ")
+    if head != ANY and head not in signals:
+        import difflib
+
+        close = difflib.get_close_matches(head, list(signals), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown signal {head!r}{hint} (signals: {', '.join(signals)})")
+    for pattern, build in _FORMS:
+        match = pattern.fullmatch(rest.strip())
+        if match:
+            op, value = build(match)
+            if head == ANY and op != "missing":
+                raise ValueError(f"{text!r}: `*` (any signal) only takes `missing`")
+            return Condition(head, op, value, " ".join(str(text).split()))
+    raise ValueError(f"{text!r} is not a condition; write {SYNTAX}")
+
+
+class _Problems:
+    def __init__(self, file: str):
+        self.file, self.items = file, []
+
+    def add(self, node, key, field: str, message: str) -> None:
+        self.items.append(Problem(self.file, line_of(node, key), field, message))
+
+
+def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | None:
+    node = item if isinstance(item, dict) else {"if": item}
+    if not isinstance(item, (dict, str)):
+        problems.add(parent, None, where, "a condition is a line of text or a mapping with if, weight, need")
+        return None
+    for key in node:
+        if key != LINE and key not in CLAUSE_KEYS:
+            problems.add(node, key, f"{where}.{key}", f"unknown key; known keys: {', '.join(CLAUSE_KEYS)}")
+    texts = node.get("if")
+    texts = texts if isinstance(texts, list) else [texts]
+    conditions = []
+    for i, text in enumerate(texts):
+        try:
+            conditions.append(parse_condition(text, signals))
+        except ValueError as err:
+            problems.add(node if isinstance(item, dict) else parent, "if", f"{where}.if" + (f"[{i}]" if len(texts) > 1
+                                                                                           else ""), str(err))
+    weight = node.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+        problems.add(node, "weight", f"{where}.weight", f"{weight!r}: a weight is a number above 0")
+        weight = 1
+    need = node.get("need", False)
+    if not isinstance(need, bool):
+        problems.add(node, "need", f"{where}.need", f"{need!r}: need is true or false")
+    return Clause(tuple(conditions), float(weight), bool(need)) if conditions else None
+
+
+def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> Kind | None:
+    where = f"kinds.{name}"
+    if not isinstance(node, dict):
+        problems.add(node, None, where, "a kind is a mapping with summary, runbook, next, explains and when")
+        return None
+    for key in node:
+        if key != LINE and key not in KIND_KEYS:
+            problems.add(node, key, f"{where}.{key}", f"unknown key; known keys: {', '.join(KIND_KEYS)}")
+    when = node.get("when")
+    if not isinstance(when, list) or not when:
+        problems.add(node, "when", f"{where}.when", "give a list of conditions, e.g. - ttft_mean up >= 1.5x")
+        when = []
+    clauses = [_clause(item, signals, f"{where}.when[{i}]", problems, node) for i, item in enumerate(when)]
+    explains = node.get("explains") or []
+    if not isinstance(explains, list) or not all(isinstance(e, str) for e in explains):
+        problems.add(node, "explains", f"{where}.explains", "a list of kind names")
+        explains = []
+    minimum = node.get("min_confidence", default_min)
+    if isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 < minimum <= 1:
+        problems.add(node, "min_confidence", f"{where}.min_confidence", f"{minimum!r}: a number in (0, 1]")
+        minimum = default_min
+    text = {k: " ".join(str(node.get(k, "")).split()) for k in ("summary", "runbook", "next")}
+    return Kind(name, text["summary"], text["runbook"] or name, text["next"], tuple(c for c in clauses if c),
+                tuple(explains), float(minimum))
+
+
+def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) -> dict[str, Kind]:
+    """A kinds document over `base` (the defaults): kinds added or replaced by name, `name: null` drops one."""
+    problems = _Problems(file)
+    if not isinstance(doc, dict) or not isinstance(doc.get("kinds"), dict):
+        raise SpecError([Problem(file, None, "kinds", "a rules file is a mapping with `kinds:` (see kinds.yaml)")])
+    for key in doc:
+        if key not in (LINE, "version", "min_confidence", "kinds"):
+            problems.add(doc, key, key, "unknown key; known keys: version, min_confidence, kinds")
+    if doc.get("version", 1) != 1:
+        problems.add(doc, "version", "version", f"{doc['version']!r}: only version 1 exists")
+    default_min = doc.get("min_confidence", 0.6)
+    kinds = dict(base or {})
+    for name, node in doc["kinds"].items():
+        if name == LINE:
+            continue
+        if node is None:
+            kinds.pop(name, None)
+            continue
+        kind = _kind(str(name), node, signals, problems, default_min)
+        if kind is not None:
+            kinds[kind.name] = kind
+    for kind in kinds.values():
+        for other in kind.explains:
+            if other not in kinds:
+                problems.add(doc["kinds"].get(kind.name, {}), "explains", f"kinds.{kind.name}.explains",
+                             f"unknown kind {other!r}")
+    if problems.items:
+        raise SpecError(problems.items)
+    return kinds
+
+
+def load_kinds(extra: list[str | Path] = (), signals=None) -> dict[str, Kind]:
+    """The shipped kinds, then each --rules file over them in order."""
+    from inferwatch.triage._signals import load_signals
+
+    names = [s.name for s in (signals or load_signals())]
+    kinds = parse_kinds(load_yaml_file(KINDS_FILE), str(KINDS_FILE), names)
+    for path in extra:
+        kinds = parse_kinds(load_yaml_file(path), str(path), names, kinds)
+    return kinds

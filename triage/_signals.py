@@ -1,0 +1,75 @@
+"""The signal table (signals.yaml): what triage reads from Prometheus, and the PromQL of each, for all models at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+
+import yaml
+
+__all__ = ["Signal", "GROUPS", "load_signals", "signal_queries", "model_matcher"]
+
+HERE = Path(__file__).resolve().parent
+# the plot's rows and the report's order
+GROUPS = ("load-queue", "latency", "tokens", "cache", "gpu", "outcomes", "freshness")
+SHAPES = ("value", "num", "buckets", "presence")
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One signal: its PromQL parts (`value`, or `num` and `den`, or `buckets`, or `presence`) and how to sum it up."""
+
+    name: str
+    group: str
+    help: str
+    unit: str
+    queries: tuple[tuple[str, str], ...]   # (part, PromQL template) with $sel, $by, $w
+    per_pod: bool = False
+    combine: str = "sum"                   # how pods merge into their model (value signals)
+    agg: str = "mean"                      # how a window sums up (value signals)
+    q: float = 0.95                        # buckets signals: the quantile
+    min_den: float = 0.0                   # ratio signals: fewer events than this read as too few
+    floor: float = 0.0                     # values below this are noise: changes are measured from here
+
+    @property
+    def shape(self) -> str:
+        return self.queries[0][0]
+
+
+def _signal(entry: dict) -> Signal:
+    parts = tuple((part, " ".join(str(entry[part]).split())) for part in ("value", "num", "den", "buckets", "presence")
+                  if part in entry)
+    shapes = [p for p, _ in parts if p in SHAPES]
+    if len(shapes) != 1 or (shapes == ["num"]) != ("den" in entry):
+        raise ValueError(f"signals.yaml: {entry.get('name')}: give exactly one of value, num+den, buckets, presence")
+    if entry["group"] not in GROUPS:
+        raise ValueError(f"signals.yaml: {entry['name']}: group {entry['group']!r} is not one of {GROUPS}")
+    keys = {"per_pod", "combine", "agg", "q", "min_den", "floor"}
+    return Signal(entry["name"], entry["group"], entry.get("help", ""), entry.get("unit", ""), parts,
+                  **{k: entry[k] for k in keys if k in entry})
+
+
+@lru_cache(maxsize=None)
+def load_signals() -> tuple[Signal, ...]:
+    """The shipped signal table, in file order."""
+    doc = yaml.safe_load((HERE / "signals.yaml").read_text(encoding="utf-8"))
+    return tuple(_signal(entry) for entry in doc["signals"])
+
+
+def model_matcher(models: tuple[str, ...] | list[str]) -> str:
+    """`model=~"a|b"` for the given models (regex-escaped), `model!=""` for every model."""
+    if not models:
+        return 'model!=""'
+    import re
+
+    alternatives = "|".join(re.escape(m).replace("\\", "\\\\").replace('"', '\\"') for m in sorted(set(models)))
+    return f'model=~"{alternatives}"'
+
+
+def signal_queries(signal: Signal, models, rate_window: str) -> dict[str, str]:
+    """Each part of a signal as PromQL over `models`, with pods kept apart where the signal says so."""
+    by = "model, pod" if signal.per_pod else "model"
+    values = {"sel": model_matcher(models), "by": by, "w": rate_window}
+    return {part: Template(text).substitute(values) for part, text in signal.queries}

@@ -1,0 +1,165 @@
+"""A window's raw samples (the long frame of _fetch) summed up per model and per pod: one Reading per signal.
+
+Pure functions on pandas frames. A ratio's window value is the sum of its
+numerator over the sum of its denominator; a histogram quantile is read from the
+buckets summed over the window; presence is the share of steps with data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["Reading", "ABSENT", "summarise", "others", "model_series", "bucket_quantile"]
+
+COMBINE = {"sum": "sum", "max": "max", "mean": "mean"}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A signal over one window: `value`, or None when `state` is absent (no series) or few (too few events)."""
+
+    value: float | None
+    state: str = "ok"
+    num: float = 0.0          # ratio signals: events summed over the window (numerator, denominator)
+    den: float = 0.0
+
+
+ABSENT = Reading(None, "absent")
+
+
+def _ratio(num: float, den: float, min_den: float) -> Reading:
+    if den <= 0 or den < min_den:
+        return Reading(None, "few", num, den)
+    return Reading(num / den, "ok", num, den)
+
+
+def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """histogram_quantile over (upper bound, cumulative count) pairs, as Prometheus interpolates it."""
+    buckets = sorted(buckets)
+    if not buckets or not math.isinf(buckets[-1][0]) or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if math.isinf(bound):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = bound, count
+    return lower_bound
+
+
+def _steps(window, step: float) -> int:
+    return int(round(window.seconds / step)) + 1
+
+
+def _value_readings(rows, signal, out, window, step):
+    agg = signal.agg
+    for (model, pod), group in rows.groupby(["model", "pod"], sort=False):
+        if signal.per_pod and pod:
+            out.setdefault((model, pod), {})[signal.name] = Reading(float(group["v"].agg(agg)))
+    combined = rows.groupby(["model", "t"], sort=False)["v"].agg(COMBINE[signal.combine])
+    for model, series in combined.groupby(level=0, sort=False):
+        out.setdefault((model, None), {})[signal.name] = Reading(float(series.agg(agg)))
+
+
+def _ratio_readings(rows, signal, out, step):
+    sums = rows.groupby(["model", "pod", "part"], sort=False)["v"].sum() * step
+    table = sums.unstack("part")
+    if "den" not in table:
+        return
+    table = table.dropna(subset=["den"])
+    table["num"] = table["num"].fillna(0.0) if "num" in table else 0.0
+    for (model, pod), row in table.iterrows():
+        if signal.per_pod and pod:
+            out.setdefault((model, pod), {})[signal.name] = _ratio(row["num"], row["den"], signal.min_den)
+    for model, group in table.groupby(level=0, sort=False):
+        out.setdefault((model, None), {})[signal.name] = _ratio(group["num"].sum(), group["den"].sum(),
+                                                                signal.min_den)
+
+
+def _bucket_readings(rows, signal, out, step):
+    sums = rows.groupby(["model", "le"], sort=False)["v"].sum() * step
+    for model, group in sums.groupby(level=0, sort=False):
+        pairs = [(le, count) for (_, le), count in group.items()]
+        total = max((c for le, c in pairs if math.isinf(le)), default=0.0)
+        value = bucket_quantile(signal.q, pairs) if total >= max(signal.min_den, 1e-9) else None
+        out.setdefault((model, None), {})[signal.name] = Reading(value, "ok" if value is not None else "few",
+                                                                 0.0, total)
+
+
+def _presence_readings(rows, signal, out, window, step):
+    n = _steps(window, step)
+    for model, group in rows.groupby("model", sort=False):
+        out.setdefault((model, None), {})[signal.name] = Reading(min(1.0, group["t"].nunique() / n))
+        if not signal.per_pod:
+            continue
+        pods_at = group.groupby("t")["pod"].nunique()
+        most = pods_at.max()
+        for pod, pod_rows in group.groupby("pod", sort=False):
+            if not pod:
+                continue
+            first, last, present = pod_rows["t"].min(), pod_rows["t"].max(), pod_rows["t"].nunique()
+            stop = last
+            if last < window.end - 2 * step and pods_at.get(pods_at.index.max(), 0) < most:
+                stop = window.end        # the replica went away and was not replaced: its silence counts
+            span = int(round((stop - first) / step)) + 1
+            out.setdefault((model, pod), {})[signal.name] = Reading(min(1.0, present / max(span, 1)))
+
+
+def summarise(frame, signals, window, step: float) -> dict[tuple[str, str | None], dict[str, Reading]]:
+    """{(model, None): model readings, (model, pod): a replica's readings} for one window; absent signals are
+    simply not there."""
+    out: dict = {}
+    if frame is None or not len(frame):
+        return out
+    by_signal = dict(tuple(frame.groupby("signal", sort=False)))
+    for signal in signals:
+        rows = by_signal.get(signal.name)
+        if rows is None or not len(rows):
+            continue
+        shape = signal.shape
+        if shape == "value":
+            _value_readings(rows, signal, out, window, step)
+        elif shape == "num":
+            _ratio_readings(rows, signal, out, step)
+        elif shape == "buckets":
+            _bucket_readings(rows, signal, out, step)
+        else:
+            _presence_readings(rows, signal, out, window, step)
+    return out
+
+
+def others(pods: dict[str, dict[str, Reading]], pod: str, signals) -> dict[str, Reading]:
+    """The other replicas of a model taken together: ratios summed, other values averaged."""
+    result = {}
+    rest = [readings for name, readings in pods.items() if name != pod]
+    for signal in signals:
+        readings = [r[signal.name] for r in rest if signal.name in r]
+        if not readings:
+            continue
+        if signal.shape == "num":
+            result[signal.name] = _ratio(sum(r.num for r in readings), sum(r.den for r in readings), signal.min_den)
+        else:
+            values = [r.value for r in readings if r.value is not None]
+            result[signal.name] = Reading(sum(values) / len(values)) if values else Reading(None, "few")
+    return result
+
+
+def model_series(rows, signal):
+    """A per-step series of one model's rows of a signal (pods combined; ratios per step), for plots; None if
+    there is nothing to draw."""
+    if rows is None or not len(rows) or signal.shape == "buckets":
+        return None
+    if signal.shape == "value":
+        return rows.groupby("t")["v"].agg(COMBINE[signal.combine])
+    if signal.shape == "presence":
+        return rows.groupby("t")["v"].sum()
+    parts = rows.groupby(["t", "part"])["v"].sum().unstack("part")
+    if "den" not in parts:
+        return None
+    num = parts["num"].fillna(0.0) if "num" in parts else parts["den"] * 0
+    return (num / parts["den"].where(parts["den"] > 0)).dropna()

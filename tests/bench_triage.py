@@ -97,13 +97,14 @@ def _model_lines(model: str, kind: str, start: float, incident: float, end: floa
             t = start + i * interval
             turned = t >= incident and r < bad
             p = _params(kind, turned, rng)
-            if p.get("missing") and turned:
-                continue
+            engine_off = bool(p.get("missing")) and turned    # the engine's and GPU's series stop, the door's not
             share = 1.0 / replicas
             reqs = p["rate"] * interval * share
             tokens = reqs * p["output"]
 
             def add(name: str, labels: dict, value: float):
+                if engine_off and "pod" in labels:
+                    return
                 series.setdefault(name + _labels(labels), []).append(f"{value:.6g} {t:.3f}")
 
             def count(name: str, labels: dict, inc: float):

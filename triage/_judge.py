@@ -17,6 +17,7 @@ __all__ = ["Evidence", "Finding", "score", "judge_kind", "judge", "EXPLAINED_CAP
 
 EXPLAINED_CAP = 0.9      # an explained kind ranks at most at this share of its cause's confidence
 NEED = 0.5               # a `need: true` condition must score at least this (halfway to its threshold)
+MISSING_SHARE = 0.1      # a signal is missing when its share of steps with data falls by more than this
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def score(cond: Condition, base: Reading, inc: Reading, floor: float = 0.0) -> f
     if cond.op == "missing":
         if base.state == "absent":
             return None
-        return 1.0 if inc.state == "absent" else 0.0
+        return 1.0 if _gone(base, inc) else 0.0
     b, i = base.value, inc.value
     if cond.op.startswith("incident"):
         if i is None:
@@ -90,9 +91,18 @@ def _change(b: float | None, i: float | None) -> float | None:
     return i / b
 
 
-def _missing(base: dict[str, Reading], inc: dict[str, Reading], cond: Condition) -> list[Evidence]:
-    gone = [name for name, reading in base.items() if reading.state != "absent" and name not in inc]
-    return [Evidence(name, base[name].value, None, None, f"{name} missing", 1.0) for name in sorted(gone)]
+def _gone(base: Reading, inc: Reading) -> bool:
+    """Absent in the incident, or there for much less of it than in the baseline."""
+    if base.state == "absent":
+        return False
+    return inc.state == "absent" or inc.coverage < base.coverage - MISSING_SHARE
+
+
+def _missing(base: dict[str, Reading], inc: dict[str, Reading]) -> list[Evidence]:
+    """One piece of evidence per signal that went missing: its share of steps with data, before and during."""
+    gone = [name for name, reading in base.items() if _gone(reading, inc.get(name, ABSENT))]
+    return [Evidence(name, base[name].coverage, inc[name].coverage if name in inc else 0.0, None,
+                     f"{name} missing (share of steps with data)", 1.0) for name in sorted(gone)]
 
 
 def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
@@ -105,7 +115,7 @@ def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], fl
         best: tuple[float, Evidence] | None = None
         for cond in clause.conditions:
             if cond.signal == ANY:
-                found = _missing(base, inc, cond)
+                found = _missing(base, inc)
                 s = 1.0 if found else (0.0 if base else None)
                 if s is not None and (best is None or s > best[0]):
                     best = (s, found or [])

@@ -23,15 +23,16 @@ class Reading:
     state: str = "ok"
     num: float = 0.0          # ratio signals: events summed over the window (numerator, denominator)
     den: float = 0.0
+    coverage: float = 1.0     # share of the window's steps with data
 
 
 ABSENT = Reading(None, "absent")
 
 
-def _ratio(num: float, den: float, min_den: float) -> Reading:
+def _ratio(num: float, den: float, min_den: float, coverage: float = 1.0) -> Reading:
     if den <= 0 or den < min_den:
-        return Reading(None, "few", num, den)
-    return Reading(num / den, "ok", num, den)
+        return Reading(None, "few", num, den, coverage)
+    return Reading(num / den, "ok", num, den, coverage)
 
 
 def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -57,44 +58,52 @@ def _steps(window, step: float) -> int:
 
 
 def _value_readings(rows, signal, out, window, step):
-    agg = signal.agg
+    agg, n = signal.agg, _steps(window, step)
     for (model, pod), group in rows.groupby(["model", "pod"], sort=False):
         if signal.per_pod and pod:
-            out.setdefault((model, pod), {})[signal.name] = Reading(float(group["v"].agg(agg)))
+            out.setdefault((model, pod), {})[signal.name] = Reading(float(group["v"].agg(agg)),
+                                                                    coverage=min(1.0, len(group) / n))
     combined = rows.groupby(["model", "t"], sort=False)["v"].agg(COMBINE[signal.combine])
     for model, series in combined.groupby(level=0, sort=False):
-        out.setdefault((model, None), {})[signal.name] = Reading(float(series.agg(agg)))
+        out.setdefault((model, None), {})[signal.name] = Reading(float(series.agg(agg)),
+                                                                 coverage=min(1.0, len(series) / n))
 
 
-def _ratio_readings(rows, signal, out, step):
-    sums = rows.groupby(["model", "pod", "part"], sort=False)["v"].sum() * step
-    table = sums.unstack("part")
+def _ratio_readings(rows, signal, out, window, step):
+    n = _steps(window, step)
+    grouped = rows.groupby(["model", "pod", "part"], sort=False)["v"]
+    table = (grouped.sum() * step).unstack("part")
     if "den" not in table:
         return
+    steps = grouped.size().unstack("part")["den"]
     table = table.dropna(subset=["den"])
     table["num"] = table["num"].fillna(0.0) if "num" in table else 0.0
     for (model, pod), row in table.iterrows():
         if signal.per_pod and pod:
-            out.setdefault((model, pod), {})[signal.name] = _ratio(row["num"], row["den"], signal.min_den)
+            out.setdefault((model, pod), {})[signal.name] = _ratio(row["num"], row["den"], signal.min_den,
+                                                                   min(1.0, steps[model, pod] / n))
+    models = rows[rows["part"] == "den"].groupby("model", sort=False)["t"].nunique()
     for model, group in table.groupby(level=0, sort=False):
         out.setdefault((model, None), {})[signal.name] = _ratio(group["num"].sum(), group["den"].sum(),
-                                                                signal.min_den)
+                                                                signal.min_den, min(1.0, models[model] / n))
 
 
-def _bucket_readings(rows, signal, out, step):
+def _bucket_readings(rows, signal, out, window, step):
     sums = rows.groupby(["model", "le"], sort=False)["v"].sum() * step
+    present = rows.groupby("model", sort=False)["t"].nunique() / _steps(window, step)
     for model, group in sums.groupby(level=0, sort=False):
         pairs = [(le, count) for (_, le), count in group.items()]
         total = max((c for le, c in pairs if math.isinf(le)), default=0.0)
         value = bucket_quantile(signal.q, pairs) if total >= max(signal.min_den, 1e-9) else None
         out.setdefault((model, None), {})[signal.name] = Reading(value, "ok" if value is not None else "few",
-                                                                 0.0, total)
+                                                                 0.0, total, min(1.0, present[model]))
 
 
 def _presence_readings(rows, signal, out, window, step):
     n = _steps(window, step)
     for model, group in rows.groupby("model", sort=False):
-        out.setdefault((model, None), {})[signal.name] = Reading(min(1.0, group["t"].nunique() / n))
+        share = min(1.0, group["t"].nunique() / n)
+        out.setdefault((model, None), {})[signal.name] = Reading(share, coverage=share)
         if not signal.per_pod:
             continue
         pods_at = group.groupby("t")["pod"].nunique()
@@ -107,7 +116,8 @@ def _presence_readings(rows, signal, out, window, step):
             if last < window.end - 2 * step and pods_at.get(pods_at.index.max(), 0) < most:
                 stop = window.end        # the replica went away and was not replaced: its silence counts
             span = int(round((stop - first) / step)) + 1
-            out.setdefault((model, pod), {})[signal.name] = Reading(min(1.0, present / max(span, 1)))
+            share = min(1.0, present / max(span, 1))
+            out.setdefault((model, pod), {})[signal.name] = Reading(share, coverage=share)
 
 
 def summarise(frame, signals, window, step: float) -> dict[tuple[str, str | None], dict[str, Reading]]:
@@ -125,9 +135,9 @@ def summarise(frame, signals, window, step: float) -> dict[tuple[str, str | None
         if shape == "value":
             _value_readings(rows, signal, out, window, step)
         elif shape == "num":
-            _ratio_readings(rows, signal, out, step)
+            _ratio_readings(rows, signal, out, window, step)
         elif shape == "buckets":
-            _bucket_readings(rows, signal, out, step)
+            _bucket_readings(rows, signal, out, window, step)
         else:
             _presence_readings(rows, signal, out, window, step)
     return out

@@ -101,6 +101,13 @@ def _pick_baseline(client, url: str, sel: str, choices: list[Window]) -> Window:
     return choices[-1]
 
 
+def _models_with_series(client, url: str, incident: Window, baseline: Window) -> list[str]:
+    seconds = int(incident.end - min(incident.start, baseline.start)) + 1
+    rows = instant(client, url, f"count by (model) (count_over_time(llm_requests_running[{seconds}s]))",
+                   incident.end)
+    return sorted(r["metric"].get("model", "") for r in rows)
+
+
 def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) -> InferwatchError:
     others_seen = f"; models with series: {', '.join(seen[:20])}" if seen else "; no model has any"
     return InferwatchError(f"no series for model {model!r} between {iso(baseline.start)} and {iso(incident.end)}: "
@@ -124,7 +131,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     seen = sorted({key[0] for key in list(base) + list(inc)})
     for model in models:
         if model not in seen:
-            raise _no_series(model, seen, incident, chosen)
+            raise _no_series(model, _models_with_series(client, conn.url, incident, chosen), incident, chosen)
     if not seen:
         raise InferwatchError(f"no model has any inferwatch series (llm_*) between {iso(chosen.start)} and "
                               f"{iso(incident.end)} at {conn.url}: is Prometheus scraping the engines, through the "

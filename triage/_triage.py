@@ -84,10 +84,15 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
 
 
 def _scrape_interval(client, url: str, sel: str, at: list[float]) -> float:
+    """The engines' scrape interval: the median spacing of llm_requests_running's raw samples near `at`."""
+    import statistics
+
     for moment in at:
-        result = instant(client, url, f"max(count_over_time(llm_requests_running{{{sel}}}[5m]))", moment)
-        if result and float(result[0]["value"][1]) >= 2:
-            return max(1.0, 300.0 / float(result[0]["value"][1]))
+        rows = instant(client, url, f"llm_requests_running{{{sel}}}[3m]", moment)
+        gaps = [float(b[0]) - float(a[0]) for row in rows[:50] for a, b in zip(row.get("values", []),
+                                                                                row.get("values", [])[1:])]
+        if gaps:
+            return max(0.5, statistics.median(gaps))
     return DEFAULT_SCRAPE_INTERVAL
 
 

@@ -262,6 +262,7 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
         if not seconds:
             continue
         windows[phase.name] = (time.monotonic(), time.monotonic() + seconds)
+        wall_start = time.time()
         say(f"\n== {phase.name} ({seconds:.0f}s): {phase.says}")
         for model, scenario in phase.scenarios.items():
             await asyncio.to_thread(_set_scenario, engine_urls[model], scenario)
@@ -284,10 +285,26 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
             for key in set(seen) - set(alerts):
                 say(f"  ALERT resolved {_describe(key)}")
             seen = alerts
+        if phase.name == SCRIPT[0].name:
+            normal = (wall_start, time.time())
+        else:      # the incident judged by `inferwatch triage` against the normal phase
+            for line in await asyncio.to_thread(_triage_lines, prom, normal, (wall_start, time.time())):
+                say(line)
     for load in loads:
         load.cancel()
     await asyncio.gather(*loads, return_exceptions=True)
     return fired, samples, windows
+
+
+def _triage_lines(prom: str, normal: tuple[float, float], incident: tuple[float, float]) -> list[str]:
+    """`inferwatch triage` on the demo's Prometheus over an incident, the normal phase as baseline: a line a model."""
+    from inferwatch.triage import Connection, Window, headline, triage
+
+    try:
+        report = triage(Connection(prom), Window(*incident), f"{normal[0]:.3f}/{normal[1]:.3f}", tuple(CAPS))
+    except InferwatchError as err:
+        return [f"  triage: {err}"]
+    return [f"  triage: {headline(verdict)}" for verdict in report.verdicts]
 
 
 def _matches(expected: dict[str, str], fired: set) -> bool:

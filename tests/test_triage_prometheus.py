@@ -136,3 +136,15 @@ def test_no_series_at_all(tmp_path):
     with history_prometheus("# EOF\n", tmp_path) as empty:
         with pytest.raises(InferwatchError, match="no model has any inferwatch series"):
             triage(Connection(empty), INCIDENT, "1h")
+
+
+def test_a_query_prometheus_cannot_run_here_leaves_its_signal_unmeasured(prom):
+    from inferwatch.triage._fetch import connect, fetch_windows
+
+    conn = Connection(prom)
+    bad = "sum by (model) (llm_requests_running) * on () llm_requests_running"     # many-to-many: HTTP 422
+    warnings: list[str] = []
+    base, inc = fetch_windows(connect(conn), prom, [("running", "value", "sum by (model) (llm_requests_running)"),
+                                                    ("waiting", "value", bad)], (INCIDENT, INCIDENT), 60.0, warnings)
+    assert set(inc["signal"]) == {"running"} and len(warnings) == 1
+    assert "many-to-many" in warnings[0] or "duplicate" in warnings[0]

@@ -89,8 +89,24 @@ def _frame(signal: str, part: str, result: list[dict]):
                          "le": np.repeat(np.array(les, dtype=float), counts), "t": block[:, 0], "v": block[:, 1]})
 
 
-def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows, step: float) -> list:
-    """Every (signal, part, PromQL) over each window at `step`, all concurrently; one long frame per window."""
+class QueryFailed(str):
+    """A query Prometheus could not run on this data (HTTP 422, e.g. a join that is not one-to-one here)."""
+
+
+def _query_failed(err: Exception, promql: str) -> QueryFailed | None:
+    from prometheus_api_client.exceptions import PrometheusApiClientException
+
+    text = str(err)
+    if isinstance(err, PrometheusApiClientException) and "422" in text:
+        reason = text.split('"error":"', 1)[-1].split('"}', 1)[0][:200]
+        return QueryFailed(f"Prometheus could not run {promql[:80]}...: {reason}")
+    return None
+
+
+def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows, step: float,
+                  warnings: list | None = None) -> list:
+    """Every (signal, part, PromQL) over each window at `step`, all concurrently; one long frame per window.
+    A query Prometheus cannot execute on this data leaves its signal unmeasured, with a warning."""
     import pandas as pd
 
     texts = list(dict.fromkeys(promql for _, _, promql in queries))     # a denominator shared by signals: once
@@ -102,10 +118,18 @@ def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows
         try:
             return (k, promql), client.custom_query_range(promql, begin, finish, f"{step:g}s")
         except Exception as err:  # noqa: BLE001 - translated into the user's terms, or re-raised
+            failed = _query_failed(err, promql)
+            if failed is not None:
+                return (k, promql), failed
             raise _translate(err, url) from None
 
     with ThreadPoolExecutor(WORKERS) as pool:
         answers = dict(pool.map(one, jobs))
+    for (k, promql), answer in list(answers.items()):
+        if isinstance(answer, QueryFailed):
+            if warnings is not None and f"{answer}; its signals read as not measured" not in warnings:
+                warnings.append(f"{answer}; its signals read as not measured")
+            answers[k, promql] = []
     out = []
     for k in range(len(windows)):
         frames = [f for signal, part, promql in queries if len(f := _frame(signal, part, answers[k, promql]))]

@@ -74,15 +74,17 @@ def plot_report(report, path: Path | str) -> None:
     columns = max([len(r) for _, r in rows] + [1])
     fig, axes = plt.subplots(len(rows), columns, figsize=(3.6 * columns, 2.4 * len(rows) + 0.6 + 0.25 * len(verdicts)), squeeze=False)
     offset, zero = _offset(report), report.incident.start
+    span = max(report.incident.seconds, report.baseline.seconds if not offset else 0)
+    scale, unit = (1, "seconds") if span <= 300 else (60, "minutes") if span <= 36000 else (3600, "hours")
     for (group, row_signals), row_axes in zip(rows, axes):
         for ax, signal in zip(row_axes, row_signals):
             for color, model in zip(COLORS, models):
                 for k, shift, alpha, style in ((0, offset, 0.35, "--"), (1, 0.0, 1.0, "-")):
                     line = series.get((k, signal.name, model))
                     if line is not None and len(line):
-                        ax.plot((line.index + shift - zero) / 60, line.values, style, color=color, alpha=alpha,
+                        ax.plot((line.index + shift - zero) / scale, line.values, style, color=color, alpha=alpha,
                                 linewidth=1.4, label=model if style == "-" else None)
-            ax.axvspan(0, report.incident.seconds / 60, color="orange", alpha=0.12)
+            ax.axvspan(0, report.incident.seconds / scale, color="orange", alpha=0.12)
             ax.set_ylim(bottom=0, top=max(ax.get_ylim()[1], 1e-9) * 1.05)   # from zero: noise looks flat
             strong = signal.name in strongest
             ax.set_title(f"{signal.name} ({signal.unit})", fontsize=9, color="firebrick" if strong else "black",
@@ -94,7 +96,7 @@ def plot_report(report, path: Path | str) -> None:
             ax.axis("off")
     for ax in axes[-1]:
         if ax.axison:
-            ax.set_xlabel("minutes from the incident's start", fontsize=8)
+            ax.set_xlabel(f"{unit} from the incident's start", fontsize=8)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="upper right", fontsize=9, ncol=len(labels))

@@ -41,7 +41,8 @@ def to_json(report) -> dict:
             "models": [{"model": v.model, "kinds": [_finding(f) for f in v.findings],
                         "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
                         "not_measured": list(v.not_measured)}
-                       for v in report.verdicts]}
+                       for v in report.verdicts],
+            "warnings": list(report.warnings)}
 
 
 def headline(verdict) -> str:
@@ -89,10 +90,12 @@ def render_text(report) -> str:
             lines.append(f"    runbook: {runbook_url(f.runbook)}")
         if v.not_measured:
             lines.append(f"  not measured (no series in either window): {', '.join(v.not_measured)}")
+    lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"
 
 
 def render_rich(report, console) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     console.print(f"[bold]inferwatch triage[/bold]: {_title(report)}")
@@ -119,3 +122,5 @@ def render_rich(report, console) -> None:
                               f"[link={runbook_url(f.runbook)}]runbook[/link]")
         if v.not_measured:
             console.print(f"  [dim]not measured: {', '.join(v.not_measured)}[/dim]")
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

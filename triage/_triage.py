@@ -40,6 +40,7 @@ class Report:
     step: float
     verdicts: tuple[Verdict, ...]
     frames: tuple = ()            # (baseline frame, incident frame): the raw samples, for --plot
+    warnings: tuple[str, ...] = ()
 
 
 def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[Finding, ...]]:
@@ -131,7 +132,8 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     step = choose_step(incident, chosen)
     rate = rate_window(step, interval)
     queries = [(s.name, part, q) for s in signals for part, q in signal_queries(s, models, rate).items()]
-    frames = fetch_windows(client, conn.url, queries, (chosen, incident), step)
+    warnings: list[str] = []
+    frames = fetch_windows(client, conn.url, queries, (chosen, incident), step, warnings)
     base, inc = (summarise(f, signals, w, step) for f, w in zip(frames, (chosen, incident)))
     seen = sorted({key[0] for key in list(base) + list(inc)})
     for model in models:
@@ -142,7 +144,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
                               f"{iso(incident.end)} at {conn.url}: is Prometheus scraping the engines, through the "
                               "normalizing exporter or with the mapping's relabeling?")
     verdicts = assess(kinds, signals, base, inc, list(models) or seen)
-    return Report(incident, chosen, step, tuple(verdicts), tuple(frames))
+    return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings))
 
 
 def now() -> float:

@@ -21,8 +21,11 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
              model: Annotated[str, typer.Option(metavar="NAME", help="The served model name.")] = "llama-3-8b",
              listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve.")] = "127.0.0.1:8000",
              scenario: Annotated[str, typer.Option(metavar="SCENARIO",
-                                                   help="normal, queueing, thinking, slow-decode, errors, "
-                                                        "truncation, broken-tools, flaky-metrics or gpu-stall; "
+                                                   help="normal, or a kind of trouble: queueing, long-prompts, "
+                                                        "prefix-cache-loss, kv-pressure, slow-decode, "
+                                                        "spec-decode-collapse, thinking, long-outputs, "
+                                                        "gpu-not-computing (or gpu-stall), not-the-engine, errors, "
+                                                        "truncation, broken-tools, flaky-metrics or metrics-down; "
                                                         "switch later with POST /admin/scenario.")] = "normal",
              max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
              kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,

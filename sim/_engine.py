@@ -58,8 +58,10 @@ class Request:
 class Engine:
     """Schedules requests step by step; call `start()` inside a running event loop."""
 
-    def __init__(self, engine: str, version: str, model: str, params: EngineParams, seed: int | None = None):
+    def __init__(self, engine: str, version: str, model: str, params: EngineParams, seed: int | None = None,
+                 clock=time.monotonic):
         self.engine, self.model = engine, model
+        self.clock = clock                      # tests drive it on a virtual clock: begin_step(), end_step()
         self.params = params
         self.metrics = EngineMetrics(engine, version, model)
         self.rng = random.Random(seed)
@@ -80,6 +82,8 @@ class Engine:
         """Plan what the request will generate, under the current parameters."""
         p, rng = self.params, self.rng
         words = prompt.split() or ["hi"]
+        if p.prompt_scale > 1:                            # context added after the client's text (long-prompts)
+            words += [rng.choice(WORDS) for _ in range(int(len(words) * (p.prompt_scale - 1)))]
         plan = [("reasoning", " " + rng.choice(WORDS)) for _ in range(p.reasoning_tokens)]
         if tool_name:
             arguments = json.dumps({"city": rng.choice(["Paris", "Lima", "Osaka"]), "unit": "celsius"})
@@ -95,7 +99,7 @@ class Engine:
             limit = min(limit, p.reasoning_tokens + max(1, (len(plan) - p.reasoning_tokens) // 2))
         if len(plan) > limit:
             plan, reason = plan[:max(1, limit)], "length"
-        request = Request(words, plan, reason, streaming, tool_name)
+        request = Request(words, plan, reason, streaming, tool_name, arrival=self.clock())
         roll = rng.random()
         if roll < p.error_share:
             request.fail_at, request.finish_reason = len(plan) // 2, self._error_reason
@@ -137,18 +141,26 @@ class Engine:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
-            prefill, self._prefill = self._prefill + self._admit(), 0
-            if not self.running:
-                await asyncio.sleep(self.params.decode_step_s)
-                continue
-            p = self.params
-            step = prefill / p.prefill_tokens_per_s + p.decode_step_s * (1 + p.decode_batch_slope *
-                                                                           (len(self.running) - 1))
-            await asyncio.sleep(step)
-            self._decode(step)
-            self._relieve_kv_pressure()
-            self._prefill = self._admit()       # freed slots refill at once, as a continuous-batching scheduler does
-            self._gauges()
+            seconds = self.begin_step()
+            await asyncio.sleep(seconds)
+            self.end_step(seconds)
+
+    def begin_step(self) -> float:
+        """Admit what fits; how long the next step takes (prefill of the admitted, then a decode step)."""
+        prefill, self._prefill = self._prefill + self._admit(), 0
+        p = self.params
+        if not self.running:
+            return p.decode_step_s
+        return prefill / p.prefill_tokens_per_s + p.decode_step_s * (1 + p.decode_batch_slope * (len(self.running) - 1))
+
+    def end_step(self, seconds: float) -> None:
+        """The step of `seconds` is over: every running request gets its tokens."""
+        if not self.running:
+            return
+        self._decode(seconds)
+        self._relieve_kv_pressure()
+        self._prefill = self._admit()       # freed slots refill at once, as a continuous-batching scheduler does
+        self._gauges()
 
     def _admit(self) -> int:
         """Move waiting requests into the batch while the cap and the KV cache allow; returns prefill tokens."""
@@ -159,7 +171,7 @@ class Engine:
                 break
             self.waiting.popleft()
             if request.admitted_at is None:
-                request.admitted_at = time.monotonic()
+                request.admitted_at = self.clock()
                 request.cached = self._prefix_hit(request.prompt)
                 if self.engine == "vllm":                   # SGLang counts prompt tokens when a request ends
                     self.metrics.inc("prompt_tokens", len(request.prompt))
@@ -174,6 +186,9 @@ class Engine:
 
     def _prefix_hit(self, prompt: list[str]) -> int:
         """Tokens of leading full blocks already cached; the prompt's blocks become cached."""
+        if not self.params.prefix_caching:                # flushed on every request: nothing is ever found
+            self._prefix.clear()
+            return 0
         size, hit, matching = self.params.prefix_block, 0, True
         capacity = max(1, self.params.kv_cache_tokens // size)
         for i in range(len(prompt) // size):
@@ -201,7 +216,7 @@ class Engine:
         return 1 + accepted
 
     def _decode(self, step: float) -> None:
-        now = time.monotonic()
+        now = self.clock()
         p = self.params
         if p.spec_tokens:
             self.metrics.set("spec_accept_rate", p.spec_acceptance)
@@ -245,7 +260,7 @@ class Engine:
 
     def _finish(self, request: Request, reason: str) -> None:
         """Tell the client, and count the request as the engine would. `reason` may be CLIENT_ABORT."""
-        now = request.finished_at = time.monotonic()
+        now = request.finished_at = self.clock()
         m, streaming = self.metrics, request.streaming
         shown = "abort" if reason == CLIENT_ABORT else reason
         request.finish_reason = shown

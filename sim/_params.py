@@ -35,6 +35,16 @@ class EngineParams:
     truncate_share: float = 0.0         # requests cut at a short length limit
     broken_tool_share: float = 0.0      # tool calls whose arguments are not valid JSON
     metrics_fault_share: float = 0.0    # /metrics answers that fail (500, hang or 404)
+    # Prompts and output lengths come from clients, which a scenario cannot change: these two scale what the
+    # engine is given and generates, as when a RAG retriever starts adding more context after the client's text,
+    # or users (a new prompt template) ask for longer answers. The returned usage counts what the engine did.
+    prompt_scale: float = 1.0           # the engine sees each prompt this many times as long (more words appended)
+    prefix_caching: bool = True         # False: no prompt finds its prefix cached (a flushed or disabled cache,
+                                        # or a router that stops sending a shared prefix to the replica holding it)
+    ingress_delay_s: float = 0.0        # a slow path in front of the engine (gateway, auth, tokenizer service):
+                                        # each API request waits about this long before the engine sees it, so
+                                        # the engine's clocks start after it; only a front door measures it
+    gpu_stall: bool = False             # with --gpus: GPU-Util stays near 1 while SM and tensor activity collapse
 
 
 @lru_cache(maxsize=None)

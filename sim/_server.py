@@ -36,7 +36,7 @@ class SimulatorConfig:
     scenario: str = "normal"
     params: EngineParams = EngineParams()
     seed: int | None = None
-    gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu-stall stalls them
+    gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu_stall stalls them
     workload: object = None            # the GPUs' pod (exporters.gpu.Workload); None: this process's HOSTNAME
 
 
@@ -85,7 +85,7 @@ class _Simulator:
             return web.Response(status=500 if fault == "error" else 404, text=f"simulated metrics fault: {fault}\n")
         text = self.engine.metrics.render()
         if self.gpus is not None:
-            text += self.gpus(text, self.scenario)
+            text += self.gpus(text, p.gpu_stall)
         return web.Response(body=text.encode(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def get_scenario(self, request: web.Request) -> web.Response:
@@ -112,6 +112,9 @@ class _Simulator:
 
     async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
         endpoint = request.path
+        delay = self.engine.params.ingress_delay_s
+        if delay:           # a slow path in front of the engine: its clocks (arrival, TTFT, e2e) start after it
+            await asyncio.sleep(delay * self.engine.rng.uniform(0.5, 1.5))
         try:
             body = await request.json()
             if chat:

@@ -60,14 +60,14 @@ def query(base: str, expr: str) -> list[dict]:
 
 
 @contextmanager
-def prometheus(binary: str, config: dict, workdir: Path):
-    """A real Prometheus server on loopback with `config`; yields its base URL."""
+def prometheus(binary: str, config: dict, workdir: Path, flags: tuple[str, ...] = ()):
+    """A real Prometheus server on loopback with `config` (and extra command-line `flags`); yields its base URL."""
     port = free_port()
     cfg = workdir / "prometheus.yml"
     cfg.write_text(yaml.safe_dump(config, sort_keys=False))
     log = open(workdir / "prometheus.log", "w")
     proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+                             f"--web.listen-address=127.0.0.1:{port}", *flags], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 30

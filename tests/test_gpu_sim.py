@@ -191,10 +191,13 @@ def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
         gpu_part = "".join(f.header() + f.body for f in split_families(text) if f.name.startswith("gpu_"))
         proc = subprocess.run([need("promtool"), "check", "metrics"], input=gpu_part, capture_output=True, text=True)
         assert proc.returncode == 0 and "gpu_sm_active_ratio" in gpu_part, proc.stdout + proc.stderr
-        _get(base + "/admin/scenario", json.dumps({"scenario": "gpu-stall"}).encode())
-        stalled = _get(base + "/metrics")
-        assert values(stalled, "gpu_utilization_ratio", gpu="1")[0][1] >= 0.95
-        assert values(stalled, "gpu_sm_active_ratio", gpu="1")[0][1] <= 0.1
+        for scenario in ("gpu-stall", "gpu-not-computing"):      # the second is named for triage's kind
+            _get(base + "/admin/scenario", json.dumps({"scenario": scenario}).encode())
+            stalled = _get(base + "/metrics")
+            assert values(stalled, "gpu_utilization_ratio", gpu="1")[0][1] >= 0.95
+            assert values(stalled, "gpu_sm_active_ratio", gpu="1")[0][1] <= 0.1
+        _get(base + "/admin/scenario", json.dumps({"scenario": "normal"}).encode())
+        assert values(_get(base + "/metrics"), "gpu_utilization_ratio", gpu="1")[0][1] == 0.0   # idle, not stalled
 
 
 def test_simulated_gpus_name_the_pod_using_them(monkeypatch):

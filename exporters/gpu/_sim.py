@@ -212,9 +212,9 @@ def _default_workload() -> Workload:
 
 
 def simulated_gpus(gpus: int, seed: str, workload: Workload | None = None):
-    """GPUs a simulator serves beside its engine: `render(engine exposition, engine scenario)` gives their
-    exposition, each GPU labelled with `workload` (default: `_default_workload()`). The engine scenario
-    `gpu-stall` stalls them."""
+    """GPUs a simulator serves beside its engine: `render(engine exposition, stalled)` gives their exposition,
+    each GPU labelled with `workload` (default: `_default_workload()`); `stalled` (the engine parameter
+    `gpu_stall`, set by the scenarios gpu-stall and gpu-not-computing) stalls them."""
     import socket
 
     from inferwatch.exporters.gpu._render import render_snapshot
@@ -223,8 +223,8 @@ def simulated_gpus(gpus: int, seed: str, workload: Workload | None = None):
     backend = SimulatedBackend(gpus, socket.gethostname(), workload=workload or _default_workload(), seed=seed)
     catalog = load_catalog()
 
-    def render(engine_text: str, engine_scenario: str) -> str:
-        backend.set_scenario("stall" if engine_scenario == "gpu-stall" else "normal")
+    def render(engine_text: str, stalled: bool) -> str:
+        backend.set_scenario("stall" if stalled else "normal")
         return render_snapshot(backend.sample_engine(engine_text), catalog)
 
     return render

@@ -101,7 +101,8 @@ def test_a_value_missing_in_a_window_cannot_be_judged():
 NORMAL = {"running": 6, "waiting": 0, "cap_usage": 0.2, "queue_time_mean": 0.01, "request_rate": 2,
           "ttft_mean": 0.25, "tpot_mean": 0.03, "itl_mean": 0.03, "e2e_mean": 4, "prompt_tokens_per_request": 600,
           "output_tokens_per_request": 120, "kv_usage": 0.4, "prefix_hit_ratio": 0.5, "preemptions_per_request": 0,
-          "spec_acceptance": 0.7, "engine_error_share": 0, "length_share": 0.02, "engine_series": 1.0}
+          "spec_acceptance": 0.7, "engine_error_share": 0, "length_share": 0.02, "engine_series": 1.0,
+          "queue_share": 0.003, "kv_usage_peak": 0.5}
 
 
 def readings(**changes) -> dict[str, Reading]:
@@ -120,19 +121,31 @@ def test_nothing_wrong_is_an_empty_list():
 
 
 def test_queueing():
-    found = judge(KINDS, readings(), readings(waiting=8, queue_time_mean=1.5, ttft_mean=1.8, cap_usage=1.0), FLOORS)
+    found = judge(KINDS, readings(), readings(waiting=8, queue_time_mean=1.5, ttft_mean=1.8, cap_usage=1.0,
+                                              queue_share=0.3, e2e_mean=5.5), FLOORS)
     assert [f.kind for f in found] == ["queueing"] and found[0].confidence == 1.0
     signals = {e.signal for e in found[0].evidence}
     assert {"waiting", "ttft_mean", "queue_time_mean", "tpot_mean"} <= signals
 
 
 def test_kv_pressure_explains_the_queueing_it_brings_and_ranks_first():
-    found = judge(KINDS, readings(), readings(kv_usage=0.97, preemptions_per_request=0.3, waiting=4,
+    found = judge(KINDS, readings(), readings(kv_usage_peak=0.97, preemptions_per_request=0.3, waiting=4,
                                               queue_time_mean=0.5, ttft_mean=0.6, tpot_mean=0.04, e2e_mean=6),
                   FLOORS)
     assert [f.kind for f in found][:2] == ["kv-pressure", "queueing"]
     assert found[0].explains == ("queueing",) and found[1].explained_by == ("kv-pressure",)
     assert found[1].confidence <= 0.9 * found[0].confidence
+
+
+def test_where_the_time_goes_ranks_slow_decode_against_the_queue_it_causes():
+    # slower steps at a cap: requests queue; most of their time spent waiting makes it queueing first
+    queued = readings(tpot_mean=0.18, itl_mean=0.18, waiting=13, queue_time_mean=12, ttft_mean=12.5, cap_usage=0.95,
+                      queue_share=0.6, e2e_mean=20)
+    assert kinds_of(readings(), queued) == ["queueing", "slow-decode"]
+    # the same slowdown below the cap: the time goes to decoding
+    decoding = readings(tpot_mean=0.15, itl_mean=0.15, waiting=0.1, queue_time_mean=0.06, ttft_mean=0.2,
+                        queue_share=0.01, e2e_mean=18)
+    assert kinds_of(readings(), decoding) == ["slow-decode"]
 
 
 def test_a_kind_whose_needed_signal_was_not_measured_does_not_hold():

@@ -4,11 +4,20 @@
 event (`observe_event`) or from a whole JSON answer (`observe_whole`). Nothing
 here keeps content: only times, counts, finish reasons, and tool-call names and
 arguments until the request is judged (they are needed to validate the call).
+
+Most events of a stream are the same bytes but for the text of one token. The
+first such plain one (visible content, nothing else the meter reads) is parsed
+and its bytes before and after that text are kept as the stream's `shape`; a
+later event with the same bytes around a text that is one valid JSON string
+counts as a visible token without parsing the rest (`_same_shape`). Anything
+else (reasoning, tool calls, a finish reason, usage, errors, another id) is
+parsed whole.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 __all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_whole", "token_counts"]
@@ -70,6 +79,7 @@ class Facts:
     error: str | None = None                     # an error object, or a body that is not the JSON it should be
     usage: dict | None = None
     visible_whole: bool = False                  # a whole (non-streamed) answer had content or a tool call
+    shape: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)   # around a token's text
 
 
 def observe_event(facts: Facts, payload: bytes, now: float) -> None:
@@ -77,6 +87,11 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
     facts.events += 1
     if facts.first_chunk is None:
         facts.first_chunk = now
+    shape = facts.shape
+    if shape is not None and _same_shape(payload, shape):
+        facts.visible_chunks += 1
+        facts.last_visible = now
+        return
     if payload == b"[DONE]":
         facts.done = True
         return
@@ -91,6 +106,65 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         facts.last_visible = now
         if facts.first_visible is None:
             facts.first_visible = now
+        if shape is None:
+            facts.shape = _shape_of(payload, doc)
+
+
+def _same_shape(payload: bytes, shape: tuple[bytes, bytes]) -> bool:
+    """Whether `payload` is `head + text + tail` with `text` one non-empty JSON string's inside: then it is the
+    shape's event with another token, which the meter counts alike (every other byte is the same)."""
+    head, tail = shape
+    if len(payload) <= len(head) + len(tail) or not payload.startswith(head) or not payload.endswith(tail):
+        return False
+    try:        # an unescaped quote, a bad escape, a control character or bad UTF-8 in `text` fails here
+        _fast_loads(b'"' + payload[len(head):len(payload) - len(tail)] + b'"')
+    except ValueError:
+        return False
+    return True
+
+
+def _shape_of(payload: bytes, doc: dict) -> tuple[bytes, bytes] | None:
+    """The bytes before and after the token text of a plain visible event: one choice, non-empty content (or
+    completion text), and no finish reason, reasoning, tool call, usage or error. None for any other event."""
+    choices = doc.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or doc.get("usage") is not None:
+        return None
+    choice = choices[0]
+    part = choice.get("delta")
+    if choice.get("finish_reason") or (part is None and "message" in choice):
+        return None
+    if part is None:
+        key, text = _TEXT_KEY, choice.get("text")
+    elif part.get("reasoning_content") or part.get("reasoning") or part.get("tool_calls") or \
+            part.get("function_call"):
+        return None
+    else:
+        key, text = _CONTENT_KEY, part.get("content")
+    found = key.findall(payload) if isinstance(text, str) and text else ()
+    if len(found) != 1:
+        return None
+    start = payload.index(found[0]) + len(found[0])
+    end = payload.find(b'"', start)
+    while end > 0 and _escaped(payload, end):
+        end = payload.find(b'"', end + 1)
+    if end < 0:
+        return None
+    try:
+        same = _fast_loads(payload[start - 1:end + 1]) == text
+    except ValueError:
+        return None
+    return (payload[:start], payload[end:]) if same else None
+
+
+_CONTENT_KEY, _TEXT_KEY = re.compile(rb'"content"\s*:\s*"'), re.compile(rb'"text"\s*:\s*"')
+
+
+def _escaped(data: bytes, at: int) -> bool:
+    """Whether the byte at `at` follows an odd number of backslashes."""
+    n = at
+    while n > 0 and data[n - 1] == 0x5C:
+        n -= 1
+    return (at - n) % 2 == 1
 
 
 def observe_whole(facts: Facts, body: bytes) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import random
 from fractions import Fraction
 
 import jsonschema
@@ -56,6 +57,55 @@ def test_events_json_accepts_and_orjson_refuses_are_metered_alike():
     assert facts.error is None and facts.visible_chunks == 1
     assert classify(200, "complete", facts, True, None) == "ok"
     assert request_info(b'{"model": "m", "stream": true, "seed": 123456789012345678901234567890}').model == "m"
+
+
+def _evil_events(rng: random.Random) -> list[bytes]:
+    """A stream of chunks an engine sends, mixed with ones of the same bytes around a text that is not one JSON
+    string, and others that look alike but differ in what the meter reads."""
+    texts = ["a", " token", 'say "hi"', "back\\slash\\", "é", "\U0001f600", "line\nbreak", "", "\x00", "}]}"]
+    head = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    def chunk(delta=None, finish=None, usage=None, **choice):
+        doc = json.loads(head + '"x":0}]}')
+        doc["choices"][0] = {"index": 0, **({"delta": delta} if delta is not None else {}), **choice,
+                             "logprobs": None, "finish_reason": finish}
+        if usage is not None:
+            doc["usage"] = usage
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=rng.random() < 0.5).encode()
+    plain = chunk({"content": "X"})
+    before, after = plain.split(b"X")
+    raw = [b'a"b', b"a\\", b"\x01", b"\xff", b'","x":"y', b"\\u12", b"\\\\", b'\\"']
+    makers = [
+        lambda: chunk({"content": rng.choice(texts)}),
+        lambda: chunk({"content": rng.choice(texts)}),
+        lambda: before + rng.choice(raw) + after,
+        lambda: chunk({"role": "assistant", "content": ""}),
+        lambda: chunk({"reasoning_content": rng.choice(texts)}),
+        lambda: chunk({"content": rng.choice(texts)}, finish=rng.choice(["stop", "length", None])),
+        lambda: chunk({"content": "a"}, usage={"prompt_tokens": 1, "completion_tokens": 2}),
+        lambda: chunk({"tool_calls": [{"index": 0, "function": {"name": "get", "arguments": rng.choice(texts)}}]}),
+        lambda: chunk(text=rng.choice(texts)),
+        lambda: chunk({"content": "a"}).replace(b'"c1"', b'"c2"'),
+        lambda: b'{"error":{"message":"x"}}',
+        lambda: b"[DONE]",
+    ]
+    return [rng.choice(makers)() for _ in range(rng.randint(1, 12))]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_events_of_a_known_shape_are_metered_as_if_parsed_whole(seed):
+    events = _evil_events(random.Random(seed))
+    fast, whole = Facts(), Facts()
+    for i, event in enumerate(events):
+        observe_event(fast, event, float(i))
+        whole.shape = None                          # no shape: every event parsed whole
+        observe_event(whole, event, float(i))
+    assert fast == whole, events
+
+
+def test_a_plain_stream_parses_one_event_whole():
+    facts = _facts(_delta(role="assistant", content=""), *[_delta(content=t) for t in ("a", '"b"', "c\\")],
+                   _delta("stop"), b"[DONE]")
+    assert facts.shape is not None and facts.shape[0].endswith(b'"content": "') and facts.visible_chunks == 3
 
 
 def test_an_event_too_large_to_meter_is_dropped_not_kept():

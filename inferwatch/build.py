@@ -8,7 +8,10 @@ the ones that drifted from what the code generates now.
     build/prometheus/rules/           rule files only (mapping recording rules, default SLO rules, operational
                                       alerts), so `rule_files: [build/prometheus/rules/*.yaml]` loads them all
     build/prometheus/rules/tests/     their promtool tests (`promtool test rules *.test.yaml` in that folder)
-    build/alertmanager/               inhibit rules for the SLO burn-rate tiers
+    build/prometheus/rules-frontdoor/ the front-door variant of the default SLOs (slo/defaults-frontdoor.yaml),
+                                      apart: load it only where a front door runs (else LLMSLIDataMissing
+                                      fires), with its tests in tests/ (checked in under alerts/frontdoor/)
+    build/alertmanager/               inhibit rules for the SLO burn-rate tiers (both variants)
     build/grafana/dashboards/         the four core dashboards as modern Grafana JSON
     build/deploy/kubernetes/          `inferwatch deploy render` of the defaults (checked in under deploy/)
     build/deploy/compose/             the same for `--target compose`
@@ -45,14 +48,23 @@ _MAPPING_COPIES = {
 
 
 DEFAULT_SLO_SPEC = SLO_DIR / "defaults.yaml"
+FRONTDOOR_SLO_SPEC = SLO_DIR / "defaults-frontdoor.yaml"
+FRONTDOOR = "frontdoor"      # the front-door variant's folder under alerts/, and its rules-<it> in the bundle
+
+
+def _slo_files(spec_path: Path, rules_dir: str, alerts_dir: str) -> dict[str, tuple[str, str]]:
+    """A default SLO spec compiled: {bundle path: (path under alerts/, text)}. Rules and their tests/ go to
+    prometheus/<rules_dir>/, the alertmanager/ inhibit rules to the bundle's alertmanager/."""
+    files, _ = render_files(compile_spec(load_spec(spec_path)), generator="inferwatch build")
+    return {(name if name.startswith("alertmanager/") else f"prometheus/{rules_dir}/{name}"): (alerts_dir + name, text)
+            for name, text in files.items()}
 
 
 def _default_slo_files() -> dict[str, tuple[str, str]]:
-    """The default SLO spec compiled: {bundle path: (path under alerts/, text)}. Rules and their tests/ go to
-    prometheus/rules/, the alertmanager/ inhibit rules to the bundle's alertmanager/."""
-    files, _ = render_files(compile_spec(load_spec(DEFAULT_SLO_SPEC)), generator="inferwatch build")
-    return {(name if name.startswith("alertmanager/") else "prometheus/rules/" + name): (name, text)
-            for name, text in files.items()}
+    """Both default specs: the engines' into prometheus/rules/ (alerts/), the front door's into
+    prometheus/rules-frontdoor/ (alerts/frontdoor/), out of the `rules/*.yaml` glob."""
+    return {**_slo_files(DEFAULT_SLO_SPEC, "rules", ""),
+            **_slo_files(FRONTDOOR_SLO_SPEC, f"rules-{FRONTDOOR}", f"{FRONTDOOR}/")}
 
 
 def _dashboard_files() -> dict[str, str]:
@@ -116,14 +128,15 @@ def _in_checkout() -> bool:
 
 def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     """(stale: checked-in copy and what the code generates now, orphans: generated files the code no longer
-    produces: default-SLO files in alerts/ of a removed objective, dashboard JSON without its source, files under
+    produces: default-SLO files in alerts/ (and alerts/frontdoor/) of a removed objective, dashboard JSON without its source, files under
     deploy/kubernetes/ and deploy/compose/ the default render no longer writes)."""
     bundle, copies = _bundle()
     stale = [(copies[rel], text) for rel, text in bundle.items() if rel in copies and
              (not copies[rel].is_file() or copies[rel].read_text(encoding="utf-8") != text)]
-    service = load_spec(DEFAULT_SLO_SPEC).service
-    generated = {path for folder in ("", "tests/", "alertmanager/")
-                 for path in ALERTS_DIR.glob(f"{folder}{service}.*.yaml")} | set(DASHBOARDS_DIR.glob("*.json")) | \
+    generated = {path for spec, base in ((DEFAULT_SLO_SPEC, ""), (FRONTDOOR_SLO_SPEC, f"{FRONTDOOR}/"))
+                 for folder in ("", "tests/", "alertmanager/")
+                 for path in ALERTS_DIR.glob(f"{base}{folder}{load_spec(spec).service}.*.yaml")} | \
+        set(DASHBOARDS_DIR.glob("*.json")) | \
         {path for target in ("kubernetes", "compose") for path in (DEPLOY_DIR / target).rglob("*") if path.is_file()}
     return stale, sorted(generated - set(copies.values()))
 

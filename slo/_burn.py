@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from inferwatch.slo._model import Objective, Spec, Tier
 
-__all__ = ["TierMath", "tier_math", "decimal", "windows"]
+__all__ = ["TierMath", "tier_math", "decimal", "windows", "tier_windows"]
 
 BASE = Fraction(60)          # the recorded per-minute counts; also the rule groups' interval
 
@@ -53,12 +53,14 @@ def tier_math(spec: Spec, objective: Objective, tier: Tier) -> TierMath:
     return TierMath(tier, factor, threshold, math.ceil(spec.min_bad_events / threshold))
 
 
+def tier_windows(spec: Spec) -> list[Fraction]:
+    """The tiers' windows, shortest first, each shared by every tier that uses it."""
+    return sorted({w for tier in spec.tiers for w in (tier.long, tier.short)})
+
+
 def windows(spec: Spec) -> list[Fraction]:
     """Every window the rules record, shortest first: the tiers' windows and the SLO window."""
-    found = {spec.window}
-    for tier in spec.tiers:
-        found |= {tier.long, tier.short}
-    return sorted(found)
+    return sorted({spec.window, *tier_windows(spec)})
 
 
 def decimal(value: Fraction, digits: int = 6) -> str:

@@ -32,8 +32,8 @@ def rule_file_name(ruleset: RuleSet, objective) -> str:
 
 def render_files(ruleset: RuleSet, fmt: str = "prometheus", tests: bool = True,
                  generator: str = "inferwatch slo compile") -> tuple[dict[str, str], list[str]]:
-    """({path in the output folder: text}, warnings). Prometheus: one rule file and one test file per
-    objective, so each objective's tests load its rules alone; prometheus-operator: one PrometheusRule for the
+    """({path in the output folder: text}, warnings). Prometheus: one rule file (its two groups) and one test
+    file per objective, so each objective's tests load its rules alone; prometheus-operator: one PrometheusRule for the
     whole spec."""
     spec, files, warnings = ruleset.spec, {}, list(ruleset.warnings)
     if fmt == "prometheus-operator":
@@ -46,10 +46,10 @@ def render_files(ruleset: RuleSet, fmt: str = "prometheus", tests: bool = True,
         files[f"{spec.service}.prometheusrule.yaml"] = _banner(ruleset, "A PrometheusRule for the Prometheus Operator.",
                                                                generator) + dump_yaml(manifest)
     else:
-        for objective, group in zip(spec.objectives, ruleset.groups):
+        for objective in spec.objectives:
             name = rule_file_name(ruleset, objective)
             files[name] = _banner(ruleset, f"Rules of objective {objective.name}; load with `rule_files`.", generator) + \
-                dump_yaml({"groups": [group]})
+                dump_yaml({"groups": ruleset.objective_groups(objective)})
             if not tests:
                 continue
             try:

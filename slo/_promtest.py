@@ -9,6 +9,8 @@ from the rules under test:
 - a slow burn fires a ticket but no page;
 - an error rate at half the budget (or half the slowest tier's burn) fires nothing;
 - zero traffic records no NaN and fires nothing;
+- every window's error ratio reads the same from the raw counters (the first minutes: the fallback while the
+  recording is short) and from the recorded per-minute counts;
 - one bad request in an hour of ten requests does not page;
 - series that vanish (with or without a staleness marker) stop counting within
   one scrape interval, and they, a failing scrape target and no series at all
@@ -22,11 +24,12 @@ import math
 import re
 from fractions import Fraction
 
-from inferwatch.durations import format_seconds
-from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math
+from inferwatch.durations import format_duration, format_seconds
+from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math, tier_windows
 from inferwatch.slo._model import LatencySLI, Objective
 from inferwatch.slo._oracle import Counts
-from inferwatch.slo._rules import BURN_ALERT, LITERAL_BRACES, MISSING_ALERT, RuleSet, record, window_name
+from inferwatch.slo._rules import (BURN_ALERT, LITERAL_BRACES, MISSING_ALERT, RuleSet, raw_fallback_inline, record,
+                                   window_name)
 from inferwatch.slo._selector import le_spellings
 from inferwatch.slo._series import (Segment, Source, group_labels, input_series, per_minute, scrape_labels,
                                     series_name)
@@ -192,11 +195,15 @@ class _Objective:
 
     def _zero_traffic(self) -> dict:
         checks = [self._burn_check(t, []) for t in (60, 120)] + [self._missing_check(120)]
-        exprs = [self._sample(record("error_ratio", window_name(self.maths[0].tier.long if self.maths else 3600)),
-                              120, None),
-                 self._sample(record("total", "increase1h"), 120, 0)]
+        exprs = [self._sample(name, 120, None) for name in self._ratio_names()]
+        exprs.append(self._sample(record("total", "increase1m"), 120, 0))
         return self._case("zero traffic records no NaN and fires nothing", [Segment(120, Fraction(0))], checks,
                           exprs=exprs)
+
+    def _ratio_names(self) -> list[str]:
+        """The error ratio of every tier window, as recorded in the first hours (the raw fallback above 6h)."""
+        return [record("error_ratio" if raw_fallback_inline(w) else "error_ratio_raw", window_name(w))
+                for w in tier_windows(self.spec)]
 
     def _low_traffic(self) -> dict:
         segments = []
@@ -272,19 +279,31 @@ class _Objective:
                 self._sample(record("error_ratio", "5m"), last_real + 1, None)]
 
     def _counting(self) -> dict:
-        """Good and total with a quarter of events bad, over two targets (latency: both `le` spellings); the 1h
-        window holds exactly 60 minutes."""
+        """Good and total with a quarter of events bad, over two targets (latency: both `le` spellings); every
+        window's ratio reads the same from the raw counters and the recorded ones; then, after a clean hour, the
+        1h window holds exactly 60 minutes (a 61st would bring back the bad quarter)."""
         spellings = le_spellings(self.objective.sli.threshold) if isinstance(self.objective.sli, LatencySLI) else [""]
         sources = tuple(Source(instance=f"engine-{i}:8000", le=i, share=Fraction(1, len(spellings)))
                         for i in range(len(spellings)))
         shown = " and ".join(f'le="{s}"' for s in spellings) if spellings != [""] else "good and total"
-        segments = [Segment(70, self.rate, self.rate / 4)]
+        windows = tier_windows(self.spec)
+        window = Fraction(3600) if 3600 in windows else windows[0]
+        clean = _minutes(window)
+        segments = [Segment(10, self.rate, self.rate / 4), Segment(clean, self.rate)]
         counts = Counts(*per_minute(segments))
-        total_1h, bad_1h = counts.window(70, 3600)
         exprs = [self._sample(record("total", "increase1m"), 10, self.rate),
                  self._sample(record("good", "increase1m"), 10, self.rate * 3 / 4),
-                 self._sample(record("error_ratio", "5m"), 10, Fraction(1, 4)),
-                 self._sample(record("total", "increase1h"), 70, total_1h),
-                 self._sample(record("good", "increase1h"), 70, total_1h - bad_1h)]
+                 self._sample(record("error_ratio", "5m"), 3, Fraction(1, 4))]       # from the raw counters
+        # every window's ratio, from the recorded counts (5m) or the raw counters, reads the same quarter
+        exprs += [self._sample(name, 10, Fraction(1, 4)) for name in self._ratio_names()]
+        end = 10 + clean
+        total, bad = counts.window(end, window)
+        assert bad == 0 and total == clean * self.rate
+        sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
+        exprs += [self._sample(record("error_ratio", window_name(window)), end, 0),
+                  # the alerts' min_events guard sums the same minutes
+                  {"expr": f"sum_over_time({record('total', 'increase1m')}{{{sel}}}[{format_duration(window - 30)}])",
+                   "eval_time": f"{end}m", "exp_samples": [{"labels": series_name("", self.ident),
+                                                            "value": float(total)}]}]
         return self._case(f"{shown} are all counted, each minute once", segments,
                           [self._burn_check(10, counts.firing(self.maths, 10))], sources=sources, exprs=exprs)

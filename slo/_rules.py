@@ -1,20 +1,28 @@
 """Compile a Spec into Prometheus rule groups, in stages: SLI counts, windows, burn-rate alerts, missing data.
 
-Every objective gets one group, evaluated every minute (`interval: 1m`):
+Every objective gets two groups: one evaluated every minute (`interval: 1m`) with the counts, the tier windows
+and the alerts, and a long-window group evaluated every 5 minutes.
 
 1. SLI counts. Good and total events of the last minute, summed over the
    objective's series (`llm_slo:good:increase1m`, `llm_slo:total:increase1m`).
-   A series scraped too rarely for a one-minute `increase` counts at its 5-minute
-   rate instead, so nothing is lost at a 1m scrape interval; but only while its
+   A series scraped too rarely for a one-minute `increase` counts at its
+   5-minute rate instead, so nothing is lost at a 1m scrape interval; but only while its
    last sample is under 90 s old, so a dead engine stops counting within one
    scrape interval instead of adding phantom requests for five minutes.
-2. Windows. Every longer window sums those per-minute counts with
-   `sum_over_time` (a `W-30s` range holds exactly W/1m samples on Prometheus 2
-   and 3): event-weighted and cheap, never a mean of ratios or a raw 28-day
-   scan. Error ratio, burn rate, budget remaining and the SLI over the SLO
-   window follow; a window without events records nothing rather than NaN.
+2. Windows. One series per tier window, its error ratio (`llm_slo:error_ratio:<W>`), shared by every tier
+   that uses the window: the per-minute counts summed with `sum_over_time` (a `W-30s` range holds exactly
+   W/1m samples on Prometheus 2 and 3), event-weighted and cheap, but only for the groups whose counts were
+   recorded at least 90% of W ago (`llm_slo:total:increase1m offset 0.9W`, one sample per group). Until then
+   (a fresh deployment, a renamed objective, a changed group_by) the window is read from the raw counters,
+   `increase(raw[W])`, as Sloth does: inline for windows up to 6h, and for longer ones every 5 minutes in
+   the long-window group (`llm_slo:error_ratio_raw:<W>`, recorded only while the recording is short). A
+   few minutes of recording never stand for a day. Burn rates and the remaining budget are derived in the
+   dashboard queries; the objective's constants are recorded once per objective, not per group; the SLI
+   over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 5 minutes. A window without
+   events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
-   events in its long window that `min_bad_events` bad requests cannot fire it.
+   events in its long window (summed inline from the per-minute counts) that `min_bad_events` bad requests
+   cannot fire it.
 4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
@@ -23,14 +31,17 @@ Every objective gets one group, evaluated every minute (`interval: 1m`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from inferwatch.durations import format_duration
-from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math, windows
+from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math, tier_windows
 from inferwatch.slo._model import LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec
 from inferwatch.slo._selector import le_matcher
 
 __all__ = ["RuleSet", "compile_spec", "window_name", "BURN_ALERT", "MISSING_ALERT", "DEFAULT_RUNBOOKS",
-           "runbook_url", "record", "literal", "LITERAL_BRACES"]
+           "runbook_url", "record", "literal", "LITERAL_BRACES", "ratio_ref", "raw_fallback_inline",
+           "long_group_name", "TOTAL_1M", "GOOD_1M", "SLI_RATIO", "COVERAGE", "LONG_INTERVAL",
+           "INLINE_FALLBACK_MAX"]
 
 BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
@@ -38,6 +49,11 @@ DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RU
 MISSING_LOOKBACK = "1h"      # a vanished source or group is named this long; then it is just "absent"
 FRESH_SECONDS = 90           # the 5m-rate fallback counts a series only while its last sample is this recent:
                              # one 1m scrape interval plus slack for a late scrape
+TOTAL_1M, GOOD_1M = "llm_slo:total:increase1m", "llm_slo:good:increase1m"
+SLI_RATIO = "llm_slo:sli:ratio"
+COVERAGE = Fraction(9, 10)   # a window is read from the recorded counts once they reach back this share of it
+LONG_INTERVAL = Fraction(300)            # the long-window group's interval
+INLINE_FALLBACK_MAX = Fraction(6 * 3600)  # windows up to this read the raw counters inline while not covered
 
 
 @dataclass
@@ -48,6 +64,11 @@ class RuleSet:
     groups: list[dict]
     inhibit_rules: list[dict]
     warnings: list[str] = field(default_factory=list)
+
+    def objective_groups(self, objective: Objective) -> list[dict]:
+        """The objective's long-window group and its every-minute group, in that order."""
+        names = (long_group_name(self.spec, objective), f"inferwatch-slo-{self.spec.service}-{objective.name}")
+        return [g for g in self.groups if g["name"] in names]
 
 
 def window_name(seconds) -> str:
@@ -81,8 +102,14 @@ def _user_labels(spec: Spec, objective: Objective) -> dict[str, str]:
     return {k: literal(v) for k, v in (*spec.labels, *objective.labels)}
 
 
+def long_group_name(spec: Spec, objective: Objective) -> str:
+    return f"inferwatch-slo-{spec.service}-{objective.name}-long"
+
+
 def compile_spec(spec: Spec) -> RuleSet:
-    """Pure: the spec in, every group and inhibit rule out."""
+    """Pure: the spec in, every group and inhibit rule out. Per objective the long-window group comes first,
+    so `promtool test rules` (which evaluates every group at every step, in file order) has the alerts read
+    its fallbacks of the same minute."""
     groups, warnings = [], []
     for objective in spec.objectives:
         maths = [tier_math(spec, objective, tier) for tier in spec.tiers]
@@ -95,6 +122,8 @@ def compile_spec(spec: Spec) -> RuleSet:
         rules = (_sli_rules(spec, objective) + _window_rules(spec, objective)
                  + [_burn_alert(spec, objective, m) for m in maths if m.fires]
                  + [_missing_alert(spec, objective)])
+        groups.append({"name": long_group_name(spec, objective), "interval": format_duration(LONG_INTERVAL),
+                       "rules": _long_rules(spec, objective)})
         groups.append({"name": f"inferwatch-slo-{spec.service}-{objective.name}",
                        "interval": format_duration(BASE), "rules": rules})
     return RuleSet(spec, groups, _inhibit_rules(spec), warnings)
@@ -127,6 +156,12 @@ def _count(spec: Spec, selector: Selector) -> str:
                       f"{FRESH_SECONDS}))")
 
 
+def _raw_counter(window: str):
+    """Events of a whole window per group, read from the raw counters: the fallback while the recorded
+    per-minute counts do not reach back far enough."""
+    return lambda spec, selector: _sum(spec, f"increase({selector.render()}[{window}])")
+
+
 def _total_selector(spec: Spec, objective: Objective) -> Selector:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
@@ -134,16 +169,16 @@ def _total_selector(spec: Spec, objective: Objective) -> Selector:
     return sli.total.with_matchers(*spec.selector)
 
 
-def _good_expr(spec: Spec, objective: Objective) -> str:
+def _good_expr(spec: Spec, objective: Objective, count=_count) -> str:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
-        return _count(spec, Selector(sli.metric + "_bucket", spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
+        return count(spec, Selector(sli.metric + "_bucket", spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
     assert isinstance(sli, RatioSLI)
-    total = _count(spec, sli.total.with_matchers(*spec.selector))
+    total = count(spec, sli.total.with_matchers(*spec.selector))
     if sli.good is not None:
         # a good counter not created yet means no good events, never "no data"
-        return f"{_count(spec, sli.good.with_matchers(*spec.selector))}\nor {total} * 0"
-    bad = "".join(f"\n  - ({_count(spec, b.with_matchers(*spec.selector))}\n     or {total} * 0)" for b in sli.bad)
+        return f"{count(spec, sli.good.with_matchers(*spec.selector))}\nor {total} * 0"
+    bad = "".join(f"\n  - ({count(spec, b.with_matchers(*spec.selector))}\n     or {total} * 0)" for b in sli.bad)
     return f"clamp_min(\n  {total}{bad},\n  0\n)"
 
 
@@ -151,15 +186,16 @@ def _recording(spec: Spec, objective: Objective, name: str, expr: str) -> dict:
     return {"record": name, "expr": expr, "labels": _ident(spec, objective)}
 
 
+def _on(spec: Spec) -> str:
+    return f"on ({', '.join(spec.group_by)})"
+
+
 # --- stage 1: SLI counts -----------------------------------------------------------------------------------
 
 def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
-    total = _total_selector(spec, objective)
-    by = ", ".join(dict.fromkeys([*spec.group_by, "job", "instance", "target"]))
     rules = [
-        _recording(spec, objective, "llm_slo:total:increase1m", _count(spec, total)),
-        _recording(spec, objective, "llm_slo:good:increase1m", _good_expr(spec, objective)),
-        _recording(spec, objective, "llm_slo:sources", f"group by ({by}) ({total.render()})"),
+        _recording(spec, objective, TOTAL_1M, _count(spec, _total_selector(spec, objective))),
+        _recording(spec, objective, GOOD_1M, _good_expr(spec, objective)),
         _recording(spec, objective, "llm_slo:objective:ratio", f"vector({decimal(objective.target)})"),
     ]
     if isinstance(objective.sli, LatencySLI):
@@ -170,24 +206,68 @@ def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
 
 # --- stage 2: windows --------------------------------------------------------------------------------------
 
+def _span(seconds) -> str:
+    """The range that holds exactly seconds/1m per-minute samples: W-30s (Prometheus 2 and 3 alike)."""
+    return format_duration(seconds - BASE / 2)
+
+
+def _recorded_ratio(spec: Spec, objective: Objective, seconds) -> str:
+    good, total = (f"sum_over_time({_ref(spec, objective, name)}[{_span(seconds)}])" for name in (GOOD_1M, TOTAL_1M))
+    return f"clamp(1 - {good} / ({total} > 0), 0, 1)"
+
+
+def _raw_ratio(spec: Spec, objective: Objective, seconds) -> str:
+    count = _raw_counter(window_name(seconds))
+    good, total = _good_expr(spec, objective, count), count(spec, _total_selector(spec, objective))
+    return f"clamp(\n  1 - ({good})\n  / ({total} > 0),\n  0, 1\n)"
+
+
+def _covered(spec: Spec, objective: Objective, seconds) -> str:
+    """Present for the groups whose per-minute counts began at least COVERAGE of the window ago: O(1), one
+    sample per group."""
+    return f"{_ref(spec, objective, TOTAL_1M)} offset {format_duration(seconds * COVERAGE)}"
+
+
+def raw_fallback_inline(seconds) -> bool:
+    """Windows up to 6h fall back to the raw counters in the same rule, every minute; longer ones in the
+    objective's long-window group, every 5 minutes, and only while their recording is short."""
+    return seconds <= INLINE_FALLBACK_MAX
+
+
 def _window_rules(spec: Spec, objective: Objective) -> list[dict]:
+    """One error ratio per tier window, read from the recorded per-minute counts where they cover the
+    window, else from the raw counters."""
     rules = []
-    for seconds in windows(spec):
-        w, span = window_name(seconds), format_duration(seconds - BASE / 2)
-        for kind in ("total", "good"):
-            rules.append(_recording(spec, objective, record(kind, f"increase{w}"),
-                                    f"sum_over_time({_ref(spec, objective, record(kind, 'increase1m'))}[{span}])"))
-        good, total = (_ref(spec, objective, record(k, f"increase{w}")) for k in ("good", "total"))
-        rules.append(_recording(spec, objective, record("error_ratio", w),
-                                f"clamp(1 - {good} / ({total} > 0), 0, 1)"))
-        rules.append(_recording(spec, objective, record("burn_rate", w),
-                                f"{_ref(spec, objective, record('error_ratio', w))} / {decimal(objective.budget)}"))
-    period = window_name(spec.window)
-    rules.append(_recording(spec, objective, "llm_slo:error_budget_remaining:ratio",
-                            f"1 - {_ref(spec, objective, record('burn_rate', period))}"))
-    rules.append(_recording(spec, objective, "llm_slo:sli:ratio",          # the SLI over the SLO window
-                            f"1 - {_ref(spec, objective, record('error_ratio', period))}"))
+    for seconds in tier_windows(spec):
+        recorded = f"{_recorded_ratio(spec, objective, seconds)}\n  and {_on(spec)} {_covered(spec, objective, seconds)}"
+        if raw_fallback_inline(seconds):
+            expr = f"{recorded}\nor {_on(spec)}\n{_raw_ratio(spec, objective, seconds)}"
+        else:
+            expr = recorded
+        rules.append(_recording(spec, objective, record("error_ratio", window_name(seconds)), expr))
     return rules
+
+
+def _long_rules(spec: Spec, objective: Objective) -> list[dict]:
+    """The long-window group: the raw-counter error ratio of each window over 6h while its recording is short,
+    and the SLI over the SLO window (dashboards only)."""
+    rules = [_recording(spec, objective, record("error_ratio_raw", window_name(seconds)),
+                        f"{_raw_ratio(spec, objective, seconds)}\nunless {_on(spec)} "
+                        f"{_covered(spec, objective, seconds)}")
+             for seconds in tier_windows(spec) if not raw_fallback_inline(seconds)]
+    good, total = (f"sum_over_time({_ref(spec, objective, name)}[{_span(spec.window)}])"
+                   for name in (GOOD_1M, TOTAL_1M))
+    rules.append(_recording(spec, objective, SLI_RATIO, f"clamp({good} / ({total} > 0), 0, 1)"))
+    return rules
+
+
+def ratio_ref(spec: Spec, objective: Objective, seconds) -> str:
+    """What an alert or a dashboard reads as the error ratio of a tier window."""
+    ratio = _ref(spec, objective, record("error_ratio", window_name(seconds)))
+    if raw_fallback_inline(seconds):
+        return ratio
+    raw = _ref(spec, objective, record("error_ratio_raw", window_name(seconds)))
+    return f"({ratio} or last_over_time({raw}[{format_duration(2 * LONG_INTERVAL)}]))"
 
 
 # --- stage 3: burn-rate alerts -----------------------------------------------------------------------------
@@ -196,13 +276,24 @@ def _group_phrase(spec: Spec) -> str:
     return "".join(f" {label}={{{{ $labels.{label} }}}}" for label in spec.group_by)
 
 
+def _triage_hint(spec: Spec, window: str) -> str:
+    """How to ask `inferwatch triage` about this group over the long window; `--model` only where the group
+    (or the selector) names one."""
+    if "model" in spec.group_by:
+        model = " --model {{ $labels.model }}"
+    else:
+        fixed = next((m.value for m in spec.selector if m.label == "model" and m.op == "="), None)
+        model = f" --model {literal(fixed)}" if fixed else ""
+    return f"inferwatch triage --prometheus <your Prometheus URL>{model} --since {window}"
+
+
 def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
-    ratio = lambda w: _ref(spec, objective, record("error_ratio", w))  # noqa: E731
-    expr = (f"{ratio(long_w)} > {threshold}\n"
-            f"and {ratio(short_w)} > {threshold}\n"
-            f"and {_ref(spec, objective, record('total', 'increase' + long_w))} >= {m.min_events}")
+    events = f"sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}])"
+    expr = (f"{ratio_ref(spec, objective, m.tier.long)} > {threshold}\n"
+            f"and {ratio_ref(spec, objective, m.tier.short)} > {threshold}\n"
+            f"and {events} >= {m.min_events}")
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
                    f"{decimal(m.factor)}x too fast ({m.tier.name})",
@@ -211,7 +302,8 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
             f"{window_name(spec.window)}. Over the last {long_w} and {short_w} more than "
             f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {decimal(m.factor)}x): "
             f"{decimal(m.tier.budget_percent)}% of the error budget is gone in {long_w}, all of it in "
-            f"{window_name(m.exhaustion)}."),
+            f"{window_name(m.exhaustion)}. What kind of slow or broken: "
+            f"`{_triage_hint(spec, long_w)}`."),
         "runbook_url": runbook_url(objective.runbook_url, BURN_ALERT),
     }
     annotations.update(dict(objective.annotations))
@@ -223,9 +315,12 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
 # --- stage 4: missing data ---------------------------------------------------------------------------------
 
 def _missing_alert(spec: Spec, objective: Objective) -> dict:
-    total, good, sources = (_ref(spec, objective, name) for name in
-                            ("llm_slo:total:increase1m", "llm_slo:good:increase1m", "llm_slo:sources"))
-    gone = f"(max_over_time({sources}[{MISSING_LOOKBACK}]) unless {sources})"
+    total = _ref(spec, objective, TOTAL_1M)
+    good = _ref(spec, objective, GOOD_1M)
+    raw = _total_selector(spec, objective).render()
+    by = f"group by ({', '.join(dict.fromkeys([*spec.group_by, 'job', 'instance', 'target']))})"
+    # the sources that served the SLI within the hour and serve it no more, from the raw series
+    gone = f"({by} (last_over_time({raw}[{MISSING_LOOKBACK}]))\n    unless {by} ({raw}))"
     expr = (f"absent_over_time({total}[{MISSING_LOOKBACK}])\n"
             f"or ({total} unless {good})\n"
             f"or ({gone}\n    and on (job, instance) (up == 0))\n"

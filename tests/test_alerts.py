@@ -12,14 +12,16 @@ from inferwatch.slo import check_rule_files, run_rule_tests
 
 ALERTS = ROOT / "alerts"
 RULE_FILES = sorted(ALERTS.glob("*.rules.yaml"))
+# the front-door variant of the default SLOs: apart, so `rule_files: [alerts/*.yaml]` does not load it
+FRONTDOOR_RULE_FILES = sorted((ALERTS / "frontdoor").glob("*.rules.yaml"))
 # series that are not engine or GPU metrics but that alerts may read
 NON_VOCABULARY = {"up", "inferwatch_exporter_target_up", "ALERTS", "llm_frontdoor_requests_total"}   # the front door's own
 PROMQL_WORDS = {"and", "or", "unless", "on", "by", "without", "group_left", "group_right", "ignoring", "bool",
                 "offset"}
 
 
-def _alerts():
-    for path in RULE_FILES:
+def _alerts(paths=RULE_FILES):
+    for path in paths:
         for group in yaml.safe_load(path.read_text())["groups"]:
             for rule in group["rules"]:
                 if "alert" in rule:
@@ -36,7 +38,19 @@ def test_rule_files_are_valid_and_their_tests_pass():
     assert ok, output
 
 
-@pytest.mark.parametrize("name, rule", list(_alerts()), ids=lambda v: v if isinstance(v, str) else v["alert"])
+def test_frontdoor_rule_files_are_valid_and_their_tests_pass():
+    """alerts/frontdoor/: the front-door SLOs, out of the alerts/*.yaml glob, with their own promtool tests."""
+    need("promtool")
+    assert FRONTDOOR_RULE_FILES and not set(FRONTDOOR_RULE_FILES) & set(RULE_FILES)
+    ok, output = check_rule_files(FRONTDOOR_RULE_FILES)
+    assert ok, output
+    tests = sorted((ALERTS / "frontdoor" / "tests").glob("*.test.yaml"))
+    assert {p.name.replace(".test.yaml", ".rules.yaml") for p in tests} == {p.name for p in FRONTDOOR_RULE_FILES}
+    ok, output = run_rule_tests(tests)
+    assert ok, output
+
+
+@pytest.mark.parametrize("name, rule", list(_alerts(RULE_FILES + FRONTDOOR_RULE_FILES)), ids=lambda v: v if isinstance(v, str) else v["alert"])
 def test_every_alert_is_documented(name, rule):
     assert rule["labels"]["severity"] in ("critical", "warning")
     assert {"summary", "description", "runbook_url"} <= set(rule["annotations"])
@@ -58,6 +72,6 @@ def test_operational_alerts_read_only_the_vocabulary(catalog):
 
 
 def test_groups_stay_portable():
-    for path in RULE_FILES:
+    for path in RULE_FILES + FRONTDOOR_RULE_FILES:
         for group in yaml.safe_load(path.read_text())["groups"]:
             assert set(group) <= {"name", "interval", "rules"}, path

@@ -37,7 +37,9 @@ def test_bundle_rules_and_their_tests_work_where_they_are_written(tmp_path):
     need("promtool")
     written = write_bundle(tmp_path)
     tests = sorted(p for p in written if p.name.endswith(".test.yaml"))
-    assert tests and all(p.parent == tmp_path / "prometheus" / "rules" / "tests" for p in tests)
+    assert tests and all(p.parent in (tmp_path / "prometheus" / "rules" / "tests",
+                                      tmp_path / "prometheus" / "rules-frontdoor" / "tests") for p in tests)
+    assert {p.parent for p in tests if "frontdoor" in p.name} == {tmp_path / "prometheus" / "rules-frontdoor" / "tests"}
     for test in tests:  # every rule file a test names is there, relative to the test
         rule_files = yaml.safe_load(test.read_text())["rule_files"]
         assert rule_files and all((test.parent / name).is_file() for name in rule_files), test
@@ -55,7 +57,8 @@ def _rule_folders(tmp_path):
                            "-o", str(tmp_path / "compiled")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return {"bundle": tmp_path / "bundle" / "prometheus" / "rules", "slo compile": tmp_path / "compiled",
-            "alerts": ROOT / "alerts"}
+            "alerts": ROOT / "alerts", "bundle front door": tmp_path / "bundle" / "prometheus" / "rules-frontdoor",
+            "alerts front door": ROOT / "alerts" / "frontdoor"}
 
 
 def test_rule_folders_load_as_a_glob(tmp_path):
@@ -67,6 +70,8 @@ def test_rule_folders_load_as_a_glob(tmp_path):
     for what, folder in _rule_folders(tmp_path).items():
         rules = sorted(folder.glob("*.yaml"))
         assert rules and all(p.name.endswith(".rules.yaml") for p in rules), (what, rules)
+        # the front-door SLOs fire LLMSLIDataMissing without a front door: never in the main folders' glob
+        assert all(("frontdoor" in p.name) == ("front door" in what) for p in rules if p.name.startswith("llm")), what
         config = tmp_path / f"prometheus-{what.replace(' ', '-')}.yml"
         config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1m"},
                                           "rule_files": [f"{folder}/*.yaml"]}))

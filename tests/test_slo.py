@@ -67,7 +67,7 @@ def test_detection_and_reset_match_the_workbook():
 def test_tier_that_cannot_fire_is_left_out_with_a_warning():
     spec = spec_with(objectives=[{"name": "loose", "sli": "tpot", "threshold": "100ms", "target": "90%"}])
     ruleset = compile_spec(spec)
-    tiers = [r["labels"]["tier"] for r in ruleset.groups[0]["rules"] if r.get("alert") == "LLMErrorBudgetBurn"]
+    tiers = [r["labels"]["tier"] for g in ruleset.groups for r in g["rules"] if r.get("alert") == "LLMErrorBudgetBurn"]
     assert tiers == ["page_slow", "ticket_fast", "ticket_slow"]
     assert "page_fast left out" in ruleset.warnings[0]
 
@@ -105,20 +105,60 @@ def _rules(spec):
     return [r for g in compile_spec(spec).groups for r in g["rules"]]
 
 
-def test_long_windows_are_sums_of_per_minute_counts_never_raw_scans_or_means():
-    for rule in _rules(spec_with()):
-        expr = rule["expr"]
-        if rule.get("record", "").startswith(("llm_slo:good:increase", "llm_slo:total:increase")) \
-                and not rule["record"].endswith("1m"):
-            assert expr.startswith("sum_over_time(llm_slo:") and "[" in expr
-        assert "avg_over_time" not in expr and "[28d]" not in expr and "[3d]" not in expr
-    raw = [r["expr"] for r in _rules(spec_with()) if "llm_time_to_first_token_seconds" in r["expr"]]
-    assert all("[1m]" in e or "[5m]" in e or "group by" in e for e in raw)
+def test_windows_sum_per_minute_counts_and_scan_raw_counters_only_while_the_recording_is_short():
+    """Every tier window is one error ratio: the recorded per-minute counts summed where they reach back 90% of
+    the window, else the raw counters (inline up to 6h; longer windows every 5 minutes in the long group, and
+    only `unless` covered). Never a mean of ratios, never a raw scan of the SLO window."""
+    ruleset = compile_spec(spec_with())
+    for group in ruleset.groups:
+        long = group["name"].endswith("-long")
+        assert group["interval"] == ("5m" if long else "1m")
+        for rule in group["rules"]:
+            expr = rule["expr"]
+            assert "avg_over_time" not in expr and "[28d]" not in expr and "[4w]" not in expr
+            raw_ranges = {parse_duration(r) for r in re.findall(r"increase\([a-z_]+\{[^}]*\}\[([0-9a-z]+)\]\)", expr)}
+            if rule.get("record", "").startswith("llm_slo:error_ratio:"):
+                window = parse_duration(rule["record"].rpartition(":")[2])
+                span = format_duration(window - 30)
+                assert 'sum_over_time(llm_slo:good:increase1m{service="chat", slo=' in expr
+                assert f"[{span}]" in expr and f"offset {format_duration(window * Fraction(9, 10))}" in expr
+                assert raw_ranges == ({window} if window <= 6 * 3600 else set()), rule["record"]
+            elif rule.get("record", "").startswith("llm_slo:error_ratio_raw:"):
+                window = parse_duration(rule["record"].rpartition(":")[2])
+                assert long and window > 6 * 3600 and raw_ranges == {window}
+                assert "unless on () llm_slo:total:increase1m" in expr
+            elif not long:
+                assert raw_ranges <= {60}, rule.get("record") or rule["alert"]
+    records = [r["record"] for g in ruleset.groups for r in g["rules"] if "record" in r]
+    assert not [r for r in records if "burn_rate" in r or ":increase" in r and not r.endswith("increase1m")]
+
+
+def test_recorded_series_per_group_fit_sloths_budget():
+    """Issue 15's fleet: 100 models, three objectives, a 30d window. Per objective and group at most 11 series
+    exist at a time (an uncovered window's raw fallback stands in for its recorded ratio, never beside it); the
+    objective's constants are recorded once, not per group; in all no more than Sloth's 3,312."""
+    spec = parse_spec({"service": "llm", "window": "30d", "group_by": ["model"], "objectives": [
+        {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99.9%"},
+        {"name": "fast-enough", "sli": "tpot", "threshold": "100ms", "target": "99%"},
+        {"name": "answered", "sli": "answered", "target": "99.5%"}]}, "fleet.yaml")
+    total = 0
+    for group in compile_spec(spec).groups:
+        for rule in group["rules"]:
+            if "record" not in rule:
+                continue
+            if rule["expr"].startswith("vector("):
+                total += 1                                     # a constant: one series per objective
+            elif not rule["record"].startswith("llm_slo:error_ratio_raw:"):
+                total += 100
+    per_group = (total - 5) // 300
+    assert per_group <= 11 and total <= 3312, (per_group, total)
+    assert total == 3005
 
 
 def test_zero_traffic_guard_and_event_weighting():
     ratio = next(r for r in _rules(spec_with()) if r.get("record") == "llm_slo:error_ratio:1h")
-    assert "> 0)" in ratio["expr"] and ratio["expr"].startswith("clamp(1 - llm_slo:good:increase1h")
+    assert ratio["expr"].startswith("clamp(1 - sum_over_time(llm_slo:good:increase1m")
+    assert ratio["expr"].count(" > 0)") == 2          # recorded and raw: no events, no ratio (never NaN)
 
 
 def test_alert_labels_and_annotations():
@@ -195,9 +235,9 @@ def test_generated_promtool_tests_pass(spec_file, tmp_path):
 
 
 def test_generated_tests_catch_a_broken_rule(tmp_path):
-    """Mutation check: a wrong threshold, a single le spelling, a 1h window of 61 minutes, or a 5m-rate fallback
-    that outlives its series (phantom requests after an engine dies; or kept alive by any fresh series, `on ()`)
-    makes the generated tests fail."""
+    """Mutation check: a wrong threshold, a single le spelling, a 1h window of 61 minutes, a 5m-rate fallback
+    that outlives its series (phantom requests after an engine dies; or kept alive by any fresh series, `on ()`),
+    or a ticket tier that ignores its window's raw fallback makes the generated tests fail."""
     need("promtool")
     _write(tmp_path, render_files(compile_spec(load_spec(CHAT)))[0])
     rules = tmp_path / "chat.responsive.rules.yaml"
@@ -206,7 +246,8 @@ def test_generated_tests_catch_a_broken_rule(tmp_path):
     assert len(fresh.findall(good)) == 2
     for broken in (good.replace("> 0.1344", "> 0.2"), good.replace('le=~"1|1[.]0"', 'le="1"'),
                    good.replace("[59m30s]", "[1h]"), fresh.sub(")", good),
-                   good.replace(" and (time() - timestamp(", " and on () (time() - timestamp(")):
+                   good.replace(" and (time() - timestamp(", " and on () (time() - timestamp("),
+                   re.sub(r"\((llm_slo:error_ratio:1d\{[^}]*\}) or last_over_time\([^)]*\)\)", r"\1", good)):
         assert broken != good
         rules.write_text(broken)
         ok, _ = run_rule_tests([tmp_path / "tests" / "chat.responsive.test.yaml"])

@@ -117,6 +117,8 @@ def test_a_model_without_series_is_exit_1_naming_the_missing_series(prom):
     (("--prometheus", "http://127.0.0.1:1"), "cannot reach Prometheus at http://127.0.0.1:1"),
     (("--start", "yesterday"), "--start 'yesterday': not a time"),
     (("--since", "10m", "--baseline", "sometimes"), "--baseline 'sometimes'"),
+    (("--since", "20m", "--end", f"{NOW:.0f}", "--model", "m-quiet", "--plot", "/nonexistent/x.png"),
+     "--plot /nonexistent/x.png: cannot write it"),
 ])
 def test_user_errors_are_one_line_and_exit_1(prom, args, message):
     args = ("--prometheus", prom, *args) if "--prometheus" not in args else args

@@ -282,3 +282,21 @@ def test_json_shape():
 def test_connection_defaults():
     conn = Connection("http://prom:9090")
     assert conn.verify is True and conn.headers == {}
+
+
+def test_text_and_rich_reports():
+    from rich.console import Console
+
+    from inferwatch.triage import render_rich, render_text
+
+    evidence = (Evidence("queue_time_mean", 0.01, 12.0, 1200.0, "queue_time_mean up >= 2x", 1.0),)
+    report = Report(Window(1764496800, 1764498600), Window(1764493200, 1764496800), 12.0,
+                    (Verdict("m", (Finding("queueing", 0.91, evidence, "requests wait", "queueing", "add replicas"),),
+                             not_measured=("gpu_util",)), Verdict("quiet", ())), warnings=("a [60s] query failed",))
+    text = render_text(report)
+    assert "m: queueing (0.91)" in text and "queue_time_mean" in text and "x1200.00" in text
+    assert "not measured (no series in either window): gpu_util" in text and "warning: a [60s] query failed" in text
+    console = Console(record=True, width=120, color_system=None)
+    render_rich(report, console)
+    shown = console.export_text()
+    assert "queueing" in shown and "nothing wrong" in shown and "a [60s] query failed" in shown

@@ -47,7 +47,7 @@ def _connection(url: str, header: list[str], bearer_token_file: Optional[Path], 
 
 def triage(
         prometheus: Annotated[str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS",
-                                                help="Prometheus' base URL [$INFERWATCH_PROMETHEUS].")]
+                                                help="Prometheus' base URL.")]
         = "http://localhost:9090",
         since: Annotated[Optional[str], typer.Option(metavar="DURATION", help="The incident: this long before "
                                                      "--end (default now) [30m].")] = None,

@@ -106,5 +106,11 @@ def plot_report(report, path: Path | str) -> None:
     height = 2.4 * len(rows) + 0.6 + 0.25 * len(verdicts)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.5 / height, top=1 - (0.5 + 0.25 * (len(lines) + 1)) / height,
                         hspace=0.45, wspace=0.25)   # fixed margins: tight_layout costs seconds on 30 axes
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=90)
+    except (OSError, ValueError) as err:
+        from inferwatch.errors import InferwatchError
+
+        raise InferwatchError(f"--plot {path}: cannot write it: {getattr(err, 'strerror', None) or err}") from None
+    finally:
+        plt.close(fig)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
-from inferwatch.triage._judge import Finding, judge
+from inferwatch.triage._judge import Evidence, Finding, judge
 from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._summary import Reading, others, summarise
@@ -59,8 +58,6 @@ def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[F
             if versus_others:
                 out[pod] = tuple(replace(f, pod=pod) for f in versus_others.values())
     if "missing-data" in kinds and len(pods_now) < len(pods_before):
-        from inferwatch.triage._judge import Evidence
-
         for pod in sorted(set(pods_before) - set(pods_now)):
             kind = kinds["missing-data"]
             out[pod] = (Finding(kind.name, 1.0, (Evidence("engine_series", 1.0, None, None, "engine_series missing",
@@ -120,7 +117,7 @@ def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) 
                            f"{', '.join(CORE_SERIES)} and every other triage signal are missing{others_seen}")
 
 
-def triage(conn: Connection, incident: Window, baseline: str = "auto", models=(), rules=(), now=None) -> Report:
+def triage(conn: Connection, incident: Window, baseline: str = "auto", models=(), rules=()) -> Report:
     """Judge `models` (default: every model with series) over the incident against a baseline."""
     kinds = load_kinds(list(rules))
     signals = load_signals()
@@ -145,7 +142,3 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
                               "normalizing exporter or with the mapping's relabeling?")
     verdicts = assess(kinds, signals, base, inc, list(models) or seen)
     return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings))
-
-
-def now() -> float:
-    return time.time()

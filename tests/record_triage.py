@@ -11,7 +11,7 @@ from the exporter's target name, as a Kubernetes pod target's labels would give 
 to models on (namespace, pod). Load
 goes through each front door (sim/_load.py). Every model runs `normal` for the baseline, then each switches at
 once to its own scenario (POST /admin/scenario) for the incident; `m-doubling` stays normal with twice the
-traffic, `m-quiet` stays as it was.
+traffic (nothing wrong), `m-queueing` with 2.6 times the traffic its four slots serve, `m-quiet` as it was.
 
 The raw samples of every series triage can need are then written to `recording.json.gz` (see
 tests/triage_tools.py, which replays them into a Prometheus TSDB with promtool) and the windows, the expected
@@ -30,8 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +40,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from promtools import prometheus  # noqa: E402 - the tests' folder is not a package
+from triage_tools import FORMAT, api  # noqa: E402
 
 from inferwatch.sim import LoadConfig, run_load  # noqa: E402
 from inferwatch.sim._demo import _Processes, _set_scenario, _wait_ready, free_port  # noqa: E402
 
 NAMESPACE = "inference"
-FORMAT = "inferwatch-recording/1"
 # series triage never needs: the runtimes' own, Prometheus' scrape bookkeeping (but `up`), creation times
 DROP = ("go_", "process_", "python_", "scrape_", "prometheus_", "promhttp_", "net_conntrack_")
 DROP_SUFFIX = ("_created",)
@@ -60,7 +58,7 @@ class Model:
     scenario: str           # during the incident
     kind: str               # what triage should say first; "none" for nothing wrong
     cap: int = 16           # --max-num-seqs
-    doubles: bool = False   # twice the traffic during the incident
+    surge: float = 1.0      # the incident's traffic over the baseline's
 
     @property
     def pod(self) -> str:
@@ -69,8 +67,10 @@ class Model:
 
 MODELS = [
     Model("m-quiet", "sglang", "normal", "none"),
-    Model("m-doubling", "vllm", "normal", "none", doubles=True),
-    Model("m-queueing", "vllm", "queueing", "queueing", cap=8),
+    Model("m-doubling", "vllm", "normal", "none", surge=2.0),
+    # queueing as the kind says: more traffic than the slots (a small cap) serve, steps as fast as before. (The
+    # `queueing` scenario, the demo's, also makes every step six times slower: slow decode that then queues.)
+    Model("m-queueing", "vllm", "normal", "queueing", cap=4, surge=2.6),
     Model("m-long-prompts", "vllm", "long-prompts", "long-prompts"),
     Model("m-prefix-cache-loss", "vllm", "prefix-cache-loss", "prefix-cache-loss"),
     Model("m-kv-pressure", "vllm", "kv-pressure", "kv-pressure"),
@@ -134,9 +134,10 @@ async def _drive(doors: dict[str, str], engines: dict[str, str], baseline: float
     for m in MODELS:
         if m.scenario != "normal":
             await asyncio.to_thread(_set_scenario, engines[m.name], m.scenario)
-        if m.doubles:
+        if m.surge > 1:
             loads.append(asyncio.ensure_future(run_load(LoadConfig(
-                doors[m.name], duration=incident, model=m.name, seed=99, timeout=60, **LOAD))))
+                doors[m.name], duration=incident, model=m.name, seed=99, timeout=60,
+                **(LOAD | {"rate": LOAD["rate"] * (m.surge - 1)})))))
     print(f"incident: every model switched at {switched:.0f}", flush=True)
     await asyncio.sleep(max(0.0, switched + incident - time.time()))
     ended = time.time()
@@ -146,22 +147,14 @@ async def _drive(doors: dict[str, str], engines: dict[str, str], baseline: float
     return {"started": started, "switched": switched, "ended": ended}
 
 
-def _get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=60) as resp:
-        data = json.load(resp)
-    assert data["status"] == "success", data
-    return data["data"]
-
-
 def export(prom: str, start: float, end: float) -> list[dict]:
     """Every series' raw samples in [start, end]: [{"labels": {...}, "t": [ms, deltas...], "v": ["value"...]}]."""
-    names = _get_json(f"{prom}/api/v1/label/__name__/values")
+    names = api(prom, "label/__name__/values")
     wanted = [n for n in names if n == "up" or not (n.startswith(DROP) or n.endswith(DROP_SUFFIX))]
     seconds = int(end - start) + 1
     out = []
     for name in sorted(wanted):
-        query = urllib.parse.urlencode({"query": f'{{__name__="{name}"}}[{seconds}s]', "time": f"{end:.3f}"})
-        for series in _get_json(f"{prom}/api/v1/query?{query}")["result"]:
+        for series in api(prom, "query", query=f'{{__name__="{name}"}}[{seconds}s]', time=f"{end:.3f}")["result"]:
             times = [round(float(t) * 1000) for t, _ in series["values"]]
             out.append({"labels": series["metric"],
                         "t": [times[0]] + [b - a for a, b in zip(times, times[1:])],
@@ -233,9 +226,10 @@ def main() -> None:
             "prometheus": _version([binary, "--version"]),
             "python": platform.python_version(),
             "namespace": NAMESPACE,
-            "load_per_model": LOAD | {"doubled_in_incident": [m.name for m in MODELS if m.doubles]},
+            "load_per_model": LOAD,
             "models": {m.name: {"engine": m.engine, "scenario": m.scenario, "max_num_seqs": m.cap, "pod": m.pod,
-                                "gpus": 1} for m in MODELS},
+                                "gpus": 1, **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {})}
+                       for m in MODELS},
         },
     }
     write(args.out, series, manifest)

@@ -26,8 +26,8 @@ import yaml
 
 from promtools import prometheus
 
-__all__ = ["FIXTURES", "SIGNALS", "load_manifest", "read_recording", "to_openmetrics", "recorded_prometheus",
-           "window_means"]
+__all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "load_manifest", "read_recording", "to_openmetrics",
+           "recorded_prometheus", "window_means"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triage"
 FORMAT = "inferwatch-recording/1"
@@ -111,6 +111,8 @@ SIGNALS = {
                                                   "llm_frontdoor_requests_total"),
     "running": "sum by (model) (avg_over_time(llm_requests_running[W]))",
     "waiting": "sum by (model) (avg_over_time(llm_requests_waiting[W]))",
+    "running / cap": "sum by (model) (avg_over_time(llm_requests_running[W])) / "
+                     "max by (model) (max_over_time(llm_max_running_requests[W]))",
     "KV cache": "max by (model) (avg_over_time(llm_kv_cache_usage_ratio[W]))",
     "KV cache (max)": "max by (model) (max_over_time(llm_kv_cache_usage_ratio[W]))",
     "TTFT": _mean("llm_time_to_first_token_seconds"),
@@ -132,13 +134,21 @@ SIGNALS = {
 }
 
 
+def api(base: str, path: str, **params) -> dict | list:
+    """The `data` of a Prometheus HTTP API answer, e.g. api(base, "query", query="up", time=t)."""
+    url = f"{base}/api/v1/{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        answer = json.load(resp)
+    if answer.get("status") != "success":
+        raise RuntimeError(f"{url}: {answer}")
+    return answer["data"]
+
+
 def window_means(base: str, start: float, end: float) -> dict[str, dict[str, float]]:
     """{signal: {model: value over [start, end]}} of SIGNALS, from the Prometheus at `base`."""
     out: dict[str, dict[str, float]] = {}
     for signal, expr in SIGNALS.items():
-        query = urllib.parse.urlencode({"query": expr.replace("[W]", f"[{int(end - start)}s]"), "time": str(end)})
-        with urllib.request.urlopen(f"{base}/api/v1/query?{query}", timeout=30) as resp:
-            rows = json.load(resp)["data"]["result"]
+        rows = api(base, "query", query=expr.replace("[W]", f"[{int(end - start)}s]"), time=end)["result"]
         out[signal] = {(r["metric"].get("model") or r["metric"].get("pod", "").removesuffix("-0")): float(r["value"][1])
                        for r in rows}
     return out

@@ -18,7 +18,7 @@ FIRING = ('ALERTS{alertname=~"LLMErrorBudgetBurn|LLMSLIDataMissing", alertstate=
 BUDGET = '(1 - llm_slo:objective:ratio{service=~"$service", slo=~"$slo"})'
 # the SLI over the SLO window is summed every 5 minutes: look back two evaluations
 SLI = f"last_over_time({slo('llm_slo:sli:ratio')}[10m])"
-REMAINING = f"1 - (1 - {SLI}) / on (service, slo) group_left {BUDGET}"
+REMAINING = f"1 - (1 - {SLI}) / on (service, slo) group_left () {BUDGET}"
 
 
 def error_ratio(window: str) -> str:
@@ -29,7 +29,7 @@ def error_ratio(window: str) -> str:
 
 
 def burn_rate(window: str) -> str:
-    return f"{error_ratio(window)} / on (service, slo) group_left {BUDGET}"
+    return f"{error_ratio(window)} / on (service, slo) group_left () {BUDGET}"
 
 
 dashboard = dashboard(

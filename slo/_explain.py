@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from inferwatch.durations import format_seconds
-from inferwatch.slo._burn import decimal, tier_math
+from inferwatch.durations import format_duration, format_seconds
+from inferwatch.slo._burn import decimal, tier_math, tier_windows
 from inferwatch.slo._model import Spec
-from inferwatch.slo._rules import window_name
+from inferwatch.slo._rules import COVERAGE, LONG_INTERVAL, raw_fallback_inline, window_name
 
 __all__ = ["explain", "explain_rows", "COLUMNS"]
 
@@ -60,4 +60,31 @@ def explain(spec: Spec) -> str:
               "  reset         time from the end of a long total outage until the alert clears",
               "  The rules count whole minutes: add up to 1m to each time. LLMSLIDataMissing fires "
               f"{window_name(spec.missing_data_for)} after the series vanish or their target fails its scrape."]
+    lines += ["", *_after_deployment(spec)]
     return "\n".join(lines) + "\n"
+
+
+def _after_deployment(spec: Spec) -> list[str]:
+    """What the rules read in the first hours and days after they are deployed (or an objective is renamed,
+    or group_by changes): the raw counters, until their own per-minute recording covers each window."""
+    def covered(windows) -> str:
+        return ", ".join(f"{window_name(w)} after {format_duration(w * COVERAGE)}" for w in windows)
+
+    inline = [w for w in tier_windows(spec) if raw_fallback_inline(w)]
+    later = [w for w in tier_windows(spec) if not raw_fallback_inline(w)]
+    lines = ["After deployment (also after renaming an objective or changing group_by):",
+             "  Every tier sees its whole window from the first minute: until the rules' own per-minute counts",
+             "  reach back 90% of a window, it is read from the raw counters (increase over the window, as Sloth",
+             "  does), so a burst in the first minutes is weighed against days of history, not against minutes."]
+    if inline:
+        lines.append(f"  Read every minute; from the recorded counts once covered: {covered(inline)}.")
+    if later:
+        lines += [f"  Read from the raw counters every {format_duration(LONG_INTERVAL)} until covered (a tier on them may "
+                  f"fire up to {format_duration(LONG_INTERVAL)} late meanwhile): {covered(later)}.",
+                  "  Each tier's min events count the events since deployment until its long window is covered:",
+                  "  a tier may wait for them, never fire on fewer."]
+    lines += ["  Where Prometheus holds less raw history than a window (a new model, a short retention), the",
+              "  window holds what there is, as with any rules on raw counters.",
+              f"  The SLI over the {window_name(spec.window)} SLO window (dashboards only) counts the time since "
+              f"deployment until {window_name(spec.window)} have passed."]
+    return lines

@@ -49,7 +49,11 @@ def promtool_tests(ruleset: RuleSet, objective: Objective, rule_file: str) -> di
 
     Raises SeriesError when no input series can satisfy the SLI's selectors.
     """
-    return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": _Objective(ruleset, objective).tests()}
+    # promtool evaluates every group at every step, in an arbitrary order unless told: the long-window group
+    # first, so the alerts read its fallbacks of the same minute
+    order = [g["name"] for g in ruleset.objective_groups(objective)]
+    return {"rule_files": [rule_file], "evaluation_interval": "1m", "group_eval_order": order,
+            "tests": _Objective(ruleset, objective).tests()}
 
 
 def _minutes(seconds) -> int:

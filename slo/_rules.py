@@ -107,9 +107,8 @@ def long_group_name(spec: Spec, objective: Objective) -> str:
 
 
 def compile_spec(spec: Spec) -> RuleSet:
-    """Pure: the spec in, every group and inhibit rule out. Per objective the long-window group comes first,
-    so `promtool test rules` (which evaluates every group at every step, in file order) has the alerts read
-    its fallbacks of the same minute."""
+    """Pure: the spec in, every group and inhibit rule out. Per objective the long-window group comes first
+    (the generated promtool tests evaluate it first too, with `group_eval_order`)."""
     groups, warnings = [], []
     for objective in spec.objectives:
         maths = [tier_math(spec, objective, tier) for tier in spec.tiers]

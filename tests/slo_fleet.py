@@ -83,10 +83,10 @@ class Fleet:
         cum = self.cumulative[model, pod]
         return np.array([np.interp(pos, np.arange(cum.shape[1]), row) for row in cum])
 
-    def write_openmetrics(self, path: Path, step: int = 60) -> int:
-        """The history up to `now` at one sample per `step` seconds, the last at `now` itself, so that the first
-        live scrape follows without a gap; returns the number of samples."""
-        times = np.arange(self.start, self.now + 1, step)
+    def write_openmetrics(self, path: Path, step: int = 60, since: int | None = None) -> int:
+        """The history up to `now` (from `since`, default the start) at one sample per `step` seconds, the last at
+        `now` itself, so that the first live scrape follows without a gap; returns the number of samples."""
+        times = np.arange(self.now - (self.now - (since or self.start)) // step * step, self.now + 1, step)
         count = 0
         with open(path, "w") as out:
             for index, (metric, extra, _, _) in enumerate(SERIES):      # a metric's series stay together

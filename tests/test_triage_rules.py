@@ -300,3 +300,10 @@ def test_text_and_rich_reports():
     render_rich(report, console)
     shown = console.export_text()
     assert "queueing" in shown and "nothing wrong" in shown and "a [60s] query failed" in shown
+
+
+def test_spec_decode_collapse_from_sglangs_acceptance_gauge():
+    base = {k: v for k, v in readings(spec_acceptance_gauge=0.7).items() if k != "spec_acceptance"}
+    inc = {k: v for k, v in readings(spec_acceptance_gauge=0.2, tpot_mean=0.045, itl_mean=0.03).items()
+           if k != "spec_acceptance"}
+    assert kinds_of(base, inc) == ["spec-decode-collapse"]

@@ -306,4 +306,6 @@ def test_spec_decode_collapse_from_sglangs_acceptance_gauge():
     base = {k: v for k, v in readings(spec_acceptance_gauge=0.7).items() if k != "spec_acceptance"}
     inc = {k: v for k, v in readings(spec_acceptance_gauge=0.2, tpot_mean=0.045, itl_mean=0.03).items()
            if k != "spec_acceptance"}
-    assert kinds_of(base, inc) == ["spec-decode-collapse"]
+    found = judge(KINDS, base, inc, FLOORS)
+    assert [f.kind for f in found] == ["spec-decode-collapse", "slow-decode"]
+    assert found[1].explained_by == ("spec-decode-collapse",)

@@ -309,3 +309,29 @@ def test_spec_decode_collapse_from_sglangs_acceptance_gauge():
     found = judge(KINDS, base, inc, FLOORS)
     assert [f.kind for f in found] == ["spec-decode-collapse", "slow-decode"]
     assert found[1].explained_by == ("spec-decode-collapse",)
+
+
+def _frame_of(columns: dict[str, range]) -> pd.DataFrame:
+    """running (a value) and ttft_mean (a ratio) of model m at the given steps (10 s apart)."""
+    rows = []
+    for signal, steps in columns.items():
+        for t in steps:
+            if signal == "running":
+                rows.append(("running", "value", "m", "", math.nan, 10.0 * t, 3.0))
+            else:
+                rows += [("ttft_mean", part, "m", "", math.nan, 10.0 * t, v) for part, v in (("num", 1.0),
+                                                                                             ("den", 10.0))]
+    return pd.DataFrame(rows, columns=["signal", "part", "model", "pod", "le", "t", "v"])
+
+
+def test_missing_is_relative_to_the_models_other_series():
+    signals = [s for s in SIGNALS if s.name in ("running", "ttft_mean")]
+    window = Window(0, 990)
+    # a baseline that begins before the data did (the last fifth has data) is not a gap
+    late = summarise(_frame_of({"running": range(80, 100), "ttft_mean": range(80, 100)}), signals, window, 10.0)
+    full = summarise(_frame_of({"running": range(100), "ttft_mean": range(100)}), signals, window, 10.0)
+    assert kinds_of(late[("m", None)], full[("m", None)]) == []
+    # TTFT stopped after a tenth of the incident while the batch gauge went on: missing
+    stopped = summarise(_frame_of({"running": range(100), "ttft_mean": range(10)}), signals, window, 10.0)
+    found = judge(KINDS, late[("m", None)], stopped[("m", None)], FLOORS)
+    assert [f.kind for f in found] == ["missing-data"] and [e.signal for e in found[0].evidence] == ["ttft_mean"]

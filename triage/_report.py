@@ -40,7 +40,7 @@ def to_json(report) -> dict:
     return {**report.incident.iso(), "baseline": report.baseline.iso(), "step_seconds": report.step,
             "models": [{"model": v.model, "kinds": [_finding(f) for f in v.findings],
                         "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
-                        "not_measured": list(v.not_measured)}
+                        "not_measured": list(v.not_measured), "too_few_events": list(v.too_few)}
                        for v in report.verdicts],
             "warnings": list(report.warnings)}
 
@@ -90,6 +90,8 @@ def render_text(report) -> str:
             lines.append(f"    runbook: {runbook_url(f.runbook)}")
         if v.not_measured:
             lines.append(f"  not measured (no series in either window): {', '.join(v.not_measured)}")
+        if v.too_few:
+            lines.append(f"  too few events in the incident to judge: {', '.join(v.too_few)}")
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"
 
@@ -122,5 +124,7 @@ def render_rich(report, console) -> None:
                               f"[link={runbook_url(f.runbook)}]runbook[/link]")
         if v.not_measured:
             console.print(f"  [dim]not measured: {', '.join(v.not_measured)}[/dim]")
+        if v.too_few:
+            console.print(f"  [dim]too few events to judge: {', '.join(v.too_few)}[/dim]")
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

@@ -8,7 +8,7 @@ buckets summed over the window; presence is the share of steps with data.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["Reading", "ABSENT", "summarise", "others", "model_series", "bucket_quantile"]
 
@@ -23,7 +23,7 @@ class Reading:
     state: str = "ok"
     num: float = 0.0          # ratio signals: events summed over the window (numerator, denominator)
     den: float = 0.0
-    coverage: float = 1.0     # share of the window's steps with data
+    coverage: float = 1.0     # share of the window's steps with data, relative to the best-covered signal
 
 
 ABSENT = Reading(None, "absent")
@@ -140,7 +140,16 @@ def summarise(frame, signals, window, step: float) -> dict[tuple[str, str | None
             _bucket_readings(rows, signal, out, window, step)
         else:
             _presence_readings(rows, signal, out, window, step)
-    return out
+    return {key: _relative_coverage(readings) for key, readings in out.items()}
+
+
+def _relative_coverage(readings: dict[str, Reading]) -> dict[str, Reading]:
+    """Coverage as a share of the model's (or replica's) best-covered signal in the same window: a baseline that
+    starts before the data did is not "missing", a signal that stopped while the others went on is."""
+    best = max((r.coverage for r in readings.values()), default=0.0)
+    if best <= 0:
+        return readings
+    return {name: replace(r, coverage=min(1.0, r.coverage / best)) for name, r in readings.items()}
 
 
 def others(pods: dict[str, dict[str, Reading]], pod: str, signals) -> dict[str, Reading]:

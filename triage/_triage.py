@@ -28,6 +28,7 @@ class Verdict:
     findings: tuple[Finding, ...]
     pods: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
     not_measured: tuple[str, ...] = ()
+    too_few: tuple[str, ...] = ()         # signals with too few events in the incident to be judged
     baseline: dict[str, Reading] = field(default_factory=dict)
     incident: dict[str, Reading] = field(default_factory=dict)
 
@@ -77,7 +78,8 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
         extra = [f for pod_findings in pods.values() for f in pod_findings if f.kind not in held]
         findings = sorted(findings + extra, key=lambda f: -f.confidence)
         unmeasured = tuple(s.name for s in signals if s.name not in b and s.name not in i)
-        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, b, i))
+        few = tuple(s.name for s in signals if s.name in i and i[s.name].state == "few")
+        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, few, b, i))
     return verdicts
 
 

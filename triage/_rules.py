@@ -88,15 +88,18 @@ class _Problems:
     def add(self, node, key, field: str, message: str) -> None:
         self.items.append(Problem(self.file, line_of(node, key), field, message))
 
+    def unknown_keys(self, node: dict, allowed, where: str) -> None:
+        for key in node:
+            if key != LINE and key not in allowed:
+                self.add(node, key, f"{where}{key}", f"unknown key; known keys: {', '.join(allowed)}")
+
 
 def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | None:
     node = item if isinstance(item, dict) else {"if": item}
     if not isinstance(item, (dict, str)):
         problems.add(parent, None, where, "a condition is a line of text or a mapping with if, weight, need")
         return None
-    for key in node:
-        if key != LINE and key not in CLAUSE_KEYS:
-            problems.add(node, key, f"{where}.{key}", f"unknown key; known keys: {', '.join(CLAUSE_KEYS)}")
+    problems.unknown_keys(node, CLAUSE_KEYS, f"{where}.")
     texts = node.get("if")
     texts = texts if isinstance(texts, list) else [texts]
     conditions = []
@@ -121,9 +124,7 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
     if not isinstance(node, dict):
         problems.add(node, None, where, "a kind is a mapping with summary, runbook, next, explains and when")
         return None
-    for key in node:
-        if key != LINE and key not in KIND_KEYS:
-            problems.add(node, key, f"{where}.{key}", f"unknown key; known keys: {', '.join(KIND_KEYS)}")
+    problems.unknown_keys(node, KIND_KEYS, f"{where}.")
     when = node.get("when")
     if not isinstance(when, list) or not when:
         problems.add(node, "when", f"{where}.when", "give a list of conditions, e.g. - ttft_mean up >= 1.5x")
@@ -147,9 +148,7 @@ def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) ->
     problems = _Problems(file)
     if not isinstance(doc, dict) or not isinstance(doc.get("kinds"), dict):
         raise SpecError([Problem(file, None, "kinds", "a rules file is a mapping with `kinds:` (see kinds.yaml)")])
-    for key in doc:
-        if key not in (LINE, "version", "min_confidence", "kinds"):
-            problems.add(doc, key, key, "unknown key; known keys: version, min_confidence, kinds")
+    problems.unknown_keys(doc, ("version", "min_confidence", "kinds"), "")
     if doc.get("version", 1) != 1:
         problems.add(doc, "version", "version", f"{doc['version']!r}: only version 1 exists")
     default_min = doc.get("min_confidence", 0.6)

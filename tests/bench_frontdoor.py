@@ -9,6 +9,11 @@ here, (c) through `inferwatch frontdoor`. Upstream, (b) and (c) are each their o
 process, and the load generator is this one, so nothing shares a loop or a GIL;
 nothing is pinned. Every process runs uvloop where it is installed, as (c) does.
 
+Pace: with `--pace stream` (the default) each stream's chunks come on its own
+clock, so chunks of different streams arrive spread out (one wakeup each); with
+`--pace step` every stream's chunks come together on one clock, as an engine
+decoding a batch sends them (fewer wakeups, but N chunks queued at each step).
+
 Load: N concurrent streams is a steady state, not a burst: N workers start
 staggered over one stream's length and each then sends requests back to back,
 so about N streams are always in flight and arrivals are spread out, as in an
@@ -19,7 +24,9 @@ measured. `--burst` sends the N requests of a round at the same instant instead
 Repeats: each repeat runs every level through every path, the paths in a
 rotating order, so background load falls on all of them alike; each figure is
 the median over repeats, and what (c) adds over (a) or (b) is the median of the
-per-repeat differences. CPU is each proxy's own, from /proc/<pid>/task/*/schedstat
+per-repeat differences. `box busy` is the whole machine's CPU use during the
+rounds (/proc/stat: this benchmark's processes and anything else running), so
+a level that saturates the machine shows it. CPU is each proxy's own, from /proc/<pid>/task/*/schedstat
 (nanoseconds), over the events the clients received; it includes the per-request
 work spread over the stream's chunks.
 
@@ -44,6 +51,7 @@ import subprocess
 import sys
 import time
 
+EPOCH = time.monotonic()       # the upstream's decode-step clock (--pace step)
 CHUNK = {"id": "chatcmpl-0123456789abcdef0123456789abcdef", "object": "chat.completion.chunk", "created": 1,
          "model": "llama-3-8b", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,
                                              "finish_reason": None}]}
@@ -95,7 +103,9 @@ def _more_files() -> None:
 
 def run_upstream(port: int) -> None:
     """A fixed-pace engine; the request's `bench` object says how: the first chunk after `first` s, then one
-    every `interval` s, `chunks` in all, then a finish chunk and [DONE]."""
+    every `interval` s, `chunks` in all, then a finish chunk and [DONE]. With `step`, as an engine decoding a
+    batch: the chunks after the first go out together with every other stream's, on one clock (at the first
+    tick after each chunk's time); the first stays `first` after arrival, so TTFT has no clock's jitter."""
     from aiohttp import web
 
     content = _event(CHUNK)
@@ -103,14 +113,20 @@ def run_upstream(port: int) -> None:
 
     async def chat(request: web.Request) -> web.StreamResponse:
         pace = json.loads(await request.read())["bench"]
-        chunks, interval, first = pace["chunks"], pace["interval"], pace["first"]
+        chunks, interval, first, step = pace["chunks"], pace["interval"], pace["first"], pace.get("step")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         began = time.monotonic()
-        await asyncio.sleep(first)
+
+        async def until(t: float, align: bool = True) -> None:
+            if step and align:
+                t = EPOCH + -(-(t - EPOCH) // interval) * interval
+            await asyncio.sleep(max(0.0, t - time.monotonic()))
+
+        await until(began + first, align=False)
         for i in range(chunks):
             await response.write(content)
-            await asyncio.sleep(max(0.0, began + first + (i + 1) * interval - time.monotonic()))
+            await until(began + first + (i + 1) * interval)
         await response.write(finish + b"data: [DONE]\n\n")
         await response.write_eof()
         return response
@@ -151,9 +167,9 @@ def run_bare(port: int, upstream: str) -> None:
 # --- the load generator (this process) ------------------------------------------------------------------------
 
 
-def _body(chunks: int, interval: float, first: float) -> bytes:
+def _body(chunks: int, interval: float, first: float, step: bool = False) -> bytes:
     return json.dumps({"model": "llama-3-8b", "stream": True, "messages": [{"role": "user", "content": "hi"}],
-                       "bench": {"chunks": chunks, "interval": interval, "first": first}}).encode()
+                       "bench": {"chunks": chunks, "interval": interval, "first": first, "step": step}}).encode()
 
 
 async def _stream(session, url: str, body: bytes) -> tuple[float | None, int]:
@@ -214,8 +230,8 @@ def _session():
 
 
 async def _levels(args, paths: dict) -> dict:
-    """{(streams, repeat, path): (p50, p99, CPU seconds per event or None, failed)}."""
-    body = _body(args.chunks, args.interval, args.first)
+    """{(streams, repeat, path): (p50, p99, CPU seconds per event or None, failed, machine busy fraction)}."""
+    body = _body(args.chunks, args.interval, args.first, args.pace == "step")
     warm = _body(2, 0.001, 0.0)
     length = args.first + args.chunks * args.interval
     sessions = {path: _session() for path in paths}
@@ -227,12 +243,14 @@ async def _levels(args, paths: dict) -> dict:
                 for path in PATHS[turn:] + PATHS[:turn]:
                     url, pid = paths[path]
                     await asyncio.gather(*(_stream(sessions[path], url, warm) for _ in range(streams)))
-                    cpu = _cpu_seconds(pid) if pid else 0.0
+                    cpu, box = _cpu_seconds(pid) if pid else 0.0, _machine()
                     ttfts, events, failed = await _round(sessions[path], url, streams, args.requests, body, length,
                                                          args.burst)
                     spent = (_cpu_seconds(pid) - cpu) if pid else None
+                    busy, total = (b - a for a, b in zip(box, _machine()))
                     out[streams, repeat, path] = (_pct(ttfts, 0.5), _pct(ttfts, 0.99),
-                                                  spent / events if spent is not None and events else None, failed)
+                                                  spent / events if spent is not None and events else None, failed,
+                                                  busy / total if total else float("nan"))
                 print(f"  repeat {repeat + 1}/{args.repeats}, {streams} streams: "
                       + ", ".join(f"{p} {out[streams, repeat, p][0] * 1000:.2f}ms" for p in PATHS), file=sys.stderr)
     finally:
@@ -271,6 +289,13 @@ def _cpu_seconds(pid: int) -> float:
     except (OSError, ValueError, IndexError):
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine() -> tuple[int, int]:
+    """(busy, all) clock ticks of every CPU so far, from /proc/stat: what this benchmark and anything else
+    on the machine used."""
+    ticks = [int(t) for t in open("/proc/stat").readline().split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def _rss_mib(pid: int) -> float:
@@ -346,7 +371,8 @@ def _median(values) -> float:
 def _table(args, out: dict) -> None:
     ms = 1000
     print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
-          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'chunks/s/core':>14} {'failed':>6}")
+          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'chunks/s/core':>14} {'failed':>6} "
+          f"{'box busy':>8}")
     for streams in args.streams:
         reps = range(args.repeats)
         for path in PATHS:
@@ -354,13 +380,15 @@ def _table(args, out: dict) -> None:
             p99 = _median(out[streams, r, path][1] for r in reps)
             cpu = _median(out[streams, r, path][2] for r in reps)
             failed = sum(out[streams, r, path][3] for r in reps)
+            busy = _median(out[streams, r, path][4] for r in reps)
             added = " " * 44
             if path == "frontdoor":
                 added = "".join(
                     f" {_median(out[streams, r, path][i] - out[streams, r, ref][i] for r in reps) * ms:+8.2f}ms"
                     for ref in ("direct", "bare") for i in (0, 1))
             cpu_text = f"{cpu * 1e6:8.1f}us {1 / cpu:13,.0f}" if cpu == cpu else " " * 24
-            print(f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {failed:>6}")
+            print(f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {failed:>6} "
+                  f"{busy:8.0%}")
 
 
 def main() -> None:
@@ -373,6 +401,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3, help="measured requests per worker and round")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of every level through every path")
     parser.add_argument("--burst", action="store_true", help="each round's N requests start at the same instant")
+    parser.add_argument("--pace", choices=["stream", "step"], default="stream", help="stream: each stream's chunks "
+                        "on its own clock; step: every stream's on one clock, as an engine decoding a batch")
     parser.add_argument("--memory-streams", type=int, default=1000, help="slow streams held open for the RSS "
                                                                          "measurement (0: none)")
     parser.add_argument("--role", choices=["upstream", "bare"], help=argparse.SUPPRESS)
@@ -402,7 +432,8 @@ def main() -> None:
         paths = {"direct": (upstream_url, None), "bare": (f"http://127.0.0.1:{bare_port}", processes["bare"].pid),
                  "frontdoor": (f"http://127.0.0.1:{door_port}", processes["frontdoor"].pid)}
         print(f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
-              f"{args.first * 1000:g} ms; {'bursts' if args.burst else 'steady concurrency'}, {args.requests} "
+              f"{args.first * 1000:g} ms, then on {'one clock for all' if args.pace == 'step' else 'a clock each'}; "
+              f"{'bursts' if args.burst else 'steady concurrency'}, {args.requests} "
               f"measured requests per worker, median of {args.repeats} repeats; {_loop_name()} everywhere; "
               f"{os.cpu_count()} CPUs shared by upstream, proxy and load generator; load average "
               f"{os.getloadavg()[0]:.2f}")

@@ -25,7 +25,8 @@ INCIDENT = Window(NOW - 1200, NOW)
 BASELINE = f"{NOW - 3600:.0f}/{NOW - 1200:.0f}"
 MODELS = {f"m-{kind}": kind for kind in KINDS}
 MODELS["m-bad-replica"] = "slow-decode"
-REPLICAS = {"m-bad-replica": (3, 1)}
+MODELS["m-lost-replica"] = "missing-data"      # one replica of two stops reporting
+REPLICAS = {"m-bad-replica": (3, 1), "m-lost-replica": (2, 1)}
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,15 @@ def test_one_bad_replica_is_its_own_finding(report):
     assert [f.kind for f in verdict.pods["m-bad-replica-0"]] == ["slow-decode"]
     tpot = next(e for e in verdict.pods["m-bad-replica-0"][0].evidence if e.signal == "tpot_mean")
     assert tpot.incident / tpot.baseline > 2.5    # against the other two replicas
+
+
+def test_a_replica_that_stops_reporting_is_missing_data_of_its_own(report):
+    verdict = next(v for v in report.verdicts if v.model == "m-lost-replica")
+    assert list(verdict.pods) == ["m-lost-replica-0"]
+    first = verdict.findings[0]
+    assert (first.kind, first.pod) == ("missing-data", "m-lost-replica-0")
+    ttft = next(e for e in first.evidence if e.signal == "ttft_mean")     # its share of steps with data
+    assert ttft.incident < 0.5 < ttft.baseline
 
 
 def test_missing_data_names_the_missing_series(report):

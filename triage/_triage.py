@@ -15,6 +15,7 @@ from inferwatch.triage._window import Window, baseline_choices, choose_step, iso
 __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
 
 DEFAULT_SCRAPE_INTERVAL = 15.0
+GONE_REPLICA = 0.6       # confidence of a replica absent from the whole incident: a crash, or just a scale-in
 # named when a model has no series at all: the engine series every kind starts from
 CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_request_duration_seconds",
                "llm_generation_tokens_total", "llm_frontdoor_requests_total")
@@ -59,10 +60,12 @@ def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[F
             if versus_others:
                 out[pod] = tuple(replace(f, pod=pod) for f in versus_others.values())
     if "missing-data" in kinds and len(pods_now) < len(pods_before):
+        # gone for the whole incident and not replaced: a crash or a scale-in before it; said, ranked low
         for pod in sorted(set(pods_before) - set(pods_now)):
             kind = kinds["missing-data"]
-            out[pod] = (Finding(kind.name, 1.0, (Evidence("engine_series", 1.0, None, None, "engine_series missing",
-                                                          1.0),), kind.summary, kind.runbook, kind.next, pod=pod),)
+            out[pod] = (Finding(kind.name, GONE_REPLICA, (Evidence("engine_series", 1.0, 0.0, None,
+                                                                   "engine_series missing", 1.0),),
+                                kind.summary, kind.runbook, kind.next, pod=pod),)
     return out
 
 

@@ -1,9 +1,10 @@
 """Record the incidents `inferwatch triage` is tested on: run once by a developer, never by the suite.
 
     python tests/record_triage.py                         # 4 min baseline + 4 min incident, about 10 minutes
+    python tests/record_triage.py --variant swapped       # the same kinds on the other engines: fixtures/triage/swapped
     python tests/record_triage.py --baseline 60 --incident 60 --out /tmp/try   # a quick look
 
-For every model of MODELS it starts a simulated engine (`inferwatch simulate`, its own process and model name,
+For every model of the variant it starts a simulated engine (`inferwatch simulate`, its own process and model name,
 one simulated GPU naming the engine's pod: `--gpus 1 --pod`), a front door in front of it (`inferwatch
 frontdoor`), one normalizing exporter over every engine, and a real Prometheus scraping the exporter, the front
 doors and the simulated GPUs (job `gpu`) every --step seconds. Engine series get the pod's `namespace` and `pod`
@@ -42,7 +43,7 @@ sys.path.insert(0, str(HERE))
 from promtools import prometheus  # noqa: E402 - the tests' folder is not a package
 from triage_tools import FORMAT, api  # noqa: E402
 
-from inferwatch.sim import LoadConfig, run_load  # noqa: E402
+from inferwatch.sim import LoadConfig, default_release, run_load  # noqa: E402
 from inferwatch.sim._demo import _Processes, _set_scenario, _wait_ready, free_port  # noqa: E402
 
 NAMESPACE = "inference"
@@ -59,13 +60,14 @@ class Model:
     kind: str               # what triage should say first; "none" for nothing wrong
     cap: int = 16           # --max-num-seqs
     surge: float = 1.0      # the incident's traffic over the baseline's
+    version: str | None = None  # --engine-version (default: the newest simulated release)
 
     @property
     def pod(self) -> str:
         return f"{self.name}-0"
 
 
-MODELS = [
+MAIN = [
     Model("m-quiet", "sglang", "normal", "none"),
     Model("m-doubling", "vllm", "normal", "none", surge=2.0),
     # queueing as the kind says: more traffic than the slots (a small cap) serve, steps as fast as before. (The
@@ -83,26 +85,61 @@ MODELS = [
     Model("m-not-the-engine", "vllm", "not-the-engine", "not-the-engine"),
     Model("m-missing-data", "vllm", "metrics-down", "missing-data"),
 ]
-# what every model's users send (a chat product with a long shared system prompt, answers of ~120 tokens)
-LOAD = {"rate": 1.0, "prompt_tokens": 200, "prefix_share": 0.7, "prefix_tokens": 768, "max_tokens": 2048}
+# the same kinds with the engines swapped where the kind stays observable (spec-decode-collapse on SGLang reads its
+# acceptance gauge), two older vLLM releases, other traffic, a shorter scrape interval: triage must not depend on
+# one engine, one release or one load
+SWAPPED = [
+    Model("m-quiet", "vllm", "normal", "none", version="0.10.2"),
+    Model("m-doubling", "sglang", "normal", "none", surge=2.0),
+    Model("m-queueing", "sglang", "normal", "queueing", cap=5, surge=2.5),
+    Model("m-long-prompts", "sglang", "long-prompts", "long-prompts"),
+    Model("m-prefix-cache-loss", "sglang", "prefix-cache-loss", "prefix-cache-loss"),
+    Model("m-kv-pressure", "sglang", "kv-pressure", "kv-pressure"),
+    Model("m-slow-decode", "sglang", "slow-decode", "slow-decode"),
+    Model("m-spec-decode-collapse", "sglang", "spec-decode-collapse", "spec-decode-collapse"),
+    Model("m-thinking", "vllm", "thinking", "thinking"),
+    Model("m-long-outputs", "vllm", "long-outputs", "long-outputs", version="0.10.2"),
+    Model("m-gpu-not-computing", "sglang", "gpu-not-computing", "gpu-not-computing"),
+    Model("m-errors", "vllm", "errors", "errors"),
+    Model("m-not-the-engine", "sglang", "not-the-engine", "not-the-engine"),
+    Model("m-missing-data", "sglang", "metrics-down", "missing-data"),
+]
 
 
-def _start(procs: _Processes, ports: dict[str, int]) -> None:
+@dataclass(frozen=True)
+class Variant:
+    models: list[Model]
+    load: dict              # what every model's users send (LoadConfig's fields)
+    step: int               # scrape interval, seconds
+    folder: str             # under tests/fixtures/
+
+
+VARIANTS = {
+    # a chat product with a long shared system prompt, answers of ~120 tokens
+    "main": Variant(MAIN, {"rate": 1.0, "prompt_tokens": 200, "prefix_share": 0.7, "prefix_tokens": 768,
+                           "max_tokens": 2048}, 5, "triage"),
+    "swapped": Variant(SWAPPED, {"rate": 1.2, "prompt_tokens": 300, "prefix_share": 0.5, "prefix_tokens": 768,
+                                 "max_tokens": 2048}, 3, "triage/swapped"),
+}
+
+
+def _start(procs: _Processes, ports: dict[str, int], models: list[Model]) -> None:
     me = [sys.executable, "-m", "inferwatch"]
-    for i, m in enumerate(MODELS):
-        procs.start(m.name, me + ["simulate", "--engine", m.engine, "--model", m.name, "--listen",
+    for i, m in enumerate(models):
+        version = ["--engine-version", m.version] if m.version else []
+        procs.start(m.name, me + ["simulate", "--engine", m.engine, *version, "--model", m.name, "--listen",
                                   f"127.0.0.1:{ports[m.name]}", "--max-num-seqs", str(m.cap), "--seed", str(i + 1),
                                   "--gpus", "1", "--pod", f"{NAMESPACE}/{m.pod}/engine"])
         procs.start(f"frontdoor-{m.name}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{ports[m.name]}",
                                                   "--listen", f"127.0.0.1:{ports['door-' + m.name]}"])
     procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
                                   "--timeout", "1500ms", "--drop-unmapped",
-                                  *[a for m in MODELS for a in ("--target",
+                                  *[a for m in models for a in ("--target",
                                                                 f"{m.pod}=http://127.0.0.1:{ports[m.name]}/metrics")],
-                                  *[a for m in MODELS for a in ("--max-running-requests", f"{m.name}={m.cap}")]])
+                                  *[a for m in models for a in ("--max-running-requests", f"{m.name}={m.cap}")]])
 
 
-def _prometheus_config(ports: dict[str, int], step: int) -> dict:
+def _prometheus_config(ports: dict[str, int], step: int, models: list[Model]) -> dict:
     # the exporter names each engine's target after its pod; engine series get that pod and the namespace, as a
     # pod's target labels would give them (the GPU series already name the pod using them: left as they are)
     pod_labels = [{"source_labels": ["pod", "target"], "separator": ";", "regex": ";(.+)", "target_label": "pod",
@@ -114,30 +151,31 @@ def _prometheus_config(ports: dict[str, int], step: int) -> dict:
                 {"job_name": "inferwatch-exporter", "honor_labels": True, "metric_relabel_configs": pod_labels,
                  "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
                 {"job_name": "inferwatch-frontdoor", "static_configs": [
-                    {"targets": [f"127.0.0.1:{ports['door-' + m.name]}" for m in MODELS]}]},
+                    {"targets": [f"127.0.0.1:{ports['door-' + m.name]}" for m in models]}]},
                 # each simulator also serves its GPU (--gpus 1) as a node's GPU exporter would: scraped on its own,
                 # keeping the workload labels the GPU series carry (honor_labels, as the README says for DCGM)
                 {"job_name": "gpu", "honor_labels": True,
                  "metric_relabel_configs": [{"source_labels": ["__name__"], "regex": "gpu_.*", "action": "keep"}],
-                 "static_configs": [{"targets": [f"127.0.0.1:{ports[m.name]}" for m in MODELS]}]}]}
+                 "static_configs": [{"targets": [f"127.0.0.1:{ports[m.name]}" for m in models]}]}]}
 
 
-async def _drive(doors: dict[str, str], engines: dict[str, str], baseline: float, incident: float) -> dict:
+async def _drive(doors: dict[str, str], engines: dict[str, str], baseline: float, incident: float,
+                 variant: Variant) -> dict:
     """Load through the front doors; switch every engine to its scenario after `baseline`; returns the times."""
-    total = baseline + incident
+    total, load = baseline + incident, variant.load
     loads = [asyncio.ensure_future(run_load(LoadConfig(doors[m.name], duration=total, model=m.name, seed=11 + i,
-                                                       timeout=60, **LOAD)))
-             for i, m in enumerate(MODELS)]
+                                                       timeout=60, **load)))
+             for i, m in enumerate(variant.models)]
     started = time.time()
     await asyncio.sleep(baseline)
     switched = time.time()
-    for m in MODELS:
+    for m in variant.models:
         if m.scenario != "normal":
             await asyncio.to_thread(_set_scenario, engines[m.name], m.scenario)
         if m.surge > 1:
             loads.append(asyncio.ensure_future(run_load(LoadConfig(
                 doors[m.name], duration=incident, model=m.name, seed=99, timeout=60,
-                **(LOAD | {"rate": LOAD["rate"] * (m.surge - 1)})))))
+                **(load | {"rate": load["rate"] * (m.surge - 1)})))))
     print(f"incident: every model switched at {switched:.0f}", flush=True)
     await asyncio.sleep(max(0.0, switched + incident - time.time()))
     ended = time.time()
@@ -184,57 +222,60 @@ def _version(args: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", choices=list(VARIANTS), default="main", help="which models, load and step")
     parser.add_argument("--baseline", type=float, default=240, help="seconds of normal traffic (after warm-up)")
     parser.add_argument("--incident", type=float, default=240, help="seconds of incident")
     parser.add_argument("--warmup", type=float, default=60, help="seconds of load before the baseline window")
-    parser.add_argument("--step", type=int, default=5, help="scrape interval, seconds")
-    parser.add_argument("--out", type=Path, default=HERE / "fixtures" / "triage")
+    parser.add_argument("--out", type=Path, help="default: tests/fixtures/<the variant's folder>")
     parser.add_argument("--workdir", type=Path, help="keep logs and Prometheus data here")
     args = parser.parse_args()
+    variant = VARIANTS[args.variant]
+    models, step, out = variant.models, variant.step, args.out or HERE / "fixtures" / variant.folder
     binary = shutil.which("prometheus")
     if binary is None:
         sys.exit("prometheus not found on PATH")
     with ExitStack() as stack:
         work = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="record-triage-")))
         work.mkdir(parents=True, exist_ok=True)
-        ports = {key: free_port() for m in MODELS for key in (m.name, "door-" + m.name)} | {"exporter": free_port()}
+        ports = {key: free_port() for m in models for key in (m.name, "door-" + m.name)} | {"exporter": free_port()}
         procs = _Processes(work)
         stack.callback(procs.stop)
-        _start(procs, ports)
-        engines = {m.name: f"http://127.0.0.1:{ports[m.name]}" for m in MODELS}
-        doors = {m.name: f"http://127.0.0.1:{ports['door-' + m.name]}" for m in MODELS}
-        prom = stack.enter_context(prometheus(binary, _prometheus_config(ports, args.step), work))
+        _start(procs, ports, models)
+        engines = {m.name: f"http://127.0.0.1:{ports[m.name]}" for m in models}
+        doors = {m.name: f"http://127.0.0.1:{ports['door-' + m.name]}" for m in models}
+        prom = stack.enter_context(prometheus(binary, _prometheus_config(ports, step, models), work))
         _wait_ready([f"{u}/health" for u in engines.values()] + [f"{u}/metrics" for u in doors.values()]
                     + [f"http://127.0.0.1:{ports['exporter']}/metrics"], procs)
-        print(f"recording {len(MODELS)} models in {work}: Prometheus at {prom}", flush=True)
-        times = asyncio.run(_drive(doors, engines, args.warmup + args.baseline, args.incident))
+        print(f"recording {len(models)} models ({args.variant}) in {work}: Prometheus at {prom}", flush=True)
+        times = asyncio.run(_drive(doors, engines, args.warmup + args.baseline, args.incident, variant))
         procs.check()
-        time.sleep(args.step + 1)          # the last scrape of the incident
-        start, end = times["started"] - args.step, times["ended"] + args.step
+        time.sleep(step + 1)          # the last scrape of the incident
+        start, end = times["started"] - step, times["ended"] + step
         series = export(prom, start, end)
     manifest = {
         "recording": "recording.json.gz",
-        "step": args.step,
+        "step": step,
         "start": int(start), "end": int(end) + 1,
         "baseline": {"start": int(times["started"] + args.warmup), "end": int(times["switched"])},
         "incident": {"start": int(times["switched"]) + 1, "end": int(times["ended"])},
-        "models": {m.name: m.kind for m in MODELS},
+        "models": {m.name: m.kind for m in models},
         "ran": {
-            "recorder": "tests/record_triage.py",
+            "recorder": f"tests/record_triage.py --variant {args.variant}",
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end)),
             "inferwatch": _version([sys.executable, "-m", "inferwatch", "--version"]),
             "prometheus": _version([binary, "--version"]),
             "python": platform.python_version(),
             "namespace": NAMESPACE,
-            "load_per_model": LOAD,
-            "models": {m.name: {"engine": m.engine, "scenario": m.scenario, "max_num_seqs": m.cap, "pod": m.pod,
-                                "gpus": 1, **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {})}
-                       for m in MODELS},
+            "load_per_model": variant.load,
+            "models": {m.name: {"engine": m.engine, "engine_version": m.version or default_release(m.engine),
+                                "scenario": m.scenario, "max_num_seqs": m.cap, "pod": m.pod, "gpus": 1,
+                                **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {})}
+                       for m in models},
         },
     }
-    write(args.out, series, manifest)
-    size = (args.out / manifest["recording"]).stat().st_size
-    print(f"wrote {len(series)} series, {size / 1e6:.2f} MB, to {args.out}", flush=True)
+    write(out, series, manifest)
+    size = (out / manifest["recording"]).stat().st_size
+    print(f"wrote {len(series)} series, {size / 1e6:.2f} MB, to {out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from triage_tools import SIGNALS, load_manifest, recorded_prometheus, window_means
+from triage_tools import FIXTURES, SIGNALS, load_manifest, recorded_prometheus, window_means
 
 pytestmark = pytest.mark.xdist_group("triage-recording")
 
@@ -27,7 +27,7 @@ EXPECTED = {
                     ("e2e", "x>", 1.2), ("running / cap", "<", 0.5), ("prompt tokens/request", "x<", 1.3)],
     "slow-decode": [("TPOT", "x>", 3), ("ITL", "x>", 3), ("preemptions/s", "<", 1e-9),
                     ("spec acceptance", "x>", 0.9), ("spec acceptance", "x<", 1.1)],
-    "spec-decode-collapse": [("spec acceptance", "x<", 0.4), ("TPOT", "x>", 1.5), ("ITL", "x<", 1.3)],
+    "spec-decode-collapse": [("spec acceptance", "x<", 0.4), ("TPOT", "x>", 1.5), ("waiting", "<", 0.3)],
     "thinking": [("TTFT (front door)", "x>", 5), ("TTFT", "x<", 1.5), ("first chunk (front door)", "x<", 1.5),
                  ("reasoning tokens/request (front door)", ">", 100)],
     "long-outputs": [("output tokens/request", "x>", 2), ("e2e", "x>", 1.8), ("TTFT", "x<", 1.3),
@@ -39,20 +39,25 @@ EXPECTED = {
                        ("TPOT", "x<", 1.3), ("queue time", "x<", 2)],
     "missing-data": [("engine series samples", "absent", None), ("requests/s (front door)", ">", 0.5)],
 }
+# signals some releases do not have (vLLM 0.10.2 has no TPOT histogram, SGLang no prefill time): a model whose
+# engine lacks one in both windows skips that check
+OPTIONAL = {"TPOT", "prefill time", "queue time", "preemptions/s", "spec acceptance"}
+FOLDERS = [f for f in (FIXTURES, FIXTURES / "swapped") if (f / "manifest.yaml").exists()]
 
 
-@pytest.fixture(scope="module")
-def recorded():
+@pytest.fixture(scope="module", params=FOLDERS, ids=[f.name for f in FOLDERS])
+def recorded(request):
     started = time.monotonic()
-    with recorded_prometheus() as (base, manifest):
+    with recorded_prometheus(request.param) as (base, manifest):
         loaded = time.monotonic() - started
         baseline = window_means(base, manifest["baseline"]["start"], manifest["baseline"]["end"])
         incident = window_means(base, manifest["incident"]["start"], manifest["incident"]["end"])
         yield manifest, baseline, incident, loaded
 
 
-def test_manifest_names_a_kind_for_every_model_and_windows_in_order():
-    manifest = load_manifest()
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_manifest_names_a_kind_for_every_model_and_windows_in_order(folder):
+    manifest = load_manifest(folder)
     assert set(manifest["models"].values()) == set(EXPECTED)
     assert manifest["start"] <= manifest["baseline"]["start"] < manifest["baseline"]["end"] \
         <= manifest["incident"]["start"] < manifest["incident"]["end"] <= manifest["end"]
@@ -73,6 +78,8 @@ def test_each_models_signals_move_as_its_kind_says(recorded, model):
     for signal, test, bound in EXPECTED[manifest["models"][model]]:
         assert signal in SIGNALS
         before, after = baseline[signal].get(model), incident[signal].get(model)
+        if before is None and after is None and signal in OPTIONAL:
+            continue
         if test == "absent":
             assert before and not after, (signal, before, after)
             continue

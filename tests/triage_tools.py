@@ -26,7 +26,7 @@ import yaml
 
 from promtools import prometheus
 
-__all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "load_manifest", "read_recording", "to_openmetrics",
+__all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "changes", "load_manifest", "read_recording", "to_openmetrics",
            "recorded_prometheus", "window_means"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triage"
@@ -125,7 +125,9 @@ SIGNALS = {
     "output tokens/request": _mean("llm_request_generation_tokens"),
     "prefix-cache hit ratio": _per("llm_prefix_cache_hit_tokens_total", "llm_prefix_cache_queried_tokens_total"),
     "preemptions/s": "sum by (model) (rate(llm_preemptions_total[W]))",
-    "spec acceptance": _per("llm_spec_decode_accepted_tokens_total", "llm_spec_decode_draft_tokens_total"),
+    # vLLM counts drafts; SGLang has only its acceptance gauge
+    "spec acceptance": _per("llm_spec_decode_accepted_tokens_total", "llm_spec_decode_draft_tokens_total")
+                       + " or max by (model) (avg_over_time(llm_spec_decode_acceptance_ratio[W]))",
     "generation tokens/s": "sum by (model) (rate(llm_generation_tokens_total[W]))",
     "engine series samples": "sum by (model) (count_over_time(llm_requests_running[W]))",
     "GPU-Util": "avg by (pod) (avg_over_time(gpu_utilization_ratio[W]))",
@@ -152,3 +154,27 @@ def window_means(base: str, start: float, end: float) -> dict[str, dict[str, flo
         out[signal] = {(r["metric"].get("model") or r["metric"].get("pod", "").removesuffix("-0")): float(r["value"][1])
                        for r in rows}
     return out
+
+
+def changes(base: str, manifest: dict) -> str:
+    """A text table of every SIGNALS value per model, baseline and incident, and their ratio."""
+    before = window_means(base, manifest["baseline"]["start"], manifest["baseline"]["end"])
+    after = window_means(base, manifest["incident"]["start"], manifest["incident"]["end"])
+    lines = []
+    for model, kind in manifest["models"].items():
+        lines.append(f"{model} (expected: {kind})")
+        for signal in SIGNALS:
+            b, a = before[signal].get(model), after[signal].get(model)
+            if b is None and a is None:
+                continue
+            ratio = f"x{a / b:.2f}" if a is not None and b else ""
+            lines.append(f"  {signal:40}{'-' if b is None else f'{b:.4g}':>10}{'-' if a is None else f'{a:.4g}':>10}"
+                         f"  {ratio}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":            # python tests/triage_tools.py [FOLDER]: what a recording holds
+    import sys
+
+    with recorded_prometheus(Path(sys.argv[1]) if len(sys.argv) > 1 else FIXTURES) as (url, loaded):
+        print(changes(url, loaded), end="")

@@ -132,7 +132,7 @@ def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], fl
             return None
         known += clause.weight
         earned += clause.weight * best[0]
-        evidence.extend(best[1])
+        evidence.extend(e for e in best[1] if e not in evidence)   # a condition two clauses share: once
     if not known or known < total / 2:
         return None
     confidence = earned / known

@@ -120,8 +120,8 @@ def render_rich(report, console) -> None:
             console.print()
             console.print(table)
             for f in v.findings:
-                console.print(f"  [bold]{f.kind}[/bold]: {f.summary}. Next: {f.next} "
-                              f"[link={runbook_url(f.runbook)}]runbook[/link]")
+                console.print(f"  [bold]{escape(f.kind)}[/bold]: {escape(f.summary)}. Next: {escape(f.next)} "
+                              f"Runbook: {runbook_url(f.runbook)}", highlight=False)
         if v.not_measured:
             console.print(f"  [dim]not measured: {', '.join(v.not_measured)}[/dim]")
         if v.too_few:

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -85,25 +85,13 @@ MAIN = [
     Model("m-not-the-engine", "vllm", "not-the-engine", "not-the-engine"),
     Model("m-missing-data", "vllm", "metrics-down", "missing-data"),
 ]
-# the same kinds with the engines swapped where the kind stays observable (spec-decode-collapse on SGLang reads its
-# acceptance gauge), two older vLLM releases, other traffic, a shorter scrape interval: triage must not depend on
-# one engine, one release or one load
-SWAPPED = [
-    Model("m-quiet", "vllm", "normal", "none", version="0.10.2"),
-    Model("m-doubling", "sglang", "normal", "none", surge=2.0),
-    Model("m-queueing", "sglang", "normal", "queueing", cap=5, surge=2.5),
-    Model("m-long-prompts", "sglang", "long-prompts", "long-prompts"),
-    Model("m-prefix-cache-loss", "sglang", "prefix-cache-loss", "prefix-cache-loss"),
-    Model("m-kv-pressure", "sglang", "kv-pressure", "kv-pressure"),
-    Model("m-slow-decode", "sglang", "slow-decode", "slow-decode"),
-    Model("m-spec-decode-collapse", "sglang", "spec-decode-collapse", "spec-decode-collapse"),
-    Model("m-thinking", "vllm", "thinking", "thinking"),
-    Model("m-long-outputs", "vllm", "long-outputs", "long-outputs", version="0.10.2"),
-    Model("m-gpu-not-computing", "sglang", "gpu-not-computing", "gpu-not-computing"),
-    Model("m-errors", "vllm", "errors", "errors"),
-    Model("m-not-the-engine", "sglang", "not-the-engine", "not-the-engine"),
-    Model("m-missing-data", "sglang", "metrics-down", "missing-data"),
-]
+# the same kinds with the engines swapped (spec-decode-collapse on SGLang reads its acceptance gauge), an older
+# vLLM release for two models, other traffic, a shorter scrape interval: triage must not depend on one engine,
+# one release or one load
+OTHER_ENGINE = {"vllm": "sglang", "sglang": "vllm"}
+SWAPPED_CHANGES = {"m-quiet": {"version": "0.10.2"}, "m-long-outputs": {"version": "0.10.2"},
+                   "m-queueing": {"cap": 5, "surge": 2.5}}
+SWAPPED = [replace(m, engine=OTHER_ENGINE[m.engine], **SWAPPED_CHANGES.get(m.name, {})) for m in MAIN]
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 from promtools import prometheus  # noqa: E402 - the tests' folder is not a package
 from triage_tools import FORMAT, api  # noqa: E402
 
-from inferwatch.sim import LoadConfig, default_release, run_load  # noqa: E402
+from inferwatch.sim import LoadConfig, default_release, run_load, scenarios  # noqa: E402
 from inferwatch.sim._demo import _Processes, _set_scenario, _wait_ready, free_port  # noqa: E402
 
 NAMESPACE = "inference"
@@ -200,6 +200,15 @@ def write(out: Path, series: list[dict], manifest: dict) -> None:
         + yaml.safe_dump(manifest, sort_keys=False))
 
 
+def ran_models(models: list[Model]) -> dict:
+    """What each model ran: engine, release, cap, its scenario and that scenario's parameters (sim/scenarios.yaml)."""
+    return {m.name: {"engine": m.engine, "engine_version": m.version or default_release(m.engine),
+                     "scenario": m.scenario, "scenario_parameters": dict(scenarios()[m.scenario] or {}),
+                     "max_num_seqs": m.cap, "pod": m.pod, "gpus": 1,
+                     **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {})}
+            for m in models}
+
+
 def _version(args: list[str]) -> str:
     try:
         text = subprocess.run(args, capture_output=True, text=True, timeout=10)
@@ -255,10 +264,7 @@ def main() -> None:
             "python": platform.python_version(),
             "namespace": NAMESPACE,
             "load_per_model": variant.load,
-            "models": {m.name: {"engine": m.engine, "engine_version": m.version or default_release(m.engine),
-                                "scenario": m.scenario, "max_num_seqs": m.cap, "pod": m.pod, "gpus": 1,
-                                **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {})}
-                       for m in models},
+            "models": ran_models(models),
         },
     }
     write(out, series, manifest)

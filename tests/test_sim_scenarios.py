@@ -195,3 +195,13 @@ def test_metrics_down_fails_every_scrape_while_serving():
             except (urllib.error.HTTPError, OSError):
                 pass
         assert b"choices" in _post(base, {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_simulate_help_names_every_scenario():
+    import typing
+
+    from inferwatch._cli_sim import simulate
+    from inferwatch.sim import scenarios
+
+    text = typing.get_type_hints(simulate, include_extras=True)["scenario"].__metadata__[0].help
+    assert [name for name in scenarios() if name not in text] == []

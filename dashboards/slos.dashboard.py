@@ -12,12 +12,12 @@ from inferwatch.dashboards import Selector, dashboard, row, stat, target, timese
 slo = Selector(("service", "slo", "model"))
 EACH = "{{service}}/{{slo}} {{model}}"
 WINDOWS = ("5m", "30m", "1h", "6h", "1d", "3d")          # the burn-rate tiers' windows (slo/tiers.yaml)
-RAW_FALLBACK = ("1d", "3d")     # windows over 6h: read from the raw counters every 5m until the recording covers them
+RAW_FALLBACK = ("1d", "3d")     # windows over 6h: read from the raw counters every 10m until the recording covers them
 FIRING = ('ALERTS{alertname=~"LLMErrorBudgetBurn|LLMSLIDataMissing", alertstate="firing", service=~"$service", '
           'slo=~"$slo", model=~"$model"}')
 BUDGET = '(1 - llm_slo:objective:ratio{service=~"$service", slo=~"$slo"})'
-# the SLI over the SLO window is summed every 5 minutes: look back two evaluations
-SLI = f"last_over_time({slo('llm_slo:sli:ratio')}[10m])"
+# the SLI over the SLO window is summed every 10 minutes: look back two evaluations
+SLI = f"last_over_time({slo('llm_slo:sli:ratio')}[20m])"
 REMAINING = f"1 - (1 - {SLI}) / on (service, slo) group_left () {BUDGET}"
 
 
@@ -25,7 +25,7 @@ def error_ratio(window: str) -> str:
     recorded = slo(f"llm_slo:error_ratio:{window}")
     if window not in RAW_FALLBACK:
         return recorded
-    return f"({recorded} or last_over_time({slo(f'llm_slo:error_ratio_raw:{window}')}[10m]))"
+    return f"({recorded} or last_over_time({slo(f'llm_slo:error_ratio_raw:{window}')}[20m]))"
 
 
 def burn_rate(window: str) -> str:
@@ -45,7 +45,7 @@ dashboard = dashboard(
              description="llm_slo:objective:ratio: the objective's target share of good events (lowest shown)."),
         stat("Lowest SLI over the SLO window", f"min({SLI})", width=4,
              description="llm_slo:sli:ratio: good events over all events across the SLO window (event-weighted), "
-                         "summed every 5 minutes from the recorded per-minute counts: until the rules have run "
+                         "summed every 10 minutes from the recorded per-minute counts: until the rules have run "
                          "for a whole SLO window it covers the time since they were deployed."),
         stat("Lowest error budget remaining", f"min({REMAINING})", width=4,
              thresholds=((0.25, "orange"), (0.5, "green")),
@@ -61,7 +61,7 @@ dashboard = dashboard(
                    unit="x", description="llm_slo:error_ratio:<window> divided by the error budget (1 - target); "
                                          "1 spends the budget exactly over the SLO window. Each window reads the raw "
                                          "counters until the recorded per-minute counts reach back 90% of it "
-                                         "(1d and 3d: llm_slo:error_ratio_raw:<window>, every 5 minutes)."),
+                                         "(1d and 3d: llm_slo:error_ratio_raw:<window>, every 10 minutes)."),
         timeseries("Error ratio, 5m and 1h", [target(error_ratio(w), f"{w} {EACH}")
                                               for w in ("5m", "1h")], unit="percentunit",
                    description="llm_slo:error_ratio:5m and :1h, the page tier's windows."),

@@ -33,12 +33,13 @@ _SCHEMA: dict[str, dict] = {
 _PLUGINS = {
     "sloth.dev/contrib/info_labels/v1": "adds labels to Sloth's SLO info metric; inferwatch records none (put "
                                         "alert labels under labels:)",
-    "sloth.dev/contrib/rule_intervals/v1": "sets Sloth's rule group intervals; inferwatch evaluates every group "
-                                           "each minute",
+    "sloth.dev/contrib/rule_intervals/v1": "sets Sloth's rule group intervals; inferwatch evaluates its alert "
+                                           "groups each minute and its long-window groups every 10 minutes",
     "sloth.dev/contrib/denominator_corrected_rules/v1": "weighs burn rates by traffic; inferwatch keeps low "
                                                         "traffic from paging with alerting.min_bad_events",
     "sloth.dev/contrib/error_budget_exhausted_alert/v1": "alerts on a spent budget; inferwatch records "
-                                                         "llm_slo:error_budget_remaining:ratio to alert on",
+                                                         "llm_slo:sli:ratio (the SLI over the SLO window) to "
+                                                         "alert on",
     "sloth.dev/contrib/remove_labels/v1": "removes labels from Sloth's rules",
     "sloth.dev/contrib/validate_victoria_metrics/v1": "validates MetricsQL; inferwatch writes PromQL",
 }

@@ -1,7 +1,7 @@
 """Compile a Spec into Prometheus rule groups, in stages: SLI counts, windows, burn-rate alerts, missing data.
 
 Every objective gets two groups: one evaluated every minute (`interval: 1m`) with the counts, the tier windows
-and the alerts, and a long-window group evaluated every 5 minutes.
+and the alerts, and a long-window group evaluated every 10 minutes.
 
 1. SLI counts. Good and total events of the last minute, summed over the
    objective's series (`llm_slo:good:increase1m`, `llm_slo:total:increase1m`).
@@ -14,11 +14,11 @@ and the alerts, and a long-window group evaluated every 5 minutes.
    W/1m samples on Prometheus 2 and 3), event-weighted and cheap, but only for the groups whose counts were
    recorded at least 90% of W ago (`llm_slo:total:increase1m offset 0.9W`, one sample per group). Until then
    (a fresh deployment, a renamed objective, a changed group_by) the window is read from the raw counters,
-   `increase(raw[W])`, as Sloth does: inline for windows up to 6h, and for longer ones every 5 minutes in
+   `increase(raw[W])`, as Sloth does: inline for windows up to 6h, and for longer ones every 10 minutes in
    the long-window group (`llm_slo:error_ratio_raw:<W>`, recorded only while the recording is short). A
    few minutes of recording never stand for a day. Burn rates and the remaining budget are derived in the
    dashboard queries; the objective's constants are recorded once per objective, not per group; the SLI
-   over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 5 minutes. A window without
+   over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 10 minutes. A window without
    events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
    events in its long window (summed inline from the per-minute counts) that `min_bad_events` bad requests
@@ -52,7 +52,7 @@ FRESH_SECONDS = 90           # the 5m-rate fallback counts a series only while i
 TOTAL_1M, GOOD_1M = "llm_slo:total:increase1m", "llm_slo:good:increase1m"
 SLI_RATIO = "llm_slo:sli:ratio"
 COVERAGE = Fraction(9, 10)   # a window is read from the recorded counts once they reach back this share of it
-LONG_INTERVAL = Fraction(300)            # the long-window group's interval
+LONG_INTERVAL = Fraction(600)            # the long-window group's interval
 INLINE_FALLBACK_MAX = Fraction(6 * 3600)  # windows up to this read the raw counters inline while not covered
 
 
@@ -135,7 +135,7 @@ def _ident(spec: Spec, objective: Objective) -> dict[str, str]:
 
 
 def _ref(spec: Spec, objective: Objective, name: str) -> str:
-    """A recorded series of this objective, e.g. llm_slo:total:increase1h{service="chat", slo="responsive"}."""
+    """A recorded series of this objective, e.g. llm_slo:error_ratio:1h{service="chat", slo="responsive"}."""
     return Selector(name, tuple(Matcher(k, "=", v) for k, v in _ident(spec, objective).items())).render()
 
 
@@ -216,9 +216,22 @@ def _recorded_ratio(spec: Spec, objective: Objective, seconds) -> str:
 
 
 def _raw_ratio(spec: Spec, objective: Objective, seconds) -> str:
+    """The window's error ratio from the raw counters, each read once: the costly side of the fallback. A bad or
+    good counter not created yet counts 0 for every group whose total series exist now (an instant selector,
+    not a second scan of the window)."""
     count = _raw_counter(window_name(seconds))
-    good, total = _good_expr(spec, objective, count), count(spec, _total_selector(spec, objective))
-    return f"clamp(\n  1 - ({good})\n  / ({total} > 0),\n  0, 1\n)"
+    sli, total_selector = objective.sli, _total_selector(spec, objective)
+    by = f" by ({', '.join(spec.group_by)})" if spec.group_by else ""
+    zero = f"0 * group{by} ({total_selector.render()})"
+    total = f"({count(spec, total_selector)} > 0)"
+    if isinstance(sli, LatencySLI):
+        ratio = f"1 - {_good_expr(spec, objective, count)}\n  / {total}"
+    elif sli.good is not None:
+        ratio = f"1 - ({count(spec, sli.good.with_matchers(*spec.selector))} or {zero})\n  / {total}"
+    else:
+        bad = "\n  + ".join(f"({count(spec, b.with_matchers(*spec.selector))} or {zero})" for b in sli.bad)
+        ratio = f"(\n  {bad}\n)\n  / {total}"
+    return f"clamp(\n  {ratio},\n  0, 1\n)"
 
 
 def _covered(spec: Spec, objective: Objective, seconds) -> str:
@@ -229,7 +242,7 @@ def _covered(spec: Spec, objective: Objective, seconds) -> str:
 
 def raw_fallback_inline(seconds) -> bool:
     """Windows up to 6h fall back to the raw counters in the same rule, every minute; longer ones in the
-    objective's long-window group, every 5 minutes, and only while their recording is short."""
+    objective's long-window group, every 10 minutes, and only while their recording is short."""
     return seconds <= INLINE_FALLBACK_MAX
 
 

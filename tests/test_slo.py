@@ -107,12 +107,12 @@ def _rules(spec):
 
 def test_windows_sum_per_minute_counts_and_scan_raw_counters_only_while_the_recording_is_short():
     """Every tier window is one error ratio: the recorded per-minute counts summed where they reach back 90% of
-    the window, else the raw counters (inline up to 6h; longer windows every 5 minutes in the long group, and
+    the window, else the raw counters (inline up to 6h; longer windows every 10 minutes in the long group, and
     only `unless` covered). Never a mean of ratios, never a raw scan of the SLO window."""
     ruleset = compile_spec(spec_with())
     for group in ruleset.groups:
         long = group["name"].endswith("-long")
-        assert group["interval"] == ("5m" if long else "1m")
+        assert group["interval"] == ("10m" if long else "1m")
         for rule in group["rules"]:
             expr = rule["expr"]
             assert "avg_over_time" not in expr and "[28d]" not in expr and "[4w]" not in expr

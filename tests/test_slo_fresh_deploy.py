@@ -62,10 +62,10 @@ def fresh(tmp_path_factory):
     create_blocks(tmp / "history.om", tmp / "data")
     rule_files = []
     for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
-        # the long-window group runs every 5m in production; here every minute, so its first evaluation comes as
+        # the long-window group runs every 10m in production; here every minute, so its first evaluation comes as
         # soon as the others' (its expressions do not depend on its interval)
         copy = tmp / path.name
-        copy.write_text(path.read_text().replace("interval: 5m", "interval: 1m"))
+        copy.write_text(path.read_text().replace("interval: 10m", "interval: 1m"))
         rule_files.append(str(copy))
     with serve({"/metrics": live_handler(fleet)}) as url:
         config = {"global": {"scrape_interval": "15s", "evaluation_interval": "1m"}, "rule_files": rule_files,

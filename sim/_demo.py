@@ -111,8 +111,9 @@ def _query(prom: str, expr: str) -> list[dict]:
 
 
 def _compress(text: str) -> str:
-    """The demo's time compression: SLO groups every 10s, each `for:` a tenth as long."""
-    text = text.replace("interval: 1m", f"interval: {SLO_INTERVAL}")
+    """The demo's time compression: every SLO group every 10s (the long-window group too, else the SLI over the
+    SLO window would first appear minutes in), each `for:` a tenth as long."""
+    text = re.sub(r"^(\s*)interval: \d+[smh]$", rf"\1interval: {SLO_INTERVAL}", text, flags=re.M)
     text = re.sub(r"(avg_over_time\(gpu_\w+)\[10m\]", r"\1[1m]", text)     # the GPU alert's window, a tenth
 
     def shorter(match):

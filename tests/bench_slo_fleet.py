@@ -22,7 +22,6 @@ The objectives (30d window): TTFT <= 1 s at 99.9%, TPOT <= 0.1 s at 99%, answere
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -36,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from promtools import prometheus, query, serve  # noqa: E402
-from slo_fleet import SERIES, Fleet, create_blocks, live_handler  # noqa: E402
+from slo_fleet import SERIES, Fleet, api, create_blocks, live_handler  # noqa: E402
 
 from inferwatch._yaml import dump_yaml  # noqa: E402
 from inferwatch.slo import compile_spec, parse_spec, render_files  # noqa: E402
@@ -147,11 +146,6 @@ def write_recorded(fleet: Fleet, days: float, path: Path, design: str) -> None:
         out.write("# EOF\n")
 
 
-def _api(base: str, path: str) -> dict:
-    with urllib.request.urlopen(base + path, timeout=30) as resp:
-        return json.load(resp)["data"]
-
-
 def _self_metric(base: str, name: str) -> float:
     """One of Prometheus' own process metrics, read from its /metrics."""
     with urllib.request.urlopen(base + "/metrics", timeout=30) as resp:
@@ -188,11 +182,11 @@ def run(design: str, rules: list[Path], data: Path, url: str, minutes: float, in
                                   "static_configs": [{"targets": [url.removeprefix("http://")]}]}]}
     shutil.copytree(data, workdir / "data")
     samples: dict[tuple[str, str], float] = {}
-    rule_samples: dict[tuple[str, str], list[float]] = {}
+    rule_samples: dict[tuple[str, str], dict[str, float]] = {}
     with prometheus("prometheus", config, workdir, ("--storage.tsdb.retention.time=400d",)) as base:
         t0, peak = time.time(), 0.0
         while time.time() - t0 < minutes * 60:
-            for group in _api(base, "/api/v1/rules")["groups"]:
+            for group in api(base, "/api/v1/rules")["groups"]:
                 if not group["lastEvaluation"].startswith("0001"):
                     samples[group["name"], group["lastEvaluation"]] = group["evaluationTime"]
                     for rule in group["rules"]:
@@ -201,7 +195,7 @@ def run(design: str, rules: list[Path], data: Path, url: str, minutes: float, in
             peak = max(peak, _self_metric(base, "process_resident_memory_bytes"))
             time.sleep(10)
         series = int(query(base, f'count({{__name__=~"{prefix}"}})')[0]["value"][1])
-        alerts = [a for a in _api(base, "/api/v1/alerts")["alerts"] if a["state"] == "firing"
+        alerts = [a for a in api(base, "/api/v1/alerts")["alerts"] if a["state"] == "firing"
                   and a["labels"]["alertname"] != "LLMSLIDataMissing"]
     per_group: dict[str, list[float]] = {}
     for (name, _), seconds in samples.items():

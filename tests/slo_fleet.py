@@ -13,8 +13,10 @@ bucket (`le="1.0"`, `le="0.1"`), and `llm_requests_finished_total` by `finished_
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,6 +112,12 @@ class Fleet:
                     labels = self.labels(model, pod) + (f",{extra}" if extra else "")
                     lines.append(f"{metric}{{{labels}}} {value:.3f}")
         return "\n".join(lines) + "\n"
+
+
+def api(base: str, path: str) -> dict:
+    """The `data` of a Prometheus HTTP API answer (/api/v1/rules, /api/v1/alerts)."""
+    with urllib.request.urlopen(base + path, timeout=30) as resp:
+        return json.load(resp)["data"]
 
 
 def create_blocks(openmetrics: Path, data_dir: Path) -> None:

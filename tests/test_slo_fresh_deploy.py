@@ -10,15 +10,13 @@ once. Recorded series stay within Sloth's budget per group, and no ratio is NaN.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 
 import pytest
 
 from conftest import ROOT, need
 from promtools import prometheus, query, serve, wait_for
-from slo_fleet import Fleet, create_blocks, live_handler
+from slo_fleet import Fleet, api, create_blocks, live_handler
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slo_fresh_deploy")]
 
@@ -27,19 +25,14 @@ INCIDENT = "broken-e"
 BUDGETS = {"responsive": 0.01, "fast-enough": 0.05, "answered": 0.005}     # slo/defaults.yaml
 
 
-def _api(base: str, path: str) -> dict:
-    with urllib.request.urlopen(base + path, timeout=10) as resp:
-        return json.load(resp)["data"]
-
-
 def _groups(base: str) -> list[dict]:
-    return _api(base, "/api/v1/rules")["groups"]
+    return api(base, "/api/v1/rules")["groups"]
 
 
 def _alerts(base: str, name: str) -> list[dict]:
     """Active alerts from the API: the ALERTS series is written only from a rule's third evaluation on, once
     Prometheus has restored its `for` state."""
-    return [a for a in _api(base, "/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == name]
+    return [a for a in api(base, "/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == name]
 
 
 def _evaluated(base: str) -> dict[str, float]:

@@ -199,12 +199,7 @@ async def _round(session, url: str, streams: int, requests: int, body: bytes, le
             ttft, events = await _stream(session, url, body)       # the ramp: not measured
             totals[0] += events
         for _ in range(requests):
-            ttft, events = await _stream(session, url, body)
-            totals[0] += events
-            if ttft is None:
-                totals[1] += 1
-            else:
-                ttfts.append(ttft)
+            await _stream_into(session, url, body, ttfts, totals)
 
     if burst:
         for _ in range(requests):

@@ -46,10 +46,30 @@ def guide(kind: str, signature: str, confirm: list[tuple[str, str]], rule_out: l
             + (f" {note}" if note else ""))
 
 
-def tile(title: str, expr: str, unit: str, description: str):
+HOUR = "1h"    # a relative tile compares the last FRESH with the hour before it (triage's --baseline auto fallback)
+
+
+def tile(title: str, expr: str, unit: str, description: str, lit: float, low: bool = False):
     """The first panel of a kind's row: the kind's headline signal now (rates over the last 5 minutes, `live`),
-    and the row's guide."""
-    return stat(title, expr, unit=unit, description=description, width=4, height=8, base_color="blue")
+    and the row's guide. The tile turns orange past `lit` (under it when `low`); the description says why there."""
+    thresholds = ((lit, "blue"),) if low else ((lit, "orange"),)
+    return stat(title, expr, unit=unit, description=description, width=4, height=8,
+                thresholds=thresholds, base_color="orange" if low else "blue")
+
+
+def before(expr: str) -> str:
+    """`expr` (written over the last FRESH) over the hour before those 5 minutes."""
+    return expr.replace(f"[{FRESH}]", f"[{HOUR}] offset {FRESH}")
+
+
+def change(now: str, floor: str = "") -> str:
+    """`now` over the same expression in the hour before: 1 is unchanged, 2 twice as much. Until there is an hour
+    before (a new model), the last hour including now. The earlier value is at least `floor` when given (a
+    count that was 0 before), else must be above 0."""
+    hour = now.replace(f"[{FRESH}]", f"[{HOUR}]")
+    earlier = f"(\n  {before(now)}\n  or\n  {hour}\n)"
+    earlier = f"clamp_min{earlier}, {floor})".replace("clamp_min(", "clamp_min((", 1) if floor else f"({earlier} > 0)"
+    return f"(\n  {now}\n)\n/ on (model)\n{earlier}"
 
 
 def answered(window: str) -> str:
@@ -73,6 +93,23 @@ def mean_now(histogram: str) -> str:
     return live(mean(sel, histogram, window=FRESH), sel(histogram + "_count"))
 
 
+def mean_change(histogram: str) -> str:
+    """A histogram's mean over the last 5 minutes against the hour before, for engines still scraped."""
+    return live(change(mean(sel, histogram, window=FRESH)), sel(histogram + "_count"))
+
+
+def reasoning_per_request(window: str = FRESH) -> str:
+    return ratio(rate_sum(door, "llm_frontdoor_reasoning_tokens_total", window=window),
+                 rate_sum(door, "llm_frontdoor_requests_total", extra='outcome!="cancelled"', window=window))
+
+
+def visible_output() -> str:
+    """Output tokens per request less the front door's reasoning tokens per request where a front door counts
+    them (an engine's output tokens include the hidden reasoning: thinking is not longer answers)."""
+    engine = mean(sel, OUTPUT_LEN, window=FRESH)
+    return f"(\n  {engine}\n  - on (model)\n  {reasoning_per_request()}\n)\nor\n{engine}"
+
+
 def acceptance_now() -> str:
     """vLLM's counters as a ratio over the last 5 minutes, else the lowest engine's SGLang gauge."""
     counters = ratio(rate_sum(sel, "llm_spec_decode_accepted_tokens_total", window=FRESH),
@@ -81,8 +118,28 @@ def acceptance_now() -> str:
     return f"{live(counters, sel('llm_spec_decode_draft_tokens_total'))}\nor\nmin by (model) ({gauge})"
 
 
+def acceptance_change() -> str:
+    """The acceptance over the last 5 minutes against the hour before: vLLM's counters, else SGLang's gauge
+    averaged over time, lowest engine."""
+    counters = ratio(rate_sum(sel, "llm_spec_decode_accepted_tokens_total", window=FRESH),
+                     rate_sum(sel, "llm_spec_decode_draft_tokens_total", window=FRESH))
+    gauge = f"min by (model) (avg_over_time({sel('llm_spec_decode_acceptance_ratio')}[{FRESH}]))"
+    return (f"{live(change(counters), sel('llm_spec_decode_draft_tokens_total'))}\nor\n"
+            f"{live(change(gauge), sel('llm_spec_decode_acceptance_ratio'))}")
+
+
 RUNNING = sel("llm_requests_running")
 UTIL, SM_ACTIVE = gpu("gpu_utilization_ratio"), gpu("gpu_sm_active_ratio")
+ENGINE_PODS = f" and on (namespace, pod) group by (namespace, pod) ({RUNNING})"   # GPUs of the models' pods
+
+
+def busy_idle(only: str = "") -> str:
+    """How many GPUs show GPU-Util of at least 0.9 with SM active under 0.5 (0 where both are exported and none
+    does), `only` narrowing the GPUs."""
+    return (f"(\n  count(({UTIL} >= 0.9) and on (uuid) ({SM_ACTIVE} < 0.5){only})\n  or\n"
+            f"  0 * count({UTIL} and on (uuid) {SM_ACTIVE}{only})\n)")
+
+
 LLM_SERIES = sel("", '__name__=~"llm_.+", __name__!~".+_created"')   # every vocabulary series of the engines
 
 dashboard = dashboard(
@@ -95,16 +152,19 @@ dashboard = dashboard(
     variables=engine_variables(),
     panels=[
         row("queueing: running at the cap, requests waiting before their first token"),
-        tile("Waiting now", f"sum by (model) ({sel('llm_requests_waiting')})", "short", guide(
+        tile("Waiting (5-minute average)", live(
+            f"sum by (model) (avg_over_time({sel('llm_requests_waiting')}[{FRESH}]))", sel("llm_requests_waiting")),
+            "short", lit=1, description=guide(
             "queueing", "running at the cap, waiting up, queue time and engine TTFT up, TPOT flat",
             [("Waiting, and running against the cap", "shows waiting above 0 while running sits at the cap"),
              ("Queue time: p95 and mean", "rises"),
              ("Engine TTFT: p95 and mean", "rises by about as much as the queue time")],
-            [("Waiting now", "at 0"),
+            [("Waiting (5-minute average)", "under 1"),
              ("Queue time: p95 and mean", "flat while TTFT rises (then see long-prompts, prefix-cache-loss)"),
              ("Time per output token: p95 and mean", "rising as well (each step is slower: kv-pressure, "
                                                      "slow-decode)")],
-            "kv-pressure often brings queueing with it: a full KV cache admits fewer requests.")),
+            "kv-pressure often brings queueing with it: a full KV cache admits fewer requests. The tile turns "
+            "orange at one request waiting on average over the last 5 minutes: a steady queue, not a burst.")),
         timeseries("Waiting, and running against the cap", [
             target(f"sum by (model) ({sel('llm_requests_waiting')})", "waiting {{model}}"),
             target(f"sum by (model) ({RUNNING})", "running {{model}}"),
@@ -120,13 +180,16 @@ dashboard = dashboard(
                                "buckets start at 0.1 s and vLLM's jump from 0.1 to 0.25 s: read the mean."),
 
         row("long-prompts: longer prompts, a longer prefill"),
-        tile("Prompt tokens per request now", mean_now(PROMPT_LEN), "short", guide(
+        tile("Prompt tokens per request: now / the hour before", mean_change(PROMPT_LEN), "short", lit=1.5,
+             description=guide(
             "long-prompts", "prompt tokens per request up, prefill (TTFT) up, little queueing",
             [("Prompt tokens per request: p50, p95 and mean", "rises"),
              ("Prefill: TTFT and prefill time", "rises with it")],
             [("Prompt tokens per request: p50, p95 and mean", "flat"),
              ("Queue time: p95 and mean", "up by as much as TTFT (queueing explains the wait)")],
-            "Longer prompts also lower the prefix-cache hit ratio with the cache intact (see prefix-cache-loss).")),
+            "Longer prompts also lower the prefix-cache hit ratio with the cache intact (see prefix-cache-loss). "
+            "The tile is the mean prompt length over the last 5 minutes over the hour before; orange at 1.5 "
+            "(prompts half as long again).")),
         timeseries("Prompt tokens per request: p50, p95 and mean", with_mean(PROMPT_LEN, "prompt", qs=(0.5, 0.95)),
                    width=10, description="llm_request_prompt_tokens per finished request. Its buckets step 1-2-5 "
                                          "(vLLM) or by hundreds (SGLang): the mean moves where a quantile sticks "
@@ -138,10 +201,10 @@ dashboard = dashboard(
                                "token, queue excluded; vLLM only: SGLang exports no prefill time)."),
 
         row("prefix-cache-loss: the prefix cache stops hitting"),
-        tile("Prefix-cache hit ratio now", live(ratio(
+        tile("Prefix-cache hit tokens per request: now / the hour before", live(change(ratio(
             rate_sum(sel, "llm_prefix_cache_hit_tokens_total", window=FRESH),
-            rate_sum(sel, "llm_prefix_cache_queried_tokens_total", window=FRESH)),
-            sel("llm_prefix_cache_queried_tokens_total")), "percentunit", guide(
+            rate_sum(sel, "llm_request_prompt_tokens_count", window=FRESH))),
+            sel("llm_prefix_cache_queried_tokens_total")), "short", lit=0.5, low=True, description=guide(
             "prefix-cache-loss", "prefix-cache hit ratio collapses, TTFT up, prompt length unchanged",
             [("Prefix-cache hit ratio", "collapses while \"Prompt length beside the hit ratio\" stays flat"),
              ("Prefix-cache tokens: hit and queried", "shows hit tokens per second falling while queried "
@@ -149,7 +212,10 @@ dashboard = dashboard(
              ("Prefill: TTFT and prefill time", "rises")],
             [("Prompt length beside the hit ratio", "rising as the ratio falls (long-prompts: the cache is "
                                                     "intact)"),
-             ("Prefix-cache tokens: hit and queried", "shows hit tokens per second steady")])),
+             ("Prefix-cache tokens: hit and queried", "shows hit tokens per second steady")],
+            "The tile is prompt tokens served from the cache per request over the last 5 minutes, over the hour "
+            "before: longer prompts lower the hit ratio but not the hits per request (the shared prefix still "
+            "hits), a lost cache lowers both. Orange under 0.5 (half the cached tokens gone).")),
         timeseries("Prefix-cache hit ratio", [target(ratio(
             rate_sum(sel, "llm_prefix_cache_hit_tokens_total"), rate_sum(sel, "llm_prefix_cache_queried_tokens_total")),
             "{{model}}")], unit="percentunit", max_value=1, width=7,
@@ -165,14 +231,19 @@ dashboard = dashboard(
                                  "Cache loss: hits fall, queries stay. Longer prompts: queries rise, hits stay."),
 
         row("kv-pressure: the KV cache is full, requests are preempted"),
-        tile("KV cache in use now (fullest engine)", f"max by (model) ({sel('llm_kv_cache_usage_ratio')})",
-             "percentunit", guide(
+        tile("Preemptions per 100 requests", live(ratio(
+            "100 * " + rate_sum(sel, "llm_preemptions_total", window=FRESH),
+            rate_sum(sel, "llm_requests_finished_total", window=FRESH)), sel("llm_preemptions_total")),
+            "short", lit=1, description=guide(
                  "kv-pressure", "KV cache near full, preemptions up, TPOT and e2e up",
                  [("KV-cache usage", "near 1"), ("Preemptions per second", "above 0"),
                   ("Time per output token: p95 and mean", "rises"),
                   ("End-to-end time: p95 and mean", "rises at the same output length")],
                  [("Preemptions per second", "at 0 while \"KV-cache usage\" stays well below 1")],
-                 "vLLM counts evictable cached blocks as free, so usage is what running requests hold.")),
+                 "vLLM counts evictable cached blocks as free, so usage is what running requests hold. The "
+                 "tile is preemptions (SGLang: retractions) per 100 finished requests over the last 5 minutes; "
+                 "orange at 1: a healthy engine preempts almost never, one request in a hundred redoing its "
+                 "prefill is the cache too small for the load.")),
         timeseries("KV-cache usage", [
             target(f"max by (model, pod) ({sel('llm_kv_cache_usage_ratio')})", "{{model}} {{pod}}")],
             unit="percentunit", max_value=1, width=10,
@@ -183,7 +254,8 @@ dashboard = dashboard(
                                "usage that causes them."),
 
         row("slow-decode: each token takes longer at the same batch size"),
-        tile("Time per output token now (mean)", mean_now(TPOT), "s", guide(
+        tile("Time per output token (mean): now / the hour before", mean_change(TPOT), "short", lit=1.5,
+             description=guide(
             "slow-decode", "TPOT and inter-token latency up at the same batch size, no preemptions, acceptance "
                            "unchanged",
             [("Time per output token: p95 and mean", "rises (the mean first: the p95 can stay under vLLM's "
@@ -194,7 +266,10 @@ dashboard = dashboard(
              ("Preemptions per second", "above 0 (kv-pressure)"),
              ("Speculative-decoding acceptance", "falling (spec-decode-collapse)"),
              ("GPU-Util against SM and tensor activity", "shows SM activity far below GPU-Util "
-                                                         "(gpu-not-computing)")])),
+                                                         "(gpu-not-computing)")],
+            "The tile is the mean time per output token over the last 5 minutes over the hour before (the mean: "
+            "vLLM's p95 cannot move below 25 ms); orange at 1.5, each token half as slow again. "
+            "spec-decode-collapse and gpu-not-computing light it too: their own tiles tell them apart.")),
         timeseries("Time per output token: p95 and mean", with_mean(TPOT, "TPOT"), unit="s", width=7,
                    description="p95 and mean of llm_time_per_output_token_seconds (one sample per request). vLLM's "
                                "buckets are 0.01 then 0.025 s: the p95 stays at 0.024 while the time users feel "
@@ -207,13 +282,16 @@ dashboard = dashboard(
                    description="llm_requests_running per engine: the batch each decode step serves."),
 
         row("spec-decode-collapse: fewer draft tokens accepted"),
-        tile("Draft acceptance now", acceptance_now(), "percentunit", guide(
+        tile("Draft acceptance: now / the hour before", acceptance_change(), "short", lit=0.7, low=True,
+             description=guide(
             "spec-decode-collapse", "speculative-decoding acceptance down, TPOT up",
             [("Speculative-decoding acceptance", "falls"),
              ("Tokens accepted per draft round", "falls"),
              ("TPOT beside the acceptance: p95 and mean", "rises at the same time")],
             [("Speculative-decoding acceptance", "steady, or no series at all (the engine does not draft)")],
-            "SGLang exports only its last batch's acceptance (the lowest engine is shown here).")),
+            "SGLang exports only its last batch's acceptance (averaged over time, lowest engine). The tile is "
+            "the acceptance over the last 5 minutes over the hour before; orange under 0.7 (a drop of 30 %: a "
+            "drafter that still earns its keep moves less).")),
         timeseries("Speculative-decoding acceptance", [
             target(ratio(rate_sum(sel, "llm_spec_decode_accepted_tokens_total"),
                          rate_sum(sel, "llm_spec_decode_draft_tokens_total")), "{{model}}"),
@@ -231,11 +309,9 @@ dashboard = dashboard(
                         "llm_spec_decode_drafts_total, accepted tokens per draft round."),
 
         row("thinking: hidden reasoning before the first visible token"),
-        tile("Reasoning tokens per request now", live(ratio(
-            rate_sum(door, "llm_frontdoor_reasoning_tokens_total", window=FRESH),
-            rate_sum(door, "llm_frontdoor_requests_total", extra='outcome!="cancelled"', window=FRESH)),
-            door("llm_frontdoor_requests_total")), "short",
-            FRONT_DOOR + guide(
+        tile("Reasoning tokens per request: now / the hour before", live(
+            change(reasoning_per_request(), floor="1"), door("llm_frontdoor_requests_total")), "short", lit=1.5,
+            description=FRONT_DOOR + guide(
                 "thinking", "first visible token late at the front door while engine TTFT and first chunk are "
                             "normal; reasoning tokens per request up",
                 [("TTFT at the front door and the engine", "shows first visible late while first chunk and "
@@ -243,7 +319,9 @@ dashboard = dashboard(
                  ("Reasoning tokens per request", "rises")],
                 [("TTFT at the front door and the engine", "shows the first chunk late too (the wait is before "
                                                            "any event: queueing, not-the-engine) or engine TTFT up"),
-                 ("Reasoning tokens per request", "flat")])),
+                 ("Reasoning tokens per request", "flat")],
+                "The tile is reasoning tokens per request over the last 5 minutes over the hour before (counted "
+                "as at least 1, so a model that did not reason shows its new count); orange at 1.5.")),
         timeseries("TTFT at the front door and the engine", with_mean(DOOR_TTFT, "first visible", door) +
                    with_mean(DOOR_TTFC, "first chunk", door) + with_mean(TTFT, "engine", extra=STREAMED), unit="s",
                    width=12,
@@ -258,7 +336,8 @@ dashboard = dashboard(
                                      "llm_frontdoor_requests_total (cancelled ones aside)."),
 
         row("long-outputs: longer answers (not slow: users asked for more)"),
-        tile("Output tokens per request now", mean_now(OUTPUT_LEN), "short", guide(
+        tile("Visible output tokens per request: now / the hour before", live(
+            change(visible_output()), sel(OUTPUT_LEN + "_count")), "short", lit=1.5, description=guide(
             "long-outputs", "output tokens per request up, e2e up, TTFT and TPOT normal",
             [("Output tokens per request: p50, p95 and mean", "rises"),
              ("End-to-end time: p95 and mean", "rises with it")],
@@ -266,7 +345,10 @@ dashboard = dashboard(
                                                                                            "engine is slower, "
                                                                                            "not the answers "
                                                                                            "longer)"),
-             ("Truncated (length) share", "rising (answers hit the limit: errors)")])),
+             ("Truncated (length) share", "rising (answers hit the limit: errors)"),
+             ("Reasoning tokens per request", "rising (the extra tokens are hidden reasoning: thinking)")],
+            "The tile is output tokens per request less the front door's reasoning tokens per request (where a "
+            "front door counts them) over the last 5 minutes, over the hour before; orange at 1.5.")),
         timeseries("Output tokens per request: p50, p95 and mean", with_mean(OUTPUT_LEN, "output", qs=(0.5, 0.95)),
                    width=10, description="llm_request_generation_tokens per finished request (1-2-5 buckets in "
                                          "vLLM: read the mean)."),
@@ -274,8 +356,8 @@ dashboard = dashboard(
                    description="p95 and mean of llm_request_duration_seconds; vLLM's buckets start at 0.3 s."),
 
         row("gpu-not-computing: GPU-Util high, SMs idle"),
-        tile("GPUs busy, not computing", f"count(({UTIL} >= 0.9) and on (uuid) ({SM_ACTIVE} < 0.5))\nor\n"
-                                         f"0 * count({UTIL} and on (uuid) {SM_ACTIVE})", "short", guide(
+        tile("GPUs busy, not computing", f"{busy_idle(ENGINE_PODS)}\nor\n{busy_idle()}", "short",
+             lit=1, description=guide(
             "gpu-not-computing", "GPU-Util high while SM and tensor activity fall; throughput down",
             [("GPU-Util against SM and tensor activity", "shows GPU-Util near 1 while SM active and tensor "
                                                          "activity fall"),
@@ -283,7 +365,9 @@ dashboard = dashboard(
             [("GPU-Util against SM and tensor activity", "shows SM activity following GPU-Util (the GPU "
                                                          "computes) or GPU-Util low (idle)")],
             "The tile counts GPUs with GPU-Util at least 0.9 and SM active under 0.5; without both series "
-            "(dcgm-exporter's profiling fields off) it reads no data, never 0.")),
+            "(dcgm-exporter's profiling fields off) it reads no data, never 0. It counts the GPUs whose pod "
+            "label names an engine pod of the selected models, or, where no GPU series does (GPUs not "
+            "attributed to pods), every GPU of the selected namespaces and pods; orange at 1.")),
         timeseries("GPU-Util against SM and tensor activity", [
             target(gpu("gpu_utilization_ratio"), "util " + PER_GPU),
             target(gpu("gpu_sm_active_ratio"), "SM active " + PER_GPU),
@@ -298,14 +382,16 @@ dashboard = dashboard(
 
         row("errors: fewer requests answered"),
         tile("Answered share now (engine)", live(answered(FRESH), sel("llm_requests_finished_total")),
-             "percentunit", guide(
+             "percentunit", lit=0.95, low=True, description=guide(
             "errors", "answered share down: error, length or tool-call-invalid outcomes or finish reasons up",
             [("Answered share: engine and front door", "falls"),
              ("Finish reasons", "shows error, abort or length rising"),
              ("Truncated (length) share", "rises"),
              ("Front-door outcomes other than ok", "rises (tool_call_invalid, empty, truncated, error)"),
              ("Responses by status code and aborts", "shows 5xx or aborts rising")],
-            [("Answered share: engine and front door", "steady")])),
+            [("Answered share: engine and front door", "steady")],
+            "The tile is the share over the last 5 minutes; orange under 95 % (one request in twenty not "
+            "answered), whatever the objective: the SLO dashboard measures against it.")),
         timeseries("Answered share: engine and front door", [
             target(answered(RATE), "engine {{model}}"),
             target(ratio(rate_sum(door, "llm_frontdoor_requests_total", extra='outcome="ok"'),
@@ -345,7 +431,8 @@ dashboard = dashboard(
         row("not-the-engine: slow in front of the engine"),
         tile("Front door's first chunk minus engine TTFT (mean)", live(
             f"({mean(door, DOOR_TTFC, window=FRESH)})\n- on (model)\n({mean(sel, TTFT, extra=STREAMED, window=FRESH)})",
-            door(DOOR_TTFC + "_count"), sel(TTFT + "_count", STREAMED)), "s", FRONT_DOOR + guide(
+            door(DOOR_TTFC + "_count"), sel(TTFT + "_count", STREAMED)), "s", lit=0.25,
+            description=FRONT_DOOR + guide(
                  "not-the-engine", "front-door TTFT or duration up while every engine latency and queue signal is "
                                    "normal",
                  [("TTFT at the front door and the engine", "shows first chunk and first visible rising while "
@@ -356,8 +443,8 @@ dashboard = dashboard(
                   ("TTFT at the front door and the engine", "shows the first chunk on time and only the first "
                                                             "visible token late (thinking)")],
                  "The tile is the mean time a request spends outside the engine before its first event (network, "
-                 "router, proxy): the two means count slightly different requests, so read its change, not its "
-                 "level.")),
+                 "router, proxy): the two means count slightly different requests, so a few milliseconds either "
+                 "way mean nothing. Orange at 0.25 s, a wait users notice.")),
         timeseries("Request duration at the front door and the engine", with_mean(DOOR_DURATION, "front door", door) +
                    with_mean(E2E, "engine"), unit="s", width=20,
                    description="p95 and mean of llm_frontdoor_request_duration_seconds (arrival at the front door "
@@ -366,11 +453,13 @@ dashboard = dashboard(
 
         row("missing-data: the engine's series are absent, never all good"),
         tile("Engine series gone", f"count(\n  group by (model, pod) (last_over_time({RUNNING}[15m]))\n  unless "
-                                   f"group by (model, pod) ({RUNNING})\n)\nor\n0 * count({RUNNING})", "short", guide(
+                                   f"group by (model, pod) ({RUNNING} and present_over_time({RUNNING}[2m]))\n)"
+                                   f"\nor\n0 * count({RUNNING})", "short", lit=1, description=guide(
             "missing-data", "the engine's series, or part of them, are absent in the window: say which, never "
                             "all good",
-            [("Engine series gone", "above 0 (engines seen in the last 15 minutes without a sample now; a pod "
-                                    "replaced in a rollout counts until then), or no data"),
+            [("Engine series gone", "above 0 (engines seen in the last 15 minutes without a sample now or in "
+                                    "the last 2 minutes; a pod replaced in a rollout counts until then), or no "
+                                    "data"),
              ("Targets up", "at 0 for a scrape target or an exporter target"),
              ("Age of the newest engine sample", "growing, or lines that end"),
              ("Engine signals present per model", "dropping (part of the series gone)")],

@@ -104,7 +104,8 @@ def _explain(row: dict) -> str:
 CASES = [(folder, model) for folder in FOLDERS for model in sorted(load_manifest(folder)["models"])]
 
 
-@pytest.mark.parametrize("folder, model", CASES, ids=[f"{f.relative_to(FIXTURES) or 'main'}:{m}" for f, m in CASES])
+@pytest.mark.parametrize("folder, model", CASES, ids=[f"{'main' if f == FIXTURES else f.relative_to(FIXTURES)}:{m}"
+                                                  for f, m in CASES])
 def test_the_kinds_own_tile_lights(matrices, folder, model):
     expected = load_manifest(folder)["models"][model]
     row = matrices(folder)[model]

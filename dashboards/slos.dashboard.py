@@ -61,10 +61,16 @@ dashboard = dashboard(
                    unit="x", description="llm_slo:error_ratio:<window> divided by the error budget (1 - target); "
                                          "1 spends the budget exactly over the SLO window. Each window reads the raw "
                                          "counters until the recorded per-minute counts reach back 90% of it "
-                                         "(1d and 3d: llm_slo:error_ratio_raw:<window>, every 10 minutes)."),
+                                         "(1d and 3d: llm_slo:error_ratio_raw:<window>, every 10 minutes). A "
+                                         "window that is only ever a tier's long one (1h, 1d, 3d with "
+                                         "slo/tiers.yaml's tiers) records no ratio while it holds fewer events "
+                                         "than its tier's min_events: a gap there is too little traffic to judge, "
+                                         "not a good burn rate."),
         timeseries("Error ratio, 5m and 1h", [target(error_ratio(w), f"{w} {EACH}")
                                               for w in ("5m", "1h")], unit="percentunit",
-                   description="llm_slo:error_ratio:5m and :1h, the page tier's windows."),
+                   description="llm_slo:error_ratio:5m and :1h, the page tier's windows. The 1h ratio is "
+                               "absent (a gap, not 0) while the hour holds fewer events than the page tier's "
+                               "min_events."),
         row("Alerts"),
         timeseries("Burn and missing-data alerts firing", [
             target(f"count({FIRING}) or vector(0)", "firing"),

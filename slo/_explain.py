@@ -7,7 +7,7 @@ from fractions import Fraction
 from inferwatch.durations import format_duration, format_seconds
 from inferwatch.slo._burn import decimal, tier_math, tier_windows
 from inferwatch.slo._model import Spec
-from inferwatch.slo._rules import COVERAGE, LONG_INTERVAL, raw_fallback_inline, window_name
+from inferwatch.slo._rules import COVERAGE, LONG_INTERVAL, guarded_windows, raw_fallback_inline, window_name
 
 __all__ = ["explain", "explain_rows", "COLUMNS"]
 
@@ -79,10 +79,16 @@ def _after_deployment(spec: Spec) -> list[str]:
     if inline:
         lines.append(f"  Read every minute; from the recorded counts once covered: {covered(inline)}.")
     if later:
-        lines += [f"  Read from the raw counters every {format_duration(LONG_INTERVAL)} until covered (a tier on them may "
-                  f"fire up to {format_duration(LONG_INTERVAL)} late meanwhile): {covered(later)}.",
-                  "  Each tier's min events count the events since deployment until its long window is covered:",
-                  "  a tier may wait for them, never fire on fewer."]
+        lines.append(f"  Read from the raw counters every {format_duration(LONG_INTERVAL)} until covered (a tier on them "
+                     f"may fire up to {format_duration(LONG_INTERVAL)} late meanwhile): {covered(later)}.")
+    folded = guarded_windows(spec)
+    summed = sorted({t.long for t in spec.tiers} - set(folded))
+    if folded:
+        lines.append(f"  Min events of the tiers on {', '.join(window_name(w) for w in folded)}: counted in the "
+                     "window's own ratio, from the raw counters too until covered.")
+    if summed:
+        lines.append(f"  Min events of the tiers on {', '.join(window_name(w) for w in summed)}: the events since "
+                     "deployment until the long window is covered: a tier may wait for them, never fire on fewer.")
     lines += ["  Where Prometheus holds less raw history than a window (a new model, a short retention), the",
               "  window holds what there is, as with any rules on raw counters.",
               f"  The SLI over the {window_name(spec.window)} SLO window (dashboards only) counts the time since "

@@ -28,8 +28,8 @@ from inferwatch.durations import format_duration, format_seconds
 from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math, tier_windows
 from inferwatch.slo._model import LatencySLI, Objective
 from inferwatch.slo._oracle import Counts
-from inferwatch.slo._rules import (BURN_ALERT, LITERAL_BRACES, MISSING_ALERT, RuleSet, raw_fallback_inline, record,
-                                   window_name)
+from inferwatch.slo._rules import (BURN_ALERT, LITERAL_BRACES, MISSING_ALERT, RuleSet, folded_guard,
+                                   raw_fallback_inline, record, window_name)
 from inferwatch.slo._selector import le_spellings
 from inferwatch.slo._series import (Segment, Source, group_labels, input_series, per_minute, scrape_labels,
                                     series_name)
@@ -293,16 +293,20 @@ class _Objective:
         windows = tier_windows(self.spec)
         window = Fraction(3600) if 3600 in windows else windows[0]
         clean = _minutes(window)
-        segments = [Segment(10, self.rate, self.rate / 4), Segment(clean, self.rate)]
+        # enough events in the first 10 minutes for every window whose ratio carries its tiers' min_events guard
+        rate = self.rate
+        while any(rate * 10 < (folded_guard(self.spec, self.objective, w) or 0) for w in windows):
+            rate *= 10
+        segments = [Segment(10, rate, rate / 4), Segment(clean, rate)]
         counts = Counts(*per_minute(segments))
-        exprs = [self._sample(record("total", "increase1m"), 10, self.rate),
-                 self._sample(record("good", "increase1m"), 10, self.rate * 3 / 4),
+        exprs = [self._sample(record("total", "increase1m"), 10, rate),
+                 self._sample(record("good", "increase1m"), 10, rate * 3 / 4),
                  self._sample(record("error_ratio", "5m"), 3, Fraction(1, 4))]       # from the raw counters
         # every window's ratio, from the recorded counts (5m) or the raw counters, reads the same quarter
         exprs += [self._sample(name, 10, Fraction(1, 4)) for name in self._ratio_names()]
         end = 10 + clean
         total, bad = counts.window(end, window)
-        assert bad == 0 and total == clean * self.rate
+        assert bad == 0 and total == clean * rate
         sel = ", ".join(f'{k}="{v}"' for k, v in (("service", self.spec.service), ("slo", self.objective.name)))
         exprs += [self._sample(record("error_ratio", window_name(window)), end, 0),
                   # the alerts' min_events guard sums the same minutes

@@ -21,8 +21,10 @@ and the alerts, and a long-window group evaluated every 10 minutes.
    over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 10 minutes. A window without
    events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
-   events in its long window (summed inline from the per-minute counts) that `min_bad_events` bad requests
-   cannot fire it.
+   events in its long window that `min_bad_events` bad requests cannot fire it. Where the long window is no
+   tier's short window, the guard is the window ratio's own denominator (`>= N`, recorded and raw alike: no
+   ratio at all below N events), so the alert sums nothing inline; elsewhere (6h) the alert sums the
+   per-minute counts of its long window.
 4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
@@ -41,7 +43,7 @@ from inferwatch.slo._selector import le_matcher
 __all__ = ["RuleSet", "compile_spec", "window_name", "BURN_ALERT", "MISSING_ALERT", "DEFAULT_RUNBOOKS",
            "runbook_url", "record", "literal", "LITERAL_BRACES", "ratio_ref", "raw_fallback_inline",
            "long_group_name", "TOTAL_1M", "GOOD_1M", "SLI_RATIO", "COVERAGE", "LONG_INTERVAL",
-           "INLINE_FALLBACK_MAX"]
+           "INLINE_FALLBACK_MAX", "folded_guard", "guarded_windows"]
 
 BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
@@ -161,6 +163,12 @@ def _raw_counter(window: str):
     return lambda spec, selector: _sum(spec, f"increase({selector.render()}[{window}])")
 
 
+def _zero(spec: Spec, total: Selector) -> str:
+    """0 for every group with a total series now: one instant selector, for a counter not created yet."""
+    by = f" by ({', '.join(spec.group_by)})" if spec.group_by else ""
+    return f"0 * group{by} ({total.render()})"
+
+
 def _total_selector(spec: Spec, objective: Objective) -> Selector:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
@@ -177,7 +185,11 @@ def _good_expr(spec: Spec, objective: Objective, count=_count) -> str:
     if sli.good is not None:
         # a good counter not created yet means no good events, never "no data"
         return f"{count(spec, sli.good.with_matchers(*spec.selector))}\nor {total} * 0"
-    bad = "".join(f"\n  - ({count(spec, b.with_matchers(*spec.selector))}\n     or {total} * 0)" for b in sli.bad)
+    # a bad counter not created yet counts 0 for every group with a total series now (an instant selector: the
+    # subtraction keeps only the groups the total counted, so this never adds a group, and the total's count
+    # is not evaluated again per bad counter)
+    zero = _zero(spec, sli.total.with_matchers(*spec.selector))
+    bad = "".join(f"\n  - ({count(spec, b.with_matchers(*spec.selector))}\n     or {zero})" for b in sli.bad)
     return f"clamp_min(\n  {total}{bad},\n  0\n)"
 
 
@@ -210,9 +222,34 @@ def _span(seconds) -> str:
     return format_duration(seconds - BASE / 2)
 
 
+def guarded_windows(spec: Spec) -> list:
+    """The windows that carry their tiers' min_events guard in their own error ratio: the long window of a tier
+    and the short window of none (1h, 1d, 3d with the default tiers; 6h is both)."""
+    shorts = {tier.short for tier in spec.tiers}
+    return sorted({tier.long for tier in spec.tiers} - shorts)
+
+
+def folded_guard(spec: Spec, objective: Objective, seconds) -> int | None:
+    """The min_events guard folded into a window's error ratio (its denominator `>= N` instead of `> 0`), for a
+    window that is the long window of a tier and the short window of none: the tier then reads no ratio at all
+    until the window holds N events, so its alert sums no counts inline. N is the least min_events of the tiers
+    with this long window (a tier that needs more keeps its own inline guard). None: the window keeps `> 0` (a
+    short window must not lose events a longer tier's guard already counted)."""
+    if seconds not in guarded_windows(spec):
+        return None
+    needs = [m.min_events for m in (tier_math(spec, objective, t) for t in spec.tiers)
+             if m.fires and m.tier.long == seconds]
+    return min(needs) if needs else None
+
+
+def _enough(spec: Spec, objective: Objective, seconds) -> str:
+    guard = folded_guard(spec, objective, seconds)
+    return f">= {guard}" if guard else "> 0"       # a guard of 0 events: still no ratio (NaN) without events
+
+
 def _recorded_ratio(spec: Spec, objective: Objective, seconds) -> str:
     good, total = (f"sum_over_time({_ref(spec, objective, name)}[{_span(seconds)}])" for name in (GOOD_1M, TOTAL_1M))
-    return f"clamp(1 - {good} / ({total} > 0), 0, 1)"
+    return f"clamp(1 - {good} / ({total} {_enough(spec, objective, seconds)}), 0, 1)"
 
 
 def _raw_ratio(spec: Spec, objective: Objective, seconds) -> str:
@@ -221,9 +258,8 @@ def _raw_ratio(spec: Spec, objective: Objective, seconds) -> str:
     not a second scan of the window)."""
     count = _raw_counter(window_name(seconds))
     sli, total_selector = objective.sli, _total_selector(spec, objective)
-    by = f" by ({', '.join(spec.group_by)})" if spec.group_by else ""
-    zero = f"0 * group{by} ({total_selector.render()})"
-    total = f"({count(spec, total_selector)} > 0)"
+    zero = _zero(spec, total_selector)
+    total = f"({count(spec, total_selector)} {_enough(spec, objective, seconds)})"
     if isinstance(sli, LatencySLI):
         ratio = f"1 - {_good_expr(spec, objective, count)}\n  / {total}"
     elif sli.good is not None:
@@ -302,10 +338,11 @@ def _triage_hint(spec: Spec, window: str) -> str:
 def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
-    events = f"sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}])"
     expr = (f"{ratio_ref(spec, objective, m.tier.long)} > {threshold}\n"
-            f"and {ratio_ref(spec, objective, m.tier.short)} > {threshold}\n"
-            f"and {events} >= {m.min_events}")
+            f"and {ratio_ref(spec, objective, m.tier.short)} > {threshold}")
+    guard = folded_guard(spec, objective, m.tier.long)
+    if guard is None or guard < m.min_events:       # not folded into the long window's ratio: summed here
+        expr += f"\nand sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}]) >= {m.min_events}"
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
                    f"{decimal(m.factor)}x too fast ({m.tier.name})",

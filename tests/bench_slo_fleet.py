@@ -2,6 +2,8 @@
 
     python tests/bench_slo_fleet.py                       # issue 15's fleet: 100 models x 2 pods, 4 days at 15 s
     python tests/bench_slo_fleet.py --models 20 --recorded-days 30     # "after 30 days" at a fifth of the size
+    python tests/bench_slo_fleet.py --write-rules /tmp/old   # in an older checkout: its rendering, then here
+    python tests/bench_slo_fleet.py --models 20 --recorded-days 30 --also before=/tmp/old   # both in one run
 
 The fleet (tests/slo_fleet.py: noisy healthy models with bursts, one across the deployment, and `--incidents`
 models failing `answered`) is written as TSDB blocks with `promtool tsdb create-blocks-from openmetrics`, and
@@ -14,7 +16,9 @@ Printed per design: rule evaluation seconds per minute of wall time (the sum ove
 `evaluationTime` from /api/v1/rules (the median of its evaluations), scaled by 60 / the group's interval in the rule file), peak RSS, recorded
 series, and firing alerts (on incident models and on healthy ones). Every group runs every minute here, so that
 a few minutes show each group's cost and the alerts of a steady state; the long-window groups' cost is then
-scaled to their real interval (10m).
+scaled to their real interval (10m). Sloth's groups carry no `interval:`, so Prometheus' global
+evaluation_interval sets their cost: they run once per `--sloth-intervals` value (default 1m and 30s, each
+printed under its own column, sloth@1m and sloth@30s), and inferwatch's ratio is printed against each.
 
 The objectives (30d window): TTFT <= 1 s at 99.9%, TPOT <= 0.1 s at 99%, answered at 99.5%, one SLO per model.
 """
@@ -159,24 +163,25 @@ def _page(alert: dict) -> bool:
     return alert["labels"].get("severity") == "critical" or alert["labels"].get("sloth_severity") == "page"
 
 
-def _intervals(rules: list[Path]) -> dict[str, float]:
-    """{group: its interval in seconds} as the rule files say (the global 1m where they say nothing)."""
+def _intervals(rules: list[Path], evaluation_interval: str) -> dict[str, float]:
+    """{group: its interval in seconds} as the rule files say (the global evaluation_interval where they say
+    nothing: all of Sloth's groups)."""
     import yaml
 
     from inferwatch.durations import parse_duration
-    return {g["name"]: float(parse_duration(g.get("interval", "1m"))) for p in rules
+    return {g["name"]: float(parse_duration(g.get("interval", evaluation_interval))) for p in rules
             for g in yaml.safe_load(p.read_text())["groups"]}
 
 
 def run(design: str, rules: list[Path], data: Path, url: str, minutes: float, incidents: set[str],
-        prefix: str, workdir: Path) -> dict:
-    intervals = _intervals(rules)
+        prefix: str, workdir: Path, evaluation_interval: str = "1m") -> dict:
+    intervals = _intervals(rules, evaluation_interval)
     workdir.mkdir(parents=True, exist_ok=True)
     every_minute = []
     for path in rules:
         every_minute.append(workdir / path.name)
         every_minute[-1].write_text(path.read_text().replace("interval: 10m", "interval: 1m"))
-    config = {"global": {"scrape_interval": "15s", "evaluation_interval": "1m"},
+    config = {"global": {"scrape_interval": "15s", "evaluation_interval": evaluation_interval},
               "rule_files": [str(p) for p in every_minute],
               "scrape_configs": [{"job_name": "llm", "honor_labels": True,
                                   "static_configs": [{"targets": [url.removeprefix("http://")]}]}]}
@@ -223,8 +228,22 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=4, help="each design's run")
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
     parser.add_argument("--rules", type=int, default=0, help="print this many costliest rules of each design")
+    parser.add_argument("--sloth-intervals", default="1m,30s",
+                        help="Prometheus' global evaluation_interval for Sloth's groups (they carry no interval:), "
+                             "one run each; issue 15's first table had 30s, Prometheus' own default is 1m")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=DIR",
+                        help="another inferwatch rendering of the same objectives to run beside this one (its "
+                             "*.rules.yaml in DIR, e.g. written by --write-rules from an older checkout)")
+    parser.add_argument("--write-rules", metavar="DIR", help="write this checkout's rendering to DIR and exit")
     args = parser.parse_args()
 
+    files, _ = render_files(compile_spec(parse_spec(SPEC, "bench.yaml")), tests=False)
+    if args.write_rules:
+        Path(args.write_rules).mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            if name.endswith(".rules.yaml"):
+                (Path(args.write_rules) / name).write_text(text)
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-slo-"))
     models = [f"model-{i:03d}" for i in range(args.models)]
     incidents = set(models[:args.incidents])
@@ -239,37 +258,47 @@ def main() -> None:
     print(f"fleet: {args.models} models x {args.pods} pods, {args.days} days at {args.step}s: {samples:,} raw samples "
           f"({time.time() - started:.0f}s to write and import)", flush=True)
 
-    files, _ = render_files(compile_spec(parse_spec(SPEC, "bench.yaml")), tests=False)
     ours = []
     for name, text in files.items():
         if name.endswith(".rules.yaml"):
             (work / name).write_text(text)
             ours.append(work / name)
     (work / "sloth.rules.yaml").write_text(dump_yaml(sloth_rules()))
-    designs = {"sloth": ([work / "sloth.rules.yaml"], "slo:.+|sloth_.+"), "inferwatch": (ours, "llm_slo:.+")}
+    # design: (kind, rules, recorded-series prefix, global evaluation_interval)
+    designs = {f"sloth@{i}": ("sloth", [work / "sloth.rules.yaml"], "slo:.+|sloth_.+", i)
+               for i in args.sloth_intervals.split(",")}
+    designs["inferwatch"] = ("inferwatch", ours, "llm_slo:.+", "1m")
+    for also in args.also:
+        name, _, folder = also.partition("=")
+        designs[name] = ("inferwatch", sorted(Path(folder).glob("*.rules.yaml")), "llm_slo:.+", "1m")
     data = {}
-    for design in designs:
-        data[design] = work / f"data-{design}"
-        shutil.copytree(work / "raw", data[design])
+    for kind in ("sloth", "inferwatch"):
+        data[kind] = work / f"data-{kind}"
+        shutil.copytree(work / "raw", data[kind])
         if args.recorded_days:
-            write_recorded(fleet, args.recorded_days, work / f"{design}.om", design)
-            create_blocks(work / f"{design}.om", data[design])
-            (work / f"{design}.om").unlink()
+            write_recorded(fleet, args.recorded_days, work / f"{kind}.om", kind)
+            create_blocks(work / f"{kind}.om", data[kind])
+            (work / f"{kind}.om").unlink()
     results = []
     with serve({"/metrics": live_handler(fleet)}) as url:
-        for design, (rules, prefix) in designs.items():
+        for design, (kind, rules, prefix, interval) in designs.items():
             print(f"running {design} for {args.minutes} min ...", flush=True)
-            results.append(run(design, rules, data[design], url, args.minutes, incidents, prefix, work / design))
+            results.append(run(design, rules, data[kind], url, args.minutes, incidents, prefix,
+                               work / design.replace("@", "-"), interval))
     state = f"after {args.recorded_days:g} days of recording" if args.recorded_days else "just deployed"
-    print(f"\n{args.models} models x 3 objectives, {state}:")
+    print(f"\n{args.models} models x 3 objectives, {state} (sloth@I: Sloth's groups at a global "
+          "evaluation_interval of I; inferwatch's groups carry their own interval: 1m, the long-window group 10m):")
     keys = ("evaluation_s_per_min", "peak_rss_mib", "recorded_series", "firing", "firing_on_incidents",
             "firing_on_healthy", "pages_on_healthy")
-    print(f"{'':24}" + "".join(f"{r['design']:>14}" for r in results) + f"{'ratio':>10}")
+    print(f"{'':24}" + "".join(f"{r['design']:>18}" for r in results))
     for key in keys:
         values = [r[key] for r in results]
-        ratio = values[1] / values[0] if values[0] else float("nan")
-        print(f"{key:24}" + "".join(f"{v:>14.3f}" if isinstance(v, float) else f"{v:>14}" for v in values)
-              + f"{ratio:>10.2f}")
+        print(f"{key:24}" + "".join(f"{v:>18.3f}" if isinstance(v, float) else f"{v:>18}" for v in values))
+    print("\nevaluation, inferwatch / Sloth:")
+    for ours_ in (r for r in results if not r["design"].startswith("sloth@")):
+        print(f"  {ours_['design']:22}" + "".join(
+            f"  / {theirs['design']}: {ours_['evaluation_s_per_min'] / theirs['evaluation_s_per_min']:.3f}"
+            for theirs in results if theirs["design"].startswith("sloth@")))
     for r in results:
         if args.rules:
             print(f"\n{r['design']}: the costliest rules, seconds per minute")

@@ -156,9 +156,17 @@ def test_recorded_series_per_group_fit_sloths_budget():
 
 
 def test_zero_traffic_guard_and_event_weighting():
-    ratio = next(r for r in _rules(spec_with()) if r.get("record") == "llm_slo:error_ratio:1h")
-    assert ratio["expr"].startswith("clamp(1 - sum_over_time(llm_slo:good:increase1m")
-    assert ratio["expr"].count(" > 0)") == 2          # recorded and raw: no events, no ratio (never NaN)
+    rules = _rules(spec_with())
+    ratios = {r["record"].rsplit(":", 1)[1]: r["expr"] for r in rules if r.get("record", "").startswith("llm_slo:error_ratio")}
+    assert ratios["1h"].startswith("clamp(1 - sum_over_time(llm_slo:good:increase1m")
+    # a short window (6h is both): no events, no ratio (never NaN), in the recorded and the raw path
+    assert ratios["5m"].count(" > 0)") == 2 and ratios["6h"].count(" > 0)") == 2
+    # a window that is only ever a long one carries its tiers' min_events guard itself, recorded and raw
+    alerts = {r["labels"]["tier"]: r["expr"] for r in rules if r.get("alert") == "LLMErrorBudgetBurn"}
+    for window, tier in (("1h", "page_fast"), ("1d", "ticket_fast"), ("3d", "ticket_slow")):
+        assert " > 0)" not in ratios[window] and ">= " in ratios[window]
+        assert "sum_over_time(llm_slo:total" not in alerts[tier]
+    assert "sum_over_time(llm_slo:total" in alerts["page_slow"]
 
 
 def test_alert_labels_and_annotations():

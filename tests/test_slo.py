@@ -242,6 +242,21 @@ def test_generated_promtool_tests_pass(spec_file, tmp_path):
     assert ok, output
 
 
+FRESH = re.compile(r" and \(time\(\) - timestamp\([^)]*\) < 90\)\)")
+# each mutation of chat.yaml's responsive rules, and the generated test case that must catch it (only that case
+# runs: the whole file for each of six mutations took over two minutes of the suite)
+MUTATIONS = [
+    (lambda good: good.replace("> 0.1344", "> 0.2"), "total outage fires page_fast"),
+    (lambda good: good.replace('le=~"1|1[.]0"', 'le="1"'), "are all counted, each minute once"),
+    (lambda good: good.replace("[59m30s]", "[1h]"), "are all counted, each minute once"),
+    (lambda good: FRESH.sub(")", good), "end without a staleness marker"),
+    (lambda good: good.replace(" and (time() - timestamp(", " and on () (time() - timestamp("),
+     "of two engines one ends"),
+    (lambda good: re.sub(r"\((llm_slo:error_ratio:1d\{[^}]*\}) or last_over_time\([^)]*\)\)", r"\1", good),
+     "opens a ticket but does not page"),
+]
+
+
 def test_generated_tests_catch_a_broken_rule(tmp_path):
     """Mutation check: a wrong threshold, a single le spelling, a 1h window of 61 minutes, a 5m-rate fallback
     that outlives its series (phantom requests after an engine dies; or kept alive by any fresh series, `on ()`),
@@ -250,16 +265,19 @@ def test_generated_tests_catch_a_broken_rule(tmp_path):
     _write(tmp_path, render_files(compile_spec(load_spec(CHAT)))[0])
     rules = tmp_path / "chat.responsive.rules.yaml"
     good = rules.read_text()
-    fresh = re.compile(r" and \(time\(\) - timestamp\([^)]*\) < 90\)\)")
-    assert len(fresh.findall(good)) == 2
-    for broken in (good.replace("> 0.1344", "> 0.2"), good.replace('le=~"1|1[.]0"', 'le="1"'),
-                   good.replace("[59m30s]", "[1h]"), fresh.sub(")", good),
-                   good.replace(" and (time() - timestamp(", " and on () (time() - timestamp("),
-                   re.sub(r"\((llm_slo:error_ratio:1d\{[^}]*\}) or last_over_time\([^)]*\)\)", r"\1", good)):
+    assert len(FRESH.findall(good)) == 2
+    generated = yaml.safe_load((tmp_path / "tests" / "chat.responsive.test.yaml").read_text())
+    only = tmp_path / "tests" / "one-case.test.yaml"
+    for mutate, case in MUTATIONS:
+        chosen = [t for t in generated["tests"] if case in t["name"]]
+        assert len(chosen) == 1, case
+        only.write_text(yaml.safe_dump({**generated, "tests": chosen}))
+        rules.write_text(good)
+        assert run_rule_tests([only])[0], f"{case}: fails on the right rules"
+        broken = mutate(good)
         assert broken != good
         rules.write_text(broken)
-        ok, _ = run_rule_tests([tmp_path / "tests" / "chat.responsive.test.yaml"])
-        assert not ok
+        assert not run_rule_tests([only])[0], f"{case}: passes on broken rules"
 
 
 # --- user text in templates, and specs that must compile ------------------------------------------------------

@@ -68,6 +68,7 @@ def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
     binary = need("prometheus")
     normalizer = Normalizer(mappings, catalog)

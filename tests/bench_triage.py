@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from promtools import prometheus  # noqa: E402
+from promtools import create_blocks, prometheus  # noqa: E402
 
 NORMAL = dict(rate=2.0, ttft=0.25, queue=0.01, prefill=0.12, tpot=0.03, itl=0.03, e2e=4.0, prompt=600.0,
               output=120.0, running=6.0, waiting=0.0, kv=0.4, cap=32.0, hit=0.5, preempt=0.0, accept=0.7, util=0.7,
@@ -164,10 +164,7 @@ def load_blocks(text: str | None, work: Path) -> Path:
     source = work / "history.om"
     if text is not None:
         source.write_text(text)
-    done = subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics",
-                           str(source), str(work / "data")], capture_output=True, text=True, timeout=900)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-2000:])
+    create_blocks(source, work / "data")
     source.unlink()
     return work / "data"
 

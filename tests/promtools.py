@@ -97,3 +97,12 @@ def wait_for(predicate, timeout: float = 30, step: float = 0.3):
             return value
         time.sleep(step)
     raise AssertionError("condition not met in time")
+
+
+def create_blocks(openmetrics: Path, data_dir: Path, *flags: str, timeout: float = 900) -> None:
+    """OpenMetrics history (with timestamps) into TSDB blocks under data_dir, for a Prometheus started on it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", *flags, str(openmetrics),
+                           str(data_dir)], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode:
+        raise RuntimeError(f"promtool could not load {openmetrics}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")

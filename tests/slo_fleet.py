@@ -14,7 +14,7 @@ bucket (`le="1.0"`, `le="0.1"`), and `llm_requests_finished_total` by `finished_
 from __future__ import annotations
 
 import json
-import subprocess
+import promtools
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -122,12 +122,8 @@ def api(base: str, path: str) -> dict:
 
 def create_blocks(openmetrics: Path, data_dir: Path) -> None:
     """History into TSDB blocks, in the data directory Prometheus is then started on."""
-    data_dir.mkdir(parents=True, exist_ok=True)
     # day-long blocks (a hidden flag of promtool's): a few blocks load and import far faster than 2h ones
-    proc = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet",
-                           "--max-block-duration=24h", str(openmetrics), str(data_dir)], capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(proc.stdout[-2000:] + proc.stderr[-2000:])
+    promtools.create_blocks(openmetrics, data_dir, "--quiet", "--max-block-duration=24h")
 
 
 def live_handler(fleet: Fleet):

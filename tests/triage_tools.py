@@ -15,7 +15,6 @@ import gzip
 import json
 import math
 import shutil
-import subprocess
 import tempfile
 import urllib.parse
 import urllib.request
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from promtools import prometheus
+from promtools import create_blocks, prometheus
 
 __all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "changes", "load_manifest", "read_recording", "to_openmetrics",
            "recorded_prometheus", "window_means"]
@@ -79,10 +78,7 @@ def recorded_prometheus(folder: Path = FIXTURES, workdir: Path | None = None):
         work = Path(workdir or tmp)
         text = work / "recording.om"
         text.write_text(to_openmetrics(read_recording(folder / manifest["recording"])))
-        done = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(text), str(work / "data")],
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode:
-            raise RuntimeError(f"promtool could not load {text}: {done.stderr[-2000:]}")
+        create_blocks(text, work / "data", timeout=120)
         text.unlink()
         # the blocks are as old as the recording: a long retention keeps Prometheus from deleting them at start
         with prometheus(prom, {"global": {"scrape_interval": "1m"}}, work,

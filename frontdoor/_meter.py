@@ -11,7 +11,23 @@ and its bytes before and after that text are kept as the stream's `shape`; a
 later event with the same bytes around a text that is one valid JSON string
 counts as a visible token without parsing the rest (`_same_shape`). Anything
 else (reasoning, tool calls, a finish reason, usage, errors, another id) is
-parsed whole.
+parsed whole, and a parsed plain event that did not match becomes the new shape
+(SGLang stamps each chunk with the second it was made, so its shape changes).
+
+What counts (the response shapes of vLLM, SGLang, llama.cpp and the OpenAI API
+that `tests/fixtures/frontdoor/` follows):
+
+- visible: `delta.content` / `message.content`, `text` (/v1/completions),
+  `refusal` (the user reads it), `tool_calls` and the legacy `function_call`;
+- hidden: `reasoning_content` (vLLM before 0.11.1, SGLang, DeepSeek) and
+  `reasoning` (vLLM from 0.11.1, OpenRouter);
+- tool calls are keyed by choice and the call's `index`; a call without one (a
+  whole answer, or a server that omits it) is a new call when it has a name,
+  else more of the last one;
+- `finish_reason` is a string; SGLang's own `{"type": ...}` form is read too;
+- `usage` is taken from any event that has one (the last wins: the `choices: []`
+  chunk of `stream_options.include_usage`, or every chunk with
+  `continuous_usage_stats`).
 """
 
 from __future__ import annotations
@@ -79,6 +95,7 @@ class Facts:
     error: str | None = None                     # an error object, or a body that is not the JSON it should be
     usage: dict | None = None
     visible_whole: bool = False                  # a whole (non-streamed) answer had content or a tool call
+    choices: set[int] = field(default_factory=set)        # indexes of the choices that showed something
     shape: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)   # around a token's text
 
 
@@ -92,7 +109,7 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         facts.visible_chunks += 1
         facts.last_visible = now
         return
-    if payload == b"[DONE]":
+    if payload.startswith(b"[DONE]"):           # as the OpenAI client reads it
         facts.done = True
         return
     try:
@@ -106,8 +123,8 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         facts.last_visible = now
         if facts.first_visible is None:
             facts.first_visible = now
-        if shape is None:
-            facts.shape = _shape_of(payload, doc)
+        if (learnt := _shape_of(payload, doc)) is not None:       # a plain event the shape did not match
+            facts.shape = learnt
 
 
 def _same_shape(payload: bytes, shape: tuple[bytes, bytes]) -> bool:
@@ -136,7 +153,7 @@ def _shape_of(payload: bytes, doc: dict) -> tuple[bytes, bytes] | None:
     if part is None:
         key, text = _TEXT_KEY, choice.get("text")
     elif part.get("reasoning_content") or part.get("reasoning") or part.get("tool_calls") or \
-            part.get("function_call"):
+            part.get("function_call") or part.get("refusal"):
         return None
     else:
         key, text = _CONTENT_KEY, part.get("content")
@@ -192,25 +209,44 @@ def _observe_choices(facts: Facts, doc, whole: bool) -> bool:
         index = choice.get("index", 0)
         part = choice.get("message" if whole else "delta")
         if part is None:                                     # /v1/completions
-            visible |= bool(choice.get("text"))
+            shows = bool(choice.get("text"))
         else:
             if part.get("reasoning_content") or part.get("reasoning"):
                 facts.reasoning_chunks += 0 if whole else 1
-            visible |= bool(part.get("content"))
-            if "tool_calls" in part or "function_call" in part:
-                visible |= _tool_calls(facts, index, part)
-        if choice.get("finish_reason"):
-            facts.finish[index] = choice["finish_reason"]
+            shows = bool(part.get("content") or part.get("refusal"))
+            if part.get("tool_calls") or part.get("function_call"):
+                shows |= _tool_calls(facts, index, part)
+        if shows:
+            visible = True
+            facts.choices.add(index)
+        if reason := choice.get("finish_reason"):
+            facts.finish[index] = reason if isinstance(reason, str) else _reason(reason)
     return visible
+
+
+def _reason(reason) -> str:
+    """SGLang's native `{"type": "stop", "matched": ...}` as its type; anything else as text."""
+    kind = reason.get("type") if isinstance(reason, dict) else None
+    return kind if isinstance(kind, str) and kind else str(reason)
 
 
 def _tool_calls(facts: Facts, index: int, part: dict) -> bool:
     calls = part.get("tool_calls") or ()
-    for n, call in enumerate(calls):
-        _add_call(facts, (index, call.get("index", n)), call.get("function") or {})
+    for call in calls:
+        function = call.get("function") or {}
+        at = call.get("index")
+        if not isinstance(at, int) or isinstance(at, bool):
+            at = _next_call(facts, index, function)
+        _add_call(facts, (index, at), function)
     if part.get("function_call"):                            # the legacy single function call
         _add_call(facts, (index, -1), part["function_call"])
     return bool(calls) or bool(part.get("function_call"))
+
+
+def _next_call(facts: Facts, index: int, function: dict) -> int:
+    """Where a call without an `index` goes: a new call when it names a function, else the last one of its choice."""
+    last = max((n for c, n in facts.tools if c == index and n >= 0), default=-1)
+    return last + 1 if function.get("name") or last < 0 else last
 
 
 def _add_call(facts: Facts, key: tuple[int, int], function: dict) -> None:
@@ -231,14 +267,26 @@ def _int(doc, key) -> int | None:
 
 def token_counts(facts: Facts) -> tuple[int | None, int | None, int | None, int | None]:
     """(prompt, output, reasoning, visible) tokens: from `usage` where the engine gave it, else counted events
-    (one token per event; streamed only). None where nothing says."""
+    (one token per event; streamed only). None where nothing says.
+
+    Reasoning is `completion_tokens_details.reasoning_tokens` (OpenAI), else SGLang's top-level
+    `usage.reasoning_tokens`; a reported 0 while reasoning was streamed (SGLang reports 0 until it counts them)
+    gives way to the counted reasoning events. `visible` is per choice (the visible tokens over the choices that
+    showed something), since n choices are decoded side by side: it is what time per output token divides by.
+    """
     usage = facts.usage or {}
     prompt, output = _int(usage, "prompt_tokens"), _int(usage, "completion_tokens")
     reasoning = _int(usage.get("completion_tokens_details"), "reasoning_tokens")
+    if reasoning is None:
+        reasoning = _int(usage, "reasoning_tokens")
     counted = facts.events > 0
-    if reasoning is None and counted:
+    if not reasoning and counted and (reasoning is None or facts.reasoning_chunks):
         reasoning = facts.reasoning_chunks
     if output is None and counted:
         output = facts.visible_chunks + facts.reasoning_chunks
-    visible = None if output is None else max(0, output - (reasoning or 0))
+    if output is None:
+        return prompt, None, reasoning, None
+    visible = max(0, output - (reasoning or 0))
+    if len(facts.choices) > 1:
+        visible = round(visible / len(facts.choices))
     return prompt, output, reasoning, visible

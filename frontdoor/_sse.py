@@ -6,12 +6,21 @@ __all__ = ["SSESplitter", "MAX_EVENT_BYTES"]
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024   # one event larger than this is not metered (the bytes still pass)
 
+_DONE_LINES = (b"data: [DONE]", b"data:[DONE]")
+
 
 class SSESplitter:
     """Feed chunks as they arrive; get back the `data` payload of each event they complete.
 
-    Lines end in LF or CRLF; an empty line ends an event; `data:` lines of one event
-    are joined with LF; comments and other fields are skipped (WHATWG HTML, 9.2.6).
+    Lines end in LF, CRLF or CR; an empty line ends an event; `data:` lines of one event
+    are joined with LF (a bare `data` line is an empty one); comments and other fields are
+    skipped (WHATWG HTML, 9.2.6). Two things servers send are read beyond that:
+
+    - `data: [DONE]` counts as soon as its line is whole, so a stream whose last event
+      lacks the blank line after it (the connection closed first) still ends in `[DONE]`,
+      as a client that reads to the end of the body sees it;
+    - an `error:` field (llama.cpp's server writes a stream error so) and an event named
+      `error` come back as `{"error": ...}`, so the meter sees the error instead of nothing.
     """
 
     __slots__ = ("_buffer", "overflow")
@@ -25,21 +34,39 @@ class SSESplitter:
                 and chunk.count(b"\n") == 2 and b"\r" not in chunk):     # the usual read: one one-line event
             return [chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]]
         buffer = self._buffer + chunk if self._buffer else chunk
+        held = b""
         if b"\r" in buffer:
-            tail = buffer.endswith(b"\r")
-            buffer = buffer.replace(b"\r\n", b"\n")
-            if tail:                       # a CR at the end may be half of a CRLF: wait for the next chunk
-                self._buffer = buffer
-                return []
+            if buffer.endswith(b"\r"):        # may be half of a CRLF: keep it for the next chunk
+                buffer, held = buffer[:-1], b"\r"
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")     # a lone CR ends a line too
         *events, rest = buffer.split(b"\n\n")
         if len(rest) > MAX_EVENT_BYTES:
             self.overflow, rest = True, b""
-        self._buffer = rest
-        return [payload for event in events if (payload := _data(event)) is not None]
+        payloads = [payload for event in events if (payload := _data(event)) is not None]
+        if rest.strip(b"\n") in _DONE_LINES:  # its blank line may never come: the stream ends here either way
+            payloads.append(b"[DONE]")
+            rest = b"\n" if rest.endswith(b"\n") else b""
+        self._buffer = rest + held
+        return payloads
 
 
 def _data(event: bytes) -> bytes | None:
     if event.startswith(b"data:") and b"\n" not in event:           # the usual one-line event
         return event[6:] if event[5:6] == b" " else event[5:]
-    lines = [line[6:] if line[5:6] == b" " else line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
-    return b"\n".join(lines) if lines else None
+    lines, name, error = [], None, None
+    for line in event.split(b"\n"):
+        field, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            lines.append(value)
+        elif field == b"event":
+            name = value
+        elif field == b"error":               # llama.cpp: `error: {"code":500,"message":...}`
+            error = value
+    if error is not None:
+        return b'{"error":' + (error or b'""') + b"}"
+    if not lines:
+        return None
+    data = b"\n".join(lines)
+    return b'{"error":' + data + b"}" if name == b"error" else data

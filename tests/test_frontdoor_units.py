@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import random
+from pathlib import Path
 from fractions import Fraction
 
 import jsonschema
@@ -108,6 +109,29 @@ def test_a_plain_stream_parses_one_event_whole():
     assert facts.shape is not None and facts.shape[0].endswith(b'"content": "') and facts.visible_chunks == 3
 
 
+FRAMING = [   # (wire bytes, payloads): the standard's corners, and what servers send beyond it
+    (b"data: a\r\rdata: b\r\r\n", [b"a", b"b"]),                       # CR alone ends a line
+    (b"data\n\ndata:\n\n", [b"", b""]),                                # a bare field name: an empty value
+    (b"id: 1\nretry: 5\nevent: ping\n\n: comment\n\n", []),               # no data: no event
+    (b'event: error\ndata: {"message": "x"}\n\n', [b'{"error":{"message": "x"}}']),
+    (b'error: {"code":500,"message":"x"}\n\n', [b'{"error":{"code":500,"message":"x"}}']),     # llama.cpp
+    (b"error:\n\n", [b'{"error":""}']),
+    (b"data: 1\n\ndata: [DONE]", [b"1", b"[DONE]"]),                   # the last blank line never came
+    (b"data: 1\r\n\r\ndata: [DONE]\r\n", [b"1", b"[DONE]"]),
+    (b"data: [DONE]\n\n", [b"[DONE]"]),                                # once, however it is cut
+    (b"data: [DONE]\r\n\r\n", [b"[DONE]"]),
+]
+
+
+@pytest.mark.parametrize("wire,payloads", FRAMING, ids=[repr(w)[:40] for w, _ in FRAMING])
+def test_sse_framing(wire, payloads):
+    for size in (1, 2, 5, len(wire)):
+        splitter, got = SSESplitter(), []
+        for i in range(0, len(wire), size):
+            got += splitter.feed(wire[i:i + size])
+        assert got == payloads, size
+
+
 def test_an_event_too_large_to_meter_is_dropped_not_kept():
     splitter = SSESplitter()
     for _ in range(20):
@@ -163,6 +187,15 @@ CASES = [
      "tool_call_invalid"),
     ("length beats broken tool", 200, "complete", [_delta(**CALL), _args('{"ci'), _delta("length"), b"[DONE]"],
      True, "length"),
+    ("refusal is output", 200, "complete", [_delta(refusal="I can't."), _delta("stop"), b"[DONE]"], True, "ok"),
+    ("SGLang's finish object", 200, "complete", [_delta(content="hi"), {"choices": [
+        {"index": 0, "delta": {}, "finish_reason": {"type": "length", "length": 9}}]}, b"[DONE]"], True, "length"),
+    ("calls without an index", 200, "complete", [
+        _delta(tool_calls=[{"id": "a", "function": {"name": "get", "arguments": '{"city": "Lima"}'}}]),
+        _delta(tool_calls=[{"id": "b", "function": {"name": "get", "arguments": '{"city": '}}]),
+        _delta(tool_calls=[{"function": {"arguments": '"Oslo"}'}}]), _delta("tool_calls"), b"[DONE]"], True, "ok"),
+    ("[DONE] and more", 200, "complete", [_delta(content="hi"), _delta("stop"), b"[DONE] "], True, "ok"),
+    ("an empty event", 200, "complete", [_delta(content="hi"), b"", _delta("stop"), b"[DONE]"], True, "error"),
 ]
 
 
@@ -231,6 +264,15 @@ def test_requests_and_token_counts():
     streamed.usage = {"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 4}}
     assert token_counts(streamed) == (5, 9, 4, 5)
     assert token_counts(Facts()) == (None, None, None, None)
+    streamed.usage = {"prompt_tokens": 5, "completion_tokens": 9, "reasoning_tokens": 4}          # SGLang's place
+    assert token_counts(streamed) == (5, 9, 4, 5)
+    streamed.usage = {"prompt_tokens": 5, "completion_tokens": 9, "reasoning_tokens": 0}          # SGLang's bug
+    assert token_counts(streamed) == (5, 9, 1, 8)
+    plain = _facts(_delta(content="a"), _delta("stop"))
+    plain.usage = {"completion_tokens": 3, "completion_tokens_details": {"reasoning_tokens": 0}}
+    assert token_counts(plain) == (None, 3, 0, 3)
+    two = _facts(*[{"choices": [{"index": i % 2, "delta": {"content": "x"}}]} for i in range(8)])
+    assert token_counts(two) == (None, 8, 0, 4) and two.choices == {0, 1}       # per choice: what TPOT divides by
 
 
 def test_flags():
@@ -321,3 +363,72 @@ def test_the_front_door_defaults_mirror_the_engine_defaults_and_compile(tmp_path
             rules.append(str(tmp_path / name))
     proc = subprocess.run([need("promtool"), "check", "rules", *rules], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- real response shapes: tests/fixtures/frontdoor/ (each file names the server, version and source it follows) ---
+
+FIXTURES = Path(__file__).parent / "fixtures" / "frontdoor"
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
+
+
+def _fixture(name: str) -> bytes:
+    """The bytes on the wire: the file less its `# ...` header, which ends at `#---`."""
+    return (FIXTURES / name).read_bytes().split(b"#---\n", 1)[1]
+
+
+def _cuts(body: bytes, seed: int) -> list[list[bytes]]:
+    """The body as one read, one byte per read, and cut at random places."""
+    rng = random.Random(seed)
+    cut = sorted(rng.sample(range(1, len(body)), 12))
+    return [[body], [body[i:i + 1] for i in range(len(body))],
+            [body[a:b] for a, b in zip([0, *cut], [*cut, len(body)])]]
+
+
+def _metered(name: str) -> dict:
+    """What the meter makes of one fixture: the outcome, the event numbers of first chunk and first and last
+    visible token, counts, tokens and tool calls (a stream is fed however it is cut; all cuts must agree)."""
+    case = EXPECTED[name]
+    info = request_info(json.dumps(case["request"]).encode())
+    body = _fixture(name)
+    if name.endswith(".body"):
+        facts = Facts()
+        observe_whole(facts, body)
+        return {"outcome": classify(200, "complete", facts, False, info.tools), "tokens": list(token_counts(facts)),
+                "tools": sorted(facts.tools.values())}
+    seen = []
+    for reads in _cuts(body, len(name)):
+        splitter, facts = SSESplitter(), Facts()
+        payloads = [p for read in reads for p in splitter.feed(read)]
+        for n, payload in enumerate(payloads, 1):
+            observe_event(facts, payload, float(n))
+        seen.append({"outcome": classify(200, "complete", facts, True, info.tools), "events": len(payloads),
+                     "first_chunk": facts.first_chunk, "first_visible": facts.first_visible,
+                     "last_visible": facts.last_visible, "visible_chunks": facts.visible_chunks,
+                     "reasoning_chunks": facts.reasoning_chunks, "tokens": list(token_counts(facts)),
+                     "tools": sorted(facts.tools.values())})
+    assert seen[1] == seen[0] and seen[2] == seen[0], "the same bytes cut differently metered differently"
+    return seen[0]
+
+
+def test_every_fixture_has_an_expectation():
+    names = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".sse", ".body"))
+    assert names == sorted(EXPECTED) and len(names) == 25
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_response_shapes_are_metered_right(name):
+    assert _metered(name) == EXPECTED[name]["metered"]
+
+
+def test_a_changing_shape_is_learnt_again(monkeypatch):
+    """SGLang stamps each chunk with the second it was made: a plain event that misses the shape becomes it, so
+    the stream stays on the fast path (5 events parsed of 10, not 7: role, first token, one per new second,
+    finish)."""
+    from inferwatch.frontdoor import _meter
+
+    parsed = []
+    monkeypatch.setattr(_meter, "_loads", lambda data: parsed.append(data) or json.loads(data))
+    facts = Facts()
+    for payload in SSESplitter().feed(_fixture("sglang-0.5-chat-msgspec.sse")):
+        observe_event(facts, payload, 0.0)
+    assert facts.visible_chunks == 7 and len(parsed) == 5

@@ -86,6 +86,10 @@ def _evil_events(rng: random.Random) -> list[bytes]:
         lambda: chunk({"tool_calls": [{"index": 0, "function": {"name": "get", "arguments": rng.choice(texts)}}]}),
         lambda: chunk(text=rng.choice(texts)),
         lambda: chunk({"content": "a"}).replace(b'"c1"', b'"c2"'),
+        lambda: chunk({"content": rng.choice(texts)}).replace(b'"created":1', b'"created":2'),   # SGLang's clock
+        lambda: chunk({"content": rng.choice(texts)}).replace(b'"index":0', b'"index":1'),       # n > 1
+        lambda: chunk({"refusal": rng.choice(texts)}),
+        lambda: chunk({"tool_calls": [{"function": {"name": rng.choice(["get", None]), "arguments": "{}"}}]}),
         lambda: b'{"error":{"message":"x"}}',
         lambda: b"[DONE]",
     ]

@@ -416,7 +416,7 @@ def _metered(name: str) -> dict:
 
 def test_every_fixture_has_an_expectation():
     names = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".sse", ".body"))
-    assert names == sorted(EXPECTED) and len(names) == 25
+    assert names == sorted(EXPECTED) and len(names) == 26
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

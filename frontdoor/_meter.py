@@ -19,8 +19,8 @@ that `tests/fixtures/frontdoor/` follows):
 
 - visible: `delta.content` / `message.content`, `text` (/v1/completions),
   `refusal` (the user reads it), `tool_calls` and the legacy `function_call`;
-- hidden: `reasoning_content` (vLLM before 0.11.1, SGLang, DeepSeek) and
-  `reasoning` (vLLM from 0.11.1, OpenRouter);
+- hidden: `reasoning_content` (vLLM until its rename, SGLang, DeepSeek) and
+  `reasoning` (vLLM since vllm-project/vllm#27752, Nov 2025; OpenRouter);
 - tool calls are keyed by choice and the call's `index`; a call without one (a
   whole answer, or a server that omits it) is a new call when it has a name,
   else more of the last one;

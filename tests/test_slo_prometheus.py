@@ -1,11 +1,17 @@
 """The default SLO rules loaded into a real Prometheus that scrapes every engine exposition, normalized.
 
-Counters grow by the same factor at each scrape, so every rate keeps the
-capture's own proportions: once every source has a minute of samples, the
-per-minute good and total counts Prometheus records for each model must give
-the error ratio computed here from the normalized text, as a sum over sums.
-That proves the selectors, the `le` spellings of real engines (`1.0`) and the
-grouping against real series, not only synthetic ones.
+Counters grow in proportion to the time since a common origin, so every rate
+keeps the capture's own proportions and every source counts with the same
+weight: the per-minute good and total counts Prometheus records for each model
+must give the error ratio computed here from the normalized text, as a sum over
+sums. That proves the selectors, the `le` spellings of real engines (`1.0`) and
+the grouping against real series, not only synthetic ones.
+
+The minute before Prometheus starts is written as TSDB blocks of the very same
+series (the scrape's `job` and `instance` added), so `increase(...[1m])` sees a
+full minute from the first evaluation instead of a minute of waiting; the live
+scrapes go on from there, and the test checks that each one parsed every sample
+and continued the recorded series rather than starting new ones.
 """
 
 from __future__ import annotations
@@ -18,14 +24,16 @@ import pytest
 
 from conftest import ROOT, all_expositions, need
 from inferwatch.exporters import Normalizer, split_families
-from promtools import prometheus, query, serve, wait_for
+from promtools import create_blocks, prometheus, query, serve, wait_for
 
 ENGINES = [p for p in all_expositions() if not p.name.startswith("dcgm")]
+HISTORY = 70     # seconds of one-second samples written as blocks before Prometheus starts: over the 1m window
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 COUNTER = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:_total|_count|_bucket|_sum))(\{[^}]*\})? (\S+)(.*)$")
 BAD_REASONS = re.compile(r"length|abort|error|repetition")
 
 
-def _grow(text: str, factor: int) -> str:
+def _grow(text: str, factor: float) -> str:
     out = []
     for line in text.splitlines():
         match = COUNTER.match(line)
@@ -33,6 +41,21 @@ def _grow(text: str, factor: int) -> str:
             line = f"{match.group(1)}{match.group(2) or ''} {float(match.group(3)) * factor}{match.group(4)}"
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _history(text: str, job: str, instance: str, until: float, origin: float) -> list[str]:
+    """OpenMetrics lines of one exposition, a sample a second for HISTORY seconds up to `until`, with the labels
+    the scrape adds: the counters at each instant as the live route serves them then."""
+    steps = [until - HISTORY + i for i in range(HISTORY + 1)]
+    grown = [_grow(text, t - origin).splitlines() for t in steps]
+    out = []
+    for index, line in enumerate(grown[0]):
+        if not line or line.startswith("#"):
+            continue
+        name, labels, _ = SAMPLE.match(line).groups()
+        labels = (labels[:-1] + "," if labels and labels != "{}" else "{") + f'job="{job}",instance="{instance}"}}'
+        out += [f"{name}{labels} {SAMPLE.match(lines[index]).group(3)} {t:.3f}" for t, lines in zip(steps, grown)]
+    return out
 
 
 def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
@@ -68,7 +91,6 @@ def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-@pytest.mark.slow
 def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
     binary = need("prometheus")
     normalizer = Normalizer(mappings, catalog)
@@ -81,11 +103,12 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
         fast.write_text(path.read_text().replace("interval: 1m", "interval: 1s"))
         rule_files.append(str(fast))
     scrapes: dict[str, int] = defaultdict(int)
+    origin = time.time() - HISTORY - 1      # each counter: its value in the capture times the seconds since this
 
     def route(path, text):
         def handler(request):
             scrapes[path] += 1
-            body = _grow(text, scrapes[path]).encode()
+            body = _grow(text, time.time() - origin).encode()
             request.send_response(200)
             request.send_header("Content-Type", "text/plain; version=0.0.4")
             request.end_headers()
@@ -98,8 +121,11 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rule_files,
                   "scrape_configs": [{"job_name": p.stem, "metrics_path": f"/{p.stem}/metrics",
                                       "static_configs": [{"targets": [host]}]} for p in ENGINES]}
+        history = [line for p, text in normalized.items()
+                   for line in _history(text, p.stem, host, time.time(), origin)]
+        (tmp_path / "history.om").write_text("\n".join(history) + "\n# EOF\n")
+        create_blocks(tmp_path / "history.om", tmp_path / "data", "--quiet")
         with prometheus(binary, config, tmp_path) as prom:
-            started = time.time()
             def recorded(expr):
                 got: dict[str, dict[str, float]] = defaultdict(dict)
                 for row in query(prom, expr):
@@ -107,9 +133,20 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
                 return got if all(set(got[s]) == set(m) for s, m in expected.items()) else None
 
             wait_for(lambda: recorded("llm_slo:error_ratio:5m"), timeout=60)
-            # once every source has a full minute of samples, each counts with the same weight (up to a
-            # sample of scrape jitter, hence 2%: a wrong selector or le spelling is off by far more)
-            time.sleep(max(0.0, started + 62 - time.time()))
+            # every source scraped live a few times, each scrape parsing every sample of its exposition into the
+            # series the blocks began (no second series beside them), then an evaluation over the whole minute
+            wait_for(lambda: all(scrapes[p.stem] >= 3 for p in ENGINES), timeout=30)
+            for p, text in normalized.items():
+                lines = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+                got = query(prom, f'scrape_samples_scraped{{job="{p.stem}"}}')
+                assert [int(float(r["value"][1])) for r in got] == [lines], p.name
+                got = query(prom, f'count({{job="{p.stem}", __name__!~"up|scrape_.+"}})')
+                assert int(float(got[0]["value"][1])) == lines, p.name
+            scraped = time.time()
+            wait_for(lambda: min(float(r["value"][1]) for r in query(
+                prom, "timestamp(llm_slo:total:increase1m)")) > scraped, timeout=30)
+            # each source counts with the same weight, a minute's growth (a wrong selector or le spelling is off
+            # by far more than 2%)
             got = recorded("1 - llm_slo:good:increase1m / (llm_slo:total:increase1m > 0)")
             for slo, models in expected.items():
                 for model, ratio in models.items():

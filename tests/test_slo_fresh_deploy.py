@@ -19,7 +19,7 @@ from conftest import ROOT, need
 from promtools import prometheus, query, serve, wait_for
 from slo_fleet import Fleet, api, create_blocks, live_handler
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slo_fresh_deploy")]
+pytestmark = pytest.mark.xdist_group("slo_fresh_deploy")
 
 HEALTHY = ["chat-a", "chat-b", "code-c", "embed-d"]
 INCIDENT = "broken-e"

@@ -9,7 +9,9 @@ truncation on SGLang); prints what Prometheus reports as it goes. Each engine
 serves a simulated GPU that follows it (`simulate --gpus 1`), so the GPU views
 have data. To fit in minutes, Prometheus evaluates
 the SLO rules every 10 s and waits a tenth of each alert's `for:` (and of the
-GPU alert's averaging window). Every process it started is stopped on exit or Ctrl-C.
+GPU alert's averaging window). In `--short`, a phase that shows an alert ends at
+the first poll after that alert fired (at the latest after its short length).
+Every process it started is stopped on exit or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -46,6 +48,18 @@ SCRAPE_TIMEOUT = "2s"         # Prometheus' scrape of the exporter (every 2s)
 EXPORTER_TIMEOUT = "1500ms"   # each engine's answer: inside SCRAPE_TIMEOUT, with room to merge and send
 
 
+# alerts that must fire (labels that must match) for --headless to succeed
+EXPECTED = [{"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
+            {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL}]
+FRONT_DOOR = "llm-frontdoor"  # the front-door SLOs' service label
+# and in the full script, the front door's pages: responsive in the thinking incident (in --short's 30 s it pages
+# only at the very end, if at all), answered for broken tool calls and for truncation
+EXPECTED_FULL = [{"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": slo, "model": model,
+                  "severity": "critical"}
+                 for slo, model in (("responsive", SGLANG_MODEL), ("answered", VLLM_MODEL),
+                                    ("answered", SGLANG_MODEL))]
+
+
 @dataclass(frozen=True)
 class Phase:
     name: str
@@ -53,13 +67,17 @@ class Phase:
     short_seconds: float
     scenarios: dict[str, str]   # model -> scenario
     says: str
+    # in --short, the phase ends at the first poll once each of these alerts has fired during it: its point is
+    # made, and waiting out short_seconds only made CI's run longer (the full script always plays `seconds`).
+    # Not for thinking on SGLang: cut at its page (~15 s), triage no longer names `thinking` for it
+    shows: tuple[dict[str, str], ...] = ()
 
 
 SCRIPT = [
     Phase("normal", 60, 25, {VLLM_MODEL: "normal", SGLANG_MODEL: "normal"},
           "both engines healthy: note running against the cap, KV cache and TTFT"),
     Phase("queueing on vLLM", 120, 75, {VLLM_MODEL: "queueing", SGLANG_MODEL: "normal"},
-          "vLLM loses capacity: requests pile up at its cap and wait before their first token"),
+          "vLLM loses capacity: requests pile up at its cap and wait before their first token", tuple(EXPECTED)),
     # left out of --short (0 s): the GPU alert needs about two minutes, and CI's demo proves the SLO path
     Phase("GPU stall on vLLM", 150, 0, {VLLM_MODEL: "gpu-stall", SGLANG_MODEL: "normal"},
           "vLLM's GPU stalls (host or NCCL): GPU-Util stays near 100 % while its SMs idle and decoding slows; "
@@ -76,16 +94,6 @@ SCRIPT = [
           "SGLang's answers stop at the length limit halfway: the engine sees normal finishes, the front door's "
           "answered SLO pages"),
 ]
-# alerts that must fire (labels that must match) for --headless to succeed
-EXPECTED = [{"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
-            {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL}]
-FRONT_DOOR = "llm-frontdoor"  # the front-door SLOs' service label
-# and in the full script, the front door's pages: responsive in the thinking incident (in --short's 30 s it pages
-# only at the very end, if at all), answered for broken tool calls and for truncation
-EXPECTED_FULL = [{"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": slo, "model": model,
-                  "severity": "critical"}
-                 for slo, model in (("responsive", SGLANG_MODEL), ("answered", VLLM_MODEL),
-                                    ("answered", SGLANG_MODEL))]
 
 
 def free_port() -> int:
@@ -248,8 +256,9 @@ def _describe(key: tuple) -> str:
 
 
 async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: str, script_seconds: list[float],
-                 say) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]]]:
-    """Load through the front doors (base_urls), scenarios set on the engines (engine_urls)."""
+                 say, short: bool = False) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]]]:
+    """Load through the front doors (base_urls), scenarios set on the engines (engine_urls); in --short (`short`)
+    a phase ends once the alerts it shows have fired during it."""
     total = sum(script_seconds)
     samples: dict[str, list[Sample]] = {m: [] for m in base_urls}
     loads = [asyncio.ensure_future(run_load(LoadConfig(base_urls[m], RATES[m], total, m, prompt_tokens=150,
@@ -264,13 +273,15 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
             continue
         windows[phase.name] = (time.monotonic(), time.monotonic() + seconds)
         wall_start = time.time()
-        say(f"\n== {phase.name} ({seconds:.0f}s): {phase.says}")
+        length = f"{seconds:.0f}s at most" if short and phase.shows else f"{seconds:.0f}s"
+        say(f"\n== {phase.name} ({length}): {phase.says}")
         for model, scenario in phase.scenarios.items():
             await asyncio.to_thread(_set_scenario, engine_urls[model], scenario)
             if scenario == "broken-tools":     # tool calls, short answers, in a stream of their own for the phase
                 loads.append(asyncio.ensure_future(run_load(LoadConfig(
                     base_urls[model], TOOL_RATE, seconds, model, prompt_tokens=150, tool_share=1.0, seed=5))))
         end = time.monotonic() + seconds
+        fired_here: set = set()
         while time.monotonic() < end:
             await asyncio.sleep(min(5.0, max(0.0, end - time.monotonic())))
             now = time.monotonic()
@@ -283,9 +294,14 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
                     say(f"  ALERT {state.upper():8} {_describe(key)}")
                 if state == "firing":
                     fired.add(key)
+                    fired_here.add(key)
             for key in set(seen) - set(alerts):
                 say(f"  ALERT resolved {_describe(key)}")
             seen = alerts
+            if short and phase.shows and all(_matches(e, fired_here) for e in phase.shows):
+                say(f"  (--short: {' and '.join(e['alertname'] for e in phase.shows)} fired, {phase.name} ends here)")
+                break
+        windows[phase.name] = (windows[phase.name][0], time.monotonic())
         if phase.name == SCRIPT[0].name:
             normal = (wall_start, time.time())
         else:      # the incident judged by `inferwatch triage` against the normal phase
@@ -394,7 +410,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
             f"logs and data in {folder})")
         seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]
-        fired, samples, windows = asyncio.run(_drive(doors, bases, prom, seconds, say))
+        fired, samples, windows = asyncio.run(_drive(doors, bases, prom, seconds, say, short))
         expected_alerts = EXPECTED + ([] if short else EXPECTED_FULL)
         missing = [e for e in expected_alerts if not _matches(e, fired)]
         say("\n== summary")

@@ -49,6 +49,37 @@ def need(tool: str) -> str:
     return path
 
 
+def pytest_configure(config):
+    # `--dist loadgroup` would sort the work units by their number of tests, which put every one-test slow run
+    # behind all the grouped modules (the demo started last); the order below is the one xdist keeps
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def _scope(item) -> str:
+    """xdist's unit of work under --dist loadgroup: the item's xdist_group, else the item alone."""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    return "_".join(names) if names else item.nodeid
+
+
 def pytest_collection_modifyitems(config, items):
-    """Slow end-to-end tests first, so xdist starts the longest at once."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Order the work units for xdist's workers (each unit is a whole xdist_group or one test).
+
+    Slow end-to-end runs mostly wait on real processes, so half the workers start with them while the other half
+    start with the largest groups, keeping both cores busy; right behind each slow run comes a one-test unit, since
+    xdist queues one more unit behind every worker at once (a group queued there would wait for the slow run).
+    Then the remaining groups, largest first, and the remaining single tests in their order.
+    """
+    workers = getattr(config, "workerinput", {}).get("workercount", 0)
+    units: dict[str, list] = {}
+    for item in items:
+        units.setdefault(_scope(item), []).append(item)
+    slow, groups, singles = [], [], []
+    for unit in units.values():
+        (slow if any(i.get_closest_marker("slow") for i in unit) else groups if len(unit) > 1 else singles).append(unit)
+    groups.sort(key=len, reverse=True)
+    first = min(len(slow), max(1, workers // 2))
+    start = max(0, workers - first)
+    order = slow[:first] + groups[:start] + singles[:first] + slow[first:] + groups[start:] + singles[first:]
+    items[:] = [item for unit in order for item in unit]

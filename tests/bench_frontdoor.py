@@ -5,7 +5,9 @@
 
 On loopback, against an upstream that streams vLLM-shaped chunks at a fixed pace,
 the same load goes (a) direct, (b) through a bare aiohttp pass-through written
-here, (c) through `inferwatch frontdoor`. Upstream, (b) and (c) are each their own
+here, (c) through `inferwatch frontdoor`; and, as the floor under any Python proxy,
+through `pipe`: a byte pipe with no HTTP at all (two asyncio protocols, each read
+written out from its own callback). Upstream, pipe, (b) and (c) are each their own
 process, and the load generator is this one, so nothing shares a loop or a GIL;
 nothing is pinned. Every process runs uvloop where it is installed, as (c) does.
 
@@ -55,7 +57,7 @@ EPOCH = time.monotonic()       # the upstream's decode-step clock (--pace step)
 CHUNK = {"id": "chatcmpl-0123456789abcdef0123456789abcdef", "object": "chat.completion.chunk", "created": 1,
          "model": "llama-3-8b", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,
                                              "finish_reason": None}]}
-PATHS = ("direct", "bare", "frontdoor")
+PATHS = ("direct", "pipe", "bare", "frontdoor")
 
 
 def _event(doc: dict) -> bytes:
@@ -134,6 +136,55 @@ def run_upstream(port: int) -> None:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=4096, loop=_new_loop())
+
+
+def run_pipe(port: int, upstream: str) -> None:
+    """The floor under any proxy written in Python: no HTTP at all, each client connection piped byte for byte
+    to its own upstream connection by two asyncio protocols (a write from inside the read callback, no task
+    woken). What this costs per chunk is the wakeup, the two system calls and the loop, not any work."""
+    host, upstream_port = upstream.rsplit("/", 1)[-1].rsplit(":", 1)
+    loop = _new_loop()
+
+    class Half(asyncio.Protocol):
+        """One direction: what arrives here is written to `peer`; its full buffer pauses our reading."""
+
+        def __init__(self, peer: "Half | None" = None):
+            self.peer, self.transport, self.early = peer, None, []
+
+        def connection_made(self, transport) -> None:
+            self.transport = transport
+            if self.peer is None:                 # a client: open its upstream, say what it sent meanwhile
+                loop.create_task(self._connect())
+
+        async def _connect(self) -> None:
+            try:
+                _, self.peer = await loop.create_connection(lambda: Half(self), host, int(upstream_port))
+            except OSError:
+                self.transport.close()
+                return
+            for data in self.early:
+                self.peer.transport.write(data)
+
+        def data_received(self, data: bytes) -> None:
+            if self.peer is None or self.peer.transport is None:
+                self.early.append(data)
+            else:
+                self.peer.transport.write(data)
+
+        def pause_writing(self) -> None:
+            if self.peer and self.peer.transport:
+                self.peer.transport.pause_reading()
+
+        def resume_writing(self) -> None:
+            if self.peer and self.peer.transport:
+                self.peer.transport.resume_reading()
+
+        def connection_lost(self, exc) -> None:
+            if self.peer and self.peer.transport:
+                self.peer.transport.close()
+
+    loop.run_until_complete(loop.create_server(Half, "127.0.0.1", port, backlog=4096))
+    loop.run_forever()
 
 
 def run_bare(port: int, upstream: str) -> None:
@@ -400,31 +451,33 @@ def main() -> None:
                         "on its own clock; step: every stream's on one clock, as an engine decoding a batch")
     parser.add_argument("--memory-streams", type=int, default=1000, help="slow streams held open for the RSS "
                                                                          "measurement (0: none)")
-    parser.add_argument("--role", choices=["upstream", "bare"], help=argparse.SUPPRESS)
+    parser.add_argument("--role", choices=["upstream", "pipe", "bare"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--upstream-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     _more_files()
     if args.role == "upstream":
         return run_upstream(args.port)
-    if args.role == "bare":
-        return run_bare(args.port, args.upstream_url)
+    if args.role in ("pipe", "bare"):
+        return (run_pipe if args.role == "pipe" else run_bare)(args.port, args.upstream_url)
     args.streams = [int(s) for s in args.streams.split(",")]
 
     me = [sys.executable, os.path.abspath(__file__)]
-    up_port, bare_port, door_port = _free_port(), _free_port(), _free_port()
+    up_port, pipe_port, bare_port, door_port = _free_port(), _free_port(), _free_port(), _free_port()
     upstream_url = f"http://127.0.0.1:{up_port}"
     processes = {
         "upstream": subprocess.Popen(me + ["--role", "upstream", "--port", str(up_port)]),
+        "pipe": subprocess.Popen(me + ["--role", "pipe", "--port", str(pipe_port), "--upstream-url", upstream_url]),
         "bare": subprocess.Popen(me + ["--role", "bare", "--port", str(bare_port), "--upstream-url", upstream_url]),
         "frontdoor": subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", upstream_url,
                                        "--listen", f"127.0.0.1:{door_port}", "--caller-salt", "bench",
                                        "--log-level", "warning"], env={**os.environ, **_frontdoor_env()}),
     }
     try:
-        for name, port in (("upstream", up_port), ("bare", bare_port), ("frontdoor", door_port)):
+        for name, port in (("upstream", up_port), ("pipe", pipe_port), ("bare", bare_port), ("frontdoor", door_port)):
             _wait_listening(port, processes[name])
-        paths = {"direct": (upstream_url, None), "bare": (f"http://127.0.0.1:{bare_port}", processes["bare"].pid),
+        paths = {"direct": (upstream_url, None), "pipe": (f"http://127.0.0.1:{pipe_port}", processes["pipe"].pid),
+                 "bare": (f"http://127.0.0.1:{bare_port}", processes["bare"].pid),
                  "frontdoor": (f"http://127.0.0.1:{door_port}", processes["frontdoor"].pid)}
         print(f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
               f"{args.first * 1000:g} ms, then on {'one clock for all' if args.pace == 'step' else 'a clock each'}; "

@@ -25,13 +25,25 @@ def _load_all(paths: list[Path]):
     return [spec for _, spec in loaded]
 
 
-def _write(paths: list[Path], out: Path, fmt: str, tests: bool = True) -> list[Path]:
+def _one_per_service(specs) -> None:
+    """Refuse two specs of one service: their files (`<service>.<objective>.rules.yaml`, `<service>.inhibit.yaml`)
+    and their recorded series would overwrite each other."""
+    first = {}
+    for spec in specs:
+        if spec.service in first:
+            raise InferwatchError(f"{first[spec.service].file} and {spec.file} both have service: {spec.service}; "
+                                  "their files would overwrite each other: give each spec its own service, or "
+                                  "compile them into separate folders")
+        first[spec.service] = spec
+
+
+def _write(specs, out: Path, fmt: str, tests: bool = True) -> list[Path]:
     from inferwatch._files import output_dir, write_file
     from inferwatch.slo import compile_spec, render_files
 
     written = []
     output_dir(out, "--out")
-    for spec in _load_all(paths):
+    for spec in specs:
         files, warnings = render_files(compile_spec(spec), fmt, tests=tests)
         for warning in warnings:
             typer.echo(f"warning: {warning}", err=True)
@@ -60,7 +72,9 @@ def compile(specs: Specs,
 
     if fmt not in FORMATS:
         raise InferwatchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-    for path in _write(specs, out, fmt):
+    loaded = _load_all(specs)
+    _one_per_service(loaded)
+    for path in _write(loaded, out, fmt):
         typer.echo(f"wrote {path}")
 
 
@@ -100,7 +114,8 @@ def test(specs: Specs):
     from inferwatch.slo import check_rule_files, run_rule_tests
 
     with tempfile.TemporaryDirectory(prefix="inferwatch-slo-") as tmp:
-        written = _write(specs, Path(tmp), "prometheus")
+        written = [path for i, spec in enumerate(_load_all(specs))      # a folder each: specs may share a service
+                   for path in _write([spec], Path(tmp) / str(i), "prometheus")]
         rules = [p for p in written if p.name.endswith(".rules.yaml")]
         tests = [p for p in written if p.name.endswith(".test.yaml")]
         ok, output = check_rule_files(rules)
@@ -110,8 +125,8 @@ def test(specs: Specs):
             typer.echo(output, err=True)
             raise typer.Exit(1)
         cases = sum(len(yaml.safe_load(p.read_text())["tests"]) for p in tests)
-        tested = {p.name.replace(".test.yaml", ".rules.yaml") for p in tests}
-        untested = [p.name[:-len(".rules.yaml")] for p in rules if p.name not in tested]
+        tested = {p.parent.parent / p.name.replace(".test.yaml", ".rules.yaml") for p in tests}
+        untested = [p.name[:-len(".rules.yaml")] for p in rules if p not in tested]
         if not cases:
             raise InferwatchError(f"promtool: {len(rules)} rule files valid, but 0 generated test cases: no tests "
                                   f"for {', '.join(untested) or 'any objective'} (see the warnings above), so "

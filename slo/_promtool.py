@@ -31,7 +31,11 @@ def check_rule_files(files: list[Path]) -> tuple[bool, str]:
 
 
 def run_rule_tests(files: list[Path]) -> tuple[bool, str]:
-    """`promtool test rules`, run in the tests' folder so relative rule_files resolve: (passed, output)."""
-    if not files:
-        return True, ""
-    return _run(["test", "rules", *[f.name for f in files]], files[0].parent)
+    """`promtool test rules`, run in each tests' folder so relative rule_files resolve: (passed, output of the
+    first folder that failed, else of the last)."""
+    ok, output = True, ""
+    for folder in dict.fromkeys(f.parent for f in files):
+        ok, output = _run(["test", "rules", *[f.name for f in files if f.parent == folder]], folder)
+        if not ok:
+            break
+    return ok, output

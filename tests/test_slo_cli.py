@@ -62,6 +62,34 @@ def test_slo_test_runs_the_generated_tests(tmp_path):
     assert "1 rule files valid" in proc.stdout and "passed" in proc.stdout
 
 
+def _untestable(tmp_path) -> Path:
+    """Service chat, objective answered, whose tests cannot be generated (no series matches `code=~"[0-9]+"`)."""
+    path = tmp_path / "untestable.yaml"
+    path.write_text("service: chat\nengines: []\nobjectives:\n- name: answered\n  sli: ratio\n"
+                    "  total: 'app_requests_total{code=~\"[0-9]+\"}'\n  bad: 'app_requests_total{code=\"500\"}'\n"
+                    "  target: 99%\n")
+    return path
+
+
+def test_slo_test_tests_each_spec_of_a_shared_service(tmp_path):
+    """Two specs of service chat: the second's rules used to overwrite the first's, whose tests then ran against
+    them (and failed); each is now tested alone, and the untestable one is named."""
+    need("promtool")
+    proc = _run("test", _one_objective(tmp_path, "answered"), _untestable(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == ("promtool: 2 rule files valid; 12 generated test cases in 1 files passed; untested (see "
+                           "the warnings above): chat.answered\n")
+
+
+def test_compile_refuses_two_specs_of_one_service(tmp_path):
+    one, other = _one_objective(tmp_path, "answered"), _untestable(tmp_path)
+    proc = _run("compile", one, other, "-o", tmp_path / "out")
+    assert proc.returncode == 1 and proc.stderr == (
+        f"error: {one} and {other} both have service: chat; their files would overwrite each other: give each spec "
+        "its own service, or compile them into separate folders\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_unknown_format_is_a_clear_error(tmp_path):
     proc = _run("compile", CHAT, "-o", tmp_path, "--format", "thanos")
     assert proc.returncode == 1 and proc.stderr.startswith("error: --format 'thanos': use one of")

@@ -280,7 +280,7 @@ def _fast_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> str | No
     body = fam.body
     if not body:
         return ""
-    if (not fam.canonical or entry.scaled or entry.match or entry.drop_labels
+    if (not fam.canonical or entry.scaled or entry.match or entry.drop_labels or entry.set_labels
             or mapping.blank_at_or_above is not None or "_created" in body):
         return None
     renames = _renames((*mapping.labels, *entry.labels), body)
@@ -331,5 +331,6 @@ def _slow_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> tuple[st
         for key in drop:
             labels.pop(key, None)
         labels.update(mapping.set_labels)
+        labels.update(entry.set_labels)
         out.append(format_sample(Sample(name, tuple(labels.items()), value, s.timestamp)))
     return "".join(out), blanks

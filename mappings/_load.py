@@ -29,7 +29,7 @@ LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 
 MAPPING_KEYS = ("version", "source", "detect", "labels", "set_labels", "blank_at_or_above", "metrics")
-ENTRY_KEYS = ("name", "from", "multiply", "divide", "match", "drop_labels", "labels", "note")
+ENTRY_KEYS = ("name", "from", "multiply", "divide", "bit", "match", "drop_labels", "labels", "set_labels", "note")
 CATALOG_KEYS = ("name", "type", "unit", "concept", "help")
 
 
@@ -129,6 +129,21 @@ def _factor(node: dict, key: str, col: _Collector, field: str) -> float | None:
     return value
 
 
+def _bit(node: dict, mtype: str, scaled: bool, col: _Collector, field: str) -> int | None:
+    """`bit: 0x4`: the value of one bit of an integer bitmask (a power of two, as C headers write flags)."""
+    value = node.get("bit")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value & (value - 1):
+        col.add(node, f"{field}bit", f"expected the bit's value, a power of two such as 0x4, got {value!r}")
+        return None
+    if mtype != "gauge":
+        col.add(node, f"{field}bit", f"a bit is 0 or 1, a gauge; this name is a {mtype}")
+    if scaled:
+        col.add(node, f"{field}bit", "give either bit or multiply/divide, not both")
+    return value
+
+
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     """Load the common vocabulary."""
     col = _Collector(str(path))
@@ -185,6 +200,7 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
         col.add(item, label + "multiply", "give either multiply or divide, not both")
     if mtype == "histogram" and (multiply is not None or divide is not None):
         col.add(item, label + "multiply", "a histogram cannot be scaled: its `le` boundaries would need scaling too")
+    bit = _bit(item, mtype, multiply is not None or divide is not None, col, label)
     drop = item.get("drop_labels") or []
     drop_labels = _names(drop, col, item, label + "drop_labels", LABEL_NAME, "label name") if drop else ()
     note = item.get("note", "")
@@ -200,6 +216,8 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
         match=_string_map(item.get("match"), col, item, label + "match"),
         drop_labels=drop_labels,
         labels=_label_rules(item.get("labels"), col, item, label + "labels"),
+        set_labels=_string_map(item.get("set_labels"), col, item, label + "set_labels"),
+        bit=bit,
         note=note,
         line=line_of(item),
     )
@@ -248,10 +266,10 @@ def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) ->
 
 
 def _check_entries(entries: list[Entry], col: _Collector) -> None:
-    """Cross-entry rules: one unfiltered entry per common name, no source used as two aliases."""
-    seen: dict[tuple[str, tuple], Entry] = {}
+    """Cross-entry rules: one entry per common name and label filter or fixed labels."""
+    seen: dict[tuple[str, tuple, tuple], Entry] = {}
     for entry in entries:
-        key = (entry.name, entry.match)
+        key = (entry.name, entry.match, entry.set_labels)
         if key in seen:
             first = seen[key]
             col.problems.append(Problem(col.path, entry.line, f"metrics ({entry.name})",

@@ -6,6 +6,7 @@ relabel configs, recording rules) only ever read them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 __all__ = ["CatalogMetric", "Catalog", "LabelRule", "Entry", "SourceMapping", "sanitized"]
@@ -57,14 +58,20 @@ class Entry:
     match: tuple[tuple[str, str], ...] = ()   # keep only series with these label values
     drop_labels: tuple[str, ...] = ()
     labels: tuple[LabelRule, ...] = ()        # entry-specific renames, applied after the mapping's
+    set_labels: tuple[tuple[str, str], ...] = ()   # fixed labels on this entry's series (type="corrected")
+    bit: int | None = None                    # read one bit (a power of two) of an integer bitmask: 1 or 0
     note: str = ""
     line: int | None = None
 
     @property
     def scaled(self) -> bool:
-        return self.multiply is not None or self.divide is not None
+        """Whether the value changes on the way (a scale or a bit), so relabeling alone cannot give it."""
+        return self.multiply is not None or self.divide is not None or self.bit is not None
 
     def scale(self, value: float) -> float:
+        """The common value; a bit is `floor(v / bit) % 2` exactly as the recording rule computes it."""
+        if self.bit is not None:
+            return math.fmod(math.floor(value / self.bit), 2) if math.isfinite(value) else math.nan
         if self.multiply is not None:
             return value * self.multiply
         if self.divide is not None:

@@ -6,8 +6,9 @@ Relabeling is the cheapest path (no extra series) but can only rename. So:
   fixed labels (engine="vllm"), drop the `_created` companions of mapped
   families, and rename a metric when its entry is a plain rename;
 * recording rules produce everything else from the (already relabeled) source
-  series: scaled values, filtered or label-dropped copies, a second common
-  name read from the same source, and names with older aliases (`new or old`,
+  series: scaled values, one bit of a bitmask, filtered or label-dropped copies,
+  copies with fixed labels (ECC errors by `type`), a second common name read
+  from the same source, and names with older aliases (`new or old`,
   so a scrape that emits both yields each series once). Each common name is
   recorded by one rule, across all sources.
 
@@ -36,7 +37,7 @@ def _alternation(names: list[str]) -> str:
 
 def renamed_by_relabel(mapping: SourceMapping, entry: Entry) -> bool:
     """Whether relabeling alone can produce this entry (a plain one-to-one rename)."""
-    if entry.scaled or entry.match or entry.drop_labels or len(entry.sources) != 1:
+    if entry.scaled or entry.match or entry.drop_labels or entry.set_labels or len(entry.sources) != 1:
         return False
     if mapping.blank_at_or_above is not None:
         return False  # blanks must be filtered by value, which relabeling cannot do
@@ -148,6 +149,10 @@ def _expr(mapping: SourceMapping, entry: Entry, suffix: str) -> str:
         expr = f"({expr}) * {_number(entry.multiply)}"
     elif entry.divide is not None:
         expr = f"({expr}) / {_number(entry.divide)}"
+    elif entry.bit is not None:
+        expr = f"floor(({expr}) / {entry.bit}) % 2"
+    for key, value in entry.set_labels:
+        expr = f'label_replace({expr}, "{key}", "{value}", "", "")'
     return expr
 
 

@@ -35,6 +35,14 @@ BAD = [
      "not a valid metric name"),
     (("source: tgi", "source: TGI!"), 1, "source", "short lower-case id"),
     (("metrics:", "metrix:"), 1, "metrix", "unknown key; did you mean 'metrics'?"),
+    (("    from: tgi_queue_size", "    from: tgi_queue_size\n    bit: 3"), 6,
+     "metrics[0] (llm_requests_waiting).bit", "a power of two such as 0x4"),
+    (("    from: tgi_queue_size", "    from: tgi_queue_size\n    bit: 0x4\n    divide: 100"), 6,
+     "metrics[0] (llm_requests_waiting).bit", "either bit or multiply/divide"),
+    (("llm_requests_waiting\n    from: tgi_queue_size", "llm_preemptions_total\n    from: tgi_x\n    bit: 0x4"), 6,
+     "metrics[0] (llm_preemptions_total).bit", "a gauge; this name is a counter"),
+    (("    from: tgi_queue_size", "    from: tgi_queue_size\n    set_labels: {reason: [a]}"), 8,
+     "metrics[0] (llm_requests_waiting).set_labels.reason", "expected a string value"),
 ]
 
 
@@ -119,3 +127,80 @@ def test_mapping_rules_record_each_name_once_and_promtool_is_silent():
     proc = subprocess.run([need("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0 and "SUCCESS" in proc.stdout
     assert "FAILED" not in proc.stdout + proc.stderr and "lint" not in proc.stdout + proc.stderr
+
+
+# --- dcgm-exporter: the NVML exporter's names, units and labels -------------------------------------------
+
+# What `inferwatch exporter gpu` serves that no DCGM field gives exactly (mappings/README.md says why)
+NOT_FROM_DCGM = {"gpu_up", "gpu_profiling_supported", "gpu_xid_errors_total"}
+DCGM_ONLY_LABELS = {"device", "pci_bus_id", "DCGM_FI_DRIVER_VERSION", "pod_uid", "err_code", "err_msg"}
+
+
+def _dcgm(mappings):
+    from inferwatch.mappings import select_source
+
+    return select_source(mappings, "dcgm")
+
+
+def _common(text: str) -> dict[tuple, float]:
+    from inferwatch.exporters import split_families
+
+    return {(s.name, tuple(sorted((k, v) for k, v in s.labels if v))): float(s.value)
+            for f in split_families(text) for s in f.samples() if s.name.startswith("gpu_")}
+
+
+def test_dcgm_maps_every_family_the_nvml_exporter_serves_but_the_documented_ones(mappings):
+    from inferwatch.exporters.gpu._render import GPU_FAMILIES
+
+    mapped = {e.name for e in _dcgm(mappings).entries}
+    assert set(GPU_FAMILIES) - mapped == NOT_FROM_DCGM
+    readme = (ROOT / "mappings" / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in NOT_FROM_DCGM)
+
+
+def test_dcgm_clock_event_bits_are_the_nvml_exporters_reasons(mappings):
+    """DCGM_CLOCKS_EVENT_REASON_* are NVML's nvmlClocksEventReason* bits: same bit, same `reason` label."""
+    import pynvml
+
+    from inferwatch.exporters.gpu._nvml import THROTTLE_REASONS
+
+    bits = {dict(e.set_labels)["reason"]: e.bit for e in _dcgm(mappings).entries
+            if e.name == "gpu_clock_throttle_active"}
+    assert bits == {label: getattr(pynvml, const) for label, const in THROTTLE_REASONS}
+
+
+def test_dcgm_series_carry_the_nvml_exporters_labels(mappings, catalog):
+    """Each family both serve: the simulated NVML exporter's label names, DCGM's own extras aside."""
+    from inferwatch.exporters.gpu._model import Workload
+    from inferwatch.exporters.gpu._sim import simulated_gpus
+
+    nvml = _common(simulated_gpus(2, "t", Workload("inference", "sglang-1", "sglang"))("", False))
+    text = (ROOT / "tests/fixtures/expositions/dcgm-4.5-exported-labels.txt").read_text()
+    dcgm = _common(Normalizer(mappings, catalog).normalize(text).render())
+    keys = {}
+    for source, series in (("nvml", nvml), ("dcgm", dcgm)):
+        for name, labels in series:
+            keys.setdefault(name, {}).setdefault(source, set()).add(frozenset(k for k, _ in labels) - DCGM_ONLY_LABELS)
+    both = {name: k for name, k in keys.items() if len(k) == 2}
+    assert {"gpu_sm_clock_hertz", "gpu_clock_throttle_active", "gpu_ecc_errors_total",
+            "gpu_pcie_tx_bytes_per_second", "gpu_nvlink_rx_bytes_per_second"} <= set(both)
+    assert all(k["nvml"] == k["dcgm"] for k in both.values()), both
+    ecc = {dict(labels)["type"] for name, labels in dcgm if name == "gpu_ecc_errors_total"}
+    assert ecc == {dict(labels)["type"] for name, labels in nvml if name == "gpu_ecc_errors_total"}
+
+
+def test_dcgm_edges_decode_exactly(mappings, catalog):
+    """Both clock-event names in one scrape read once; every bit, none, an unknown bit, DCGM blanks dropped."""
+    text = (ROOT / "tests/fixtures/expositions/dcgm-edges/dcgm-4.x-custom-csv.txt").read_text()
+    result = Normalizer(mappings, catalog).normalize(text)
+    out = _common(result.render())
+    active: dict[str, list[str]] = {}
+    for (name, labels), value in sorted(out.items()):
+        if name == "gpu_clock_throttle_active":
+            active.setdefault(dict(labels)["gpu"], []).append(dict(labels)["reason"] if value else "")
+    assert {gpu: len(r) for gpu, r in active.items()} == {"0": 9, "1": 9, "3": 9}   # gpu 2: a blank
+    assert "" not in active["0"] and set(active["1"]) == {""} and set(active["3"]) - {""} == {"hw_slowdown"}
+    ecc = {(dict(l)["gpu"], dict(l)["type"]): v for (n, l), v in out.items() if n == "gpu_ecc_errors_total"}
+    assert ecc == {("0", "corrected"): 3, ("0", "uncorrected"): 0, ("1", "corrected"): 0, ("1", "uncorrected"): 0,
+                   ("3", "corrected"): 0, ("3", "uncorrected"): 2}
+    assert result.blanks_dropped == 9 + 2 and result.warnings == []

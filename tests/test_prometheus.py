@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import all_expositions, need
+from conftest import EXPOSITIONS, all_expositions, need
 from inferwatch._yaml import dump_yaml
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.mappings import recording_rules, relabel_configs
@@ -19,7 +19,9 @@ from promtools import prometheus, query, serve, wait_for
 # its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
 pytestmark = pytest.mark.xdist_group("test_prometheus")
 
-FIXTURES = all_expositions()
+# plus dcgm-exporter edge values kept out of all_expositions() (a custom CSV with both clock-event names, every
+# reason bit, none, a bit above the nine known ones, DCGM blanks): the bit arithmetic is checked here, in all three
+FIXTURES = all_expositions() + sorted((EXPOSITIONS / "dcgm-edges").glob("*.txt"))
 
 
 def _job(path) -> str:

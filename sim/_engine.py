@@ -121,6 +121,7 @@ class Engine:
             self.waiting.remove(request)
         else:
             return
+        self._gauges()
         self._finish(request, CLIENT_ABORT)
 
     # --- the loop ----------------------------------------------------------------------------------------

@@ -127,31 +127,34 @@ def test_openai_client_streams_content_reasoning_and_tool_calls():
         assert text.choices[0].finish_reason in ("stop", "length")
 
 
-@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
-def test_client_disconnect_aborts_the_request(stream):
-    """Streamed or not, a client that goes away aborts its request (tokens every 0.05 s: a whole response used to
-    be generated to its end, as the hang-up was looked for only after 0.1 s without a token), SGLang counts the
-    abort, and the running gauge drops at once."""
-    slow = replace(FAST, decode_step_s=0.05, output_tokens_mean=400)
+@pytest.mark.parametrize("stream, cap", [(True, 32), (False, 32), (True, 0), (False, 0)],
+                         ids=["streamed", "whole", "streamed-queued", "whole-queued"])
+def test_client_disconnect_aborts_the_request(stream, cap):
+    """Streamed or not, generating or queued (a cap of 0 admits nothing), a client that goes away aborts its
+    request, SGLang counts the abort and the running gauge drops at once. A whole answer used to be generated to
+    its end (the hang-up was looked for only after 0.1 s without a token; here one comes every 0.05 s), and a
+    queued stream waited for its first token."""
+    slow = replace(FAST, decode_step_s=0.05, output_tokens_mean=400, max_num_seqs=cap)
     with simulator("sglang", params=slow) as (base, sim):
         request = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(
             {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": stream}).encode(),
             headers={"Content-Type": "application/json"}, method="POST")
         if stream:
             resp = urllib.request.urlopen(request, timeout=10)
-            resp.readline()
+            if cap:
+                resp.readline()                            # a first chunk
             resp.close()                                   # the user closed the tab
         else:
             with pytest.raises(TimeoutError):
                 urllib.request.urlopen(request, timeout=0.5)   # a client that gives up closes its connection
         deadline = time.time() + 5
-        while time.time() < deadline and sim.engine.running:
+        while time.time() < deadline and (sim.engine.running or sim.engine.waiting):
             time.sleep(0.05)
-        assert not sim.engine.running
+        assert not sim.engine.running and not sim.engine.waiting
         text = _metrics(base)
         assert 'sglang:num_aborted_requests_total{engine_type="unified",model_name="m"} 1.0' in text
         assert [line.rsplit(" ", 1)[1] for line in text.splitlines()
-                if line.startswith("sglang:num_running_reqs{")] == ["0.0"]
+                if line.startswith(("sglang:num_running_reqs{", "sglang:num_queue_reqs{"))] == ["0.0", "0.0"]
 
 
 @pytest.mark.parametrize("scenario, check", [

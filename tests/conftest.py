@@ -67,9 +67,10 @@ def pytest_collection_modifyitems(config, items):
     """Order the work units for xdist's workers (each unit is a whole xdist_group or one test).
 
     Slow end-to-end runs mostly wait on real processes, so half the workers start with them while the other half
-    start with the largest groups, keeping both cores busy; right behind each slow run comes a one-test unit, since
-    xdist queues one more unit behind every worker at once (a group queued there would wait for the slow run).
-    Then the remaining groups, largest first, and the remaining single tests in their order.
+    start with the largest groups, keeping both cores busy. xdist queues one more unit behind every worker at
+    once, so right behind each slow run comes one of the last single tests collected (quick pure-Python ones: a
+    group, or the first single tests, which run promtool, would wait there for the slow run). Then the remaining
+    groups, largest first, and the remaining single tests in their order.
     """
     workers = getattr(config, "workerinput", {}).get("workercount", 0)
     units: dict[str, list] = {}
@@ -81,5 +82,6 @@ def pytest_collection_modifyitems(config, items):
     groups.sort(key=len, reverse=True)
     first = min(len(slow), max(1, workers // 2))
     start = max(0, workers - first)
-    order = slow[:first] + groups[:start] + singles[:first] + slow[first:] + groups[start:] + singles[first:]
+    fillers = singles[len(singles) - first:]
+    order = slow[:first] + groups[:start] + fillers + slow[first:] + groups[start:] + singles[:len(singles) - first]
     items[:] = [item for unit in order for item in unit]

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from gpu_tools import series
 from inferwatch.errors import SpecError
 from inferwatch.exporters import Normalizer
 from inferwatch.mappings import builtin_mapping_paths, load_mapping
@@ -142,13 +143,6 @@ def _dcgm(mappings):
     return select_source(mappings, "dcgm")
 
 
-def _common(text: str) -> dict[tuple, float]:
-    from inferwatch.exporters import split_families
-
-    return {(s.name, tuple(sorted((k, v) for k, v in s.labels if v))): float(s.value)
-            for f in split_families(text) for s in f.samples() if s.name.startswith("gpu_")}
-
-
 def test_dcgm_maps_every_family_the_nvml_exporter_serves_but_the_documented_ones(mappings):
     from inferwatch.exporters.gpu._render import GPU_FAMILIES
 
@@ -174,12 +168,12 @@ def test_dcgm_series_carry_the_nvml_exporters_labels(mappings, catalog):
     from inferwatch.exporters.gpu._model import Workload
     from inferwatch.exporters.gpu._sim import simulated_gpus
 
-    nvml = _common(simulated_gpus(2, "t", Workload("inference", "sglang-1", "sglang"))("", False))
+    nvml = series(simulated_gpus(2, "t", Workload("inference", "sglang-1", "sglang"))("", False))
     text = (ROOT / "tests/fixtures/expositions/dcgm-4.5-exported-labels.txt").read_text()
-    dcgm = _common(Normalizer(mappings, catalog).normalize(text).render())
+    dcgm = series(Normalizer(mappings, catalog).normalize(text).render())
     keys = {}
-    for source, series in (("nvml", nvml), ("dcgm", dcgm)):
-        for name, labels in series:
+    for source, found in (("nvml", nvml), ("dcgm", dcgm)):
+        for name, labels in found:
             keys.setdefault(name, {}).setdefault(source, set()).add(frozenset(k for k, _ in labels) - DCGM_ONLY_LABELS)
     both = {name: k for name, k in keys.items() if len(k) == 2}
     assert {"gpu_sm_clock_hertz", "gpu_clock_throttle_active", "gpu_ecc_errors_total",
@@ -193,7 +187,7 @@ def test_dcgm_edges_decode_exactly(mappings, catalog):
     """Both clock-event names in one scrape read once; every bit, none, an unknown bit, DCGM blanks dropped."""
     text = (ROOT / "tests/fixtures/expositions/dcgm-edges/dcgm-4.x-custom-csv.txt").read_text()
     result = Normalizer(mappings, catalog).normalize(text)
-    out = _common(result.render())
+    out = series(result.render())
     active: dict[str, list[str]] = {}
     for (name, labels), value in sorted(out.items()):
         if name == "gpu_clock_throttle_active":

@@ -12,10 +12,12 @@ from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 
 __all__ = ["Target", "ExporterConfig", "parse_target", "parse_listen", "parse_duration", "parse_cap",
-           "parse_target_label", "parse_max_labels", "load_config"]
+           "parse_target_label", "parse_max_labels", "parse_max_body", "load_config", "MAX_BODY_BYTES"]
 
 CONFIG_KEYS = ("listen", "timeout", "targets", "max_running_requests", "source", "drop_unmapped", "target_label",
-               "mappings", "min_interval", "max_labels", "max_connections")
+               "mappings", "min_interval", "max_labels", "max_connections", "max_body")
+MAX_BODY_BYTES = 16 * 1024 * 1024   # the default of --max-body: one target's body, inflated
+_MIN_BODY_BYTES = 1024              # below this no exposition fits: `--max-body 16` meant 16MiB, not 16 bytes
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 # Labels a target label must not overwrite: histogram buckets and summary quantiles.
 RESERVED_LABELS = ("le", "quantile")
@@ -43,6 +45,7 @@ class ExporterConfig:
     min_interval: float = 1.0      # at most one fetch per target this often, shared by concurrent scrapes
     max_labels: int = 64           # labels per sample, like Prometheus' label_limit; 0 for no limit
     max_connections: int = 100     # open connections to targets, all together
+    max_body: int = MAX_BODY_BYTES  # bytes of one target's body, inflated; a larger one is a too_large error
 
 
 def parse_target(text: str) -> Target:
@@ -84,6 +87,16 @@ def parse_max_labels(value) -> int:
     if isinstance(value, bool) or not str(value).strip().isdigit():
         raise ValueError(f"{value!r} is not a whole number >= 0 (0 means no limit), e.g. 64")
     return int(str(value).strip())
+
+
+def parse_max_body(value) -> int:
+    """Bytes for --max-body: `64MiB`, `100MB` or a number of bytes, at least 1KiB."""
+    from inferwatch.frontdoor import parse_size     # the front door's --max-body takes the same sizes
+
+    number = parse_size(value) if not isinstance(value, bool) else 0
+    if number < _MIN_BODY_BYTES:
+        raise ValueError(f"{value!r} is under 1KiB (a bare number is bytes): give a size such as 16MiB or 64MiB")
+    return number
 
 
 def parse_cap(text: str) -> tuple[str, float]:
@@ -155,7 +168,7 @@ def load_config(path: str) -> ExporterConfig:
         except ValueError as err:
             bad(doc, "target_label", str(err))
     for key, parse in (("min_interval", parse_duration), ("max_labels", parse_max_labels),
-                       ("max_connections", _parse_connections)):
+                       ("max_connections", _parse_connections), ("max_body", parse_max_body)):
         if key in doc:
             try:
                 config = replace(config, **{key: parse(doc[key])})

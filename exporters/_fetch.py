@@ -13,16 +13,17 @@ import zlib
 
 import aiohttp
 
+from inferwatch.exporters._config import MAX_BODY_BYTES
+
 __all__ = ["FetchError", "ERROR_KINDS", "MAX_BODY_BYTES", "read_body", "decode_text"]
 
-MAX_BODY_BYTES = 16 * 1024 * 1024
 # The bounded set of error kinds: a label value, so a target cannot make the series churn.
 ERROR_KINDS = {
     "connect": "no connection, or it broke before an answer",
     "timeout": "no complete answer within --timeout, or not ready before the scrape's deadline",
     "http": "an HTTP status other than 200, or an unsupported Content-Encoding",
     "truncated": "the body ended before its Content-Length, its last chunk or its last newline",
-    "too_large": f"the body (inflated) is over {MAX_BODY_BYTES} bytes",
+    "too_large": f"the body (inflated) is over --max-body ({MAX_BODY_BYTES} bytes unless set)",
     "parse": "not UTF-8, not the Prometheus text format, or nothing in it Prometheus could read",
     "internal": "a bug in the exporter (logged with its traceback)",
 }
@@ -58,7 +59,7 @@ class _Inflater:
             raise FetchError("parse", f"corrupt {self.encoding} body: {err}") from None
         self.out += data
         if len(self.out) > self.limit or self._z.unconsumed_tail:
-            raise FetchError("too_large", f"body inflates to over {self.limit} bytes")
+            raise FetchError("too_large", f"body inflates to over {self.limit} bytes (--max-body)")
 
     def finish(self) -> bytes:
         if not self._z.eof:
@@ -73,7 +74,7 @@ async def read_body(resp: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -
         raise FetchError("http", f"unsupported Content-Encoding {encoding!r}")
     length = resp.content_length
     if encoding == "identity" and length is not None and length > limit:
-        raise FetchError("too_large", f"Content-Length {length} is over {limit} bytes")
+        raise FetchError("too_large", f"Content-Length {length} is over {limit} bytes (--max-body)")
     inflater = _Inflater(encoding, limit) if encoding != "identity" else None
     raw = bytearray()
     received = 0
@@ -83,11 +84,11 @@ async def read_body(resp: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -
             if inflater is not None:
                 inflater.feed(chunk)
                 if received > limit:
-                    raise FetchError("too_large", f"compressed body is over {limit} bytes")
+                    raise FetchError("too_large", f"compressed body is over {limit} bytes (--max-body)")
             else:
                 raw += chunk
                 if len(raw) > limit:
-                    raise FetchError("too_large", f"body is over {limit} bytes")
+                    raise FetchError("too_large", f"body is over {limit} bytes (--max-body)")
     except aiohttp.ClientPayloadError as err:
         raise FetchError("truncated", f"body ended early after {received} bytes: {err}") from None
     if length is not None and received < length:

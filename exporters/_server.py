@@ -33,11 +33,11 @@ from inferwatch import __version__
 from inferwatch.errors import ExpositionError, ListenError
 from inferwatch.exporters._config import ExporterConfig, Target
 from inferwatch.exporters._exposition import Sample, format_header, format_sample, format_value, split_families
-from inferwatch.exporters._fetch import MAX_BODY_BYTES, FetchError, decode_text, read_body
+from inferwatch.exporters._fetch import FetchError, decode_text, read_body
 from inferwatch.exporters._guard import ALLOWED_SUFFIXES, check_families, names_used
 from inferwatch.exporters._normalize import Normalizer, add_label
 
-__all__ = ["NormalizingExporter", "Outcome", "ServedFamily", "MAX_BODY_BYTES", "scrape_deadline"]
+__all__ = ["NormalizingExporter", "Outcome", "ServedFamily", "scrape_deadline"]
 
 log = logging.getLogger("inferwatch.exporter")
 
@@ -174,7 +174,7 @@ class NormalizingExporter:
                                                                   "Accept-Encoding": "gzip"}) as resp:
                     if resp.status != 200:
                         raise FetchError("http", f"HTTP {resp.status} from {target.url}")
-                    body = await read_body(resp, MAX_BODY_BYTES)
+                    body = await read_body(resp, self.config.max_body)
         return decode_text(body)
 
     async def _fetch(self, runner: _Runner) -> Outcome:

@@ -246,6 +246,9 @@ def exporter_normalize(
         max_labels: Annotated[Optional[str], typer.Option(
             metavar="N", help="Drop samples with more labels than this (a counted error); 0 for no limit [64].")]
         = None,
+        max_body: Annotated[Optional[str], typer.Option(
+            metavar="SIZE", help="Largest body read from a target, inflated, e.g. 64MiB; a larger one is a "
+                                 "too_large error [16MiB].")] = None,
         mapping: MappingOpt = [],
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics.
@@ -262,7 +265,8 @@ def exporter_normalize(
 
     from inferwatch.exporters import NormalizingExporter, Normalizer
     from inferwatch.exporters._config import (ExporterConfig, load_config, parse_cap, parse_duration,
-                                              parse_listen, parse_max_labels, parse_target, parse_target_label)
+                                              parse_listen, parse_max_body, parse_max_labels, parse_target,
+                                              parse_target_label)
 
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         _bad("--log-level", ValueError(f"{log_level!r}: use debug, info, warning or error"))
@@ -294,7 +298,8 @@ def exporter_normalize(
         cfg = replace(cfg, source=source)
     for flag, key, value, parse in (("--target-label", "target_label", target_label, parse_target_label),
                                     ("--min-interval", "min_interval", min_interval, parse_duration),
-                                    ("--max-labels", "max_labels", max_labels, parse_max_labels)):
+                                    ("--max-labels", "max_labels", max_labels, parse_max_labels),
+                                    ("--max-body", "max_body", max_body, parse_max_body)):
         if value is not None:
             try:
                 cfg = replace(cfg, **{key: parse(value)})

@@ -95,6 +95,13 @@ def test_a_url_that_is_not_one_is_refused(args, flag):
     one_clear_line(run(*args), (2,), flag, "not an http(s) URL or HOST:PORT", "e.g. ")
 
 
+@pytest.mark.parametrize("size", ["16", "0", "-1MiB", "lots"])
+def test_a_max_body_that_is_not_a_size_is_refused(size):
+    line = one_clear_line(run("exporter", "normalize", "--target", "localhost:9", "--max-body", size), (2,),
+                          "--max-body", f"{size!r}", "MiB")
+    assert ("under 1KiB (a bare number is bytes)" if size == "16" else "is not a size such as") in line
+
+
 def test_grafana_url_is_required():
     one_clear_line(run("dashboards", "push"), (2,), "--grafana-url")
 

@@ -92,6 +92,18 @@ def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
     assert elapsed < 3 and cpu < 2.5, (elapsed, cpu)  # the server side streams 16 MiB of it too
 
 
+def test_max_body_is_the_cap_it_names(normalizer):
+    """--max-body (max_body): bodies over it, raw or inflated, are too_large; under it they are served whole."""
+    cap = len(DCGM) + 1024
+    routes = {"/raw": static(VLLM), "/unannounced": static(VLLM, length=False),
+              "/inflated": static(gzip.compress(VLLM), extra=("Content-Encoding: gzip",)), "/ok": static(DCGM)}
+    text, _ = run(serve_once(routes, normalizer, max_body=cap))
+    assert health(text) == {"raw": "0.0", "unannounced": "0.0", "inflated": "0.0", "ok": "1.0"}
+    assert health(text, "last_error_timestamp_seconds") == dict.fromkeys(("raw", "unannounced", "inflated"),
+                                                                         "too_large")
+    assert target_samples(text, "ok") == expected_samples(DCGM.decode(), normalizer)
+
+
 def gzip_bomb_parts() -> tuple[bytes, bytes]:
     """A gzip header and a deflate block of 1 MiB of "0" that ends in a full flush, so it can be repeated."""
     packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
@@ -331,14 +343,17 @@ def test_config_file_checks_the_new_keys(tmp_path):
 
     cfg = tmp_path / "exporter.yaml"
     cfg.write_text("targets: [localhost:8000]\ntarget_label: le\nmax_labels: -1\nmin_interval: soon\n"
-                   "max_connections: 0\n")
+                   "max_connections: 0\nmax_body: 16\n")
     with pytest.raises(SpecError) as err:
         load_config(str(cfg))
     text = str(err.value)
-    for key in ("target_label", "max_labels", "min_interval", "max_connections"):
+    for key in ("target_label", "max_labels", "min_interval", "max_connections", "max_body"):
         assert f"{key}:" in text, text
+    assert "max_body: 16 is under 1KiB (a bare number is bytes): give a size such as 16MiB or 64MiB" in text
     cfg.write_text("targets: [localhost:8000]\ntarget_label: instance\nmax_labels: 0\nmin_interval: 250ms\n"
-                   "max_connections: 8\n")
+                   "max_connections: 8\nmax_body: 64MiB\n")
     config = load_config(str(cfg))
-    assert (config.target_label, config.max_labels, config.min_interval, config.max_connections) == (
-        "instance", 0, 0.25, 8)
+    assert (config.target_label, config.max_labels, config.min_interval, config.max_connections,
+            config.max_body) == ("instance", 0, 0.25, 8, 64 << 20)
+    cfg.write_text("targets: [localhost:8000]\n")
+    assert load_config(str(cfg)).max_body == 16 << 20

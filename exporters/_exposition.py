@@ -50,7 +50,9 @@ _TIMESTAMP = re.compile(r"-?[0-9]++\Z")
 _INT64 = 2 ** 63
 _SAMPLE_HEAD = re.compile(rf"({_NAME})[ \t]*")
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*+)"[ \t]*')
-_UNESCAPE = re.compile(r"\\(.)")
+# Label values have three escapes (\\, \" and \n); any other backslash stands for itself, as Prometheus and
+# prometheus_client read it: le="\0.5" is the four characters \0.5 (not a number), written back as le="\\0.5".
+_UNESCAPE = re.compile(r'\\([\\"n])')
 _HELP_UNESCAPE = re.compile(r"\\([\\n])")
 _COMMENT = re.compile(r"#[ \t]+(HELP|TYPE)[ \t]+([^ \t]+)(?:[ \t]+(.*))?\Z")
 # The family name comes first (`name\n`), then its lines; a back reference keeps one pattern for all names.

@@ -7,6 +7,13 @@ drops the rest per family (a line that did not parse, an OpenMetrics-only type)
 or per sample (too many labels, a reserved or repeated label name, a histogram
 `le` that is not a number), counting each by reason. Canonical bodies are
 checked by their distinct label-name sets, at C speed, not line by line.
+
+promtool files a sample under a histogram or summary by its name, wherever
+the line is: a stray `x_bucket` line after another family, or in another
+target's body, is read as a bucket of histogram `x`. So `le` is checked on
+every sample named like a histogram's (`_bucket`, `_sum`, `_count`) and on
+every sample of a family that shares its name with a histogram of the scrape;
+`quantile` likewise for summaries (`_sum`, `_count`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from inferwatch.exporters._exposition import SUFFIXES, Family, format_sample, is_float
+from inferwatch.exporters._exposition import SUFFIXES, Family, Sample, format_sample, is_float
 
 __all__ = ["Checked", "check_families", "DROP_REASONS", "DEFAULT_MAX_LABELS", "names_used", "ALLOWED_SUFFIXES"]
 
@@ -32,8 +39,12 @@ DROP_REASONS = {
     "invalid_sample": "a sample whose name or le/quantile does not fit its histogram or summary",
     "conflict": "a family whose name or type clashes with another target's or the exporter's own",
 }
+# Sample names promtool reads as part of a histogram or summary `x` served anywhere in the same text.
+SPECIAL_SUFFIXES = {"le": ("_bucket", "_sum", "_count"), "quantile": ("_sum", "_count")}
 _SIGNATURE = re.compile(r'="[^"\n]*+"| [^\n]*+')  # label values, then value and timestamp
-_SPECIAL_VALUE = {k: re.compile(rf'[{{,]{k}="([^"\n]*+)"') for k in SPECIAL_LABEL.values()}
+# In a canonical body every `le="v"` or `quantile="v"` is matched (a match that starts inside another
+# value ends at its closing quote, so what it reads is never a number): a superset of the suspects.
+_SPECIAL_VALUE = re.compile(r'[{,](le|quantile)="([^"\n]*+)"')
 
 
 @dataclass
@@ -72,29 +83,33 @@ def _signature_problem(signature: str, fam: Family, max_labels: int) -> str | No
     return None
 
 
-def _bad_special(fam: Family) -> set[str]:
-    """Values of `le` (histograms) or `quantile` (summaries) that are not numbers."""
-    key = SPECIAL_LABEL.get(fam.type or "")
-    if key is None or f'{key}="' not in fam.body:
-        return set()
-    return {v for v in set(_SPECIAL_VALUE[key].findall(fam.body)) if not is_float(v)}
+def _bad_special(sample: Sample, family_keys: frozenset[str]) -> bool:
+    """Whether the sample carries an `le` or `quantile` that promtool would parse as a number, and is not one."""
+    keys = family_keys.union(k for k, ends in SPECIAL_SUFFIXES.items() if sample.name.endswith(ends))
+    return bool(keys) and any(k in keys and not is_float(v) for k, v in sample.labels)
 
 
-def _check_canonical(fam: Family, max_labels: int, dropped: Counter) -> None:
+def _suspect_special(body: str) -> bool:
+    """Whether a canonical body may hold an `le` or `quantile` that is not a number (cheap superset)."""
+    if 'le="' not in body and 'quantile="' not in body:
+        return False
+    return any(not is_float(v) for v in {v for _, v in _SPECIAL_VALUE.findall(body)})
+
+
+def _check_canonical(fam: Family, family_keys: frozenset[str], max_labels: int, dropped: Counter) -> None:
+    if _suspect_special(fam.body):
+        _check_parsed(fam, family_keys, max_labels, dropped)  # rare: decide sample by sample, exactly
+        return
     signatures = set(_SIGNATURE.sub("", fam.body).split("\n"))
     signatures.discard("")
     bad = {s: p for s in signatures if (p := _signature_problem(s, fam, max_labels))}
-    bad_special = _bad_special(fam)
-    if not bad and not bad_special:
+    if not bad:
         return
-    key = SPECIAL_LABEL.get(fam.type or "")
     kept = []
     for line in fam.body.split("\n"):
         if not line:
             continue
         problem = bad.get(_SIGNATURE.sub("", line))
-        if problem is None and bad_special and any(f'{c}{key}="{v}"' in line for v in bad_special for c in "{,"):
-            problem = "invalid_sample"
         if problem:
             dropped[problem] += 1
         else:
@@ -103,15 +118,14 @@ def _check_canonical(fam: Family, max_labels: int, dropped: Counter) -> None:
     fam._samples = None
 
 
-def _check_parsed(fam: Family, max_labels: int, dropped: Counter) -> None:
+def _check_parsed(fam: Family, family_keys: frozenset[str], max_labels: int, dropped: Counter) -> None:
     allowed = ALLOWED_SUFFIXES.get(fam.type or "")
-    key = SPECIAL_LABEL.get(fam.type or "")
     kept = []
     for s in fam.samples():
         problem = _labels_ok([k for k, _ in s.labels], max_labels)
         if problem is None and allowed and s.name[len(fam.name):] not in allowed:
             problem = "invalid_sample"
-        if problem is None and key and any(k == key and not is_float(v) for k, v in s.labels):
+        if problem is None and _bad_special(s, family_keys):
             problem = "invalid_sample"
         if problem:
             dropped[problem] += 1
@@ -122,9 +136,20 @@ def _check_parsed(fam: Family, max_labels: int, dropped: Counter) -> None:
         fam.body = "".join(format_sample(s) for s in kept)
 
 
+def _family_keys(families: list[Family]) -> dict[str, frozenset[str]]:
+    """Family name -> le and/or quantile, for every name a histogram or summary of the scrape has."""
+    keys: dict[str, set[str]] = {}
+    for fam in families:
+        key = SPECIAL_LABEL.get(fam.type or "")
+        if key is not None and fam.error is None:
+            keys.setdefault(fam.name, set()).add(key)
+    return {name: frozenset(k) for name, k in keys.items()}
+
+
 def check_families(families: list[Family], max_labels: int = DEFAULT_MAX_LABELS) -> Checked:
     """The families Prometheus can read, fixed or dropped in place; `max_labels` 0 means no limit."""
     checked = Checked([])
+    family_keys = _family_keys(families)
     for fam in families:
         if fam.error is not None or fam.type in OPENMETRICS_ONLY:
             checked.dropped["invalid_line" if fam.error else "openmetrics_type"] += 1
@@ -132,10 +157,11 @@ def check_families(families: list[Family], max_labels: int = DEFAULT_MAX_LABELS)
             continue
         if fam.type == "unknown":  # OpenMetrics' name for untyped
             fam.type, fam.type_line = "untyped", f"# TYPE {fam.name} untyped"
+        keys = family_keys.get(fam.name, frozenset())
         if fam.canonical:
-            _check_canonical(fam, max_labels, checked.dropped)
+            _check_canonical(fam, keys, max_labels, checked.dropped)
         else:
-            _check_parsed(fam, max_labels, checked.dropped)
+            _check_parsed(fam, keys, max_labels, checked.dropped)
         checked.families.append(fam)
     if checked.dropped and checked.problem is None:
         checked.problem = ", ".join(f"{n} sample(s) dropped: {r}" for r, n in sorted(checked.dropped.items()))

@@ -1,15 +1,17 @@
 """Fuzzing the exporter with mutated fixtures: what it serves parses, and healthy targets are exact.
 
 Each round serves one unmodified fixture (first, the healthy target) beside
-mutated ones: cuts, CRLF, unicode and line separators, escapes, long and
-out-of-range values, OpenMetrics `# EOF`, exemplars, timestamps, swapped and
-doubled lines. A fixed seed keeps it repeatable and bounded (a few seconds).
+mutated ones: cuts, CRLF, unicode and line separators, escapes (defined by
+the format or not), odd `le` and `quantile` values, long and out-of-range
+values, OpenMetrics `# EOF`, exemplars, timestamps, swapped, doubled and
+renamed lines. A fixed seed keeps it repeatable and bounded (a few seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 
 import aiohttp
 import pytest
@@ -59,6 +61,36 @@ def escapes(rnd: random.Random, text: str) -> str:
         at = lines[i].index('"') + 1
         lines[i] = lines[i][:at] + escape + lines[i][at:]
     return "\n".join(lines)
+
+
+def escape_anywhere(rnd: random.Random, text: str) -> str:
+    """A backslash sequence, one the format defines or not, at the start or end of any quoted value."""
+    quotes = [i for i, c in enumerate(text) if c == '"']
+    if not quotes:
+        return text
+    at = rnd.choice(quotes) + rnd.randint(0, 1)
+    return text[:at] + rnd.choice(["\\0", "\\\\0", "\\\\", "\\t", "\\"]) + text[at:]
+
+
+def rename_line(rnd: random.Random, text: str) -> str:
+    """A sample line under another family's name, or a histogram's or summary's sample name of it."""
+    lines = _lines(text)
+    names = [ln.split()[2] for ln in lines if ln.startswith("# TYPE ") and len(ln.split()) > 2]
+    i = rnd.randrange(len(lines))
+    if names and lines[i] and not lines[i].startswith("#"):
+        head = len(re.match(r"[^{ ]*", lines[i]).group(0))
+        lines[i] = rnd.choice(names) + rnd.choice(["", "_bucket", "_sum", "_count"]) + lines[i][head:]
+    return "\n".join(lines)
+
+
+def bound(rnd: random.Random, text: str) -> str:
+    """One histogram `le` or summary `quantile` spelled oddly: a float Go reads, or one it does not."""
+    found = list(re.finditer(r'(?:le|quantile)="([^"]*)"', text))
+    if not found:
+        return text
+    at = rnd.choice(found)
+    value = rnd.choice(["\\0.5", "\\\\0.5", "fast", "", "0x10", "1e999", "INF", "1e-999", "+Inf", ".5", "2"])
+    return text[:at.start(1)] + value + text[at.end(1):]
 
 
 def long_value(rnd: random.Random, text: str) -> str:
@@ -117,8 +149,8 @@ def delete_chars(rnd: random.Random, text: str) -> str:
     return text[:at] + text[at + rnd.randint(1, 3):]
 
 
-MUTATIONS = [cut, cut_at_line, crlf, unicode, escapes, long_value, long_label, eof, exemplar, timestamp,
-             openmetrics_type, shuffle_lines, delete_chars]
+MUTATIONS = [cut, cut_at_line, crlf, unicode, escapes, escape_anywhere, bound, long_value, long_label, eof,
+             exemplar, timestamp, openmetrics_type, shuffle_lines, rename_line, delete_chars]
 
 
 def mutate(rnd: random.Random, text: str) -> tuple[str, list[str]]:

@@ -12,13 +12,14 @@ import zlib
 import aiohttp
 import pytest
 
-from conftest import REAL_CAPTURES
+from conftest import REAL_CAPTURES, need
 from exporter_tools import (RawTargets, chunked, client_parse, dropped, endless, expected_samples, hang, health,
                             make_config, promtool_problems, running_exporter, scrape, slowloris, static,
                             target_samples)
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.exporters._config import parse_target_label
 from inferwatch.exporters._server import scrape_deadline
+from promtools import prometheus, query, serve, wait_for
 
 VLLM = (REAL_CAPTURES / "vllm-0.11.0-hardware-aware-router.txt").read_bytes()
 DCGM = (REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt").read_bytes()
@@ -357,3 +358,74 @@ def test_config_file_checks_the_new_keys(tmp_path):
             config.max_body) == ("instance", 0, 0.25, 8, 64 << 20)
     cfg.write_text("targets: [localhost:8000]\n")
     assert load_config(str(cfg)).max_body == 16 << 20
+
+
+# -- 6. escapes, and samples away from their family (from test_exporter_fuzz draws) -------------
+
+LAT = ('# HELP lat Latency.\n# TYPE lat histogram\nlat_bucket{le="0.025"} 1\nlat_bucket{le="+Inf"} 2\n'
+       'lat_sum 3\nlat_count 2\n# HELP other Other.\n# TYPE other gauge\nother 1\n')
+LAT_SERVED = {("lat_bucket", (("le", "0.025"),)): "1", ("lat_bucket", (("le", "+Inf"),)): "2", ("lat_sum", ()): "3",
+              ("lat_count", ()): "2", ("other", ()): "1"}
+QUANTILES = '# TYPE q summary\nq{quantile="0.5"} 1\nq_sum 2\nq_count 3\n# TYPE other gauge\nother 1\n'
+QUANTILES_SERVED = {("q", (("quantile", "0.5"),)): "1", ("q_sum", ()): "2", ("q_count", ()): "3", ("other", ()): "1"}
+ESCAPED = '# TYPE esc gauge\nesc{a="\\\\",b="\\"",c="\\n",d="\\t",e="\\0.5"} 1\n'
+STRAYS = {
+    # name: ({target: body}, {target: what it is served as}, {target: samples dropped as invalid_sample})
+    # [escapes, escapes, shuffle_lines]: le="\\0.025" is \0.025 to Prometheus, and the line sits after another
+    # family, where it was a family of its own that no le check saw, while promtool reads it as a bucket of `lat`
+    "fuzz-draw": ({"t": LAT + 'lat_bucket{le="\\\\0.025"} 1\n'}, {"t": LAT_SERVED}, {"t": 1}),
+    # an escape the text format does not define, in place: read as 0.025, it was served as a second 0.025 bucket
+    "unknown-escape": ({"t": LAT.replace("lat_sum", 'lat_bucket{le="\\0.025"} 4\nlat_sum')}, {"t": LAT_SERVED},
+                       {"t": 1}),
+    "stray-sum-le": ({"t": LAT + 'lat_sum{le="x"} 5\n'}, {"t": LAT_SERVED}, {"t": 1}),
+    "stray-good-bucket": ({"t": LAT + 'lat_bucket{le="0.5"} 1\n'},
+                          {"t": {**LAT_SERVED, ("lat_bucket", (("le", "0.5"),)): "1"}}, {}),
+    "stray-quantile": ({"t": QUANTILES + 'q{quantile="\\\\0.5"} 4\nq_count{quantile="\\t"} 5\n'},
+                       {"t": QUANTILES_SERVED}, {"t": 2}),
+    # no histogram `lat` in this target, but another target's `lat` would take these lines in the served text
+    "bucket-names-elsewhere": ({"t": LAT, "u": 'lat_bucket{le="fast"} 1\nlat_count{quantile="\\0"} 2\nok 1\n'},
+                               {"t": LAT_SERVED, "u": {("ok", ()): "1"}}, {"u": 2}),
+    "escapes-kept": ({"t": ESCAPED}, {"t": {("esc", (("a", "\\"), ("b", '"'), ("c", "\n"), ("d", "\\t"),
+                                                     ("e", "\\0.5"))): "1"}}, {}),
+}
+
+
+def dropped_total(text: str) -> dict[tuple[str, str], float]:
+    """(target, reason) -> inferwatch_exporter_target_dropped_total."""
+    return {(dict(s.labels)["target"], dict(s.labels)["reason"]): float(s.value) for fam in split_families(text)
+            for s in fam.samples() if s.name == "inferwatch_exporter_target_dropped_total"}
+
+
+@pytest.mark.parametrize("bodies,served,dropped", STRAYS.values(), ids=STRAYS)
+def test_le_and_quantile_are_numbers_wherever_promtool_files_the_sample(bodies, served, dropped, normalizer):
+    routes = {f"/{name}": static(body.encode()) for name, body in bodies.items()}
+    text, _ = run(serve_once(routes, normalizer))
+    assert_served_parses(text)
+    assert health(text) == {name: "1.0" for name in bodies}
+    assert {name: target_samples(text, name) for name in bodies} == served
+    assert {t: n for (t, reason), n in dropped_total(text).items() if reason == "invalid_sample"} == dropped
+
+
+def test_prometheus_reads_the_served_label_values_as_it_reads_the_target(normalizer, tmp_path):
+    """A real Prometheus scrapes a target and what the exporter serves for it: same label values, escapes and
+    all, but for the bucket whose le Prometheus itself reads as \\0.025, which is left out."""
+    body = ESCAPED + LAT.replace("lat_sum", 'lat_bucket{le="\\0.025"} 4\nlat_sum')
+    text, _ = run(serve_once({"/t": static(body.encode())}, normalizer))
+    jobs = {"direct": body, "served": text}
+    with serve({f"/{job}": page for job, page in jobs.items()}) as base:
+        config = {"global": {"scrape_interval": "1s"},
+                  "scrape_configs": [{"job_name": job, "metrics_path": f"/{job}",
+                                      "static_configs": [{"targets": [base.removeprefix("http://")]}]}
+                                     for job in jobs]}
+        with prometheus(need("prometheus"), config, tmp_path) as prom:
+            selector = '{__name__=~"esc|lat_bucket"}'
+            wait_for(lambda: len(query(prom, f"up == 1 and on (job) count by (job) ({selector})")) == 2)
+            read = {job: set() for job in jobs}
+            for series in query(prom, selector):
+                labels = series["metric"]
+                job = labels.pop("job")
+                read[job].add(tuple(sorted((k, v) for k, v in labels.items() if k not in ("instance", "target"))))
+    not_a_number = (("__name__", "lat_bucket"), ("le", "\\0.025"))
+    assert not_a_number in read["direct"] and len(read["direct"]) == 4
+    assert read["served"] == read["direct"] - {not_a_number}
+    assert (("__name__", "esc"), ("a", "\\"), ("b", '"'), ("c", "\n"), ("d", "\\t"), ("e", "\\0.5")) in read["served"]

@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import all_expositions
 from inferwatch.errors import ExpositionError
-from inferwatch.exporters import Normalizer, split_families
+from inferwatch.exporters import Normalizer, format_sample, parse_sample, split_families
 
 INVALID = [
     # (exposition, line of the error, words in the message)
@@ -89,3 +89,32 @@ def test_prometheus_client_agrees_on_the_real_captures():
         ours = sum(len(f.samples()) for f in split_families(path.read_text()))
         theirs = sum(len(f.samples) for f in text_string_to_metric_families(path.read_text()))
         assert ours == theirs, path.name
+
+
+# Label value escapes as Prometheus and prometheus_client read them: \\, \" and \n; any other backslash stands
+# for itself (Prometheus stores le="\0.025" as the six characters \0.025), and is written back escaped.
+ESCAPES = [
+    # (the label value as a target writes it, the value read, the value as written back)
+    (r"\\", "\\", r"\\"),
+    (r"\"", '"', r"\""),
+    (r"\n", "\n", r"\n"),
+    (r"a\\\"b\nc", 'a\\"b\nc', r"a\\\"b\nc"),
+    (r"\t", "\\t", r"\\t"),
+    (r"\0.025", "\\0.025", r"\\0.025"),
+    (r"\\0.025", "\\0.025", r"\\0.025"),
+    (r"\\\0.025", "\\\\0.025", r"\\\\0.025"),
+    (r"0.025\\", "0.025\\", r"0.025\\"),
+    ("\\\u2028", "\\\u2028", "\\\\\u2028"),
+    (r"\u2028", "\\u2028", r"\\u2028"),
+]
+
+
+@pytest.mark.parametrize("written,read,back", ESCAPES)
+def test_label_escapes_read_as_prometheus_reads_them_and_round_trip(written, read, back):
+    line = f'x{{le="{written}",b="1"}} 1'
+    sample = parse_sample(line)
+    assert dict(sample.labels) == {"le": read, "b": "1"}
+    theirs = next(iter(text_string_to_metric_families(line + "\n"))).samples[0].labels
+    assert theirs == {"le": read, "b": "1"}
+    assert format_sample(sample) == f'x{{le="{back}",b="1"}} 1\n'
+    assert parse_sample(format_sample(sample).rstrip("\n")) == sample

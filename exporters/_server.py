@@ -117,6 +117,42 @@ def prepare(text: str, normalizer: Normalizer, target: Target, label: str, max_l
                    tuple(sorted(checked.dropped.items())), checked.problem)
 
 
+def _claims(fam: ServedFamily) -> tuple[str, ...]:
+    """The names other than its own that promtool files under this family once it is served.
+
+    A histogram `x` takes every `x_bucket`, `x_sum` and `x_count` after it, sample or HELP/TYPE line,
+    whether its own body has them or not (a summary: `x_sum` and `x_count`). Other families' samples of
+    another name (`x_count` in gauge `x`) make families of their own, typed once read: a TYPE for one of
+    them later is "TYPE reported after samples". `x_created` is no part of a histogram in this format.
+    """
+    allowed = ALLOWED_SUFFIXES.get(fam.type)
+    if allowed is not None:
+        return tuple(fam.name + s for s in allowed if s)
+    return tuple(n for n in fam.names if n != fam.name)
+
+
+def _conflict(fam: ServedFamily, types: dict[str, str], owner: dict[str, str]) -> str | None:
+    """Why `fam` clashes with a family served before it, or None.
+
+    `types`: family name -> type served; `owner`: name -> the family promtool files it under. A HELP or
+    TYPE line for a name another family owns is a second one for that family: promtool rejects the whole
+    scrape. Samples of another name that another family owns would be read as part of it (gauge `x_count`,
+    then histogram `x`: of two equal `x_count` series Prometheus keeps one, as a gauge). Sample lines with
+    no header of their own (a stray `x_bucket` after another family) are read, as in the target's own
+    text, as part of the family that owns their name.
+    """
+    served = types.get(fam.name, fam.type)
+    if served != fam.type:
+        return "the exporter's own family" if served == "own" else f"served before as a {served}"
+    taken = sorted(n for n in fam.names if n != fam.name and owner.get(n, fam.name) != fam.name)
+    if fam.header and owner.get(fam.name, fam.name) != fam.name:
+        taken.insert(0, fam.name)
+    if not taken:
+        return None
+    first = owner[taken[0]]
+    return f"promtool reads {taken[0]} as part of {types[first]} {first}"
+
+
 @dataclass
 class _Runner:
     """One target: its in-flight fetch, its last outcome and its counters."""
@@ -129,6 +165,7 @@ class _Runner:
     last_error: tuple[str, float] | None = None      # kind, unix time
     last_message: str | None = None                  # logged once until it changes
     last_problem: str | None = None
+    last_conflicts: list[str] = field(default_factory=list)  # families left out of the last response
     late: tuple[asyncio.Task, Outcome] | None = None  # the fetch that missed a deadline, as served meanwhile
 
     def record(self, outcome: Outcome, message: str, counted: bool = False) -> None:
@@ -149,6 +186,13 @@ class _Runner:
                 self.last_error = (outcome.kind, time.time())
         self.dropped.update(dict(outcome.dropped))
         self.last = outcome
+
+    def note_conflicts(self, left_out: list[str]) -> None:
+        """Log the families left out of a response for clashing with another, once until they change."""
+        if left_out and left_out != self.last_conflicts:
+            log.warning("target %s: left out %d family(ies) that clash with another: %s", self.target.name,
+                        len(left_out), "; ".join(left_out[:5]) + ("; ..." if len(left_out) > 5 else ""))
+        self.last_conflicts = left_out
 
 
 class NormalizingExporter:
@@ -253,9 +297,8 @@ class NormalizingExporter:
     def _render(self, outcomes: list[Outcome]) -> tuple[str, str]:
         """The targets' families merged by name, one header each, in target order.
 
-        A family is left out (counted as `conflict`) when promtool would read it as a second TYPE:
-        its name is a family already served with another type, or a sample name of a family already
-        served, or one of its sample names is the name of a family already served.
+        A family is left out (counted as `conflict`, logged) when promtool would file it, or any of its
+        samples, under another family of the response (see `_conflict`): first come, first served.
         """
         key = tuple(outcomes)   # held, not ids: an id may be reused once its outcome is gone
         if self._rendered is not None and all(a is b for a, b in zip(self._rendered[0], key)):
@@ -263,20 +306,25 @@ class NormalizingExporter:
         types = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
         if self.config.max_running_requests:
             types["llm_max_running_requests"] = "gauge"
-        implicit: set[str] = set()     # sample names that are not their family's name
+        owner = {n: n for n in types}  # sample or family name -> the family promtool files it under
         merged: dict[str, list[str]] = {}
         headers: dict[str, str] = {}
         for runner, o in zip(self.runners, outcomes):
+            left_out = []
             for fam in o.families or ():
-                extra = () if fam.type in ALLOWED_SUFFIXES else [n for n in fam.names if n != fam.name]
-                if (types.get(fam.name, fam.type) != fam.type or fam.name in implicit
-                        or any(n in types for n in extra)):
+                why = _conflict(fam, types, owner)
+                if why:
                     runner.dropped["conflict"] += 1
+                    left_out.append(f"{fam.name} ({fam.type}): {why}")
                     continue
                 types[fam.name] = fam.type
-                implicit.update(extra)
+                if fam.header:
+                    owner[fam.name] = fam.name
+                for n in _claims(fam):
+                    owner.setdefault(n, fam.name)   # a family of that name served before stays its own
                 headers.setdefault(fam.name, fam.header)
                 merged.setdefault(fam.name, []).append(fam.body)
+            runner.note_conflicts(left_out)
         self._add_caps(merged, headers)
         text = "".join(headers[n] + "".join(bodies) for n, bodies in merged.items())
         self._rendered = (key, (text, self._health(outcomes)))

@@ -429,3 +429,71 @@ def test_prometheus_reads_the_served_label_values_as_it_reads_the_target(normali
     assert not_a_number in read["direct"] and len(read["direct"]) == 4
     assert read["served"] == read["direct"] - {not_a_number}
     assert (("__name__", "esc"), ("a", "\\"), ("b", '"'), ("c", "\n"), ("d", "\\t"), ("e", "\\0.5")) in read["served"]
+
+
+# -- 7. names promtool files under a histogram or summary served by another family -----------------
+
+HIST = ('# HELP x X.\n# TYPE x histogram\nx_bucket{le="1"} 1\nx_bucket{le="+Inf"} 2\nx_sum 3\nx_count 2\n')
+HIST_SERVED = {("x_bucket", (("le", "1"),)): "1", ("x_bucket", (("le", "+Inf"),)): "2", ("x_sum", ()): "3",
+               ("x_count", ()): "2"}
+NO_COUNT = HIST.replace("x_count 2\n", "")
+COUNT_GAUGE = "# TYPE x_count gauge\nx_count 5\n"
+SUMMARY = '# TYPE s summary\ns{quantile="0.5"} 1\ns_sum 2\ns_count 3\n'
+SUMMARY_SERVED = {("s", (("quantile", "0.5"),)): "1", ("s_sum", ()): "2", ("s_count", ()): "3"}
+OK = "# TYPE ok gauge\nok 1\n"
+CLASHES = {
+    # name: ({target: body}, {target: what it is served as}, {target: families left out as conflict})
+    # `# TYPE x_count gauge` after histogram x is a second TYPE for x: promtool rejected the whole scrape
+    "histogram-then-count-gauge": ({"t": HIST + COUNT_GAUGE + OK}, {"t": {**HIST_SERVED, ("ok", ()): "1"}},
+                                   {"t": 1}),
+    "histogram-then-count-gauge-elsewhere": ({"t": HIST, "u": COUNT_GAUGE + OK}, {"t": HIST_SERVED,
+                                                                                 "u": {("ok", ()): "1"}}, {"u": 1}),
+    # the histogram takes x_count whether its own body has one or not
+    "histogram-without-count-then-count-gauge": (
+        {"t": NO_COUNT, "u": COUNT_GAUGE}, {"t": {k: v for k, v in HIST_SERVED.items() if k[0] != "x_count"},
+                                            "u": {}}, {"u": 1}),
+    "histogram-then-help-only-bucket": ({"t": HIST, "u": '# HELP x_bucket B.\nx_bucket{le="1"} 7\n' + OK},
+                                        {"t": HIST_SERVED, "u": {("ok", ()): "1"}}, {"u": 1}),
+    # the other way round: the histogram's x_count would be one more series of gauge x_count (from one target,
+    # the same series twice: Prometheus keeps one, as a gauge); first come, first served
+    "count-gauge-then-histogram": ({"t": COUNT_GAUGE + HIST + OK}, {"t": {("x_count", ()): "5", ("ok", ()): "1"}},
+                                   {"t": 1}),
+    "count-gauge-then-histogram-elsewhere": ({"t": COUNT_GAUGE, "u": HIST + OK},
+                                             {"t": {("x_count", ()): "5"}, "u": {("ok", ()): "1"}}, {"u": 1}),
+    # nothing else is lost: a histogram without x_count beside gauge x_count, x_created, stray buckets
+    "count-gauge-then-histogram-without-count": (
+        {"t": COUNT_GAUGE, "u": NO_COUNT},
+        {"t": {("x_count", ()): "5"}, "u": {k: v for k, v in HIST_SERVED.items() if k[0] != "x_count"}}, {}),
+    "histogram-and-created": ({"t": HIST + "# TYPE x_created gauge\nx_created 1.7e+09\n"},
+                              {"t": {**HIST_SERVED, ("x_created", ()): "1.7e+09"}}, {}),
+    "stray-bucket-before-histogram": ({"t": OK + 'x_bucket{le="0.5"} 1\n', "u": HIST},
+                                      {"t": {("ok", ()): "1", ("x_bucket", (("le", "0.5"),)): "1"},
+                                       "u": HIST_SERVED}, {}),
+    "summary-then-sum-gauge": ({"t": SUMMARY, "u": "# TYPE s_sum gauge\ns_sum 9\n# TYPE s_bucket gauge\ns_bucket 4\n"},
+                               {"t": SUMMARY_SERVED, "u": {("s_bucket", ()): "4"}}, {"u": 1}),
+    "count-counter-then-summary": ({"t": "# TYPE s_count counter\ns_count 4\n", "u": SUMMARY + OK},
+                                   {"t": {("s_count", ()): "4"}, "u": {("ok", ()): "1"}}, {"u": 1}),
+}
+
+
+def served_twice(text: str) -> list[tuple]:
+    """(name, labels) served more than once: Prometheus would keep one of them."""
+    from collections import Counter
+
+    seen = Counter((s.name, s.labels) for fam in split_families(text) for s in fam.samples())
+    return [key for key, n in seen.items() if n > 1]
+
+
+@pytest.mark.parametrize("bodies,served,conflicts", CLASHES.values(), ids=CLASHES)
+def test_a_family_promtool_files_under_another_is_left_out_counted_and_logged(bodies, served, conflicts,
+                                                                              normalizer, caplog):
+    routes = {f"/{name}": static(body.encode()) for name, body in bodies.items()}
+    with caplog.at_level("WARNING", logger="inferwatch.exporter"):
+        text, _ = run(serve_once(routes, normalizer))
+    assert_served_parses(text)
+    assert health(text) == {name: "1.0" for name in bodies}
+    assert {name: target_samples(text, name) for name in bodies} == served
+    assert not served_twice(text)
+    assert {t: n for (t, reason), n in dropped_total(text).items() if reason == "conflict"} == conflicts
+    logged = [r.getMessage() for r in caplog.records if "clash" in r.getMessage()]
+    assert [m.split(":")[0] for m in logged] == [f"target {t}" for t in conflicts], logged

@@ -31,6 +31,9 @@ SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 MAPPING_KEYS = ("version", "source", "detect", "labels", "set_labels", "blank_at_or_above", "metrics")
 ENTRY_KEYS = ("name", "from", "multiply", "divide", "bit", "match", "drop_labels", "labels", "set_labels", "note")
 CATALOG_KEYS = ("name", "type", "unit", "concept", "help")
+# Labels Prometheus reads as part of a histogram's or a summary's samples, and what they hold there. A mapping
+# may not write them (`le="fast"` fails the whole scrape), nor take them off an entry of that type.
+BOUND_LABELS = {"le": ("histogram", "bucket bound", "buckets"), "quantile": ("summary", "quantile", "quantiles")}
 
 
 class _Collector:
@@ -40,8 +43,8 @@ class _Collector:
         self.path = path
         self.problems: list[Problem] = []
 
-    def add(self, node: Any, field: str, message: str) -> None:
-        self.problems.append(Problem(self.path, line_of(node), field, message))
+    def add(self, node: Any, field: str, message: str, key: str | None = None) -> None:
+        self.problems.append(Problem(self.path, line_of(node, key) or line_of(node), field, message))
 
     def unknown_keys(self, node: dict, allowed: tuple[str, ...], field: str) -> None:
         for key in node:
@@ -69,7 +72,32 @@ def _names(value: Any, col: _Collector, node: Any, field: str, pattern: re.Patte
     return tuple(items)
 
 
+def _written_bounds(value: Any, col: _Collector, field: str) -> None:
+    """`le` or `quantile` as a label a mapping writes (a `set_labels` key, a `labels` target): refused."""
+    for key in value if isinstance(value, dict) else ():
+        if key in BOUND_LABELS:
+            mtype, what, _ = BOUND_LABELS[key]
+            col.add(value, f"{field}.{key}", f"a mapping may not write {key}: Prometheus reads it as the {what} "
+                    f"of a {mtype} and rejects the whole scrape when it is not a number; use another label name",
+                    key)
+
+
+def _removed_bounds(removed: dict[str, str], entries: list[tuple[str, str]], col: _Collector, node: Any,
+                    field: str) -> None:
+    """`le` or `quantile` taken off (`removed`: label -> what is done to it) an entry of the type that needs it.
+
+    `entries`: (common name, type) of the entries the rule applies to; the first one it would break is named.
+    """
+    for label, how in removed.items():
+        mtype, _, parts = BOUND_LABELS.get(label, (None, None, None))
+        broken = next((name for name, t in entries if t == mtype), None)
+        if broken:
+            col.add(node, field, f"{how} breaks {mtype} {broken}: its {parts} would collide as one series; "
+                    f"keep {label}")
+
+
 def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[LabelRule, ...]:
+    _written_bounds(value, col, field)
     if value is None:
         return ()
     if not isinstance(value, dict):
@@ -88,7 +116,16 @@ def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[La
     return tuple(rules)
 
 
-def _string_map(value: Any, col: _Collector, node: Any, field: str) -> tuple[tuple[str, str], ...]:
+def _renamed_away(rule: LabelRule) -> dict[str, str]:
+    """The candidates a rename takes off the series (all but its target), as `_removed_bounds` wants them."""
+    return {c: f"renaming {c} to {rule.target}" for c in rule.candidates if c != rule.target}
+
+
+def _string_map(value: Any, col: _Collector, node: Any, field: str,
+                writes: bool = True) -> tuple[tuple[str, str], ...]:
+    """Label name -> value; `writes`: the labels are set on series (so `le` and `quantile` are refused)."""
+    if writes:
+        _written_bounds(value, col, field)
     if value is None:
         return ()
     if not isinstance(value, dict):
@@ -203,6 +240,10 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
     bit = _bit(item, mtype, multiply is not None or divide is not None, col, label)
     drop = item.get("drop_labels") or []
     drop_labels = _names(drop, col, item, label + "drop_labels", LABEL_NAME, "label name") if drop else ()
+    labels = _label_rules(item.get("labels"), col, item, label + "labels")
+    _removed_bounds({d: f"dropping {d}" for d in drop_labels}, [(name, mtype)], col, item, label + "drop_labels")
+    for rule in labels:
+        _removed_bounds(_renamed_away(rule), [(name, mtype)], col, item.get("labels"), f"{label}labels.{rule.target}")
     note = item.get("note", "")
     if not isinstance(note, str):
         col.add(item, label + "note", "expected a string")
@@ -213,9 +254,9 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
         sources=sources,
         multiply=multiply,
         divide=divide,
-        match=_string_map(item.get("match"), col, item, label + "match"),
+        match=_string_map(item.get("match"), col, item, label + "match", writes=False),
         drop_labels=drop_labels,
-        labels=_label_rules(item.get("labels"), col, item, label + "labels"),
+        labels=labels,
         set_labels=_string_map(item.get("set_labels"), col, item, label + "set_labels"),
         bit=bit,
         note=note,
@@ -252,14 +293,19 @@ def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) ->
             entry = _entry(item, i, catalog, col)
             if entry is not None:
                 entries.append(entry)
+    labels = _label_rules(doc.get("labels"), col, doc, "labels")
+    set_labels = _string_map(doc.get("set_labels"), col, doc, "set_labels")
+    for rule in labels:  # the mapping's renames apply to every entry
+        _removed_bounds(_renamed_away(rule), [(e.name, e.type) for e in entries], col, doc.get("labels"),
+                        f"labels.{rule.target}")
     _check_entries(entries, col)
     col.raise_if_any()
     return SourceMapping(
         source=source,
         path=path,
         detect=detect,
-        labels=_label_rules(doc.get("labels"), col, doc, "labels"),
-        set_labels=_string_map(doc.get("set_labels"), col, doc, "set_labels"),
+        labels=labels,
+        set_labels=set_labels,
         entries=tuple(entries),
         blank_at_or_above=blank,
     )

@@ -198,3 +198,58 @@ def test_dcgm_edges_decode_exactly(mappings, catalog):
     assert ecc == {("0", "corrected"): 3, ("0", "uncorrected"): 0, ("1", "corrected"): 0, ("1", "uncorrected"): 0,
                    ("3", "corrected"): 0, ("3", "uncorrected"): 2}
     assert result.blanks_dropped == 9 + 2 and result.warnings == []
+
+
+# --- le and quantile: Prometheus reads them on histograms and summaries, a mapping never writes them -----
+
+HIST = "  - name: llm_request_duration_seconds\n    from: tgi_request_duration\n"
+BOUNDS = [
+    # (text appended to GOOD, line, field, words); `le="fast"` was served, promtool rejected the whole scrape
+    (HIST + "    set_labels: {le: fast}\n", 10, "metrics[1] (llm_request_duration_seconds).set_labels.le",
+     "a mapping may not write le: Prometheus reads it as the bucket bound of a histogram"),
+    (HIST + "    labels: {le: [speed]}\n", 10, "metrics[1] (llm_request_duration_seconds).labels.le",
+     "a mapping may not write le"),
+    (HIST + "    labels:\n      quantile: [q]\n", 11, "metrics[1] (llm_request_duration_seconds).labels.quantile",
+     "a mapping may not write quantile: Prometheus reads it as the quantile of a summary"),
+    (HIST + "    drop_labels: [le]\n", 8, "metrics[1] (llm_request_duration_seconds).drop_labels",
+     "dropping le breaks histogram llm_request_duration_seconds: its buckets would collide as one series"),
+    (HIST + "    labels: {speed: [le]}\n", 10, "metrics[1] (llm_request_duration_seconds).labels.speed",
+     "renaming le to speed breaks histogram llm_request_duration_seconds"),
+    # the mapping's own set_labels and labels: checked too (its problems were never raised before)
+    ("", 4, "set_labels.le", "a mapping may not write le"),
+    (HIST, 11, "labels.model", "renaming le to model breaks histogram llm_request_duration_seconds"),
+]
+
+
+@pytest.mark.parametrize("extra,line,field,words", BOUNDS, ids=[b[2] for b in BOUNDS])
+def test_mappings_never_write_or_remove_le_and_quantile(extra, line, field, words, catalog, tmp_path):
+    text = GOOD + extra
+    if field.startswith("set_labels"):
+        text = text.replace("{engine: tgi}", "{engine: tgi, le: fast}")
+    elif field.startswith("labels"):
+        text += "labels:\n  model: [model_name, le]\n"
+    path = tmp_path / "tgi.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        load_mapping(path, catalog)
+    messages = [str(p) for p in err.value.problems]
+    assert len(messages) == 1 and messages[0].startswith(f"{path}:{line}: {field}: ") and words in messages[0], \
+        messages
+
+
+def test_le_stays_where_it_cannot_break_a_histogram(catalog, tmp_path):
+    """le dropped or renamed off a gauge, quantile off a histogram, le in `match`: all load."""
+    path = tmp_path / "tgi.yaml"
+    path.write_text(GOOD + "    drop_labels: [le]\n    labels: {kind: [le]}\n" + HIST
+                    + "    drop_labels: [quantile]\n    match: {le: '+Inf'}\n")
+    assert [e.drop_labels for e in load_mapping(path, catalog).entries] == [("le",), ("quantile",)]
+
+
+def test_cli_refuses_le_in_one_line_per_problem(tmp_path):
+    path = tmp_path / "tgi.yaml"
+    path.write_text(GOOD.replace("{engine: tgi}", "{engine: tgi, le: fast}"))
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "check", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {path}:4: set_labels.le: a mapping may not write le") \
+        and proc.stderr.count("\n") == 1, proc.stderr

@@ -163,7 +163,7 @@ def _seconds(text: str, flag: str) -> float:
 
 def demo(headless: Annotated[bool, typer.Option("--headless", help="No live screen; exit 1 if the expected alerts "
                                                                    "did not fire.")] = False,
-         short: Annotated[bool, typer.Option("--short", help="A compressed script (about 2 minutes) for CI.")]
+         short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")]
          = False,
          workdir: Annotated[Optional[str], typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
          = None):

@@ -56,3 +56,33 @@ def test_processes_outside_kubernetes_and_gone_processes(tmp_path):
     assert resolver.workload(303) == Workload(pod="bare-metal-job")
     assert resolver.workload(999) is None
     assert resolver.workloads([999]) == ()
+
+
+def test_a_kubelet_pod_list_over_the_cap_falls_back_and_is_said_once(tmp_path, caplog, monkeypatch):
+    """A kubelet /pods answer over MAX_POD_LIST_BYTES (cut to 2 KiB here) is not read whole: the lookup falls
+    back (pod B has no kubelet folder: HOSTNAME) and says so once; under the cap the same list names pod B."""
+    import json
+
+    from aiohttp import web
+
+    from inferwatch.exporters.gpu import _pods
+    from simtools import serve_app
+
+    monkeypatch.setattr(_pods, "MAX_POD_LIST_BYTES", 2048)
+    small = json.dumps(POD_LIST).encode()
+    big = json.dumps({**POD_LIST, "padding": "x" * 4096}).encode()
+    async def pods(request):
+        return web.json_response(body=small if request.path == "/small" else big)
+
+    app = web.Application()
+    app.router.add_get("/small", pods)
+    app.router.add_get("/big", pods)
+    with serve_app(app) as base:
+        ok = PodResolver(fake_proc(tmp_path / "proc"), fake_kubelet(tmp_path / "kubelet"), base + "/small")
+        assert ok.workload(202) == Workload("research", "sglang-qwen-0", "sglang")
+        over = PodResolver(tmp_path / "proc", tmp_path / "kubelet", base + "/big")
+        assert over.workload(202) == Workload(pod="bare-metal-job")
+        over._fetched = float("-inf")                           # the list is fetched again: still over, not said again
+        assert over.workload(202) == Workload(pod="bare-metal-job")
+    said = [r.message for r in caplog.records if "/big" in r.message]
+    assert len(said) == 1 and "over 2048 bytes" in said[0], said

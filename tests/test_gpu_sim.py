@@ -247,3 +247,27 @@ def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
             firing = wait_for(lambda: query(prom, 'ALERTS{alertname="LLMGPUBusyNotComputing",alertstate="firing"}'),
                               timeout=60, step=1)
     assert [a["metric"]["gpu"] for a in firing] == ["0"]
+
+
+def test_an_engine_body_over_the_limit_is_a_counted_follow_failure_not_parsed_cut(caplog):
+    """A /metrics body one byte over the normalizing exporter's --max-body default: the follow fails (counted,
+    said once) and the GPUs idle, rather than following the 5 running requests at the head of the cut text."""
+    from aiohttp import web
+
+    from inferwatch.exporters._config import MAX_BODY_BYTES
+
+    head = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 5\n'
+    body = head + b"#" * (MAX_BODY_BYTES - len(head)) + b"\n"         # MAX_BODY_BYTES + 1 bytes
+    async def metrics(request):
+        return web.Response(body=body, content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    with serve_app(app) as base:
+        backend = SimulatedBackend(1, "n", follow=base + "/metrics")
+        _render(backend)
+        text = _render(backend)
+    assert values(text, "gpu_up")[0][1] == 1.0 and values(text, "gpu_utilization_ratio")[0][1] == 0.0
+    assert values(text, "inferwatch_gpu_exporter_errors_total", kind="follow")[0][1] == 2.0
+    said = [r.message for r in caplog.records if "--follow" in r.message]
+    assert len(said) == 1 and f"over {MAX_BODY_BYTES} bytes" in said[0], said

@@ -28,6 +28,9 @@ log = logging.getLogger("inferwatch.exporter.gpu")
 _POD = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 _CONTAINER = re.compile(r"(?:^|[/-])([0-9a-f]{64})(?:\.scope)?$")
 _LIST_TTL = 30.0          # seconds a fetched pod list is trusted
+# The most a kubelet /pods answer may be: a full node (110 pods with their specs) is a few MiB, so 64 MiB is
+# generous, and a broken endpoint streaming without end cannot exhaust the exporter's memory.
+MAX_POD_LIST_BYTES = 64 * 2**20
 
 
 def pod_of_cgroup(text: str) -> tuple[str, str] | None:
@@ -120,7 +123,10 @@ class PodResolver:
     def _load_list(self) -> dict:
         if self.pod_list.startswith(("http://", "https://")):
             with urllib.request.urlopen(self.pod_list, timeout=5) as resp:
-                return json.load(resp)
+                body = resp.read(MAX_POD_LIST_BYTES + 1)
+            if len(body) > MAX_POD_LIST_BYTES:
+                raise ValueError(f"answer is over {MAX_POD_LIST_BYTES} bytes")
+            return json.loads(body)
         return json.loads(Path(self.pod_list).read_text())
 
     def _from_kubelet_dir(self, uid: str) -> Workload | None:

@@ -18,7 +18,8 @@ What counts (the response shapes of vLLM, SGLang, llama.cpp and the OpenAI API
 that `tests/fixtures/frontdoor/` follows):
 
 - visible: `delta.content` / `message.content`, `text` (/v1/completions),
-  `refusal` (the user reads it), `tool_calls` and the legacy `function_call`;
+  `refusal` (the user reads it), `tool_calls` and the legacy `function_call`; text that is whitespace only is
+  an output token, but not the first visible one (the user sees nothing), and alone it is nothing visible;
 - hidden: `reasoning_content` (vLLM until its rename, SGLang, DeepSeek) and
   `reasoning` (vLLM since vllm-project/vllm#27752, Nov 2025; OpenRouter);
 - tool calls are keyed by choice and the call's `index`; a call without one (a
@@ -91,7 +92,8 @@ class Facts:
     reasoning_chunks: int = 0                    # events with hidden reasoning
     done: bool = False                           # `data: [DONE]` seen
     finish: dict[int, str] = field(default_factory=dict)                       # choice index -> finish_reason
-    tools: dict[tuple[int, int], list[str]] = field(default_factory=dict)      # (choice, call) -> [name, args]
+    tools: dict[tuple[int, int], list] = field(default_factory=dict)   # (choice, call) -> [name, args]; args None:
+                                                                       # sent as something other than a string
     error: str | None = None                     # an error object, or a body that is not the JSON it should be
     usage: dict | None = None
     visible_whole: bool = False                  # a whole (non-streamed) answer had content or a tool call
@@ -122,6 +124,8 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         facts.visible_chunks += 1
         facts.last_visible = now
         if facts.first_visible is None:
+            if visible is _BLANK:               # whitespace only: the user sees nothing yet, nor learn its shape
+                return
             facts.first_visible = now
         if (learnt := _shape_of(payload, doc)) is not None:       # a plain event the shape did not match
             facts.shape = learnt
@@ -187,13 +191,17 @@ def _escaped(data: bytes, at: int) -> bool:
 def observe_whole(facts: Facts, body: bytes) -> None:
     """Fold a whole JSON answer into `facts`."""
     try:
-        facts.visible_whole = _observe_choices(facts, _loads(body), whole=True)
+        facts.visible_whole = _observe_choices(facts, _loads(body), whole=True) is True
     except (ValueError, UnicodeDecodeError, TypeError, AttributeError):
         facts.error = facts.error or "a body that is not a completion object"
 
 
-def _observe_choices(facts: Facts, doc, whole: bool) -> bool:
-    """Record finish reasons, tool calls, usage and errors; True when the document shows the user something."""
+_BLANK = "blank"       # what `_observe_choices` says of content that is whitespace only: a token, but nothing to see
+
+
+def _observe_choices(facts: Facts, doc, whole: bool) -> bool | str:
+    """Record finish reasons, tool calls, usage and errors; True when the document shows the user something,
+    `_BLANK` when all it shows is whitespace (a token the user cannot see), else False."""
     if not isinstance(doc, dict):
         raise TypeError
     if doc.get("object") == "error" or doc.get("error") is not None:
@@ -209,19 +217,27 @@ def _observe_choices(facts: Facts, doc, whole: bool) -> bool:
         index = choice.get("index", 0)
         part = choice.get("message" if whole else "delta")
         if part is None:                                     # /v1/completions
-            shows = bool(choice.get("text"))
+            shows = _shows(choice.get("text"))
         else:
             if part.get("reasoning_content") or part.get("reasoning"):
                 facts.reasoning_chunks += 0 if whole else 1
-            shows = bool(part.get("content") or part.get("refusal"))
+            content, refusal = _shows(part.get("content")), _shows(part.get("refusal"))
+            shows = content if content is True or not refusal else refusal
             if part.get("tool_calls") or part.get("function_call"):
-                shows |= _tool_calls(facts, index, part)
+                shows = _tool_calls(facts, index, part) or shows
         if shows:
-            visible = True
+            visible = True if shows is True else visible or _BLANK
             facts.choices.add(index)
         if reason := choice.get("finish_reason"):
             facts.finish[index] = reason if isinstance(reason, str) else _reason(reason)
     return visible
+
+
+def _shows(text) -> bool | str:
+    """True for text with something to see, `_BLANK` for whitespace only, False for none."""
+    if not text:
+        return False
+    return _BLANK if isinstance(text, str) and text.isspace() else True
 
 
 def _reason(reason) -> str:
@@ -255,9 +271,10 @@ def _add_call(facts: Facts, key: tuple[int, int], function: dict) -> None:
         entry[0] = function["name"]
     arguments = function.get("arguments")
     if isinstance(arguments, str):
-        entry[1] += arguments
-    elif arguments is not None:
-        raise TypeError
+        if isinstance(entry[1], str):
+            entry[1] += arguments
+    elif arguments is not None:     # an object (or any other non-string): not the JSON text clients parse
+        entry[1] = None
 
 
 def _int(doc, key) -> int | None:

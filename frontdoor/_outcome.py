@@ -10,7 +10,7 @@
     length             a finish reason length
     tool_call_invalid  a tool call with arguments that are not a JSON object, a function that was not offered,
                        or arguments against the offered schema's required keys and types
-    empty              nothing visible and no tool call
+    empty              nothing visible (whitespace only is not) and no tool call
     ok                 everything else
 
 The order above is the precedence: the first that applies wins.
@@ -31,10 +31,14 @@ ENDINGS = ("complete", "cancelled", "timeout", "unreachable", "broken")   # how 
 
 
 def tool_call_problem(calls, offered: dict | None) -> str | None:
-    """Why one of `calls` ([name, arguments] pairs) is not a valid call of an `offered` function, or None."""
+    """Why one of `calls` ([name, arguments] pairs) is not a valid call of an `offered` function, or None.
+    `arguments` is the JSON text the call sent; anything but a string (the meter keeps None for arguments sent
+    as an object or any other non-string) is not a call in the shape clients parse."""
     for name, arguments in calls:
         if offered is None or name not in offered:
             return f"function {name!r} was not offered"
+        if not isinstance(arguments, str):
+            return f"arguments of {name} are not a JSON string"
         try:
             value = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
@@ -68,6 +72,6 @@ def classify(status: int | None, ended: str, facts: Facts, stream: bool, offered
             return reason
     if facts.tools and tool_call_problem(facts.tools.values(), offered):
         return "tool_call_invalid"
-    if not (facts.visible_chunks or facts.visible_whole or facts.tools):
+    if not (facts.first_visible is not None or facts.visible_whole or facts.tools):   # whitespace is not seen
         return "empty"
     return "ok"

@@ -436,3 +436,42 @@ def test_a_changing_shape_is_learnt_again(monkeypatch):
     for payload in SSESplitter().feed(_fixture("sglang-0.5-chat-msgspec.sse")):
         observe_event(facts, payload, 0.0)
     assert facts.visible_chunks == 7 and len(parsed) == 5
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 64])
+def test_a_leading_byte_order_mark_is_dropped(size):
+    """WHATWG event-stream parsing strips one BOM at the very start, however the bytes are cut; not a later one."""
+    stream = b"\xef\xbb\xbfdata: {\"a\":1}\n\n\xef\xbb\xbfdata: {\"b\":2}\n\ndata: [DONE]\n\n"
+    splitter, payloads = SSESplitter(), []
+    for i in range(0, len(stream), size):
+        payloads += splitter.feed(stream[i:i + size])
+    assert payloads == [b'{"a":1}', b"[DONE]"]          # the second BOM makes its field name "\ufeffdata"
+
+
+@pytest.mark.parametrize("arguments", [{"city": "Lima"}, ["Lima"], 1, True])
+def test_tool_call_arguments_not_a_string_are_an_invalid_call(arguments):
+    call = {"index": 0, "id": "t", "type": "function", "function": {"name": "get", "arguments": arguments}}
+    facts = _facts(_delta(tool_calls=[call]), _delta("tool_calls"), b"[DONE]")
+    assert facts.error is None and classify(200, "complete", facts, True, OFFERED) == "tool_call_invalid"
+    facts = _facts(_delta(tool_calls=[call]), _args('{"city": "Lima"}'), _delta("tool_calls"), b"[DONE]")
+    assert classify(200, "complete", facts, True, OFFERED) == "tool_call_invalid"     # a string after: still
+    whole = {"choices": [{"index": 0, "finish_reason": "tool_calls",
+                          "message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
+    facts = _facts(whole=json.dumps(whole).encode())
+    assert facts.error is None and classify(200, "complete", facts, False, OFFERED) == "tool_call_invalid"
+    assert "not a JSON string" in tool_call_problem([("get", None)], OFFERED)
+
+
+def test_whitespace_is_not_the_first_visible_token():
+    """After reasoning, "\\n\\n" is a token but nothing to see: the first visible token is the first content with
+    a non-whitespace character (or a refusal or tool call), and whitespace alone is empty."""
+    facts = _facts(_delta(reasoning_content="hm"), _delta(content="\n\n"), _delta(content=" \t"),
+                   _delta(content="Lima"), _delta(content=" ok"), _delta("stop"), b"[DONE]")
+    assert (facts.first_chunk, facts.first_visible, facts.last_visible, facts.visible_chunks) == (0.0, 3.0, 4.0, 4)
+    assert classify(200, "complete", facts, True, None) == "ok"
+    facts = _facts(_delta(content="\n"), _delta(refusal="No."), _delta("stop"), b"[DONE]")
+    assert facts.first_visible == 1.0
+    facts = _facts(_delta(content="\n\n"), _delta(content="\n"), _delta("stop"), b"[DONE]")
+    assert facts.first_visible is None and classify(200, "complete", facts, True, None) == "empty"
+    whole = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "\n "}}]}
+    assert classify(200, "complete", _facts(whole=json.dumps(whole).encode()), False, None) == "empty"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inferwatch.dashboards._lint_promql import PanelContext, known, metric_names, query_findings, selector_filters
@@ -238,7 +238,10 @@ def _panel_findings(panel: dict, variables: dict, vocabulary: bool, seen: list[_
         expr = _text(target.get("expr"))
         if expr.strip():
             filters += selector_filters(expr)
-            found += [(title, rule, message) for rule, message in query_findings(expr, context)]
+            # an instant query draws one value per series even in a bar chart: a snapshot, as a stat or table
+            snapshot = target.get("instant") is True and target.get("range") is not True
+            found += [(title, rule, message) for rule, message in
+                      query_findings(expr, replace(context, type="instant") if snapshot else context)]
     seen.append(_Panel(title, uses, filters))
     return found
 

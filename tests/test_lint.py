@@ -156,6 +156,21 @@ def test_query_rules(source, expr, panel, rule, fires):
     assert (rule in _rules(_board(expr, **panel))) is fires
 
 
+def test_an_instant_query_of_totals_is_a_snapshot_even_in_a_bar_chart():
+    # envoyproxy/ai-gateway examples/monitoring: "Token Usage by Type", an instant bar chart of lifetime totals
+    # beside "Total Tokens" stats of the same series: a table of totals of software we do not know
+    expr = "sum by (gen_ai_token_type) (gen_ai_client_token_usage_sum)"
+    board = _board(expr, type="barchart")
+    assert "counter-without-rate" in _rules(board)
+    board["panels"][0]["targets"][0]["instant"] = True
+    assert "counter-without-rate" not in _rules(board)
+    board["panels"][0]["targets"][0]["range"] = True                  # both: Grafana draws the range too
+    assert "counter-without-rate" in _rules(board)
+    known = _board("sum(vllm:prompt_tokens_total)", type="barchart")  # an engine's counter: still a lifetime total
+    known["panels"][0]["targets"][0]["instant"] = True
+    assert "counter-without-rate" in _rules(known)
+
+
 def test_vocabulary_names_are_judged_only_in_a_dashboard_that_uses_the_vocabulary():
     typo = "sum(llm_requests_runing)"
     assert "unknown-metric" in _rules(_board(typo, "sum(llm_requests_waiting)"))
@@ -235,7 +250,7 @@ def test_the_real_corpus_gives_exactly_the_judged_findings():
     found = set()
     paths = sorted((FIXTURES / "anchors" / "dashboards").glob("*.json")) + sorted(
         (CORPUS / "real-world").glob("*.json"))
-    assert len(paths) == 43
+    assert len(paths) == 51
     for path in paths:
         for f in lint_file(path):                                         # never raises
             assert f.rule in RULES

@@ -103,7 +103,8 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
                               "tiers are fixed: see slo/tiers.yaml)")
     elif api.startswith(("openslo/", "openslo.com/")):
         return "openslo"
-    elif api.startswith("pyrra.dev/") and kind == "ServiceLevelObjective":
+    elif (api.startswith("pyrra.dev/") or api == "v1alpha1") and kind == "ServiceLevelObjective":
+        # Pyrra's filesystem mode reads the spec whatever its apiVersion; rhobs/configuration writes bare v1alpha1
         return "pyrra"
     elif api.startswith("pyrra.dev/"):
         notes.add(doc, where, f"a Pyrra {kind or 'document'}, not a ServiceLevelObjective: nothing to import")

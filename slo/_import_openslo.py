@@ -16,6 +16,8 @@ from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
 __all__ = ["read_openslo", "OPENSLO_VERSIONS"]
 
 OPENSLO_VERSIONS = ("openslo/v1", "openslo/v1alpha", "openslo.com/v2alpha")
+# The same schema under a Kubernetes API group: osko (github.com/oskoperator/osko) serves openslo/v1 as openslo.com/v1.
+_ALIASES = {"openslo.com/v1": "openslo/v1"}
 PROMETHEUS_SOURCES = {"prometheus", "amazonprometheus", "thanos", "cortex", "mimir", "sloth"}
 _ALERTING = {"AlertPolicy", "AlertCondition", "AlertNotificationTarget"}
 _V1ALPHA_UNITS = {"minute": "m", "hour": "h", "day": "d", "week": "w", "month": "M", "quarter": "Q", "year": "Y"}
@@ -56,23 +58,30 @@ def read_openslo(docs: list[tuple[str, dict]], notes: Notes, services: dict[str,
     index, drafts = _Index(docs), []
     for where, doc in docs:
         kind, prefix = text_of(doc.get("kind")), where
-        if doc.get("apiVersion") not in OPENSLO_VERSIONS:
+        if _api(doc) not in OPENSLO_VERSIONS:
             notes.add(doc, join(prefix, "apiVersion"), f"{doc.get('apiVersion')} is not read (only "
-                                                  f"{', '.join(OPENSLO_VERSIONS)}): {kind} not carried over")
+                                                  f"{', '.join(OPENSLO_VERSIONS + tuple(_ALIASES))}): {kind} not "
+                                                  "carried over")
         elif kind == "SLO":
-            reader = _slo_v1alpha if doc["apiVersion"] == "openslo/v1alpha" else _slo_v1
+            reader = _slo_v1alpha if _api(doc) == "openslo/v1alpha" else _slo_v1
             try:
                 drafts += reader(doc, prefix, index, notes)
             except Refused as refused:
                 notes.items += refused.problems
     for where, doc in docs:
-        if doc.get("apiVersion") in OPENSLO_VERSIONS and text_of(doc.get("kind")) != "SLO":
+        if _api(doc) in OPENSLO_VERSIONS and text_of(doc.get("kind")) != "SLO":
             _other(doc, where, index, notes, services)
     if not index.by_kind.get("SLO"):
         kinds = sorted({text_of(d.get("kind")) or "?" for _, d in docs})
         notes.add(docs[0][1], "", f"OpenSLO {', '.join(kinds)} only: there is no SLO in this file, so nothing "
                                   "is imported (an SLO names its service, SLI, objectives and window)")
     return drafts
+
+
+def _api(doc: dict):
+    """The document's OpenSLO version, an alias read as the version it names."""
+    api = doc.get("apiVersion")
+    return _ALIASES.get(api, api) if isinstance(api, str) else api
 
 
 def _other(doc: dict, prefix: str, index: _Index, notes: Notes, services: dict[str, str]) -> None:
@@ -99,7 +108,7 @@ def _other(doc: dict, prefix: str, index: _Index, notes: Notes, services: dict[s
 
 def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     """openslo/v1 and openslo.com/v2alpha, which renames service, indicator and metricSource."""
-    keys = _KEYS[doc.get("apiVersion")]
+    keys = _KEYS[_api(doc)]
     meta, spec = mapping(doc.get("metadata")), doc.get("spec")
     name = name_of(notes, meta, "name", join(prefix, "metadata.name"), "SLO")
     path = join(prefix, "spec")

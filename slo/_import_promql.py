@@ -134,6 +134,20 @@ def _describe(expr) -> str:
     return f"a {type(expr).__name__}"
 
 
+def _unanchored(regex: str) -> str:
+    """Prometheus anchors every regex matcher (`^(?:R)$`), so a leading `^` and a trailing `$` match what they would
+    without them: `^5..$` is written `5..`, the form whose values the generated tests can invent (rhobs writes
+    `code=~"^5..$"`). Flags (`(?m)`, under which they differ) and an escaped `\\$` are left as written."""
+    if "(?" in regex:
+        return regex
+    if regex.startswith("^") and regex[1:2] not in ("*", "+", "?", "{"):
+        regex = regex[1:]
+    body = regex[:-1]
+    if regex.endswith("$") and (len(body) - len(body.rstrip("\\"))) % 2 == 0:
+        regex = body
+    return regex
+
+
 def _selector(vs, by: tuple[str, ...]) -> Counter:
     if vs.offset is not None or vs.at is not None:
         raise QueryError("uses offset or @; an SLI counts the events of now")
@@ -145,7 +159,7 @@ def _selector(vs, by: tuple[str, ...]) -> Counter:
         if m.name == "__name__" and op == "=" and not name:
             name = m.value
         else:
-            matchers.append((m.name, op, m.value))
+            matchers.append((m.name, op, _unanchored(m.value) if op in ("=~", "!~") else m.value))
     if not name:
         raise QueryError("selects no metric by name")
     return Counter(name, tuple(matchers), by)

@@ -154,6 +154,19 @@ OUTCOMES = {
     "sloth/victoria-metrics.yml": "refused",
     "sloth/windows__7d.yaml": "refused",
     "sloth/windows__custom-30d.yaml": "refused",
+    # Specs people wrote for their own services (not the tools' own examples)
+    "doc-gen/configs__slo__slo.yaml": "refused",
+    "kuadrant/examples__alerts__sloth__slo-availability.yaml": "partial 1/1",
+    "kuadrant/examples__alerts__sloth__slo-latency.yaml": "partial 1/1",
+    "osko/config__samples__openslo_v1_slo.yaml": "partial 1/1",
+    "osko/config__samples__slo_gatekeeper_webhook_response_time_0005.yaml": "refused",
+    "parca/deploy__pyrra__parca-agent-grpc-client-latency.yaml": "partial 1/1",
+    "parca/deploy__pyrra__parca-grpc-profilestore-latency.yaml": "refused",
+    "parca/deploy__pyrra__parca-grpc-query-errors.yaml": "partial 1/1",
+    "rhobs/mst-production-api-metrics-query-availability-slo.yaml": "partial 1/1",
+    "rhobs/mst-production-api-metrics-read-1M-latency-slo.yaml": "partial 1/1",
+    "rhobs/mst-production-api-metrics-write-latency-slo.yaml": "partial 1/1",
+    "rhobs/telemeter-production-rhobs-telemeter-server-metrics-upload-availability-slo.yaml": "partial 1/1",
 }
 
 

@@ -271,3 +271,54 @@ def test_cli_prints_the_warnings_on_stderr_and_exits_0():
     assert proc.returncode == 0 and proc.stdout == ""
     assert proc.stderr.splitlines()[0] == "warning: --source vllm: no vllm metrics in the input (the input looks " \
                                           "like sglang)"
+
+
+# --- real pastes that are not complete scrapes (real-captures/partial/): what each one gives and says -------------
+
+PARTIAL = REAL_CAPTURES / "partial"
+NO_DATA = "dashboards and SLOs that read them will show no data (a partial scrape, or a release whose names no mapping knows?)"
+PARTIAL_NOTES = {
+    # SGLang's docs, Nov 2024: a pre-0.3.6 build (model in `name`, old gauge names no wheel shipped)
+    "sglang-0.3.5-dev-docs-2024-11.txt": [f"sglang: no samples for llm_requests_running, llm_requests_waiting: {NO_DATA}"],
+    # aibrix docs: a vLLM 0.7 V0 scrape cut inside vllm:iteration_tokens_total, before the TTFT histogram
+    "vllm-0.7-v0-aibrix-docs.txt": [
+        "histogram vllm:iteration_tokens_total (line 39) has no +Inf bucket or _count: was the input cut short?",
+        f"vllm: no samples for llm_time_to_first_token_seconds: {NO_DATA}"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL_NOTES))
+def test_partial_real_pastes_say_what_is_missing_and_map_the_rest(name, normalizer):
+    result = normalizer.normalize((PARTIAL / name).read_text())
+    assert result.warnings + normalizer.check(result) == PARTIAL_NOTES[name]
+    check_golden(GOLDEN / (name.removesuffix(".txt") + ".prom"), result.render())
+
+
+def test_pre_0_3_6_sglang_keeps_its_model(normalizer):
+    """The model was in `name` before 0.3.6; every series that maps keeps it as `model`."""
+    text = (PARTIAL / "sglang-0.3.5-dev-docs-2024-11.txt").read_text()
+    labels = {"model": "google/gemma-2-9b-it", "engine": "sglang"}
+    for name in ("llm_time_to_first_token_seconds_count", "llm_request_duration_seconds_count",
+                 "llm_kv_cache_usage_ratio", "llm_prompt_tokens_total"):
+        assert _one(text, normalizer, name, **labels), name
+    assert [v for _, v in _one(text, normalizer, "llm_request_duration_seconds_sum", **labels)] == ["70517.99934530258"]
+    assert all("name" not in dict(l) for (n, l) in common(normalizer.normalize(text).render()) if n.startswith("llm_"))
+
+
+def test_sum_and_count_only_histograms_still_map(normalizer):
+    """vLLM on Neuron as a blog printed it: every histogram as _sum/_count only; each one is named, none is lost."""
+    result = normalizer.normalize((PARTIAL / "vllm-neuron-v0-blog-sum-count-only.txt").read_text())
+    notes = result.warnings + normalizer.check(result)
+    assert len(notes) == 13 and all(n.endswith("has no +Inf bucket: was the input cut short?") for n in notes)
+    out = result.render()
+    for name in ("llm_time_to_first_token_seconds_count", "llm_inter_token_latency_seconds_sum",
+                 "llm_request_duration_seconds_count", "llm_request_queue_time_seconds_count",
+                 "llm_requests_running", "llm_kv_cache_usage_ratio"):
+        assert f"\n{name}{{" in out, name
+
+
+def test_docs_output_with_elision_lines_is_a_one_line_error():
+    path = PARTIAL / "vllm-docs-design-metrics-elided.txt"
+    proc = _cli("normalize", str(path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"error: {path}:4: expected a metric name at the start of '...'"]

@@ -234,14 +234,17 @@ class Normalizer:
 
 
 def _check_histogram(fam: Family, warnings: list[str]) -> None:
-    """Warn on a histogram that looks cut short: a part missing, or its last line a bucket."""
+    """Warn on a histogram that looks cut short (a part missing, or its last line a bucket), or has no buckets."""
     body = fam.body
     if not body:
         return
     missing = [part for part, text in (("+Inf bucket", 'le="+Inf"'), ("_sum", fam.name + "_sum"),
                                        ("_count", fam.name + "_count")) if text not in body]
     last = body[body.rfind("\n", 0, len(body) - 1) + 1:]
-    if missing:
+    if missing == ["+Inf bucket"] and fam.name + "_bucket" not in body:    # not cut: printed so (blogs, proxies)
+        warnings.append(f"histogram {fam.name} (line {fam.line}) has only _sum and _count, no buckets: "
+                        "means can be read, quantiles and latency SLOs cannot")
+    elif missing:
         parts = ", ".join(missing[:-1]) + " or " + missing[-1] if len(missing) > 1 else missing[0]
         warnings.append(f"histogram {fam.name} (line {fam.line}) has no {parts}: was the input cut short?")
     elif last.startswith(fam.name + "_bucket"):

@@ -161,8 +161,9 @@ def name_of(notes: Notes, node, key: str, field: str, what: str) -> str:
     return name
 
 
-def label_map(notes: Notes, node, key: str, field: str) -> dict[str, str]:
-    """Labels to add to our alerts: keys kept exactly as written; reserved or invalid ones noted and dropped."""
+def label_map(notes: Notes, node, key: str, field: str, prefix: str = "") -> dict[str, str]:
+    """Labels to add to our alerts: keys kept exactly as written; reserved or invalid ones noted and dropped.
+    With a prefix, only the keys that start with it, the prefix cut off (Pyrra's `pyrra.dev/team` is `team`)."""
     raw = node.get(key) if isinstance(node, dict) else None
     if raw is None:
         return {}
@@ -172,6 +173,10 @@ def label_map(notes: Notes, node, key: str, field: str) -> dict[str, str]:
     out = {}
     for name, value in raw.items():
         where = f"{field}.{name}"
+        if prefix:
+            if not isinstance(name, str) or not name.startswith(prefix):
+                continue
+            name = name[len(prefix):]
         if not isinstance(name, str) or not _LABEL.match(name):
             notes.add(raw, where, "is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*); not carried over")
         elif name in RESERVED_LABELS:
@@ -184,14 +189,15 @@ def label_map(notes: Notes, node, key: str, field: str) -> dict[str, str]:
     return out
 
 
-def annotation_map(notes: Notes, node, key: str, field: str) -> dict[str, str]:
+def annotation_map(notes: Notes, node, key: str, field: str, prefix: str = "") -> dict[str, str]:
     """Annotations whose templates are only `{{ $labels.NAME }}` (so generated tests can check them)."""
     out = {}
-    for name, value in label_map(notes, node, key, field).items():
+    for name, value in label_map(notes, node, key, field, prefix).items():
         if all(_LABEL_TEMPLATE.match(t) for t in _TEMPLATE.findall(value)):
             out[name] = value
         else:
-            notes.add(node[key], f"{field}.{name}", "uses templates other than {{ $labels.NAME }}; not carried over")
+            notes.add(node[key], f"{field}.{prefix}{name}", "uses templates other than {{ $labels.NAME }}; not "
+                                                             "carried over")
     return out
 
 

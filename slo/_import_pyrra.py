@@ -6,17 +6,17 @@ carry over (their `grouping` becomes group_by); native-histogram and bool-gauge 
 
 from __future__ import annotations
 
+import copy
 import re
 
-from inferwatch.slo._import_base import (_LABEL, _LABEL_TEMPLATE, _TEMPLATE, RESERVED_LABELS, Draft, Notes, join,
-                                         keys_text, listing, mapping, name_of, percent, text_of, window_of)
+from inferwatch.slo._import_base import (Draft, Notes, annotation_map, join, keys_text, label_map, listing, mapping,
+                                         name_of, percent, text_of, window_of)
 from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
 
 __all__ = ["read_pyrra"]
 
 _KNOWN = {"description", "target", "window", "indicator", "alerting"}
 _PREFIX = "pyrra.dev/"      # Pyrra puts these metadata labels and annotations on its alerts, the prefix cut off
-_OURS = {"summary", "description", "runbook_url"}
 
 
 def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
@@ -54,55 +54,29 @@ def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
 
 def _labels(meta: dict, field: str, notes: Notes) -> tuple[dict, str | None]:
     """Alert labels (Pyrra's `pyrra.dev/NAME` ones) and the service `pyrra.dev/service` names, if any."""
-    raw, labels, service = meta.get("labels"), {}, None
+    raw = meta.get("labels")
     if not isinstance(raw, dict):
-        return labels, service
-    for key, value in raw.items():
-        name, where = text_of(key)[len(_PREFIX):], f"{field}.{text_of(key)}"
-        if not text_of(key).startswith(_PREFIX):
-            continue
-        if isinstance(value, (dict, list)) or value is None:
-            notes.add(raw, where, f"is a {type(value).__name__}, not a label value; not carried over")
-        elif name == "service":
-            service = name_of(notes, raw, key, where, "service")
-        elif not _LABEL.match(name):
-            notes.add(raw, where, f"{name!r} is not a Prometheus label name; not carried over")
-        elif name in RESERVED_LABELS:
-            notes.add(raw, where, f"{text_of(value)!r} not carried over: inferwatch sets the {name} label itself "
-                                  "(route on tier and severity)")
-        else:
-            labels[name] = text_of(value)
-    others = [k for k in raw if not text_of(k).startswith(_PREFIX)]
-    if others:
-        notes.add(meta, field, f"({keys_text(others)}) not carried over: labels of the Kubernetes resource, not "
-                               f"of alerts (Pyrra passes on only {_PREFIX}NAME labels)")
-    return labels, service
+        return label_map(notes, meta, "labels", field), None
+    service = None
+    if raw.get(f"{_PREFIX}service") is not None:
+        service = name_of(notes, raw, f"{_PREFIX}service", f"{field}.{_PREFIX}service", "service")
+    rest = copy.copy(raw)                   # keeps the lines its notes point at
+    rest.pop(f"{_PREFIX}service", None)
+    _others(rest, meta, field, "labels", notes)
+    return label_map(notes, {"labels": rest}, "labels", field, _PREFIX), service
 
 
 def _annotations(meta: dict, field: str, notes: Notes) -> dict:
     """Alert annotations: Pyrra's `pyrra.dev/NAME` ones, whose templates are only `{{ $labels.NAME }}`."""
-    raw, out = meta.get("annotations"), {}
-    if not isinstance(raw, dict):
-        return out
-    for key, value in raw.items():
-        name, where = text_of(key)[len(_PREFIX):], f"{field}.{text_of(key)}"
-        if not text_of(key).startswith(_PREFIX):
-            continue
-        if isinstance(value, (dict, list)) or value is None:
-            notes.add(raw, where, f"is a {type(value).__name__}, not an annotation value; not carried over")
-        elif not _LABEL.match(name):
-            notes.add(raw, where, f"{name!r} is not an annotation name; not carried over")
-        elif name in _OURS:
-            notes.add(raw, where, f"not carried over: inferwatch writes the {name} annotation itself")
-        elif not all(_LABEL_TEMPLATE.match(t) for t in _TEMPLATE.findall(text_of(value))):
-            notes.add(raw, where, "uses templates other than {{ $labels.NAME }}; not carried over")
-        else:
-            out[name] = " ".join(text_of(value).split())
-    others = [k for k in raw if not text_of(k).startswith(_PREFIX)]
+    _others(meta.get("annotations"), meta, field, "annotations", notes)
+    return {k: " ".join(v.split()) for k, v in annotation_map(notes, meta, "annotations", field, _PREFIX).items()}
+
+
+def _others(raw, meta: dict, field: str, what: str, notes: Notes) -> None:
+    others = [k for k in raw if not text_of(k).startswith(_PREFIX)] if isinstance(raw, dict) else []
     if others:
-        notes.add(meta, field, f"({keys_text(others)}) not carried over: annotations of the Kubernetes resource, "
-                               f"not of alerts (Pyrra passes on only {_PREFIX}NAME annotations)")
-    return out
+        notes.add(meta, field, f"({keys_text(others)}) not carried over: {what} of the Kubernetes resource, not "
+                               f"of alerts (Pyrra passes on only {_PREFIX}NAME {what})")
 
 
 def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ...]]:

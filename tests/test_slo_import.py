@@ -19,7 +19,7 @@ from inferwatch._yaml import dump_yaml
 from inferwatch.errors import SpecError
 from inferwatch.slo import check_rule_files, compile_spec, import_file, load_spec, parse_spec, render_files
 from inferwatch.slo._import import import_text
-from inferwatch.slo._import_promql import QueryError, events_sli, good_sli
+from inferwatch.slo._import_promql import QueryError, bad_sli, events_sli, good_sli
 
 CORPUS = FIXTURES / "slo" / "real-world"
 SLOTH, OPENSLO, GO_SDK, OSLO = (CORPUS / d for d in ("sloth", "openslo", "go-sdk", "oslo"))
@@ -598,3 +598,59 @@ def test_names_are_written_as_ours_and_noted():
 def test_openslo_bare_counters_are_counted():
     assert good_sli('http_requests_total{status_code="200"}', "http_requests_total{}", bare_ok=True) == (
         {"sli": "ratio", "total": "http_requests_total", "good": 'http_requests_total{status_code="200"}'}, ())
+
+
+# --- specs people wrote for their own services (fixtures/slo/real-world/{rhobs,parca,osko,kuadrant,doc-gen}) ---
+
+def test_pyrra_files_with_a_bare_v1alpha1_are_read_with_the_labels_and_annotations_pyrra_alerts_carry():
+    """rhobs writes `apiVersion: v1alpha1` (Pyrra's filesystem mode reads it); Pyrra puts `pyrra.dev/NAME`
+    labels and annotations on its alerts, the prefix cut off, so `pyrra.dev/service` names the service."""
+    result = import_file(CORPUS / "rhobs/mst-production-api-metrics-read-1M-latency-slo.yaml")
+    (spec,) = result.specs
+    (objective,) = spec["objectives"]
+    assert spec["service"] == "observatorium-api" and "labels" not in spec
+    assert sorted(objective["annotations"]) == ["dashboard", "message", "runbook"]
+    assert objective["annotations"]["runbook"].endswith("#APIMetricsReadLatency1MErrorBudgetBurning")
+    assert (objective["sli"], objective["threshold"]) == ("latency", "10s")
+    assert objective["metric"] == ('up_custom_query_duration_seconds{query="query-path-sli-1M-samples", '
+                                   'namespace="observatorium-mst-production", http_code=~"2.."}')
+    assert "metadata.labels: (instance) not carried over" in _notes(result)
+    (spec,) = import_file(CORPUS / "parca/deploy__pyrra__parca-grpc-query-errors.yaml").specs
+    assert spec["labels"] == {"team": "parca"} and spec["window"] == "14d"
+
+
+def test_redundant_regex_anchors_are_dropped_so_the_rules_get_generated_tests():
+    (spec,) = import_file(CORPUS / "rhobs/mst-production-api-metrics-query-availability-slo.yaml").specs
+    assert spec["objectives"][0]["bad"].endswith('group="metricsv1", code=~"5.."}')
+    assert bad_sli('sum(rate(t{a=~"^x$",b!~"^y\\\\$",c=~"(?m)^z$"}[5m]))', "sum(rate(t[5m]))", bare_ok=True)[0][
+        "bad"] == 't{a=~"x", b!~"y\\\\$", c=~"(?m)^z$"}'
+
+
+def test_osko_openslo_com_v1_is_openslo_v1_and_a_mimir_source_is_promql():
+    (spec,) = import_file(CORPUS / "osko/config__samples__openslo_v1_slo.yaml").specs
+    assert spec["service"] == "mimir" and spec["objectives"][0] == {
+        "name": "mimir-ingestion-latency",
+        "description": "95% of all queries should have a latency of less than 300 milliseconds",
+        "target": "99%", "sli": "ratio",
+        "total": 'cortex_distributor_query_duration_seconds_count{method="Distributor.QueryStream"}',
+        "good": 'cortex_distributor_query_duration_seconds_bucket{le="0.5", method="Distributor.QueryStream", '
+                'status_code="200"}'}
+
+
+def test_a_millisecond_histogram_stays_the_ratio_it_was_written_as():
+    (spec,) = import_file(CORPUS / "kuadrant/examples__alerts__sloth__slo-latency.yaml").specs
+    objective = spec["objectives"][0]
+    assert spec["group_by"] == ["request_host"] and objective["sli"] == "ratio"
+    assert objective["good"].startswith('istio_request_duration_milliseconds_bucket{le="250", ')
+
+
+@pytest.mark.parametrize("name, says", [
+    ("doc-gen/configs__slo__slo.yaml", "slos[0].sli.events: total query is a call of sum_over_time()"),
+    ("osko/config__samples__slo_gatekeeper_webhook_response_time_0005.yaml",
+     "ratioMetric.good.metricSource.type: unknown: no DataSource 'mimir' in this file"),
+    ("parca/deploy__pyrra__parca-grpc-profilestore-latency.yaml", "spec.indicator.latencyNative: a latencyNative"),
+])
+def test_third_party_refusals_name_the_field_and_why(name, says):
+    run = _cli("import", CORPUS / name, "-o", "/dev/null")
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"error: {CORPUS / name}") and says in run.stderr, run.stderr

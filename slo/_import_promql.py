@@ -76,10 +76,19 @@ def _unwrap(expr):
     return expr
 
 
-def _is_zero_vector(expr) -> bool:
+def _is_number(expr, value: float) -> bool:
+    expr = _unwrap(expr)
+    return isinstance(expr, promql_parser.NumberLiteral) and expr.val == value
+
+
+def _is_number_vector(expr, value: float) -> bool:
     expr = _unwrap(expr)
     return (isinstance(expr, promql_parser.Call) and expr.func.name == "vector" and len(expr.args) == 1
-            and isinstance(_unwrap(expr.args[0]), promql_parser.NumberLiteral) and _unwrap(expr.args[0]).val == 0)
+            and _is_number(expr.args[0], value))
+
+
+def _is_zero_vector(expr) -> bool:
+    return _is_number_vector(expr, 0)
 
 
 def _terms(expr, sign: int, bare_ok: bool, out: list) -> None:
@@ -165,11 +174,24 @@ def _selector(vs, by: tuple[str, ...]) -> Counter:
     return Counter(name, tuple(matchers), by)
 
 
+def _without_nan_guard(expr):
+    """`(total > 0) or vector(1)` counts what `total` counts: a guard against 0/0 in Sloth's ratio (a NaN that
+    poisons its 30d sums), which our rules need not (no events, no ratio). Only ever taken off a total query."""
+    expr = _unwrap(expr)
+    if isinstance(expr, promql_parser.BinaryExpr) and str(expr.op) == "or" and _is_number_vector(expr.rhs, 1):
+        lhs = _unwrap(expr.lhs)
+        if (isinstance(lhs, promql_parser.BinaryExpr) and str(lhs.op) == ">" and _is_number(lhs.rhs, 0)
+                and (lhs.modifier is None or not lhs.modifier.return_bool)):
+            return lhs.lhs
+    return expr
+
+
 def _counters(query: str, what: str, bare_ok: bool) -> tuple[list[Counter], list[Counter]]:
     """(added counters, subtracted counters) of a query; QueryError names which query is wrong."""
     terms: list = []
     try:
-        _terms(_parse(query), 1, bare_ok, terms)
+        expr = _parse(query)
+        _terms(_without_nan_guard(expr) if what == "total query" else expr, 1, bare_ok, terms)
     except QueryError as err:
         raise QueryError(f"{what} {err}") from None
     return [c for s, c in terms if s > 0], [c for s, c in terms if s < 0]

@@ -156,6 +156,7 @@ OUTCOMES = {
     "sloth/windows__custom-30d.yaml": "refused",
     # Specs people wrote for their own services (not the tools' own examples)
     "doc-gen/configs__slo__slo.yaml": "refused",
+    "homelab/k8s__helm__manifests__monitoring__slos.yaml": "partial 2/7",
     "kuadrant/examples__alerts__sloth__slo-availability.yaml": "partial 1/1",
     "kuadrant/examples__alerts__sloth__slo-latency.yaml": "partial 1/1",
     "osko/config__samples__openslo_v1_slo.yaml": "partial 1/1",
@@ -635,6 +636,23 @@ def test_osko_openslo_com_v1_is_openslo_v1_and_a_mimir_source_is_promql():
         "total": 'cortex_distributor_query_duration_seconds_count{method="Distributor.QueryStream"}',
         "good": 'cortex_distributor_query_duration_seconds_bucket{le="0.5", method="Distributor.QueryStream", '
                 'status_code="200"}'}
+
+
+def test_sloths_nan_guards_on_a_total_count_what_the_total_counts():
+    """meirongdev/homelab writes `(sum(rate(t)) > 0) OR on() vector(1)`: 0/0 would poison Sloth's 30d sums;
+    ours record no ratio without events. Only a total loses it: as the error count it would invent an error."""
+    specs = import_file(CORPUS / "homelab/k8s__helm__manifests__monitoring__slos.yaml").specs
+    assert [len(s["objectives"]) for s in specs] == [4, 3]
+    litellm = specs[0]["objectives"][3]
+    assert (litellm["total"], litellm["bad"]) == (
+        'envoy_cluster_upstream_rq_xx{envoy_cluster_name=~".*/litellm_litellm_.*"}',
+        'envoy_cluster_upstream_rq_xx{envoy_cluster_name=~".*/litellm_litellm_.*", envoy_response_code_class="5"}')
+    assert events_sli("sum(rate(e[5m]))", "(sum(rate(t[5m])) > 0) or vector(1)")[0]["total"] == "t"
+    for error, total in [("(sum(rate(e[5m])) > 0) or vector(1)", "sum(rate(t[5m]))"),
+                         ("sum(rate(e[5m]))", "(sum(rate(t[5m])) > bool 0) or vector(1)"),
+                         ("sum(rate(e[5m]))", "(sum(rate(t[5m])) > 1) or vector(1)")]:
+        with pytest.raises(QueryError, match="combines series with"):
+            events_sli(error, total)
 
 
 def test_a_millisecond_histogram_stays_the_ratio_it_was_written_as():

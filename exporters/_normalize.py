@@ -283,8 +283,7 @@ def _fast_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> str | No
     body = fam.body
     if not body:
         return ""
-    if (not fam.canonical or entry.scaled or entry.match or entry.drop_labels or entry.set_labels
-            or mapping.blank_at_or_above is not None or "_created" in body):
+    if not fam.canonical or entry.reshaped or mapping.blank_at_or_above is not None or "_created" in body:
         return None
     renames = _renames((*mapping.labels, *entry.labels), body)
     if renames is None:

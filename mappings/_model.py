@@ -68,6 +68,12 @@ class Entry:
         """Whether the value changes on the way (a scale or a bit), so relabeling alone cannot give it."""
         return self.multiply is not None or self.divide is not None or self.bit is not None
 
+    @property
+    def reshaped(self) -> bool:
+        """Whether its series change beyond a rename of name and labels (a value, a filter, labels dropped or
+        fixed): neither scrape-time relabeling nor the normalizer's text rewrite can give it."""
+        return self.scaled or bool(self.match or self.drop_labels or self.set_labels)
+
     def scale(self, value: float) -> float:
         """The common value; a bit is `floor(v / bit) % 2` exactly as the recording rule computes it."""
         if self.bit is not None:

@@ -37,7 +37,7 @@ def _alternation(names: list[str]) -> str:
 
 def renamed_by_relabel(mapping: SourceMapping, entry: Entry) -> bool:
     """Whether relabeling alone can produce this entry (a plain one-to-one rename)."""
-    if entry.scaled or entry.match or entry.drop_labels or entry.set_labels or len(entry.sources) != 1:
+    if entry.reshaped or len(entry.sources) != 1:
         return False
     if mapping.blank_at_or_above is not None:
         return False  # blanks must be filtered by value, which relabeling cannot do

@@ -418,10 +418,14 @@ def _difference(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
 def _table(args, out: dict) -> None:
     ms = 1000
     print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
-          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'chunks/s/core':>14} {'+CPU vs b':>10} "
+          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'chunks/s/core':>14} {'+CPU vs b':>17} "
           f"{'failed':>6} {'box busy':>8}")
     for streams in args.streams:
         reps = range(args.repeats)
@@ -437,10 +441,11 @@ def _table(args, out: dict) -> None:
                     f" {_median(out[streams, r, path][i] - out[streams, r, ref][i] for r in reps) * ms:+8.2f}ms"
                     for ref in ("direct", "bare") for i in (0, 1))
             cpu_text = f"{cpu * 1e6:8.1f}us {1 / cpu:13,.0f}" if cpu == cpu else " " * 24
-            over_bare = " " * 10
+            over_bare = " " * 17
             if path == "frontdoor":         # what the front door's CPU adds per chunk over the bare pass-through
-                added_cpu = (_difference(out[streams, r, path][2], out[streams, r, "bare"][2]) for r in reps)
-                over_bare = f"{_median(added_cpu) * 1e6:+8.1f}us"
+                pairs = [(out[streams, r, path][2], out[streams, r, "bare"][2]) for r in reps]
+                over_bare = (f"{_median(_difference(*p) for p in pairs) * 1e6:+8.1f}us "
+                             f"{_median(_ratio(*p) for p in pairs):5.2f}x")
             print(f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {over_bare} "
                   f"{failed:>6} {busy:8.0%}")
 

@@ -96,6 +96,18 @@ def _removed_bounds(removed: dict[str, str], entries: list[tuple[str, str]], col
                     f"keep {label}")
 
 
+def _matched_bounds(value: Any, name: str, mtype: str, col: _Collector, field: str) -> None:
+    """`le` or `quantile` in the `match` of an entry of the type that needs it: refused. The filter keeps some
+    buckets (quantiles) and none of `_sum` and `_count`, which carry no such label: a partial family that
+    Prometheus accepts without a word."""
+    for key in value if isinstance(value, dict) else ():
+        if key in BOUND_LABELS and BOUND_LABELS[key][0] == mtype:
+            _, _, parts = BOUND_LABELS[key]
+            col.add(value, f"{field}.{key}", f"matching {key} keeps only some {parts} of {mtype} {name} and drops "
+                    f"its _sum and _count: Prometheus accepts the partial {mtype} and what is read from it "
+                    "silently goes wrong; match on other labels only", key)
+
+
 def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[LabelRule, ...]:
     _written_bounds(value, col, field)
     if value is None:
@@ -244,6 +256,7 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
     _removed_bounds({d: f"dropping {d}" for d in drop_labels}, [(name, mtype)], col, item, label + "drop_labels")
     for rule in labels:
         _removed_bounds(_renamed_away(rule), [(name, mtype)], col, item.get("labels"), f"{label}labels.{rule.target}")
+    _matched_bounds(item.get("match"), name, mtype, col, label + "match")
     note = item.get("note", "")
     if not isinstance(note, str):
         col.add(item, label + "note", "expected a string")

@@ -215,6 +215,9 @@ BOUNDS = [
      "dropping le breaks histogram llm_request_duration_seconds: its buckets would collide as one series"),
     (HIST + "    labels: {speed: [le]}\n", 10, "metrics[1] (llm_request_duration_seconds).labels.speed",
      "renaming le to speed breaks histogram llm_request_duration_seconds"),
+    # a filter on le keeps some buckets and no _sum/_count: Prometheus accepts the partial histogram, quantiles lie
+    (HIST + "    match: {le: '+Inf'}\n", 10, "metrics[1] (llm_request_duration_seconds).match.le",
+     "matching le keeps only some buckets of histogram llm_request_duration_seconds and drops its _sum and _count"),
     # the mapping's own set_labels and labels: checked too (its problems were never raised before)
     ("", 4, "set_labels.le", "a mapping may not write le"),
     (HIST, 11, "labels.model", "renaming le to model breaks histogram llm_request_duration_seconds"),
@@ -238,11 +241,30 @@ def test_mappings_never_write_or_remove_le_and_quantile(extra, line, field, word
 
 
 def test_le_stays_where_it_cannot_break_a_histogram(catalog, tmp_path):
-    """le dropped or renamed off a gauge, quantile off a histogram, le in `match`: all load."""
+    """le dropped, renamed or matched on a gauge, quantile dropped or matched on a histogram: all load."""
     path = tmp_path / "tgi.yaml"
-    path.write_text(GOOD + "    drop_labels: [le]\n    labels: {kind: [le]}\n" + HIST
-                    + "    drop_labels: [quantile]\n    match: {le: '+Inf'}\n")
-    assert [e.drop_labels for e in load_mapping(path, catalog).entries] == [("le",), ("quantile",)]
+    path.write_text(GOOD + "    drop_labels: [le]\n    labels: {kind: [le]}\n    match: {le: '+Inf'}\n" + HIST
+                    + "    drop_labels: [quantile]\n    match: {quantile: '0.5'}\n")
+    assert [(e.drop_labels, e.match) for e in load_mapping(path, catalog).entries] == [
+        (("le",), (("le", "+Inf"),)), (("quantile",), (("quantile", "0.5"),))]
+
+
+def test_quantile_in_match_is_refused_on_a_summary_and_kept_on_a_gauge(catalog, tmp_path):
+    """The shipped catalog has no summary; a catalog that had one gets the same refusal as le on a histogram."""
+    from inferwatch.mappings import Catalog, CatalogMetric
+
+    summary = CatalogMetric("llm_request_duration_summary_seconds", "summary", "seconds", "latency", "h")
+    with_summary = Catalog({**catalog.metrics, summary.name: summary})
+    path = tmp_path / "tgi.yaml"
+    path.write_text(GOOD + "    match: {quantile: '0.99'}\n  - name: llm_request_duration_summary_seconds\n"
+                    "    from: tgi_request_duration\n    match: {quantile: '0.99', method: POST}\n")
+    with pytest.raises(SpecError) as err:
+        load_mapping(path, with_summary)
+    assert [str(p) for p in err.value.problems] == [
+        f"{path}:11: metrics[1] (llm_request_duration_summary_seconds).match.quantile: matching quantile keeps "
+        "only some quantiles of summary llm_request_duration_summary_seconds and drops its _sum and _count: "
+        "Prometheus accepts the partial summary and what is read from it silently goes wrong; match on other "
+        "labels only"]
 
 
 def test_cli_refuses_le_in_one_line_per_problem(tmp_path):

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from inferwatch.errors import ExpositionError
 
 __all__ = [
+    "blank_elisions",
     "Family",
     "Sample",
     "split_families",
@@ -305,6 +306,42 @@ class _Splitter:
         for fam, lines in written.values():
             fam.body += "".join(lines)
             fam.canonical = False
+
+
+# How docs and issues elide part of a scrape: a line that is nothing but an ellipsis, possibly indented.
+_ELISIONS = ("...", "\u2026")
+
+
+def _lines_holding(text: str, marks: tuple[str, ...]) -> list[int]:
+    """Where each line holding one of `marks` starts, in order; str.find at C speed, each line looked at once."""
+    starts: set[int] = set()
+    for mark in marks:
+        i = text.find(mark)
+        while i >= 0:
+            starts.add(text.rfind("\n", 0, i) + 1)
+            i = text.find("\n", i)
+            i = -1 if i < 0 else text.find(mark, i)
+    return sorted(starts)
+
+
+def blank_elisions(text: str) -> tuple[str, list[int]]:
+    """`text` with every elision line (only `...` or `…`) emptied, and their line numbers; the other lines keep
+    their numbers, so a later error still names the right one."""
+    found: list[int] = []
+    kept: list[str] = []
+    pos, line = 0, 1
+    for start in _lines_holding(text, _ELISIONS):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip(" \t") in _ELISIONS:
+            line += text.count("\n", pos, start)
+            found.append(line)
+            kept.append(text[pos:start])
+            pos = end
+    if not found:
+        return text, found
+    kept.append(text[pos:])
+    return "".join(kept), found
 
 
 def split_families(text: str, source: str = "<input>", *, tolerant: bool = False) -> list[Family]:

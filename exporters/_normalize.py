@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from inferwatch.exporters._exposition import (
     Family,
+    blank_elisions,
     Sample,
     format_header,
     format_sample,
@@ -64,6 +65,19 @@ class NormalizeResult:
 
     def render(self) -> str:
         return render(self.families.values())
+
+
+def _line_list(numbers: list[int], most: int = 10) -> str:
+    """`lines 2-3, 5` for [2, 3, 5]: runs as ranges, the first `most` of them, then how many lines more."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    shown = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in runs[:most])
+    rest = sum(b - a + 1 for a, b in runs[most:])
+    return f"line{'s' if len(numbers) > 1 else ''} {shown}" + (f" and {rest} more" if rest else "")
 
 
 def render(families) -> str:
@@ -154,7 +168,16 @@ class Normalizer:
         return index
 
     def normalize(self, text: str, origin: str = "<input>") -> NormalizeResult:
-        return self.normalize_families(split_families(text, origin))
+        """Normalize an exposition as read from a file or pasted (`origin` names it in errors and warnings).
+
+        Lines that are only `...` or `…` (docs eliding part of a scrape) are skipped with one warning naming
+        them; any other line that does not parse is an ExpositionError at its line."""
+        text, elided = blank_elisions(text)
+        result = self.normalize_families(split_families(text, origin))
+        if elided:
+            result.warnings.insert(0, f"{origin}: skipped {_line_list(elided)}: only '...', an elision in pasted "
+                                      "docs, not a sample")
+        return result
 
     def normalize_families(self, families: list[Family]) -> NormalizeResult:
         """`normalize` for families already split (and checked) by the caller."""

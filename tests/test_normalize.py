@@ -318,8 +318,40 @@ def test_sum_and_count_only_histograms_still_map(normalizer):
         assert f"\n{name}{{" in out, name
 
 
-def test_docs_output_with_elision_lines_is_a_one_line_error():
-    path = PARTIAL / "vllm-docs-design-metrics-elided.txt"
+ELIDED = PARTIAL / "vllm-docs-design-metrics-elided.txt"
+
+
+def test_docs_output_with_elision_lines_skips_them_with_one_warning_and_maps_the_rest():
+    """vLLM's docs print a scrape with `...` between families: those lines are skipped, said once with the file and
+    their line numbers, and the rest is normalized as any cut paste is (its TTFT histogram has no +Inf bucket)."""
+    proc = _cli("normalize", str(ELIDED))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"warning: {ELIDED}: skipped lines 4, 8, 14: only '...', an elision in pasted docs, not a sample",
+        "warning: histogram vllm:time_to_first_token_seconds (line 15) has no +Inf bucket or _sum: was the input "
+        "cut short?",
+        f"warning: vllm: no samples for llm_requests_waiting, llm_kv_cache_usage_ratio: {NO_DATA}"]
+    check_golden(GOLDEN / "vllm-docs-design-metrics-elided.prom", proc.stdout)
+    assert "llm_generation_tokens_total{" in proc.stdout and "llm_time_to_first_token_seconds_bucket{" in proc.stdout
+
+
+@pytest.mark.parametrize("elision", ["...", "…", "  ...", "\t…  "])
+def test_an_elision_line_anywhere_is_skipped_and_its_line_named(elision, normalizer):
+    text = ("# TYPE vllm:num_requests_running gauge\n" + elision + "\n" + elision + "\n"
+            'vllm:num_requests_running{model_name="m"} 3\n' + elision + "\n")
+    result = normalizer.normalize(text, "paste.txt")
+    assert result.warnings[0] == "paste.txt: skipped lines 2-3, 5: only '...', an elision in pasted docs, not a sample"
+    assert 'llm_requests_running{model="m",engine="vllm"} 3\n' in result.render()
+
+
+@pytest.mark.parametrize("line,message", [
+    ("....", "expected a metric name at the start of '....'"),
+    ("... 12 more", "expected a metric name at the start of '... 12 more'"),
+    ("…more", "expected a metric name at the start of '…more'"),
+])
+def test_other_malformed_lines_stay_a_one_line_error_at_their_true_line(line, message, tmp_path):
+    """Only a line that is nothing but an elision is skipped; the next bad line keeps its own number."""
+    path = tmp_path / "paste.txt"
+    path.write_text(ELIDED.read_text().replace("vllm:generation_tokens_total{", line + "\nvllm:generation_tokens_total{"))
     proc = _cli("normalize", str(path))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines() == [f"error: {path}:4: expected a metric name at the start of '...'"]
+    assert proc.returncode == 1 and proc.stderr.splitlines() == [f"error: {path}:7: {message}"]

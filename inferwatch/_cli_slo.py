@@ -94,9 +94,13 @@ def explain(specs: Specs):
 
 @slo_app.command()
 def check(specs: Specs):
-    """Validate specs only; every problem of every file is listed."""
+    """Validate specs; every problem of every file is listed, and what compiling would warn of."""
+    from inferwatch.slo import compile_spec
+
     for spec in _load_all(specs):
         typer.echo(f"{spec.file}: ok: {spec.service}, {len(spec.objectives)} objectives")
+        for warning in compile_spec(spec).warnings:
+            typer.echo(f"warning: {warning}", err=True)
 
 
 @slo_app.command()

@@ -28,10 +28,16 @@ and the alerts, and a long-window group evaluated every 10 minutes.
 4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
+5. Label templates. An annotation's `{{ $labels.X }}` is rendered by Prometheus from the labels of the alert's
+   expression only (service, slo and the group_by labels), not from the rule's own labels. So where X is a label
+   the rule sets (tier, severity, the user's labels, alertname) or one that every series of the SLI holds at one
+   value (an equality matcher of its total, which Pyrra puts on its alerts), the value is written out; any
+   other X would render empty and is a warning.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -120,9 +126,9 @@ def compile_spec(spec: Spec) -> RuleSet:
                     f"{spec.file}: {objective.name}: tier {m.tier.name} left out: at target "
                     f"{decimal(objective.target * 100)}% it would need an error ratio of {decimal(m.threshold)}, "
                     "more than a total outage")
-        rules = (_sli_rules(spec, objective) + _window_rules(spec, objective)
-                 + [_burn_alert(spec, objective, m) for m in maths if m.fires]
-                 + [_missing_alert(spec, objective)])
+        alerts = [_burn_alert(spec, objective, m) for m in maths if m.fires] + [_missing_alert(spec, objective)]
+        warnings += _write_out_labels(spec, objective, alerts)
+        rules = _sli_rules(spec, objective) + _window_rules(spec, objective) + alerts
         groups.append({"name": long_group_name(spec, objective), "interval": format_duration(LONG_INTERVAL),
                        "rules": _long_rules(spec, objective)})
         groups.append({"name": f"inferwatch-slo-{spec.service}-{objective.name}",
@@ -399,3 +405,36 @@ def _inhibit_rules(spec: Spec) -> list[dict]:
                                  f'tier=~"{"|".join(names[i + 1:])}"'],
              "equal": ["service", "slo", *spec.group_by]}
             for i, name in enumerate(names[:-1])]
+
+
+# --- stage 5: label templates in annotations -----------------------------------------------------------------
+
+_LABEL_ACTION = re.compile(r"\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
+
+
+def _fixed_labels(spec: Spec, objective: Objective) -> dict[str, str]:
+    """The labels every series of the objective's total holds at one value: its equality matchers."""
+    return {m.label: m.value for m in _total_selector(spec, objective).matchers if m.op == "="}
+
+
+def _write_out_labels(spec: Spec, objective: Objective, alerts: list[dict]) -> list[str]:
+    """Write out each annotation's `{{ $labels.X }}` whose X the alert's expression does not carry but whose
+    value is known: a label the rule sets (Prometheus sets those after rendering the annotations) or one fixed
+    by the SLI's selectors. Warns of the X that render empty on every alert of the objective."""
+    carried = {BURN_ALERT: {"service", "slo", *spec.group_by}, MISSING_ALERT: set(spec.group_by)}
+    fixed = {k: literal(v) for k, v in _fixed_labels(spec, objective).items()}
+    empty: dict[tuple[str, str], bool] = {}
+    for rule in alerts:
+        known = {**fixed, **rule["labels"], "alertname": rule["alert"]}
+        for key, text in rule["annotations"].items():
+            def write(match, key=key):
+                label = match.group(1)
+                if label in carried[rule["alert"]]:
+                    return match.group(0)
+                empty[(key, label)] = empty.get((key, label), True) and label not in known
+                return known.get(label, match.group(0))
+            rule["annotations"][key] = _LABEL_ACTION.sub(write, text)
+    return [f"{spec.file}: {objective.name}: annotations.{key}: {{{{ $labels.{label} }}}} renders empty: the "
+            f"alerts carry no {label} label; select one {label} with {label}=\"...\" in the SLI's selectors, or "
+            f"add it to group_by for an SLO per {label}"
+            for (key, label), is_empty in sorted(empty.items()) if is_empty]

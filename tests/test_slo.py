@@ -326,3 +326,48 @@ def test_the_issues_cases_compile_and_pass_their_own_tests(tmp_path):
     assert len(tests) == 2
     ok, output = run_rule_tests(tests)
     assert ok, output
+
+
+# --- label templates in annotations ---------------------------------------------------------------------------
+
+TEMPLATED = {
+    "service": "web", "window": "28d", "engines": [], "group_by": ["model"], "labels": {"team": "infra {{"},
+    "objectives": [{
+        "name": "errors", "sli": "ratio", "target": "99%",
+        "total": 'http_requests_total{namespace="prod", job="api"}',
+        "bad": 'http_requests_total{namespace="prod", job="api", code=~"5.."}',
+        "annotations": {"dashboard": "https://g/d?ns={{$labels.namespace}}&model={{ $labels.model }}"
+                                     "&tier={{ $labels.tier }}&team={{ $labels.team }}&svc={{ $labels.service }}"
+                                     "&alert={{ $labels.alertname }}&pod={{ $labels.pod }}"}}],
+}
+
+
+def test_annotation_templates_render_every_label_the_alert_has(tmp_path):
+    """Prometheus renders `$labels` from the alert expression's labels only (service, slo, group_by): a label the
+    rule sets (tier, the user's team, alertname) or one the SLI's selectors fix (namespace="prod", as Pyrra puts
+    it on its alerts) is written out; one the alerts never carry (pod) renders empty and is warned of by name.
+    promtool renders the alerts for real: a slow burn's tickets and every missing-data case see these exact URLs."""
+    need("promtool")
+    spec = parse_spec(TEMPLATED, "templated.yaml")
+    files, warnings = render_files(compile_spec(spec))
+    assert warnings == ["templated.yaml: errors: annotations.dashboard: {{ $labels.pod }} renders empty: the alerts "
+                        'carry no pod label; select one pod with pod="..." in the SLI\'s selectors, or add it to '
+                        "group_by for an SLO per pod"]
+    _write(tmp_path, files)
+    test_file = tmp_path / "tests" / "web.errors.test.yaml"
+    doc = yaml.safe_load(test_file.read_text())
+    # a slow burn (ticket tiers) and the missing-data cases: 2 s of promtool, where the whole file takes 12 s
+    cases = [c for c in doc["tests"] if "opens a ticket" in c["name"] or "fire LLMSLIDataMissing" in c["name"]
+             or "fires LLMSLIDataMissing" in c["name"]]
+    assert len(cases) == 5
+    test_file.write_text(yaml.safe_dump({**doc, "tests": cases}))
+    url = "https://g/d?ns=prod&model={}&tier={}&team=infra {{{{&svc=web&alert={}&pod="
+    rendered = {(c["alertname"], a["exp_labels"].get("model", ""), a["exp_labels"].get("tier", "")):
+                a["exp_annotations"]["dashboard"]
+                for case in cases for c in case["alert_rule_test"] for a in c["exp_alerts"]}
+    assert {k[0] for k in rendered} == {"LLMErrorBudgetBurn", "LLMSLIDataMissing"}
+    assert ("LLMSLIDataMissing", "", "") in rendered                  # no series at all: no group is known
+    for (alert, model, tier), dashboard in rendered.items():
+        assert dashboard == url.format(model, tier, alert)
+    ok, output = run_rule_tests([test_file])
+    assert ok, output

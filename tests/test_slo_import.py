@@ -17,7 +17,8 @@ import yaml
 from conftest import FIXTURES, need
 from inferwatch._yaml import dump_yaml
 from inferwatch.errors import SpecError
-from inferwatch.slo import check_rule_files, compile_spec, import_file, load_spec, parse_spec, render_files
+from inferwatch.slo import (check_rule_files, compile_spec, import_file, load_spec, parse_spec, render_files,
+                            run_rule_tests)
 from inferwatch.slo._import import import_text
 from inferwatch.slo._import_promql import QueryError, bad_sli, events_sli, good_sli
 
@@ -618,6 +619,47 @@ def test_pyrra_files_with_a_bare_v1alpha1_are_read_with_the_labels_and_annotatio
     assert "metadata.labels: (instance) not carried over" in _notes(result)
     (spec,) = import_file(CORPUS / "parca/deploy__pyrra__parca-grpc-query-errors.yaml").specs
     assert spec["labels"] == {"team": "parca"} and spec["window"] == "14d"
+
+
+def test_rhobs_dashboard_link_gets_the_namespace_its_selector_fixes_and_a_warning_where_none_is_fixed(tmp_path):
+    """rhobs' dashboard annotations read {{$labels.namespace}}, a label our alerts' expressions do not carry. Where
+    the SLI selects namespace="..." (as Pyrra puts such matchers on its alerts) the value is written out, and
+    promtool renders it; where nothing fixes it, compiling warns naming the file, the annotation and the label."""
+    need("promtool")
+    link = "var-datasource=telemeter-prod-01-prometheus&var-namespace={}&var-job=All"
+    rendered = []
+    for name, namespace in (("mst-production-api-metrics-read-1M-latency-slo.yaml", "observatorium-mst-production"),
+                            ("mst-production-api-metrics-write-latency-slo.yaml", None)):
+        (spec,) = import_file(CORPUS / "rhobs" / name).specs
+        spec_file = tmp_path / name
+        spec_file.write_text(dump_yaml(spec))
+        files, warnings = render_files(compile_spec(load_spec(spec_file)))
+        dashboards = {a["annotations"]["dashboard"] for f, text in files.items() if f.endswith(".rules.yaml")
+                      for g in yaml.safe_load(text)["groups"] for a in g["rules"] if "alert" in a}
+        (dashboard,) = dashboards
+        empty = [w for w in warnings if "annotations.dashboard" in w]
+        if namespace:
+            assert link.format(namespace) in dashboard and not empty
+            rendered.append((tmp_path / name.replace(".yaml", ""), files))
+        else:
+            assert link.format("{{$labels.namespace}}") in dashboard
+            assert empty == [f"{spec_file}: {spec['objectives'][0]['name']}: annotations.dashboard: "
+                             "{{ $labels.namespace }} renders empty: the alerts carry no namespace label; select one "
+                             'namespace with namespace="..." in the SLI\'s selectors, or add it to group_by for an '
+                             "SLO per namespace"]
+    ((folder, files),) = rendered                  # promtool renders the alerts of a slow burn: the link is whole
+    for file_name, text in files.items():
+        (folder / file_name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / file_name).write_text(text)
+    (test_file,) = (folder / "tests").glob("*.test.yaml")
+    doc = yaml.safe_load(test_file.read_text())
+    (case,) = [c for c in doc["tests"] if "opens a ticket" in c["name"]]
+    alerts = [a for check in case["alert_rule_test"] for a in check["exp_alerts"]]
+    assert alerts and all(link.format("observatorium-mst-production") in a["exp_annotations"]["dashboard"]
+                          for a in alerts)
+    test_file.write_text(yaml.safe_dump({**doc, "tests": [case]}))
+    ok, output = run_rule_tests([test_file])
+    assert ok, output
 
 
 def test_redundant_regex_anchors_are_dropped_so_the_rules_get_generated_tests():

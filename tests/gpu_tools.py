@@ -51,13 +51,15 @@ def pod_list_file(path: Path) -> Path:
     return path
 
 
-def node(tmp_path: Path, **kw) -> tuple[FakeNvml, GpuExporter]:
-    """A node: a Hopper with GPM (pod A), an Ampere without (pods A and B), a MIG Hopper, a lost Ampere."""
+def node(tmp_path: Path, pod_list: str | None = None, **kw) -> tuple[FakeNvml, GpuExporter]:
+    """A node: a Hopper with GPM (pod A), an Ampere without (pods A and B), a MIG Hopper, a lost Ampere.
+
+    The pods are named by a PodList file, or by `pod_list` (a kubelet URL or a path) when given."""
     gpus = [hopper(0, pids=(101,), xids=[79], reasons=0b100), ampere(1, pids=(102, 202)), mig_hopper(2),
             ampere(3, lost=True)]
     nvml = FakeNvml(gpus, **kw)
     pods = PodResolver(fake_proc(tmp_path / "proc"), fake_kubelet(tmp_path / "kubelet"),
-                       str(pod_list_file(tmp_path / "pods.json")))
+                       pod_list or str(pod_list_file(tmp_path / "pods.json")))
     return nvml, GpuExporter(NvmlBackend(nvml, "node-1", pods, sleep=lambda s: None), interval=1.0)
 
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import time
+
 import pytest
 
-from gpu_tools import (CGROUP_V1, CGROUP_V2, CID_A, CID_B, POD_LIST, UID_A, UID_B, fake_kubelet, fake_proc,
-                       pod_list_file)
+from conftest import need
+from gpu_tools import (CGROUP_V1, CGROUP_V2, CID_A, CID_B, POD_LIST, UID_A, UID_B, fake_kubelet, fake_proc, node,
+                       pod_list_file, values)
+from inferwatch.sim._demo import free_port
+from promtools import serve
 from inferwatch.exporters.gpu import PodResolver, Workload, index_pod_list, pod_of_cgroup
 
 
@@ -86,3 +93,101 @@ def test_a_kubelet_pod_list_over_the_cap_falls_back_and_is_said_once(tmp_path, c
         assert over.workload(202) == Workload(pod="bare-metal-job")
     said = [r.message for r in caplog.records if "/big" in r.message]
     assert len(said) == 1 and "over 2048 bytes" in said[0], said
+
+
+# --- a kubelet that cannot be read: the exporter keeps serving, falls back to the kubelet folder, counts why -------
+
+def _status(code: int):
+    def send(handler):
+        handler.send_error(code)
+    return send
+
+
+def _body(data: bytes):
+    def send(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    return send
+
+
+def _not_http(handler):
+    handler.wfile.write(b"\x16\x03\x01 not an HTTP answer\r\n\r\n")    # e.g. a TLS port spoken to in plain HTTP
+    handler.close_connection = True
+
+
+def _slow(handler):
+    time.sleep(1.0)
+    _body(json.dumps(POD_LIST).encode())(handler)
+
+
+KUBELET = {"/forbidden": _status(403), "/html": _body(b"<html>Unauthorized</html>"),
+           "/items-not-a-list": _body(b'{"kind": "PodList", "items": 5}'), "/a-list": _body(b"[1, 2]"),
+           "/not-http": _not_http, "/over-cap": _body(json.dumps({**POD_LIST, "pad": "x" * 4096}).encode()),
+           "/slow": _slow}
+BROKEN = [  # (pod list: a path on the fake kubelet, a closed port, or a file; the kind counted)
+    ("/forbidden", "http"), ("/html", "parse"), ("/items-not-a-list", "parse"), ("/a-list", "parse"),
+    ("/not-http", "connect"), ("/over-cap", "too_large"), ("/slow", "timeout"), ("closed-port", "connect"),
+    ("missing-file", "file"),
+]
+
+
+def test_every_kind_of_pod_list_error_is_exercised():
+    from inferwatch.exporters.gpu._pods import POD_LIST_ERRORS
+
+    assert {kind for _, kind in BROKEN} == set(POD_LIST_ERRORS)
+
+
+@pytest.fixture(scope="module")
+def kubelet():
+    with serve(KUBELET) as base:
+        yield base
+
+
+@pytest.mark.parametrize("where,kind", BROKEN, ids=[b[0].strip("/") for b in BROKEN])
+def test_an_unreadable_pod_list_is_counted_by_kind_and_the_exporter_keeps_serving(where, kind, kubelet, tmp_path,
+                                                                                   caplog, monkeypatch):
+    from inferwatch.exporters.gpu import _pods
+
+    monkeypatch.setattr(_pods, "MAX_POD_LIST_BYTES", 2048)
+    monkeypatch.setattr(_pods, "POD_LIST_TIMEOUT", 0.3)
+    url = {"closed-port": f"http://127.0.0.1:{free_port()}/pods", "missing-file": str(tmp_path / "none.json")}
+    _, exporter = node(tmp_path, pod_list=url.get(where, kubelet + where))
+    exporter.step()
+    exporter.backend.pods._fetched = float("-inf")          # the next pass fetches the list again: still broken
+    text = (exporter.step(), exporter.render())[1]
+    assert values(text, "gpu_exporter_up")[0][1] == 1.0 and values(text, "gpu_up", gpu="0")[0][1] == 1.0
+    # pod A is still named, from its kubelet folder; pod B has none: its process's HOSTNAME
+    assert {(l.get("namespace"), l["pod"]) for l, _ in values(text, "gpu_utilization_ratio", gpu="1")} == {
+        ("inference", "vllm-llama-0"), (None, "bare-metal-job")}
+    assert values(text, "inferwatch_gpu_exporter_pod_list_errors_total") == [({"kind": kind}, 2.0)]
+    assert {l["kind"] for l, _ in values(text, "inferwatch_gpu_exporter_errors_total")} == {"gpu_lost"}   # GPU 3 only
+    said = [r.message for r in caplog.records if "pod list" in r.message]
+    assert len(said) == 1 and f": {kind}: " in said[0] and "\n" not in said[0], said   # once, on one line
+
+
+def test_pod_list_errors_are_valid_exposition_and_absent_when_the_list_reads(kubelet, tmp_path):
+    _, exporter = node(tmp_path / "ok")
+    exporter.step()
+    assert not values(exporter.render(), "inferwatch_gpu_exporter_pod_list_errors_total")
+    _, exporter = node(tmp_path / "broken", pod_list=kubelet + "/forbidden")
+    exporter.step()
+    text = exporter.render()
+    proc = subprocess.run([need("promtool"), "check", "metrics"], input=text, capture_output=True, text=True)
+    assert proc.returncode == 0 and not proc.stdout.strip() and not proc.stderr.strip(), proc.stdout + proc.stderr
+    assert "# TYPE inferwatch_gpu_exporter_pod_list_errors_total counter\n" in text
+
+
+def test_one_capped_read_serves_the_pod_list_and_the_followed_engine(kubelet):
+    """get_capped returns a body of exactly the limit whole and refuses one byte more (a ValueError, as both
+    callers count it), for the pod resolver and the simulated GPUs' --follow alike."""
+    from inferwatch.exporters.gpu import _pods, _sim
+    from inferwatch.exporters.gpu._http import TooLarge, get_capped
+
+    body = json.dumps({**POD_LIST, "pad": "x" * 4096}).encode()
+    assert get_capped(kubelet + "/over-cap", 5, len(body)) == body
+    with pytest.raises(TooLarge, match=f"body is over {len(body) - 1} bytes"):
+        get_capped(kubelet + "/over-cap", 5, len(body) - 1)
+    assert issubclass(TooLarge, ValueError) and _pods.get_capped is _sim.get_capped is get_capped

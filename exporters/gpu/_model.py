@@ -49,3 +49,4 @@ class Snapshot:
     taken_at: float = 0.0                  # time.time() at the end of the pass
     duration: float = 0.0                  # seconds of backend calls, the GPM wait excluded
     errors: dict[str, int] = field(default_factory=dict)   # failed reads by kind, since start
+    pod_list_errors: dict[str, int] = field(default_factory=dict)   # failed reads of the pod list by kind

@@ -139,7 +139,8 @@ class NvmlBackend:
                 for sample in per_device.values():
                     self._free(sample)
         return Snapshot(True, tuple(readings), taken_at=time.time(),
-                        duration=busy + time.monotonic() - started, errors=dict(self.errors))
+                        duration=busy + time.monotonic() - started, errors=dict(self.errors),
+                        pod_list_errors=dict(getattr(self.pods, "errors", {})))
 
     # -- discovery ----------------------------------------------------------------------------------------
 

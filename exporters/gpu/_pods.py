@@ -10,17 +10,19 @@ Kubernetes sets to the pod name. Every root is a parameter so tests use tmp dirs
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import re
 import time
-import urllib.request
-from dataclasses import dataclass
+import urllib.error
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferwatch.exporters.gpu._http import TooLarge, get_capped
 from inferwatch.exporters.gpu._model import Workload
 
-__all__ = ["PodResolver", "pod_of_cgroup", "index_pod_list"]
+__all__ = ["PodResolver", "pod_of_cgroup", "index_pod_list", "POD_LIST_ERRORS"]
 
 log = logging.getLogger("inferwatch.exporter.gpu")
 
@@ -31,6 +33,17 @@ _LIST_TTL = 30.0          # seconds a fetched pod list is trusted
 # The most a kubelet /pods answer may be: a full node (110 pods with their specs) is a few MiB, so 64 MiB is
 # generous, and a broken endpoint streaming without end cannot exhaust the exporter's memory.
 MAX_POD_LIST_BYTES = 64 * 2**20
+POD_LIST_TIMEOUT = 5.0    # seconds for the kubelet's whole answer
+# Why the pod list could not be read: a bounded set, as it is a label value (the normalizing exporter's names
+# for a failed fetch, exporters/_fetch.py ERROR_KINDS, and `file`).
+POD_LIST_ERRORS = {
+    "connect": "no connection to the kubelet, or no HTTP answer",
+    "timeout": "no whole answer within POD_LIST_TIMEOUT",
+    "http": "an HTTP status other than 2xx (401, 403: may the exporter's service account read nodes/proxy?)",
+    "too_large": "the answer is over MAX_POD_LIST_BYTES",
+    "parse": "not JSON, or not a PodList",
+    "file": "the --pod-list file cannot be read",
+}
 
 
 def pod_of_cgroup(text: str) -> tuple[str, str] | None:
@@ -75,6 +88,7 @@ class PodResolver:
     proc_root: Path = Path("/proc")
     kubelet_pods_dir: Path = Path("/var/lib/kubelet/pods")
     pod_list: str | None = None
+    errors: dict[str, int] = field(default_factory=dict)    # failed reads of the pod list by POD_LIST_ERRORS kind
     _index: dict | None = None
     _fetched: float = float("-inf")
     _last_problem: str | None = None
@@ -112,22 +126,38 @@ class PodResolver:
             try:
                 self._index = index_pod_list(self._load_list())
                 self._last_problem = None
-            except (OSError, ValueError, AttributeError) as err:
-                problem = f"pod list {self.pod_list}: {err}"
+            # a kubelet can answer anything: JSON of another shape (TypeError), nested without end (RecursionError),
+            # or no HTTP at all (HTTPException); none of it may cost more than the pod names
+            except (OSError, ValueError, AttributeError, TypeError, RecursionError, http.client.HTTPException) as err:
+                kind = self._kind(err)
+                self.errors[kind] = self.errors.get(kind, 0) + 1
+                said = str(err) if str(err).isprintable() else repr(str(err))   # one log line, whatever was sent
+                problem = f"pod list {self.pod_list}: {kind}: {type(err).__name__}: {said}"
                 if problem != self._last_problem:
                     log.warning("%s; falling back to %s", problem, self.kubelet_pods_dir)
                 self._last_problem = problem
                 self._index = self._index or {}
         return self._index
 
+    def _is_url(self) -> bool:
+        return self.pod_list.startswith(("http://", "https://"))
+
     def _load_list(self) -> dict:
-        if self.pod_list.startswith(("http://", "https://")):
-            with urllib.request.urlopen(self.pod_list, timeout=5) as resp:
-                body = resp.read(MAX_POD_LIST_BYTES + 1)
-            if len(body) > MAX_POD_LIST_BYTES:
-                raise ValueError(f"answer is over {MAX_POD_LIST_BYTES} bytes")
-            return json.loads(body)
+        if self._is_url():
+            return json.loads(get_capped(self.pod_list, POD_LIST_TIMEOUT, MAX_POD_LIST_BYTES))
         return json.loads(Path(self.pod_list).read_text())
+
+    def _kind(self, err: BaseException) -> str:
+        """The POD_LIST_ERRORS kind of a failed read."""
+        if isinstance(err, TooLarge):
+            return "too_large"
+        if isinstance(err, urllib.error.HTTPError):
+            return "http"
+        if isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError):
+            return "timeout"
+        if isinstance(err, (OSError, http.client.HTTPException)):
+            return "connect" if self._is_url() else "file"
+        return "parse"
 
     def _from_kubelet_dir(self, uid: str) -> Workload | None:
         pod_dir = self.kubelet_pods_dir / uid

@@ -33,6 +33,9 @@ OWN_FAMILIES = {  # name: (type, help); gpu_exporter_up is in the catalog, so al
                                                 "the wait between the two GPM samples excluded."),
     _OWN + "sample_age_seconds": ("gauge", "Age of the sampling pass served in this response."),
     _OWN + "errors_total": ("counter", "Failed backend reads since start, by kind (init, gpu_lost, nvml, follow)."),
+    _OWN + "pod_list_errors_total": ("counter", "Failed reads of the pod list (--pod-list) since start, by kind "
+                                                "(connect, timeout, http, too_large, parse, file); pods are then "
+                                                "named from the kubelet's folders."),
     _OWN + "build_info": ("gauge", "inferwatch version and the backend in use."),
 }
 
@@ -69,11 +72,15 @@ def render_snapshot(snapshot: Snapshot, catalog: Catalog) -> str:
 
 def render_health(snapshot: Snapshot, now: float, scrape_seconds: float, backend: str) -> str:
     """The exporter's own series; `now` is time.time()."""
+    def by_kind(counts: dict[str, int]) -> list:
+        return [((("kind", k),), float(n)) for k, n in sorted(counts.items())]
+
     values = {
         _OWN + "scrape_duration_seconds": [((), scrape_seconds)],
         _OWN + "sample_duration_seconds": [((), snapshot.duration)] if snapshot.taken_at else [],
         _OWN + "sample_age_seconds": [((), max(0.0, now - snapshot.taken_at))] if snapshot.taken_at else [],
-        _OWN + "errors_total": [((("kind", k),), float(n)) for k, n in sorted(snapshot.errors.items())],
+        _OWN + "errors_total": by_kind(snapshot.errors),
+        _OWN + "pod_list_errors_total": by_kind(snapshot.pod_list_errors),
         _OWN + "build_info": [((("backend", backend), ("version", __version__)), 1.0)],
     }
     out = []

@@ -74,7 +74,7 @@ class GpuExporter:
             log.info("%s backend is back", self.backend.name)
             self._last_error = None
         self.snapshot = Snapshot(snapshot.up, snapshot.readings, snapshot.error, snapshot.taken_at,
-                                 snapshot.duration, {**self._errors, **snapshot.errors})
+                                 snapshot.duration, {**self._errors, **snapshot.errors}, snapshot.pod_list_errors)
         return self.snapshot
 
     def _fail(self, kind: str, message: str) -> None:
@@ -82,7 +82,8 @@ class GpuExporter:
         if message != self._last_error:
             log.error("%s; serving gpu_exporter_up 0, retrying every %gs", message, self.retry)
         self._last_error = message
-        self.snapshot = Snapshot(False, error=message, errors=dict(self._errors))   # no pass: no age, no duration
+        self.snapshot = Snapshot(False, error=message, errors=dict(self._errors),   # no pass: no age, no duration
+                                 pod_list_errors=self.snapshot.pod_list_errors)      # a counter never goes back
 
     def _loop(self) -> None:
         while not self._stop.is_set():

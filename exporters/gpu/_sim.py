@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import math
 import time
-import urllib.request
 import uuid as uuidlib
 from dataclasses import dataclass
 
 from inferwatch.errors import InferwatchError
 from inferwatch.exporters._config import MAX_BODY_BYTES
+from inferwatch.exporters.gpu._http import get_capped
 from inferwatch.exporters.gpu._model import Reading, Snapshot, Workload
 
 __all__ = ["SimulatedBackend", "EngineLoad", "activity", "simulated_gpus", "SCENARIOS"]
@@ -200,11 +200,7 @@ class SimulatedBackend:
 def _fetch(url: str, timeout: float) -> str:
     """The engine's /metrics; a body over the normalizing exporter's --max-body default is a failed follow
     (ValueError), never parsed cut."""
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        body = resp.read(MAX_BODY_BYTES + 1)
-    if len(body) > MAX_BODY_BYTES:
-        raise ValueError(f"body is over {MAX_BODY_BYTES} bytes")
-    return body.decode("utf-8", errors="replace")
+    return get_capped(url, timeout, MAX_BODY_BYTES).decode("utf-8", errors="replace")
 
 
 def _default_workload() -> Workload:

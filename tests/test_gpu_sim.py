@@ -18,6 +18,7 @@ from conftest import ROOT, need
 from gpu_tools import values
 from inferwatch.exporters.gpu import SCENARIOS, EngineLoad, GpuExporter, SimulatedBackend, Workload, activity
 from inferwatch.sim._demo import free_port
+from promtools import serve
 from simtools import FAST, serve_app, simulator
 
 LOADS = [EngineLoad(), EngineLoad(1, 0, 0.05), EngineLoad(8, 2, 0.4, 0.3), EngineLoad(64, 40, 1.0, 0.9),
@@ -89,6 +90,23 @@ def test_unreachable_engine_idles_the_gpus_and_is_counted(caplog):
     assert values(text, "gpu_up")[0][1] == 1.0 and values(text, "gpu_utilization_ratio")[0][1] == 0.0
     assert values(text, "inferwatch_gpu_exporter_errors_total", kind="follow")[0][1] == 2.0
     assert sum("--follow" in r.message for r in caplog.records) == 1       # said once, not every pass
+
+
+def test_an_engine_that_answers_no_http_is_a_counted_follow_failure(caplog):
+    """Bytes that are not HTTP (a TLS port, a wrong service) fail the follow like a closed port; they used to fail
+    the whole pass, so the exporter served gpu_exporter_up 0 and no GPU at all."""
+    def not_http(handler):
+        handler.wfile.write(b"\x16\x03\x01 not HTTP\r\n\r\n")
+        handler.close_connection = True
+
+    with serve({"/metrics": not_http}) as base:
+        backend = SimulatedBackend(1, "n", follow=base + "/metrics")
+        _render(backend)
+        text = _render(backend)
+    assert values(text, "gpu_exporter_up")[0][1] == 1.0 and values(text, "gpu_utilization_ratio")[0][1] == 0.0
+    assert values(text, "inferwatch_gpu_exporter_errors_total") == [({"kind": "follow"}, 2.0)]
+    said = [r.message for r in caplog.records if "--follow" in r.message]
+    assert len(said) == 1 and "\n" not in said[0], said
 
 
 def _minutes(backend: SimulatedBackend, clock: list[float], minutes: int, stall_from: int | None):

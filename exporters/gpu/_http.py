@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 
-__all__ = ["TooLarge", "get_capped"]
+__all__ = ["TooLarge", "get_capped", "one_line"]
 
 
 class TooLarge(ValueError):
@@ -19,3 +19,10 @@ def get_capped(url: str, timeout: float, limit: int) -> bytes:
     if len(body) > limit:
         raise TooLarge(f"body is over {limit} bytes")
     return body
+
+
+def one_line(what: object) -> str:
+    """`what` as text for one log line: quoted with escapes when it holds a line break or a control character,
+    as a server that does not speak HTTP sends them."""
+    text = str(what)
+    return text if text.isprintable() else repr(text)

@@ -19,7 +19,7 @@ import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferwatch.exporters.gpu._http import TooLarge, get_capped
+from inferwatch.exporters.gpu._http import TooLarge, get_capped, one_line
 from inferwatch.exporters.gpu._model import Workload
 
 __all__ = ["PodResolver", "pod_of_cgroup", "index_pod_list", "POD_LIST_ERRORS"]
@@ -131,8 +131,7 @@ class PodResolver:
             except (OSError, ValueError, AttributeError, TypeError, RecursionError, http.client.HTTPException) as err:
                 kind = self._kind(err)
                 self.errors[kind] = self.errors.get(kind, 0) + 1
-                said = str(err) if str(err).isprintable() else repr(str(err))   # one log line, whatever was sent
-                problem = f"pod list {self.pod_list}: {kind}: {type(err).__name__}: {said}"
+                problem = f"pod list {self.pod_list}: {kind}: {type(err).__name__}: {one_line(err)}"
                 if problem != self._last_problem:
                     log.warning("%s; falling back to %s", problem, self.kubelet_pods_dir)
                 self._last_problem = problem

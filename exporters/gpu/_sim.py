@@ -10,6 +10,7 @@ communication stall: GPU-Util stays near 1 while SM and tensor activity collapse
 
 from __future__ import annotations
 
+import http.client
 import logging
 import math
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from inferwatch.errors import InferwatchError
 from inferwatch.exporters._config import MAX_BODY_BYTES
-from inferwatch.exporters.gpu._http import get_capped
+from inferwatch.exporters.gpu._http import get_capped, one_line
 from inferwatch.exporters.gpu._model import Reading, Snapshot, Workload
 
 __all__ = ["SimulatedBackend", "EngineLoad", "activity", "simulated_gpus", "SCENARIOS"]
@@ -150,8 +151,8 @@ class SimulatedBackend:
     def _follow(self, now: float, timeout: float) -> EngineLoad:
         try:
             totals = self._totals(self.fetch(self.follow, timeout))
-        except (OSError, ValueError, InferwatchError) as err:
-            self._problem_is(f"--follow {self.follow}: {getattr(err, 'reason', err)}")
+        except (OSError, ValueError, InferwatchError, http.client.HTTPException) as err:   # the last: not HTTP
+            self._problem_is(f"--follow {self.follow}: {one_line(getattr(err, 'reason', err))}")
             return EngineLoad()
         self._problem_is(None)
         return self._load(totals, now)

@@ -12,10 +12,13 @@ engine aborts the request. The connect has the connect timeout, the wait for the
 upstream's headers and each silence between two reads of its body the idle
 timeout, a whole stream none.
 
-The per-chunk path is the budget (tests/bench_frontdoor.py): read, write the
-same bytes, then split and parse a copy (orjson); no per-chunk timer, log line
-or series update (the idle watch wakes once per quarter of the idle timeout,
-series are updated once per request).
+The per-chunk path is the budget (tests/bench_frontdoor.py): the metered paths
+go through the front door's own upstream client (_upstream.py), which hands
+each piece of the answer to `_Sink` from the socket's read callback; it writes
+the same bytes to the client's socket, then splits and parses a copy (orjson).
+No task wakes per chunk, and there is no per-chunk timer, log line or series
+update (the idle watch wakes once per quarter of the idle timeout, series are
+updated once per request). Other paths go through aiohttp's client untouched.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 from aiohttp import web
+from aiohttp.http import HttpVersion11
 from multidict import CIMultiDict
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -39,6 +43,7 @@ from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, obser
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
 from inferwatch.frontdoor._outcome import classify
 from inferwatch.frontdoor._sse import SSESplitter
+from inferwatch.frontdoor._upstream import Exchange, Silent, Unreachable, UpstreamPool
 
 __all__ = ["Frontdoor", "make_app", "start", "serve", "FRONTDOOR", "METERED_PATHS"]
 
@@ -52,6 +57,7 @@ _NOT_RETURNED = HOP_BY_HOP | {"content-length"}
 _SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")   # forward the client's, or none
 _UPSTREAM_DOWN = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError)
 MAX_METERED_BODY = 64 * 1024 * 1024     # a whole answer larger than this passes through unjudged (an error)
+_CLIENT_BEHIND = 256 * 1024             # bytes waiting for the client before reading the upstream pauses
 
 
 @dataclass
@@ -84,7 +90,7 @@ def _returned_headers(headers) -> CIMultiDict:
 
 
 class _IdleWatch:
-    """The idle timeout between two reads of a response body, without a per-chunk timer: aiohttp's `sock_read`
+    """For the unmetered paths, the idle timeout between two reads of a response body, without a per-chunk timer: aiohttp's `sock_read`
     moves one on every read, this one wakes four times per `limit` and fails the pending read when the
     upstream sent nothing during the last `limit` (to within a quarter of it). Bytes not yet `taken` by the
     relay (a slow client holds it up) count as activity, as aiohttp stops `sock_read` while reading is paused."""
@@ -112,6 +118,49 @@ class _IdleWatch:
             self._handle.cancel()
 
 
+class _Sink:
+    """Each piece of a metered answer, in the upstream's read callback: written to the client's socket as it
+    came (in the chunked framing when the client's response has one), then a copy metered. When the client
+    falls behind, reading the upstream pauses; when it is gone, the upstream request is aborted."""
+
+    __slots__ = ("client", "exchange", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone")
+
+    def __init__(self, client: asyncio.Transport, exchange: Exchange, facts: Facts, sse: bool, whole: bool,
+                 chunked: bool):
+        self.client, self.exchange, self.facts, self.sse, self.whole = client, exchange, facts, sse, whole
+        self.chunked, self.splitter, self.copy, self.gone = chunked, SSESplitter(), bytearray(), False
+
+    def take(self, piece: bytes) -> None:
+        now, client = time.monotonic(), self.client
+        if client.is_closing():
+            self.gone = True
+            self.exchange.abort()
+            return
+        client.write(b"%x\r\n%b\r\n" % (len(piece), piece) if self.chunked else piece)
+        try:
+            if self.sse:
+                facts = self.facts
+                for payload in self.splitter.feed(piece):
+                    observe_event(facts, payload, now)
+            elif self.whole and len(self.copy) <= MAX_METERED_BODY:
+                self.copy += piece
+        except Exception:  # noqa: BLE001 - a metering bug must not cut the answer; judge it unknown, say so
+            log.exception("metering failed; the rest of this answer passes unmetered")
+            self.sse = self.whole = False
+            self.facts.error = "metering failed"
+        if client.get_write_buffer_size() > _CLIENT_BEHIND:
+            self.exchange.pause()
+
+
+async def _caught_up(client: asyncio.Transport) -> None:
+    """Until the client has taken most of what waits for it (or is gone); looks again after 1 ms, then less
+    often, up to every 50 ms: only a slow client gets here."""
+    pause = 0.001
+    while client.get_write_buffer_size() > _CLIENT_BEHIND // 4 and not client.is_closing():
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 class Frontdoor:
     """Routes, forwards and meters; one per listening front door."""
 
@@ -121,6 +170,7 @@ class Frontdoor:
         self.callers = LabelCap(config.max_callers)
         self.models = LabelCap(config.max_models, free=("unknown", "other"))
         self.session: aiohttp.ClientSession | None = None
+        self.pool = UpstreamPool(config.connect_timeout)
         self.access = AccessLog(config.access_log) if config.access_log else None
         self.timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=config.connect_timeout)
 
@@ -130,6 +180,7 @@ class Frontdoor:
                                              skip_auto_headers=_SKIP_AUTO, cookie_jar=aiohttp.DummyCookieJar())
 
     async def close(self) -> None:
+        self.pool.close()
         if self.session:
             await self.session.close()
         if self.access:
@@ -218,23 +269,22 @@ class Frontdoor:
 
     async def _forward(self, request: web.Request, upstream: Upstream, body: bytes, ex: _Exchange,
                        metered: bool) -> web.StreamResponse:
+        if metered:
+            return await self._forward_metered(request, upstream, body, ex)
         try:
             async with asyncio.timeout(self.config.idle_timeout or None):        # until the upstream's headers
                 resp = await self.session.request(
                     request.method, upstream.url + request.raw_path,
-                    headers=_forward_headers(request.headers, metered),
+                    headers=_forward_headers(request.headers, False),
                     data=body if body or request.method not in ("GET", "HEAD", "OPTIONS") else None,
                     allow_redirects=False)
         except TimeoutError:
-            ex.ended = "timeout"
-            return self._reply(ex, _error(504, f"upstream {upstream.name} did not answer in time", "timeout"))
+            return self._timed_out(ex, upstream)
         except aiohttp.ClientError as err:
-            ex.ended = "unreachable"
-            log.warning("upstream %s: %s", upstream.name, type(err).__name__)
-            return self._reply(ex, _error(502, f"upstream {upstream.name} is unreachable", "upstream_error"))
+            return self._unreachable(ex, upstream, type(err).__name__)
         complete = False
         try:
-            out = await self._relay(request, resp, ex, metered)
+            out = await self._relay(request, resp, ex)
             complete = ex.ended == "complete"
             return out
         finally:
@@ -243,8 +293,17 @@ class Frontdoor:
             else:
                 resp.close()              # the engine sees the client leave and aborts the request
 
-    async def _relay(self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange,
-                     metered: bool) -> web.StreamResponse:
+    def _timed_out(self, ex: _Exchange, upstream: Upstream) -> web.Response:
+        ex.ended = "timeout"
+        return self._reply(ex, _error(504, f"upstream {upstream.name} did not answer in time", "timeout"))
+
+    def _unreachable(self, ex: _Exchange, upstream: Upstream, why: str) -> web.Response:
+        ex.ended = "unreachable"
+        log.warning("upstream %s: %s", upstream.name, why)
+        return self._reply(ex, _error(502, f"upstream {upstream.name} is unreachable", "upstream_error"))
+
+    async def _relay(self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange) -> web.StreamResponse:
+        """An unmetered answer, through aiohttp's client: read, write, until the end."""
         ex.status = resp.status
         out = web.StreamResponse(status=resp.status, reason=resp.reason, headers=_returned_headers(resp.headers))
         if resp.content_length is not None and "chunked" not in resp.headers.get("Transfer-Encoding", ""):
@@ -255,11 +314,7 @@ class Frontdoor:
             ex.ended = "cancelled"
             return out
         ex.code = resp.status
-        sse = metered and resp.status == 200 and resp.content_type == "text/event-stream"
-        whole = metered and resp.status == 200 and not sse
-        ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
-        splitter, facts, copy = SSESplitter(), ex.facts, bytearray()
-        read, write, feed, monotonic = resp.content.readany, out.write, splitter.feed, time.monotonic
+        read, write = resp.content.readany, out.write
         watch = _IdleWatch(resp.content, self.config.idle_timeout)
         try:
             while True:
@@ -273,28 +328,80 @@ class Frontdoor:
                     break
                 if not chunk:
                     break
-                now = monotonic()
                 watch.taken += len(chunk)
                 try:
-                    await write(chunk)                # the bytes as they came, before any metering
+                    await write(chunk)
                 except ConnectionError:               # the client went away between two chunks
                     ex.ended = "cancelled"
                     return out
-                if sse:
-                    for payload in feed(chunk):
-                        observe_event(facts, payload, now)
-                elif whole and len(copy) <= MAX_METERED_BODY:
-                    copy += chunk
         finally:
             watch.cancel()
+        return await self._end_response(request, out, ex)
+
+    async def _forward_metered(self, request: web.Request, upstream: Upstream, body: bytes,
+                               ex: _Exchange) -> web.StreamResponse:
+        headers = list(_forward_headers(request.headers, True).items())
+        try:
+            exchange = await self.pool.send(upstream.url, request.method, request.raw_path, headers, body,
+                                            self.config.idle_timeout)
+        except Silent:
+            return self._timed_out(ex, upstream)
+        except Unreachable as err:
+            return self._unreachable(ex, upstream, str(err))
+        try:
+            return await self._relay_metered(request, exchange, ex)
+        finally:
+            exchange.finish()             # a complete answer leaves the connection kept; else the engine aborts
+
+    async def _relay_metered(self, request: web.Request, exchange: Exchange, ex: _Exchange) -> web.StreamResponse:
+        """A metered answer: `_Sink` writes and meters each piece from the upstream's read callback; this task
+        only waits for the end, and for a slow client when one holds up the stream."""
+        ex.status = status = exchange.status
+        upstream_headers = CIMultiDict(exchange.headers)
+        out = web.StreamResponse(status=status, reason=exchange.reason or None,
+                                 headers=_returned_headers(upstream_headers))
+        length = upstream_headers.get("Content-Length")
+        if length is not None and length.isdigit() and "Transfer-Encoding" not in upstream_headers:
+            out.content_length = int(length)
+        elif request.version >= HttpVersion11 and status not in (204, 304):
+            out.enable_chunked_encoding()         # as aiohttp would; the sink frames the chunks itself
+        try:
+            await out.prepare(request)
+            await out.write(b"")                  # the headers go out now; the body bypasses aiohttp's writer
+        except ConnectionError:                   # the client left before the headers went out
+            ex.ended = "cancelled"
+            return out
+        ex.code = status
+        client = request.transport
+        if client is None:
+            ex.ended = "cancelled"
+            return out
+        kind = upstream_headers.get("Content-Type", "").partition(";")[0].strip().lower()
+        sse = status == 200 and kind == "text/event-stream"
+        whole = status == 200 and not sse
+        ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
+        sink = _Sink(client, exchange, ex.facts, sse, whole, out.chunked)
+        exchange.start(sink.take)
+        while (ended := await exchange.wait()) == "paused":
+            await _caught_up(client)
+            exchange.resume()
+        if sink.gone or ended == "aborted":
+            ex.ended = "cancelled"
+            return out
+        ex.ended = ended if ended in ("complete", "timeout") else "broken"
+        if ex.ended == "complete":
+            if whole and len(sink.copy) <= MAX_METERED_BODY:
+                observe_whole(ex.facts, bytes(sink.copy))
+            elif whole or sink.splitter.overflow:
+                ex.facts.error = "too large to meter"
+        return await self._end_response(request, out, ex)
+
+    @staticmethod
+    async def _end_response(request: web.Request, out: web.StreamResponse, ex: _Exchange) -> web.StreamResponse:
         if ex.ended != "complete":                # cut the client's response too, so it cannot look whole
             if request.transport is not None:
                 request.transport.close()
             return out
-        if whole and len(copy) <= MAX_METERED_BODY:
-            observe_whole(facts, bytes(copy))
-        elif whole or splitter.overflow:
-            facts.error = "too large to meter"
         try:
             await out.write_eof()
         except ConnectionError:                   # the client left with the last bytes (after [DONE]: still whole)

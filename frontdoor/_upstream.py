@@ -1,0 +1,299 @@
+"""The front door's own HTTP/1.1 client for the metered paths: each piece of the answer is handed to a callback
+from the socket's read callback, so relaying a chunk wakes no task.
+
+Why not aiohttp's client: it queues each read for a task to await, one task wakeup and a second parse per chunk.
+Here httptools (llhttp) parses the response, and `on_body` passes each decoded piece straight to the relay's
+sink (tests/bench_frontdoor.py measures both). Everything else the front door forwards (GET, HEAD, uploads,
+websockets) still goes through aiohttp's client, which knows those cases; this one only sends a request whose
+whole body is in memory and reads one response.
+
+    pool = UpstreamPool(connect_timeout=10)
+    exchange = await pool.send(url, "POST", path, headers, body, idle_timeout)   # returns at the headers
+    exchange.start(sink)                  # sink(piece) for every piece of the body, the early ones first
+    ended = await exchange.wait()         # "complete", "broken", "timeout" or "paused" (see `pause`)
+    exchange.finish()                     # back to the pool when complete and reusable, else closed
+
+Connections are kept per scheme, host and port and closed after `keepalive` seconds idle. One that the
+upstream closed while idle is retried once on a new connection when nothing came back on it (the request
+cannot have been answered), as aiohttp does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from urllib.parse import urlsplit
+
+import httptools
+
+__all__ = ["UpstreamPool", "Exchange", "Unreachable", "Silent"]
+
+_INFORMATIONAL = range(100, 200)
+
+
+class Unreachable(ConnectionError):
+    """No connection to the upstream, or it closed one before answering."""
+
+
+class Silent(TimeoutError):
+    """The upstream did not connect within the connect timeout, or sent nothing for the idle timeout."""
+
+
+class Exchange(asyncio.Protocol):
+    """One connection to an upstream, one request and response at a time; its own httptools callbacks."""
+
+    def __init__(self, pool: UpstreamPool, key: tuple):
+        self.pool, self.key = pool, key
+        self.transport: asyncio.Transport | None = None
+        self.status, self.reason, self.headers = 0, "", []
+        self.received = 0                    # bytes read from the upstream in this exchange: the idle watch's clock
+        self.ended: str | None = None        # "complete", "broken", "timeout": the response is over
+        self.paused = False                  # reading held until the client takes what it has
+        self.reused = False
+        self._parser = self._sink = self._early = self._waiter = self._head = self._watch = self._idle = None
+        self._until_close = self._informational = self._keep = False
+
+    # --- asyncio.Protocol --------------------------------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._parser is None:             # bytes on an idle connection: nothing can be trusted on it
+            self._close()
+            return
+        self.received += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as err:
+            self._end("broken", err)
+
+    def eof_received(self) -> None:
+        return None                          # close our side too
+
+    def connection_lost(self, exc) -> None:
+        self.transport = None
+        self.pool.forget(self)
+        if self._parser is not None and self.ended is None:
+            self._end("complete" if self._until_close else "broken", exc)
+
+    # --- httptools callbacks ---------------------------------------------------------------------------------
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason.decode("latin-1")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.decode("latin-1"), value.decode("latin-1")))
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if status in _INFORMATIONAL and status != 101:     # "100 Continue" and the like: the answer follows
+            self.headers, self._informational = [], True
+            return
+        self.status = status
+        lengths = {n.lower(): v.lower() for n, v in self.headers if n.lower() in ("content-length", "transfer-encoding")}
+        self._until_close = status not in (204, 304) and not lengths     # the body ends when the connection does
+        if not self._head.done():
+            self._head.set_result(None)
+
+    def on_body(self, piece: bytes) -> None:
+        self._sink(piece)
+
+    def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+            return
+        self._keep = self._parser.should_keep_alive()       # read now: the parser resets for a next message
+        self._end("complete")
+
+    # --- the relay's side --------------------------------------------------------------------------------------
+
+    def _send(self, head: bytes, body: bytes, idle_timeout: float | None) -> None:
+        self._parser = httptools.HttpResponseParser(self)
+        self.status, self.reason, self.headers, self.received, self.ended, self._keep = 0, "", [], 0, None, False
+        self._early = []
+        self._sink = self._early.append      # pieces that come with the headers, before the relay is ready
+        self._head = asyncio.get_running_loop().create_future()
+        self.transport.write(head + body if len(body) < 65536 else head)
+        if len(body) >= 65536:
+            self.transport.write(body)
+        self._watch = _IdleWatch(self, idle_timeout) if idle_timeout else None
+
+    async def head(self) -> None:
+        """Until the response's status and headers; Unreachable or Silent when they do not come."""
+        await self._head
+
+    def start(self, sink) -> None:
+        """Hand every piece of the body to `sink(piece)` from now on, the pieces already read first."""
+        early, self._early, self._sink = self._early, None, sink
+        for piece in early:
+            sink(piece)
+
+    async def wait(self) -> str:
+        """How the response ended, or "paused" when `pause` held reading (call `resume` and wait again)."""
+        if self.ended:
+            return self.ended
+        if self.paused:
+            return "paused"
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            return await self._waiter
+        finally:
+            self._waiter = None
+
+    def pause(self) -> None:
+        """Stop reading from the upstream (the client is behind); `wait` returns "paused"."""
+        if not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+            self._wake("paused")
+
+    def abort(self) -> None:
+        """The client is gone: close the connection now (the engine aborts the request); `wait` returns "aborted"."""
+        self._end("aborted")
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            if self.transport is not None:
+                self.transport.resume_reading()
+
+    def finish(self) -> None:
+        """The exchange is over: a complete response leaves the connection for the next, anything else closes it."""
+        if self._watch:
+            self._watch.cancel()
+        reusable = self.ended == "complete" and self._keep and not self._until_close and not self.paused
+        self._parser = self._sink = self._early = None
+        if reusable and self.transport is not None and not self.transport.is_closing():
+            self.pool.keep(self)
+        else:
+            self._close()
+
+    # --- internals ---------------------------------------------------------------------------------------------
+
+    def _end(self, how: str, err: BaseException | None = None) -> None:
+        if self.ended is not None:
+            return
+        self.ended = how
+        if how != "complete":
+            self._close()
+        if not self._head.done():
+            stale = how == "broken" and self.reused and self.received == 0
+            self._head.set_exception(_Stale() if stale else Silent("no answer") if how == "timeout"
+                                     else Unreachable(f"closed before answering{f': {err}' if err else ''}"))
+        self._wake(how)
+
+    def _wake(self, how: str) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(how)
+
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class _Stale(Unreachable):
+    """A kept connection the upstream had closed: nothing was answered, so the request may go again."""
+
+
+class _IdleWatch:
+    """Fails an exchange whose upstream sent nothing for `limit` seconds, to within a quarter of it, with no
+    per-chunk timer: it wakes four times per `limit`. While the relay holds reading (a slow client), the
+    upstream is not silent."""
+
+    __slots__ = ("_exchange", "_step", "_quiet", "_seen", "_handle")
+
+    def __init__(self, exchange: Exchange, limit: float):
+        self._exchange, self._step, self._quiet, self._seen = exchange, limit / 4, 0, 0
+        self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
+
+    def _wake(self) -> None:
+        ex = self._exchange
+        if ex.ended is not None:
+            return
+        self._quiet = 0 if ex.paused or ex.received != self._seen else self._quiet + 1
+        self._seen = ex.received
+        if self._quiet >= 4:
+            ex._end("timeout")
+        else:
+            self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
+class UpstreamPool:
+    """Kept-alive connections to the upstreams, by scheme, host and port."""
+
+    def __init__(self, connect_timeout: float | None, keepalive: float = 15.0):
+        self.connect_timeout, self.keepalive = connect_timeout, keepalive
+        self._idle: dict[tuple, list[Exchange]] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    async def send(self, base_url: str, method: str, path: str, headers, body: bytes,
+                   idle_timeout: float | None) -> Exchange:
+        """Send one request (`headers`: (name, value) pairs, no Host or Content-Length) and wait for the
+        answer's headers. Unreachable when no connection can be made or it closes first; Silent on a timeout."""
+        url = urlsplit(base_url)
+        tls = url.scheme == "https"
+        key = (tls, url.hostname, url.port or (443 if tls else 80))
+        lines = [f"{method} {url.path.rstrip('/')}{path} HTTP/1.1", f"Host: {url.netloc.rpartition('@')[2]}"]
+        lines += [f"{name}: {value}" for name, value in headers]
+        lines.append(f"Content-Length: {len(body)}\r\n\r\n")
+        head = "\r\n".join(lines).encode("utf-8", "surrogateescape")
+        for _ in range(2):
+            exchange = self._kept(key) or await self._connect(key)
+            exchange._send(head, body, idle_timeout)
+            try:
+                await exchange.head()
+                return exchange
+            except _Stale:
+                exchange.finish()
+            except BaseException:
+                exchange.finish()
+                raise
+        raise Unreachable("the upstream closed two connections before answering")
+
+    def keep(self, exchange: Exchange) -> None:
+        self._idle.setdefault(exchange.key, []).append(exchange)
+        exchange._idle = asyncio.get_running_loop().call_later(self.keepalive, exchange._close)
+
+    def forget(self, exchange: Exchange) -> None:
+        kept = self._idle.get(exchange.key)
+        if kept and exchange in kept:
+            kept.remove(exchange)
+        if exchange._idle:
+            exchange._idle.cancel()
+            exchange._idle = None
+
+    def close(self) -> None:
+        for kept in list(self._idle.values()):
+            for exchange in list(kept):
+                exchange._close()
+        self._idle.clear()
+
+    def _kept(self, key: tuple) -> Exchange | None:
+        kept = self._idle.get(key)
+        while kept:
+            exchange = kept.pop()
+            exchange._idle.cancel()
+            exchange._idle = None
+            if exchange.transport is not None and not exchange.transport.is_closing():
+                exchange.reused = True
+                return exchange
+        return None
+
+    async def _connect(self, key: tuple) -> Exchange:
+        tls, host, port = key
+        if tls and self._tls is None:
+            self._tls = ssl.create_default_context()       # the system's CAs; SSL_CERT_FILE points elsewhere
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _, exchange = await loop.create_connection(lambda: Exchange(self, key), host, port,
+                                                           ssl=self._tls if tls else None)
+        except TimeoutError:
+            raise Silent(f"no connection within {self.connect_timeout:g}s") from None
+        except (OSError, ssl.SSLError) as err:
+            raise Unreachable(err.strerror or str(err)) from None
+        return exchange

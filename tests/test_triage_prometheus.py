@@ -146,7 +146,7 @@ def test_a_bad_rules_file_names_file_and_field(prom, tmp_path):
 
 def test_no_series_at_all(tmp_path):
     with history_prometheus("# EOF\n", tmp_path) as empty:
-        with pytest.raises(InferwatchError, match="no model has any inferwatch series"):
+        with pytest.raises(InferwatchError, match="no model has engine series"):
             triage(Connection(empty), INCIDENT, "1h")
 
 

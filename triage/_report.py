@@ -38,16 +38,22 @@ def _finding(f: Finding) -> dict:
 def to_json(report) -> dict:
     """{"start", "end", "baseline": {"start", "end"}, "models": [{"model", "kinds": [...]}]}, kinds by confidence."""
     return {**report.incident.iso(), "baseline": report.baseline.iso(), "step_seconds": report.step,
+            "rate_window_seconds": report.rate_window, "read_from_sources": list(report.read_from_sources),
             "models": [{"model": v.model, "kinds": [_finding(f) for f in v.findings],
                         "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
-                        "not_measured": list(v.not_measured), "too_few_events": list(v.too_few)}
+                        "not_measured": list(v.not_measured), "too_few_events": list(v.too_few),
+                        "enough_data": v.enough_data, **({"not_enough_data": v.not_enough_data}
+                                                         if v.not_enough_data else {})}
                        for v in report.verdicts],
             "warnings": list(report.warnings)}
 
 
 def headline(verdict) -> str:
-    """One line: `model: kind (0.92, explains queueing); other (0.7)` or `model: nothing wrong`."""
+    """One line: `model: kind (0.92, explains queueing); other (0.7)`, `model: nothing wrong`, or `model: not
+    enough data (why)`."""
     if not verdict.findings:
+        if verdict.not_enough_data:
+            return f"{verdict.model}: not enough data ({verdict.not_enough_data})"
         return f"{verdict.model}: nothing wrong"
     parts = []
     for f in verdict.findings:
@@ -74,8 +80,19 @@ def _title(report) -> str:
             f"{iso(report.baseline.start)} .. {iso(report.baseline.end)} (step {report.step:g}s)")
 
 
+def _sources_note(report) -> str | None:
+    from inferwatch.triage._triage import SOURCE_NAMES
+
+    if not report.read_from_sources:
+        return None
+    names = " and ".join(SOURCE_NAMES[f] for f in report.read_from_sources)
+    return f"read from {names} through inferwatch's mappings: Prometheus holds no common-vocabulary series for them"
+
+
 def render_text(report) -> str:
     lines = [f"inferwatch triage: {_title(report)}"]
+    if note := _sources_note(report):
+        lines.append(note)
     for v in report.verdicts:
         lines.append("")
         lines.append(headline(v))
@@ -101,8 +118,12 @@ def render_rich(report, console) -> None:
     from rich.table import Table
 
     console.print(f"[bold]inferwatch triage[/bold]: {_title(report)}")
+    if note := _sources_note(report):
+        console.print(f"[dim]{escape(note)}[/dim]")
     for v in report.verdicts:
-        if not v.findings:
+        if not v.findings and v.not_enough_data:
+            console.print(f"\n[bold]{v.model}[/bold]: [yellow]not enough data[/yellow] ({escape(v.not_enough_data)})")
+        elif not v.findings:
             console.print(f"\n[bold]{v.model}[/bold]: [green]nothing wrong[/green]")
         else:
             table = Table(title=f"{v.model}", title_justify="left", show_lines=True)

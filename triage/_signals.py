@@ -15,6 +15,8 @@ HERE = Path(__file__).resolve().parent
 # the plot's rows and the report's order
 GROUPS = ("load-queue", "latency", "tokens", "cache", "gpu", "outcomes", "freshness")
 SHAPES = ("value", "num", "buckets", "presence")
+# functions whose value at a step depends on the whole rate window before it (last_over_time only keeps a gauge fresh)
+LOOKING_BACK = ("rate", "increase", "max_over_time", "min_over_time", "avg_over_time")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class Signal:
     @property
     def shape(self) -> str:
         return self.queries[0][0]
+
+    @property
+    def looks_back(self) -> bool:
+        """Whether a part rates or looks back over the rate window: read only at steps whose window lies inside."""
+        return any(f"{fn}(" in text for _, text in self.queries for fn in LOOKING_BACK)
 
 
 def _signal(entry: dict) -> Signal:
@@ -68,8 +75,9 @@ def model_matcher(models: tuple[str, ...] | list[str]) -> str:
     return f'model=~"{alternatives}"'
 
 
-def signal_queries(signal: Signal, models, rate_window: str) -> dict[str, str]:
-    """Each part of a signal as PromQL over `models`, with pods kept apart where the signal says so."""
+def signal_queries(signal: Signal, models, rate_window: str, fresh: str | None = None) -> dict[str, str]:
+    """Each part of a signal as PromQL over `models`, with pods kept apart where the signal says so; `fresh` is
+    how old a gauge's last sample may be (default: the rate window)."""
     by = "model, pod" if signal.per_pod else "model"
-    values = {"sel": model_matcher(models), "by": by, "w": rate_window}
+    values = {"sel": model_matcher(models), "by": by, "w": rate_window, "fresh": fresh or rate_window}
     return {part: Template(text).substitute(values) for part, text in signal.queries}

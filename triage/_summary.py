@@ -53,12 +53,20 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
     return lower_bound
 
 
-def _steps(window, step: float) -> int:
-    return int(round(window.seconds / step)) + 1
+def _steps(window, step: float, lead: float = 0.0) -> int:
+    """Steps of the range query in the window from `lead` seconds after its start (0 when the lead passes its end)."""
+    span = window.seconds - lead
+    return int(round(span / step)) + 1 if span >= -1e-6 else 0
 
 
-def _value_readings(rows, signal, out, window, step):
-    agg, n = signal.agg, _steps(window, step)
+def _per_step(window, step: float, lead: float) -> float:
+    """Seconds of the window each step stands for: its rates times this, summed, are the window's events."""
+    n = _steps(window, step, lead)
+    return window.seconds / n if n else 0.0
+
+
+def _value_readings(rows, signal, out, window, step, lead=0.0):
+    agg, n = signal.agg, _steps(window, step, lead)
     for (model, pod), group in rows.groupby(["model", "pod"], sort=False):
         if signal.per_pod and pod:
             out.setdefault((model, pod), {})[signal.name] = Reading(float(group["v"].agg(agg)),
@@ -69,10 +77,10 @@ def _value_readings(rows, signal, out, window, step):
                                                                  coverage=min(1.0, len(series) / n))
 
 
-def _ratio_readings(rows, signal, out, window, step):
-    n = _steps(window, step)
+def _ratio_readings(rows, signal, out, window, step, lead=0.0):
+    n = _steps(window, step, lead)
     grouped = rows.groupby(["model", "pod", "part"], sort=False)["v"]
-    table = (grouped.sum() * step).unstack("part")
+    table = (grouped.sum() * _per_step(window, step, lead)).unstack("part")
     if "den" not in table:
         return
     steps = grouped.size().unstack("part")["den"]
@@ -88,9 +96,9 @@ def _ratio_readings(rows, signal, out, window, step):
                                                                 signal.min_den, min(1.0, models[model] / n))
 
 
-def _bucket_readings(rows, signal, out, window, step):
-    sums = rows.groupby(["model", "le"], sort=False)["v"].sum() * step
-    present = rows.groupby("model", sort=False)["t"].nunique() / _steps(window, step)
+def _bucket_readings(rows, signal, out, window, step, lead=0.0):
+    sums = rows.groupby(["model", "le"], sort=False)["v"].sum() * _per_step(window, step, lead)
+    present = rows.groupby("model", sort=False)["t"].nunique() / max(_steps(window, step, lead), 1)
     for model, group in sums.groupby(level=0, sort=False):
         pairs = [(le, count) for (_, le), count in group.items()]
         total = max((c for le, c in pairs if math.isinf(le)), default=0.0)
@@ -120,9 +128,19 @@ def _presence_readings(rows, signal, out, window, step):
             out.setdefault((model, pod), {})[signal.name] = Reading(share, coverage=share)
 
 
-def summarise(frame, signals, window, step: float) -> dict[tuple[str, str | None], dict[str, Reading]]:
+def _too_short(rows, signal, out) -> None:
+    """Every model and replica with rows of a signal whose rate window is longer than the window: too few samples."""
+    for model, pod in rows[["model", "pod"]].drop_duplicates().itertuples(index=False):
+        out.setdefault((model, None), {})[signal.name] = Reading(None, "few", coverage=1.0)
+        if signal.per_pod and pod:
+            out.setdefault((model, pod), {})[signal.name] = Reading(None, "few", coverage=1.0)
+
+
+def summarise(frame, signals, window, step: float, lookback: float = 0.0
+              ) -> dict[tuple[str, str | None], dict[str, Reading]]:
     """{(model, None): model readings, (model, pod): a replica's readings} for one window; absent signals are
-    simply not there."""
+    simply not there. A signal that rates over `lookback` seconds is read at the steps whose rate window lies
+    inside this window only, and is "few" when there is no such step (a window shorter than the rate window)."""
     out: dict = {}
     if frame is None or not len(frame):
         return out
@@ -131,13 +149,20 @@ def summarise(frame, signals, window, step: float) -> dict[tuple[str, str | None
         rows = by_signal.get(signal.name)
         if rows is None or not len(rows):
             continue
+        lead = lookback if signal.looks_back else 0.0
+        if lead:
+            inside = rows[rows["t"] >= window.start + lead - 1e-6]
+            if not len(inside):
+                _too_short(rows, signal, out)
+                continue
+            rows = inside
         shape = signal.shape
         if shape == "value":
-            _value_readings(rows, signal, out, window, step)
+            _value_readings(rows, signal, out, window, step, lead)
         elif shape == "num":
-            _ratio_readings(rows, signal, out, window, step)
+            _ratio_readings(rows, signal, out, window, step, lead)
         elif shape == "buckets":
-            _bucket_readings(rows, signal, out, window, step)
+            _bucket_readings(rows, signal, out, window, step, lead)
         else:
             _presence_readings(rows, signal, out, window, step)
     return {key: _relative_coverage(readings) for key, readings in out.items()}

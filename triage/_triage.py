@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from inferwatch.errors import InferwatchError
@@ -9,16 +10,24 @@ from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
 from inferwatch.triage._judge import Evidence, Finding, judge
 from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
-from inferwatch.triage._summary import Reading, others, summarise
+from inferwatch.triage._sources import source_names, translate
+from inferwatch.triage._summary import ABSENT, Reading, others, summarise
 from inferwatch.triage._window import Window, baseline_choices, choose_step, iso, rate_window
 
-__all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
+__all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES", "JUDGING"]
 
 DEFAULT_SCRAPE_INTERVAL = 15.0
+FRESH_SCRAPES = 2.5     # a gauge counts while its last sample is at most this many scrapes old
 GONE_REPLICA = 0.6       # confidence of a replica absent from the whole incident: a crash, or just a scale-in
 # named when a model has no series at all: the engine series every kind starts from
 CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_request_duration_seconds",
                "llm_generation_tokens_total", "llm_frontdoor_requests_total")
+# what users feel: without one of these measured in both windows, "nothing wrong" would be a guess
+JUDGING = ("ttft_mean", "tpot_mean", "itl_mean", "e2e_mean", "queue_time_mean", "door_ttft_mean",
+           "door_duration_mean")
+# the families read under the sources' own names, said in the report
+ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
+SOURCE_NAMES = {"engine": "the engines' own names (vllm:*, sglang:*)", "gpu": "dcgm-exporter's names (DCGM_FI_*)"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,11 @@ class Verdict:
     too_few: tuple[str, ...] = ()         # signals with too few events in the incident to be judged
     baseline: dict[str, Reading] = field(default_factory=dict)
     incident: dict[str, Reading] = field(default_factory=dict)
+    not_enough_data: str = ""             # why nothing could be judged; "" when something could
+
+    @property
+    def enough_data(self) -> bool:
+        return not self.not_enough_data
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,8 @@ class Report:
     verdicts: tuple[Verdict, ...]
     frames: tuple = ()            # (baseline frame, incident frame): the raw samples, for --plot
     warnings: tuple[str, ...] = ()
+    read_from_sources: tuple[str, ...] = ()   # families read under the sources' names (no vocabulary series)
+    rate_window: float = 0.0      # seconds
 
 
 def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[Finding, ...]]:
@@ -82,16 +98,45 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
         findings = sorted(findings + extra, key=lambda f: -f.confidence)
         unmeasured = tuple(s.name for s in signals if s.name not in b and s.name not in i)
         few = tuple(s.name for s in signals if s.name in i and i[s.name].state == "few")
-        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, few, b, i))
+        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i)))
     return verdicts
 
 
-def _scrape_interval(client, url: str, sel: str, at: list[float]) -> float:
+def _not_enough(base: dict, inc: dict) -> str:
+    """Why no latency users feel can be compared between the windows ("" when one can): a verdict of nothing
+    wrong on such data would read missing data as healthy."""
+    if any(base.get(name, ABSENT).value is not None and inc.get(name, ABSENT).value is not None
+           for name in JUDGING):
+        return ""
+    few = [name for name in JUDGING if name in inc and inc[name].state == "few"]
+    if few:
+        return f"too few requests or samples in the incident to judge latency ({', '.join(few)})"
+    before = [name for name in JUDGING if base.get(name, ABSENT).value is not None]
+    if before:
+        return f"latency not measured in the incident ({', '.join(before)} had values before)"
+    few = [name for name in JUDGING if name in base and base[name].state == "few"]
+    if few:
+        return f"too few requests or samples in the baseline to compare with ({', '.join(few)})"
+    return "no latency series in either window (" + ", ".join(JUDGING) + ")"
+
+
+def _running(sel: str, raw: frozenset[str], func: str, window: str) -> str:
+    """`func(llm_requests_running{sel}[window])`, read from the sources' names when the engines have no
+    vocabulary series."""
+    return translate(f"{func}(llm_requests_running{{{sel}}}[{window}])", raw)
+
+
+def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset[str]) -> float:
     """The engines' scrape interval: the median spacing of llm_requests_running's raw samples near `at`."""
     import statistics
 
+    if "engine" in raw:
+        names = "|".join(source_names("llm_requests_running"))
+        selector = f'{{__name__=~"{names}"}}'
+    else:
+        selector = f"llm_requests_running{{{sel}}}"
     for moment in at:
-        rows = instant(client, url, f"llm_requests_running{{{sel}}}[3m]", moment)
+        rows = instant(client, url, f"{selector}[3m]", moment)
         gaps = [float(b[0]) - float(a[0]) for row in rows[:50] for a, b in zip(row.get("values", []),
                                                                                 row.get("values", [])[1:])]
         if gaps:
@@ -99,19 +144,45 @@ def _scrape_interval(client, url: str, sel: str, at: list[float]) -> float:
     return DEFAULT_SCRAPE_INTERVAL
 
 
-def _pick_baseline(client, url: str, sel: str, choices: list[Window]) -> Window:
+def _models_of(client, url: str, query: str, at: float) -> list[str]:
+    return sorted({r["metric"].get("model", "") for r in instant(client, url, query, at)} - {""})
+
+
+def _naming(client, url: str, sel: str, span: tuple[float, float]) -> tuple[list[str], list[str], bool]:
+    """Which names Prometheus holds over `span`: (models with vocabulary engine series, models with only the
+    engines' own series (vllm:*, sglang:*), whether the GPUs have only dcgm-exporter's names (DCGM_FI_*))."""
+    seconds = max(1, int(span[1] - span[0]) + 1)
+    engines = f"count by (model) (last_over_time(llm_requests_running{{{sel}}}[{seconds}s]))"
+    vocabulary = _models_of(client, url, engines, span[1])
+    own = [m for m in _models_of(client, url, translate(engines, ENGINE), span[1]) if m not in vocabulary]
+    gpus = f"count(last_over_time(gpu_utilization_ratio{{}}[{seconds}s]))"
+    dcgm = not instant(client, url, gpus, span[1]) and bool(instant(client, url, translate(gpus, GPU), span[1]))
+    return vocabulary, own, dcgm
+
+
+def _query_sets(models, vocabulary: list[str], own: list[str], dcgm: bool) -> list[tuple[tuple, frozenset]]:
+    """(models, families read from the sources) for each set of queries: one set, or two when some models have
+    vocabulary series and others only their engine's own names."""
+    gpu = GPU if dcgm else frozenset()
+    if not own:
+        return [(tuple(models), gpu)]
+    if not vocabulary:
+        return [(tuple(models), ENGINE | gpu)]
+    return [(tuple(vocabulary), gpu), (tuple(own), ENGINE | gpu)]
+
+
+def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: frozenset[str]) -> Window:
     for window in choices[:-1]:
         seconds = max(1, int(window.seconds))
-        result = instant(client, url, f"count(count_over_time(llm_requests_running{{{sel}}}[{seconds}s]))",
-                         window.end)
+        result = instant(client, url, f"count({_running(sel, raw, 'count_over_time', f'{seconds}s')})", window.end)
         if result and float(result[0]["value"][1]) > 0:
             return window
     return choices[-1]
 
 
-def _models_with_series(client, url: str, incident: Window, baseline: Window) -> list[str]:
+def _models_with_series(client, url: str, incident: Window, baseline: Window, raw: frozenset[str]) -> list[str]:
     seconds = int(incident.end - min(incident.start, baseline.start)) + 1
-    rows = instant(client, url, f"count by (model) (count_over_time(llm_requests_running[{seconds}s]))",
+    rows = instant(client, url, f"count by (model) ({_running('', raw, 'count_over_time', f'{seconds}s')})",
                    incident.end)
     return sorted(r["metric"].get("model", "") for r in rows)
 
@@ -122,28 +193,51 @@ def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) 
                            f"{', '.join(CORE_SERIES)} and every other triage signal are missing{others_seen}")
 
 
+def _window_warnings(incident: Window, baseline: Window, interval: float, rate: float) -> list[str]:
+    """What the scrape interval leaves unjudgeable: a window shorter than the rate window has no rate."""
+    out = []
+    for name, window in (("incident", incident), ("baseline", baseline)):
+        if window.seconds < rate:
+            out.append(f"the {name} ({window.seconds:g}s) is shorter than the rate window ({rate:g}s: two scrapes "
+                       f"{interval:g}s apart and a step at least): its rates and latency means have too few samples; "
+                       f"give a window of at least {max(4 * interval, rate):g}s")
+    return out
+
+
 def triage(conn: Connection, incident: Window, baseline: str = "auto", models=(), rules=()) -> Report:
     """Judge `models` (default: every model with series) over the incident against a baseline."""
     kinds = load_kinds(list(rules))
     signals = load_signals()
     client = connect(conn)
     sel = model_matcher(models)
-    chosen = _pick_baseline(client, conn.url, sel, baseline_choices(baseline, incident))
+    choices = baseline_choices(baseline, incident)
+    vocabulary, own, dcgm = _naming(client, conn.url, sel, (min(w.start for w in choices), incident.end))
+    sets = _query_sets(models, vocabulary, own, dcgm)
+    raw = ENGINE if own and not vocabulary else frozenset()      # what the probes below read
+    chosen = _pick_baseline(client, conn.url, sel, choices, raw)
     interval = _scrape_interval(client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2,
-                                                        chosen.end])
+                                                        chosen.end], raw)
     step = choose_step(incident, chosen)
-    rate = rate_window(step, interval)
-    queries = [(s.name, part, q) for s in signals for part, q in signal_queries(s, models, rate).items()]
-    warnings: list[str] = []
+    rate = rate_window(step, interval, min(incident.seconds, chosen.seconds))
+    lookback = float(rate.rstrip("s"))
+    fresh = f"{math.ceil(FRESH_SCRAPES * interval)}s"
+    queries = [(s.name, part, translate(q, families)) for chosen_models, families in sets for s in signals
+               for part, q in signal_queries(s, chosen_models, rate, fresh).items()]
+    warnings: list[str] = _window_warnings(incident, chosen, interval, lookback)
+    if own and vocabulary:
+        warnings.append(f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-"
+                        "vocabulary series")
     frames = fetch_windows(client, conn.url, queries, (chosen, incident), step, warnings)
-    base, inc = (summarise(f, signals, w, step) for f, w in zip(frames, (chosen, incident)))
+    base, inc = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, (chosen, incident)))
     seen = sorted({key[0] for key in list(base) + list(inc)})
     for model in models:
         if model not in seen:
-            raise _no_series(model, _models_with_series(client, conn.url, incident, chosen), incident, chosen)
+            raise _no_series(model, _models_with_series(client, conn.url, incident, chosen, raw), incident, chosen)
     if not seen:
-        raise InferwatchError(f"no model has any inferwatch series (llm_*) between {iso(chosen.start)} and "
-                              f"{iso(incident.end)} at {conn.url}: is Prometheus scraping the engines, through the "
-                              "normalizing exporter or with the mapping's relabeling?")
+        raise InferwatchError(f"no model has engine series between {iso(chosen.start)} and {iso(incident.end)} at "
+                              f"{conn.url}: neither the common vocabulary (llm_requests_running, ...) nor vLLM's or "
+                              "SGLang's own names (vllm:num_requests_running, sglang:num_running_reqs, ...); is "
+                              "Prometheus scraping the engines?")
     verdicts = assess(kinds, signals, base, inc, list(models) or seen)
-    return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings))
+    read = tuple(f for f in ("engine", "gpu") if (f == "engine" and own and not vocabulary) or (f == "gpu" and dcgm))
+    return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), read, lookback)

@@ -100,7 +100,12 @@ def choose_step(*windows: Window) -> float:
     return float(max(1, math.ceil(max(w.seconds for w in windows) / POINTS)))
 
 
-def rate_window(step: float, scrape_interval: float) -> str:
+def rate_window(step: float, scrape_interval: float, shortest: float | None = None) -> str:
     """rate()'s range: at least four scrapes (so a missed scrape still leaves two samples) and at least a step
-    (so consecutive steps tile the window and summed rates count every event once)."""
-    return f"{int(math.ceil(max(step, 4 * scrape_interval)))}s"
+    (so consecutive steps tile the window and summed rates count every event once). A window shorter than four
+    scrapes (`shortest`, seconds) is rated over its own length, down to two scrapes; below that a rate has too
+    few samples and its signals read as too few."""
+    wanted = 4 * scrape_interval
+    if shortest is not None and shortest < wanted:
+        wanted = max(shortest, 2 * scrape_interval)
+    return f"{int(math.ceil(max(step, wanted)))}s"

@@ -1,0 +1,176 @@
+"""The engines' own series where Prometheus holds no common vocabulary: a signal's vocabulary selectors rewritten
+through the mappings (mappings/sources/*.yaml) into vLLM's, SGLang's and dcgm-exporter's names, in PromQL.
+
+Triage's queries are written against the vocabulary (`llm_*`, `gpu_*`), which a Prometheus has when it scrapes
+through the normalizing exporter or the mappings' relabeling. A Prometheus that scrapes the engines as they are
+holds `vllm:*`, `sglang:*` and `DCGM_FI_*` instead. There, every `FUNC(NAME{MATCHERS}[RANGE])` of a query
+becomes the same function over each source name the mappings give NAME (aliases of older releases joined by
+`or`, preferred first), with the mapping's label renames (`model` from `model_name`, a GPU's `pod` from
+`exported_pod`), scale, filters and blank sentinels applied in PromQL, as the recording rules would. A matcher
+on a renamed label becomes matchers on its candidates: the first present one decides, as the renames do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from functools import lru_cache
+
+__all__ = ["FAMILIES", "translate", "source_names", "families_of"]
+
+# what a vocabulary name belongs to: its series are read from the vocabulary or from the sources, per family
+FAMILIES = {"engine": "llm_", "gpu": "gpu_"}
+SELECTOR = re.compile(r"(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>[^{}]*)\}"
+                      r"\[(?P<range>[0-9a-z$]+)\]\)")
+MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+SCRATCH = "inferwatch_candidate"     # the label a rename passes through: its first present candidate
+
+
+@lru_cache(maxsize=None)
+def _mappings() -> tuple:
+    from inferwatch.mappings import load_mappings
+
+    return tuple(load_mappings())
+
+
+def family_of(name: str) -> str | None:
+    if name.startswith("llm_frontdoor_") or name.startswith("llm_probe_"):
+        return None                    # inferwatch's own series: always in the vocabulary
+    return next((family for family, prefix in FAMILIES.items() if name.startswith(prefix)), None)
+
+
+def families_of(promql: str) -> set[str]:
+    """The families whose vocabulary names a query reads."""
+    return {f for m in SELECTOR.finditer(promql) if (f := family_of(m["name"])) is not None}
+
+
+def _entries(name: str):
+    """(mapping, entry, suffix) for every mapping entry that gives the vocabulary name `name`."""
+    for mapping in _mappings():
+        for entry in mapping.entries:
+            if entry.name == name:
+                yield mapping, entry, ""
+            elif entry.type == "histogram" and name.startswith(entry.name) and \
+                    name[len(entry.name):] in HISTOGRAM_SUFFIXES:
+                yield mapping, entry, name[len(entry.name):]
+
+
+def source_names(name: str) -> list[str]:
+    """Every source name (with its sanitized spelling) that gives the vocabulary name `name`."""
+    from inferwatch.mappings import sanitized
+
+    out: dict[str, None] = {}
+    for _, entry, suffix in _entries(name):
+        for source in entry.sources:
+            out.setdefault(source + suffix, None)
+            out.setdefault(sanitized(source) + suffix, None)
+    return list(out)
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m[1], m[1]), value)
+
+
+def _accepts(op: str, pattern: str, value: str) -> bool:
+    """Whether a matcher accepts a label value, as Prometheus reads it (regexes anchored)."""
+    text = _unescape(pattern)
+    if op in ("=", "!="):
+        return (value == text) == (op == "=")
+    return (re.fullmatch(text, value) is not None) == (op == "=~")
+
+
+def _parse_matchers(text: str) -> list[tuple[str, str, str]]:
+    found, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = MATCHER.match(text, pos)
+        if m is None:
+            raise ValueError(f"cannot read the matchers {text!r}")
+        found.append((m[1], m[2], m[3]))
+        pos = m.end()
+    return found
+
+
+def _renames(mapping, entry) -> dict[str, tuple[str, ...]]:
+    rules = {rule.target: rule.candidates for rule in mapping.labels}
+    rules.update({rule.target: rule.candidates for rule in entry.labels})
+    return rules
+
+
+def _candidate_choices(label: str, op: str, value: str, candidates: tuple[str, ...]) -> list[list[str]]:
+    """Matcher sets on a renamed label's candidates, one per candidate that can decide it (the earlier ones
+    absent), plus "none present" when the matcher accepts an empty value."""
+    choices = []
+    for i, candidate in enumerate(candidates):
+        before = [f'{c}=""' for c in candidates[:i]]
+        choices.append(before + [f'{candidate}!=""', f'{candidate}{op}"{value}"'])
+    if _accepts(op, value, ""):
+        choices.append([f'{c}=""' for c in candidates])
+    return choices
+
+
+def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str) -> list[str]:
+    """The expressions one entry gives for `func(name{matchers}[window])`, one per source alias and candidate."""
+    from inferwatch.mappings import sanitized
+
+    fixed = dict(mapping.set_labels) | dict(entry.set_labels)
+    renames = _renames(mapping, entry)
+    plain, renamed = list(f'{k}="{v}"' for k, v in entry.match), []
+    for label, op, value in matchers:
+        if label in fixed:
+            if not _accepts(op, value, fixed[label]):
+                return []
+        elif label in renames:
+            renamed.append(_candidate_choices(label, op, value, renames[label]))
+        else:
+            plain.append(f'{label}{op}"{value}"')
+    out = []
+    for source in entry.sources:
+        names = "|".join(re.escape(n).replace("\\", "\\\\") for n in dict.fromkeys((source + suffix,
+                                                                                       sanitized(source) + suffix)))
+        choices = [f'{func}({{{", ".join([f"__name__=~{chr(34)}{names}{chr(34)}", *plain, *extra])}}}[{window}])'
+                   for extra in (list(itertools.chain.from_iterable(c)) for c in itertools.product(*renamed))]
+        out.append(" or ".join(choices))
+    return [_reshape(mapping, entry, f"({' or '.join(out)})", func)]
+
+
+def _reshape(mapping, entry, expr: str, func: str) -> str:
+    """The entry's value and labels in the vocabulary's terms: blanks dropped, scaled, labels renamed and set."""
+    if mapping.blank_at_or_above is not None and func != "rate":
+        expr = f"({expr} < {mapping.blank_at_or_above:g})"
+    for label in entry.drop_labels:
+        expr = f'label_replace({expr}, "{label}", "", "", "")'
+    if entry.multiply is not None:
+        expr = f"({expr} * {entry.multiply:g})"
+    elif entry.divide is not None:
+        expr = f"({expr} / {entry.divide:g})"
+    for target, candidates in _renames(mapping, entry).items():
+        if candidates == (target,):
+            continue
+        for candidate in reversed(candidates):       # the first present candidate is copied last and wins
+            expr = f'label_replace({expr}, "{SCRATCH}", "$1", "{candidate}", "(.+)")'
+        expr = f'label_replace(label_replace({expr}, "{target}", "$1", "{SCRATCH}", "(.+)"), "{SCRATCH}", "", "", "")'
+    for key, value in (dict(mapping.set_labels) | dict(entry.set_labels)).items():
+        expr = f'label_replace({expr}, "{key}", "{value}", "", "")'
+    return expr
+
+
+def _rewrite(match: re.Match) -> str:
+    func, name, window = match["func"], match["name"], match["range"]
+    matchers = _parse_matchers(match["matchers"])
+    parts = [alt for mapping, entry, suffix in _entries(name)
+             for alt in _alternatives(mapping, entry, suffix, func, matchers, window)]
+    if not parts:
+        return match[0]               # no source gives it: the vocabulary name, which then has no series
+    return "(" + " or ".join(parts) + ")"
+
+
+def translate(promql: str, families: set[str] | frozenset[str]) -> str:
+    """`promql` with every vocabulary selector of the given families read from the sources instead."""
+    if not families:
+        return promql
+
+    def one(match: re.Match) -> str:
+        return _rewrite(match) if family_of(match["name"]) in families else match[0]
+    return SELECTOR.sub(one, promql)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
-from inferwatch.triage._judge import Evidence, Finding, judge
+from inferwatch.triage._judge import MISSING_SHARE, Evidence, Finding, judge
 from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._sources import source_names, translate
@@ -73,6 +73,10 @@ def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[F
             if pod in pods_before:
                 own = {f.kind for f in judge(kinds, pods_before[pod], readings, floors)}
                 versus_others = {k: f for k, f in versus_others.items() if k in own}
+            if (readings.get("engine_series", ABSENT).value or 0.0) >= 1 - MISSING_SHARE:
+                # there for its whole life in the window: a replica that started or was replaced during the
+                # incident (a rollout, a restart under a new name) has shorter series, not missing ones
+                versus_others.pop("missing-data", None)
             if versus_others:
                 out[pod] = tuple(replace(f, pod=pod) for f in versus_others.values())
     if "missing-data" in kinds and len(pods_now) < len(pods_before):
@@ -89,8 +93,11 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
     """Verdicts for `models` from two summaries ({(model, pod or None): {signal: Reading}})."""
     floors = {s.name: s.floor for s in signals}
     verdicts = []
+    presence = [s.name for s in signals if s.shape == "presence"]
     for model in models:
         b, i = base.get((model, None), {}), inc.get((model, None), {})
+        # a share of steps with data is 0, not unknown, when the series are gone from the whole incident
+        i = {**{name: Reading(0.0, coverage=0.0) for name in presence if name in b}, **i}
         findings = judge(kinds, b, i, floors)
         pods = _pod_findings(kinds, signals, floors, model, base, inc)
         held = {f.kind for f in findings}

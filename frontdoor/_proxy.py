@@ -14,7 +14,7 @@ timeout, a whole stream none.
 
 The per-chunk path is the budget (tests/bench_frontdoor.py): the metered paths
 go through the front door's own upstream client (_upstream.py), which hands
-each piece of the answer to `_Sink` from the socket's read callback; it writes
+the pieces of the answer to `_Sink` in the socket's read callback; it writes
 the same bytes to the client's socket, then splits and parses a copy (orjson).
 No task wakes per chunk, and there is no per-chunk timer, log line or series
 update (the idle watch wakes once per quarter of the idle timeout, series are
@@ -119,46 +119,52 @@ class _IdleWatch:
 
 
 class _Sink:
-    """Each piece of a metered answer, in the upstream's read callback: written to the client's socket as it
-    came (in the chunked framing when the client's response has one), then a copy metered. When the client
-    falls behind, reading the upstream pauses; when it is gone, the upstream request is aborted."""
+    """The pieces of a metered answer, in the upstream's read callback: those of one read are written to the
+    client's socket together, as they came (in the chunked framing when the client's response has one), then
+    a copy of each is metered. When the client falls behind, reading the upstream pauses; when it is gone,
+    the upstream request is aborted."""
 
-    __slots__ = ("client", "exchange", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone")
+    __slots__ = ("client", "exchange", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone", "pieces",
+                 "take")
 
     def __init__(self, client: asyncio.Transport, exchange: Exchange, facts: Facts, sse: bool, whole: bool,
                  chunked: bool):
         self.client, self.exchange, self.facts, self.sse, self.whole = client, exchange, facts, sse, whole
         self.chunked, self.splitter, self.copy, self.gone = chunked, SSESplitter(), bytearray(), False
+        self.pieces: list[bytes] = []
+        self.take = self.pieces.append
 
-    def take(self, piece: bytes) -> None:
-        now, client = time.monotonic(), self.client
+    def flush(self) -> None:
+        pieces, client = self.pieces, self.client
+        if not pieces:
+            return
+        now = time.monotonic()
         if client.is_closing():
             self.gone = True
             self.exchange.abort()
+            pieces.clear()
             return
-        client.write(b"%x\r\n%b\r\n" % (len(piece), piece) if self.chunked else piece)
+        if self.chunked:
+            client.write(b"".join(b"%x\r\n%b\r\n" % (len(piece), piece) for piece in pieces) if len(pieces) > 1
+                         else b"%x\r\n%b\r\n" % (len(pieces[0]), pieces[0]))
+        else:
+            client.write(b"".join(pieces) if len(pieces) > 1 else pieces[0])
         try:
             if self.sse:
-                facts = self.facts
-                for payload in self.splitter.feed(piece):
-                    observe_event(facts, payload, now)
+                facts, feed = self.facts, self.splitter.feed
+                for piece in pieces:
+                    for payload in feed(piece):
+                        observe_event(facts, payload, now)
             elif self.whole and len(self.copy) <= MAX_METERED_BODY:
-                self.copy += piece
+                for piece in pieces:
+                    self.copy += piece
         except Exception:  # noqa: BLE001 - a metering bug must not cut the answer; judge it unknown, say so
             log.exception("metering failed; the rest of this answer passes unmetered")
             self.sse = self.whole = False
             self.facts.error = "metering failed"
+        pieces.clear()
         if client.get_write_buffer_size() > _CLIENT_BEHIND:
             self.exchange.pause()
-
-
-async def _caught_up(client: asyncio.Transport) -> None:
-    """Until the client has taken most of what waits for it (or is gone); looks again after 1 ms, then less
-    often, up to every 50 ms: only a slow client gets here."""
-    pause = 0.001
-    while client.get_write_buffer_size() > _CLIENT_BEHIND // 4 and not client.is_closing():
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, 0.05)
 
 
 class Frontdoor:
@@ -381,9 +387,13 @@ class Frontdoor:
         whole = status == 200 and not sse
         ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
         sink = _Sink(client, exchange, ex.facts, sse, whole, out.chunked)
-        exchange.start(sink.take)
+        exchange.start(sink.take, sink.flush)
         while (ended := await exchange.wait()) == "paused":
-            await _caught_up(client)
+            try:
+                await request.writer.drain()      # until the client's socket took most of what waits for it
+            except ConnectionError:
+                ex.ended = "cancelled"
+                return out
             exchange.resume()
         if sink.gone or ended == "aborted":
             ex.ended = "cancelled"

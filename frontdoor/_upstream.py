@@ -9,7 +9,7 @@ whole body is in memory and reads one response.
 
     pool = UpstreamPool(connect_timeout=10)
     exchange = await pool.send(url, "POST", path, headers, body, idle_timeout)   # returns at the headers
-    exchange.start(sink)                  # sink(piece) for every piece of the body, the early ones first
+    exchange.start(sink, flush)           # sink(piece) for every piece of the body, flush() after each read
     ended = await exchange.wait()         # "complete", "broken", "timeout" or "paused" (see `pause`)
     exchange.finish()                     # back to the pool when complete and reusable, else closed
 
@@ -51,6 +51,7 @@ class Exchange(asyncio.Protocol):
         self.paused = False                  # reading held until the client takes what it has
         self.reused = False
         self._parser = self._sink = self._early = self._waiter = self._head = self._watch = self._idle = None
+        self._flush = None
         self._until_close = self._informational = self._keep = False
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
@@ -67,6 +68,9 @@ class Exchange(asyncio.Protocol):
             self._parser.feed_data(data)
         except httptools.HttpParserError as err:
             self._end("broken", err)
+        finally:
+            if self._flush is not None:
+                self._flush()
 
     def eof_received(self) -> None:
         return None                          # close our side too
@@ -123,11 +127,14 @@ class Exchange(asyncio.Protocol):
         """Until the response's status and headers; Unreachable or Silent when they do not come."""
         await self._head
 
-    def start(self, sink) -> None:
-        """Hand every piece of the body to `sink(piece)` from now on, the pieces already read first."""
+    def start(self, sink, flush) -> None:
+        """Hand every piece of the body to `sink(piece)` from now on, the pieces already read first, and call
+        `flush()` after the pieces of each read (one read often holds several, when the upstream is ahead)."""
         early, self._early, self._sink = self._early, None, sink
         for piece in early:
             sink(piece)
+        flush()
+        self._flush = flush
 
     async def wait(self) -> str:
         """How the response ended, or "paused" when `pause` held reading (call `resume` and wait again)."""
@@ -163,7 +170,7 @@ class Exchange(asyncio.Protocol):
         if self._watch:
             self._watch.cancel()
         reusable = self.ended == "complete" and self._keep and not self._until_close and not self.paused
-        self._parser = self._sink = self._early = None
+        self._parser = self._sink = self._early = self._flush = None
         if reusable and self.transport is not None and not self.transport.is_closing():
             self.pool.keep(self)
         else:

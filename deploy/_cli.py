@@ -45,8 +45,16 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
                                                        f" (cd {out} && docker compose up)"))
 
 
-def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=False,
-                                                   help="Prometheus base URL, e.g. http://prometheus:9090.")],
+def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+                                                             help="Prometheus base URL, e.g. "
+                                                                  "http://prometheus:9090.")] = None,
+           file: Annotated[Optional[list[Path]], typer.Option("--file", "-f", metavar="PATH", show_default=False,
+                                                              help="Check files instead of (or as well as) a "
+                                                                   "running stack: prometheus.yml, compose, "
+                                                                   "ServiceMonitors, PodMonitors, "
+                                                                   "PrometheusRules, kube-prometheus-stack values, "
+                                                                   "Alertmanager config; a folder reads its YAML. "
+                                                                   "Repeatable.")] = None,
            alertmanager: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
                                                                help="Alertmanager base URL.")] = None,
            grafana: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
@@ -65,13 +73,18 @@ def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=F
       inferwatch doctor --prometheus http://localhost:9090
       inferwatch doctor --prometheus http://prometheus:9090 --alertmanager http://alertmanager:9093
       inferwatch doctor --prometheus http://localhost:9090 --no-alertmanager
+      inferwatch doctor --file prometheus.yml --file k8s/monitoring/
     """
     import os
 
     from inferwatch._urls import http_url
     from inferwatch.deploy import load_config
     from inferwatch.deploy._doctor import run_checks, summary
+    from inferwatch.deploy._files import check_files
 
+    if prometheus is None and not file:
+        raise typer.BadParameter("give --prometheus URL (a running stack) or --file PATH (its files)",
+                                 param_hint="--prometheus")
     if no_alertmanager and alertmanager is not None:
         raise typer.BadParameter("--alertmanager URL and --no-alertmanager contradict each other: give one",
                                  param_hint="--no-alertmanager")
@@ -84,9 +97,14 @@ def doctor(prometheus: Annotated[str, typer.Option(metavar="URL", show_default=F
                 urls[flag] = http_url(value, example).rstrip("/")
             except ValueError as err:
                 raise typer.BadParameter(str(err), param_hint=flag) from None
-    results = run_checks(load_config(config), urls["--prometheus"], urls.get("--alertmanager"),
-                         urls.get("--grafana"), os.environ.get("GRAFANA_TOKEN"),
-                         alertmanager_expected=not no_alertmanager)
+    missing = [str(p) for p in file or [] if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
+    deployed = load_config(config)
+    results = check_files(deployed, list(file), not no_alertmanager) if file else []
+    if prometheus is not None:
+        results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
+                              os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager)
     for result in results:
         typer.echo(str(result))
     typer.echo(summary(results), err=True)

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
 from fractions import Fraction
 
 from inferwatch.deploy._config import Config
+from inferwatch.deploy._result import Result
+from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
+from inferwatch.deploy._scrape import MAX_SCRAPE_INTERVAL, check_job, jobs_from_prometheus, seconds
 
 __all__ = ["Result", "run_checks", "summary", "MAX_SCRAPE_INTERVAL"]
 
-MAX_SCRAPE_INTERVAL = 30          # seconds: the SLO rules count requests per minute (two samples at least)
 _RENDER = "inferwatch deploy render"
 
 # (signal, series, fix): read per model by the dashboards, SLOs and triage
@@ -30,22 +31,6 @@ _PER_MODEL = (
                                                     "deploy.yaml (a recording rule) or the exporter's "
                                                     "--max-running-requests"),
 )
-
-
-@dataclass(frozen=True)
-class Result:
-    status: str            # ok, skipped (told not to expect it), missing or wrong
-    check: str
-    detail: str = ""
-    fix: str = ""
-
-    def __str__(self) -> str:
-        text = f"{self.status:7} {self.check}" + (f": {self.detail}" if self.detail else "")
-        return text + (f" (fix: {self.fix})" if self.fix and self.bad else "")
-
-    @property
-    def bad(self) -> bool:
-        return self.status not in ("ok", "skipped")
 
 
 class _Api:
@@ -89,7 +74,7 @@ def _models(prom: _Api, expr: str) -> set[str]:
 
 def check_targets(prom: _Api) -> list[Result]:
     answer = prom.get("/api/v1/targets", state="active") or {"data": {"activeTargets": []}}
-    out = []
+    out = check_config(prom, {t.get("scrapePool") for t in answer["data"]["activeTargets"]})
     for target in answer["data"]["activeTargets"]:
         name = f"target {target['labels'].get('job', '')} {target['scrapeUrl']}"
         interval = target.get("scrapeInterval", "")
@@ -97,15 +82,32 @@ def check_targets(prom: _Api) -> list[Result]:
             hint = ("SGLang serves /metrics only when started with --enable-metrics" if "404" in target["lastError"]
                     else "check the port name and path of its monitor")
             out.append(Result("wrong", name, f"down: {target['lastError']}", hint))
-        elif interval and _seconds(interval) > MAX_SCRAPE_INTERVAL:
+        elif interval and seconds(interval) > MAX_SCRAPE_INTERVAL:
             out.append(Result("wrong", name, f"scraped every {interval}; the SLO rules' 1m increases need at most "
                                              f"{MAX_SCRAPE_INTERVAL}s", "lower the monitor's interval"))
     return out or [Result("ok", "targets", "every active target is up and scraped often enough")]
 
 
-def _seconds(text: str) -> float:
-    from inferwatch.durations import parse_duration
-    return float(parse_duration(text))
+def check_config(prom: _Api, pools: set[str]) -> list[Result]:
+    """The scrape jobs Prometheus runs, as its config says: jobs that find no target (a monitor whose selector,
+    namespace or port matches nothing), and what each engine or GPU job's relabelings and honor_labels do."""
+    import yaml
+
+    answer = prom.get("/api/v1/status/config")
+    try:
+        config = yaml.safe_load(answer["data"]["yaml"]) if answer else None
+    except (yaml.YAMLError, KeyError, TypeError):
+        config = None
+    if not isinstance(config, dict):
+        return []
+    out = []
+    for job in jobs_from_prometheus(config):
+        name = job.name.removeprefix("scrape job ")
+        if pools and name not in pools:
+            out.append(Result("wrong", job.name, "finds no target: nothing is scraped",
+                              "check its selector, namespace and port name (a monitor's), or its targets"))
+        out += check_job(job, running=True)
+    return out
 
 
 def check_models(prom: _Api, specs) -> list[Result]:
@@ -181,7 +183,8 @@ def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
     return out
 
 
-def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True) -> list[Result]:
+def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True, alerts: dict | None = None) -> \
+        list[Result]:
     """`expected` False: this stack has no Alertmanager (a demo, a laptop); its absence is skipped, not missing."""
     answer = prom.get("/api/v1/alertmanagers")
     if answer and answer["data"]["activeAlertmanagers"]:
@@ -200,12 +203,11 @@ def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True) -> li
         return out + [Result("missing", "Alertmanager", f"cannot reach {am.base}: {am.error}", "check --alertmanager")]
     import yaml
 
-    config = yaml.safe_load(status["config"]["original"]) or {}
-    inhibits = [r for r in config.get("inhibit_rules") or [] if "LLMErrorBudgetBurn" in json.dumps(r)]
-    return out + [Result("ok", "Alertmanager inhibit rules", f"{len(inhibits)} for the SLO tiers") if inhibits else
-                  Result("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn: slow "
-                                                                  "tiers page alongside fast ones",
-                         "merge alertmanager/values.yaml or the AlertmanagerConfig from " + _RENDER)]
+    try:
+        config = yaml.safe_load(status["config"]["original"]) or {}
+    except (yaml.YAMLError, KeyError, TypeError):
+        config = {}
+    return out + check_alertmanager_config(config if isinstance(config, dict) else {}, "", alerts or {})
 
 
 def check_grafana(grafana: _Api, uids: dict[str, str]) -> list[Result]:
@@ -235,7 +237,7 @@ def run_checks(config: Config, prometheus: str, alertmanager: str | None = None,
     expected = rule_groups if rule_groups is not None else [g["name"] for rules in inputs.rules for g in rules.groups]
     results = check_targets(prom) + check_models(prom, _specs(config)) + check_gpus(prom) + \
         check_rules(prom, expected) + check_alertmanager(prom, _Api(alertmanager) if alertmanager else None,
-                                                         alertmanager_expected)
+                                                         alertmanager_expected, slo_alerts(inputs))
     if grafana:
         uids = {board["uid"]: board["title"] for board in map(json.loads, inputs.dashboards.values())}
         results += check_grafana(_Api(grafana, token), uids)

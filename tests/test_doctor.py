@@ -14,7 +14,7 @@ import pytest
 from conftest import need
 from deploytools import alertmanager
 from inferwatch.deploy import render
-from inferwatch.deploy._config import Config, FrontDoor
+from inferwatch.deploy._config import Alerting, Config, FrontDoor
 from promtools import prometheus, query, serve, wait_for
 
 # its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
@@ -65,7 +65,8 @@ def _config(tmp: Path, rule_files: list[str], target: str, alertmanager_url: str
 def stacks(tmp_path_factory):
     """(good: Prometheus, Alertmanager and Grafana URLs; broken: Prometheus URL), started side by side."""
     tmp = tmp_path_factory.mktemp("doctor")
-    files = render(Config(frontdoor=FrontDoor(enabled=False)), "compose")
+    hooks = Alerting(page_webhook="http://127.0.0.1:9/page", ticket_webhook="http://127.0.0.1:9/ticket")
+    files = render(Config(frontdoor=FrontDoor(enabled=False), alerting=hooks), "compose")
     for path, text in files.items():
         (tmp / "good" / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp / "good" / path).write_text(text)
@@ -105,7 +106,7 @@ def test_doctor_reads_all_ok_where_every_signal_arrives(stacks):
     assert all(line.startswith("ok ") for line in lines), proc.stdout
     checks = {line.split(":")[0][8:] for line in lines}
     assert {"concurrency cap", "gpu_sm_active_ratio", "GPU workload pod", "rule groups",
-            "Alertmanager inhibit rules", "Grafana dashboards", "SLO llm/responsive threshold"} <= checks
+            "Alertmanager routing", "Grafana dashboards", "SLO llm/responsive threshold"} <= checks
 
 
 def test_doctor_names_the_missing_cap_profiling_fields_and_failing_group(stacks):

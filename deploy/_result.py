@@ -1,0 +1,23 @@
+"""One line of `inferwatch doctor`: a check, its status and, when something is wrong, the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Result"]
+
+
+@dataclass(frozen=True)
+class Result:
+    status: str            # ok, skipped (told not to expect it), missing or wrong
+    check: str
+    detail: str = ""
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.status:7} {self.check}" + (f": {self.detail}" if self.detail else "")
+        return text + (f" (fix: {self.fix})" if self.fix and self.bad else "")
+
+    @property
+    def bad(self) -> bool:
+        return self.status not in ("ok", "skipped")

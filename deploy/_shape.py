@@ -1,0 +1,20 @@
+"""Other people's YAML has any shape: these read a node as the mapping or list a check expects, or as empty."""
+
+from __future__ import annotations
+
+__all__ = ["as_map", "as_list", "dig"]
+
+
+def as_map(node) -> dict:
+    return node if isinstance(node, dict) else {}
+
+
+def as_list(node) -> list:
+    return node if isinstance(node, list) else []
+
+
+def dig(node, *keys) -> dict:
+    """`node[k1][k2]...` as a mapping, `{}` wherever a step is missing or not a mapping."""
+    for key in keys:
+        node = as_map(node).get(key)
+    return as_map(node)

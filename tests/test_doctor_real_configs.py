@@ -1,0 +1,201 @@
+"""`inferwatch doctor` on other people's files (tests/fixtures/real-configs/, SOURCES.md says whose): every finding
+below was judged by hand against the file and the engine's behaviour; a new finding, or one gone, fails the test.
+One real Prometheus runs a real config to prove the same checks hold against a running server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import FIXTURES, need
+from inferwatch.deploy import render
+from inferwatch.deploy._config import Alerting, Config, Engine
+from inferwatch.deploy._doctor import run_checks
+from inferwatch.deploy._files import check_files
+from inferwatch.deploy._relabel import apply, snake
+from promtools import prometheus, serve, wait_for
+
+pytestmark = pytest.mark.xdist_group("test_doctor_real_configs")
+
+REAL = FIXTURES / "real-configs"
+RELABELINGS = "without the inferwatch relabelings"
+RELEASE = "lack release: kube-prometheus-stack"
+NO_AM = "no Alertmanager in alerting.alertmanagers"
+NOT_EXPOSED = "is not a name any sglang release exposes"
+
+# folder -> (status, start of the check, a phrase of the detail), one per finding
+EXPECTED = {
+    "vllm-prometheus-grafana": [("missing", "scrape job vllm", RELABELINGS),
+                                ("missing", "Prometheus sends alerts", NO_AM)],
+    "sglang-monitoring": [("missing", "scrape job sglang", RELABELINGS), ("missing", "Prometheus sends alerts", NO_AM)],
+    "easyvllmondocker": [("missing", "scrape job vllm-programmatic", RELABELINGS),
+                         ("missing", "scrape job dcgm_exporter", RELABELINGS),
+                         ("missing", "Prometheus sends alerts", NO_AM)],
+    "ananke-sglang": [("wrong", "ananke-sglang/deploy/docker/compose.ananke.yaml service sglang", "--enable-metrics"),
+                      ("missing", "scrape job sglang", RELABELINGS), ("missing", "Prometheus sends alerts", NO_AM)]
+    + [("wrong", f"rule {rule}", f"{name} {NOT_EXPOSED}") for rule, name in (
+        ("SGLangHighLatency", "sglang_request_duration_seconds_bucket"), ("SGLangErrorRateHigh", "sglang_requests_total"),
+        ("AnankeConstraintViolationsHigh", "sglang_ananke_constraint_violations_total"),
+        ("AnankeRollbacksHigh", "sglang_ananke_rollbacks_total"),
+        ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_hits_total"),
+        ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_misses_total"),
+        ("RequestQueueBacklog", "sglang_requests_queued"), ("RequestQueueTimeout", "sglang_requests_timeout_total"))],
+    "genai-auto": [("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn")],
+    "vllm-k8s-monitoring": [("missing", "ServiceMonitor vllm/vllm-metrics", RELABELINGS),
+                            ("wrong", "rule VllmPreemptionSpike", "vllm:num_preemptions is not a name any vllm release"),
+                            ("wrong", "release label", "PrometheusRule vllm-alerts, ServiceMonitor vllm-metrics " + RELEASE)],
+    "llm-d-hello-chris": [("missing", "ServiceMonitor llm-d/vllm-metrics", RELABELINGS),
+                          ("wrong", "PodMonitor llm-d-comprehensive-metrics", "ports 8000, 8001 are numbers"),
+                          ("wrong", "PodMonitor llm-d-epp-comprehensive-metrics", "port 9090 is a number"),
+                          ("wrong", "release label", "PodMonitor llm-d-comprehensive-metrics, PodMonitor "
+                                                     "llm-d-epp-comprehensive-metrics, ServiceMonitor vllm-metrics")],
+    "production-stack": [("missing", "ServiceMonitor vllm-monitor", RELABELINGS),
+                         ("wrong", "Alertmanager routing", "the chart's default routes every alert to the receiver "
+                                                           "'null'")],
+    "arks": [("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "drop 1 of the 24 vLLM series"),
+             ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename vllm:num_requests_running to "
+                                                                              "num_requests_running"),
+             ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename sglang:num_running_reqs to "
+                                                                              "num_requests_running"),
+             ("wrong", "release label", "ServiceMonitor runtime-monitor " + RELEASE)],
+    "dcgm-exporter": [("wrong", "ServiceMonitor dcgm-exporter", "without honor_labels"),
+                      ("missing", "ServiceMonitor dcgm-exporter", RELABELINGS),
+                      ("wrong", "release label", "ServiceMonitor dcgm-exporter " + RELEASE)],
+    "gpu-operator": [("wrong", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", "without honor_labels"),
+                     ("missing", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", RELABELINGS),
+                     ("wrong", "release label", "ServiceMonitor nvidia-dcgm-exporter, PrometheusRule "
+                                                "nvidia-dcgm-exporter " + RELEASE)],
+    "kube-prometheus-stack-values.yaml": [
+        ("wrong", "Alertmanager routing", "SLO pages (LLMErrorBudgetBurn, severity critical) reach receiver 'null'"),
+        ("wrong", "Alertmanager routing", "SLO tickets (LLMErrorBudgetBurn, severity warning) reach receiver 'null'"),
+        ("wrong", "Alertmanager inhibit_rules[0]", "silences every SLO ticket while any SLO page fires"),
+        ("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn")],
+}
+
+
+def _unmatched(results, expected) -> tuple[list, list]:
+    bad, left = [r for r in results if r.bad], list(expected)
+    extra = []
+    for result in bad:
+        hit = next((e for e in left if result.status == e[0] and result.check.startswith(e[1])
+                    and e[2] in result.detail), None)
+        if hit is None:
+            extra.append(str(result))
+        else:
+            left.remove(hit)
+    return extra, left
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_files_give_the_judged_findings_and_no_others(name, monkeypatch):
+    monkeypatch.chdir(REAL)
+    extra, missed = _unmatched(check_files(Config(), [Path(name)]), EXPECTED[name])
+    assert not extra and not missed, f"unexpected: {extra}\nnot found: {missed}"
+
+
+def test_every_fixture_is_judged():
+    assert sorted(p.name for p in REAL.iterdir()) == sorted(EXPECTED)
+
+
+def test_our_own_renders_read_clean_where_told_where_to_page(tmp_path):
+    """The checked-in renders (relabel mode, both targets) name silent receivers only, as the defaults give no
+    webhook; the exporter and sidecar renders, with webhooks, read all ok."""
+    root = FIXTURES.parent.parent / "deploy"
+    for target in ("kubernetes", "compose"):
+        bad = [r.detail.split(",")[0] for r in check_files(Config(), [root / target]) if r.bad]
+        assert bad == ["SLO pages (LLMErrorBudgetBurn", "SLO tickets (LLMErrorBudgetBurn"], (target, bad)
+    hooks = Alerting(page_webhook="http://x/p", ticket_webhook="http://x/t")
+    sidecar = Engine("vllm", selector=(("app", "vllm"),), workload="deployment/vllm")
+    for config in (Config(scrape_mode="exporter", alerting=hooks),
+                   Config(scrape_mode="sidecar", alerting=hooks, engines=(sidecar,))):
+        out = tmp_path / config.scrape_mode
+        for name, text in render(config, "kubernetes").items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(text)
+        bad = [str(r) for r in check_files(config, [out]) if r.bad]
+        assert not bad, (config.scrape_mode, bad)
+
+
+def test_relabeling_follows_prometheus():
+    """The arks rename, `${1}` and `$$`, labeldrop/labelkeep/labelmap, and a regex Python cannot read."""
+    arks = yaml.safe_load((REAL / "arks" / "monitor-runtime.yaml").read_text())["spec"]["endpoints"][0]
+    steps = arks["metricRelabelings"]
+    assert apply(steps, {"__name__": "sglang:num_running_reqs", "model_name": "m"}) == {
+        "__name__": "num_requests_running", "model_name": "m", "runtime": "sglang"}
+    assert apply(steps, {"__name__": "http_requests_total"}) is None
+    assert apply([{"action": "labeldrop", "regex": "model_.*"}], {"__name__": "x", "model_name": "m"}) == {
+        "__name__": "x"}
+    assert apply([{"action": "labelkeep", "regex": "__name__|le"}], {"__name__": "x", "le": "1", "a": "b"}) == {
+        "__name__": "x", "le": "1"}
+    assert apply([{"action": "labelmap", "regex": "model_(.+)", "replacement": "m_$1"}], {"model_name": "v"}) == {
+        "model_name": "v", "m_name": "v"}
+    assert apply([{"source_labels": ["a"], "target_label": "b", "replacement": "$$${1}x"}], {"a": "v"}) == {
+        "a": "v", "b": "$vx"}
+    assert apply([{"source_labels": ["a"], "regex": "(", "action": "keep"}], {"a": "v"}) is False
+    assert snake({"sourceLabels": ["a"], "targetLabel": "b", "action": "Replace"}) == {
+        "source_labels": ["a"], "target_label": "b", "action": "replace"}
+
+
+def test_doctor_file_cli(tmp_path):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("scrape_configs: [\n")
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "doctor", "--file", str(REAL / "llm-d-hello-chris"),
+                           "--file", str(bad), "--no-alertmanager"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"skipped {bad}: not YAML: line 2" in proc.stdout and "ports 8000, 8001 are numbers" in proc.stdout
+    for args, message in ((["--file", str(tmp_path / "nowhere")], "no such file or folder"),
+                          ([], "give --prometheus URL")):
+        proc = subprocess.run([sys.executable, "-m", "inferwatch", "doctor", *args], capture_output=True, text=True)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_running_prometheus_with_a_real_config(tmp_path):
+    """easyvllmondocker's prometheus.yml as it is, plus a job carrying arks' metric relabelings over a real vLLM
+    scrape: doctor names the file_sd job that finds no target, the renames, and the engine series they cost."""
+    config = yaml.safe_load((REAL / "easyvllmondocker" / "prometheus.yml").read_text())
+    capture = next((FIXTURES / "real-captures").glob("vllm-*.txt"))
+    steps = yaml.safe_load((REAL / "arks" / "monitor-runtime.yaml").read_text())["spec"]["endpoints"][0]
+    with serve({"/metrics": capture.read_text()}) as target:
+        config["scrape_configs"].append({"job_name": "runtime", "scrape_interval": "1s",
+                                         "static_configs": [{"targets": [target.removeprefix("http://")]}],
+                                         "metric_relabel_configs": [snake(s) for s in steps["metricRelabelings"]]})
+        with prometheus(need("prometheus"), config, tmp_path) as prom:
+            wait_for(lambda: json.load(__import__("urllib.request").request.urlopen(
+                prom + "/api/v1/query?query=num_requests_running"))["data"]["result"])
+            out = "\n".join(map(str, run_checks(Config(), prom, alertmanager_expected=False)))
+    assert "wrong   scrape job vllm-programmatic: finds no target" in out
+    assert "wrong   scrape job runtime: its metric relabelings rename vllm:num_requests_running to " \
+           "num_requests_running" in out
+    assert "missing engine series: no llm_requests_running" in out
+    assert "scrape job dcgm_exporter" not in out            # its relabelings are fine; only its target is down
+
+
+def test_odd_shapes_read_without_a_traceback(tmp_path):
+    """Each small fixture with nodes swapped for odd values (null, text, numbers, lists, maps), 120 times with a
+    fixed seed: doctor reports or skips, never raises."""
+    import copy
+    import random
+
+    rng, odd = random.Random(7), [None, "x", 3, [], {}, ["a", 1], {"a": None}, True, "8000"]
+    files = sorted(p for p in REAL.rglob("*.y*ml") if p.stat().st_size < 20000)
+
+    def mutate(node):
+        if isinstance(node, (dict, list)) and node:
+            key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+            if rng.random() < 0.4:
+                node[key] = copy.deepcopy(rng.choice(odd))
+            else:
+                mutate(node[key])
+
+    for i in range(120):
+        source = rng.choice(files)
+        docs = list(yaml.safe_load_all(source.read_text()))
+        for _ in range(rng.randint(1, 4)):
+            mutate(docs[rng.randrange(len(docs))])
+        (tmp_path / source.name).write_text(yaml.safe_dump_all(docs))
+        check_files(Config(), [tmp_path / source.name])

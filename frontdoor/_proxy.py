@@ -43,7 +43,7 @@ from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, obser
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
 from inferwatch.frontdoor._outcome import classify
 from inferwatch.frontdoor._sse import SSESplitter
-from inferwatch.frontdoor._upstream import Exchange, Silent, Unreachable, UpstreamPool
+from inferwatch.frontdoor._upstream import Connection, Silent, Unreachable, UpstreamPool
 
 __all__ = ["Frontdoor", "make_app", "start", "serve", "FRONTDOOR", "METERED_PATHS"]
 
@@ -90,8 +90,8 @@ def _returned_headers(headers) -> CIMultiDict:
 
 
 class _IdleWatch:
-    """For the unmetered paths, the idle timeout between two reads of a response body, without a per-chunk timer: aiohttp's `sock_read`
-    moves one on every read, this one wakes four times per `limit` and fails the pending read when the
+    """For the unmetered paths, the idle timeout between two reads of a response body, without a per-chunk
+    timer: aiohttp's `sock_read` moves one on every read, this one wakes four times per `limit` and fails the pending read when the
     upstream sent nothing during the last `limit` (to within a quarter of it). Bytes not yet `taken` by the
     relay (a slow client holds it up) count as activity, as aiohttp stops `sock_read` while reading is paused."""
 
@@ -124,12 +124,12 @@ class _Sink:
     a copy of each is metered. When the client falls behind, reading the upstream pauses; when it is gone,
     the upstream request is aborted."""
 
-    __slots__ = ("client", "exchange", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone", "pieces",
+    __slots__ = ("client", "conn", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone", "pieces",
                  "take")
 
-    def __init__(self, client: asyncio.Transport, exchange: Exchange, facts: Facts, sse: bool, whole: bool,
+    def __init__(self, client: asyncio.Transport, conn: Connection, facts: Facts, sse: bool, whole: bool,
                  chunked: bool):
-        self.client, self.exchange, self.facts, self.sse, self.whole = client, exchange, facts, sse, whole
+        self.client, self.conn, self.facts, self.sse, self.whole = client, conn, facts, sse, whole
         self.chunked, self.splitter, self.copy, self.gone = chunked, SSESplitter(), bytearray(), False
         self.pieces: list[bytes] = []
         self.take = self.pieces.append
@@ -141,7 +141,7 @@ class _Sink:
         now = time.monotonic()
         if client.is_closing():
             self.gone = True
-            self.exchange.abort()
+            self.conn.abort()
             pieces.clear()
             return
         if self.chunked:
@@ -164,7 +164,7 @@ class _Sink:
             self.facts.error = "metering failed"
         pieces.clear()
         if client.get_write_buffer_size() > _CLIENT_BEHIND:
-            self.exchange.pause()
+            self.conn.pause()
 
 
 class Frontdoor:
@@ -348,23 +348,23 @@ class Frontdoor:
                                ex: _Exchange) -> web.StreamResponse:
         headers = list(_forward_headers(request.headers, True).items())
         try:
-            exchange = await self.pool.send(upstream.url, request.method, request.raw_path, headers, body,
+            conn = await self.pool.send(upstream.url, request.method, request.raw_path, headers, body,
                                             self.config.idle_timeout)
         except Silent:
             return self._timed_out(ex, upstream)
         except Unreachable as err:
             return self._unreachable(ex, upstream, str(err))
         try:
-            return await self._relay_metered(request, exchange, ex)
+            return await self._relay_metered(request, conn, ex)
         finally:
-            exchange.finish()             # a complete answer leaves the connection kept; else the engine aborts
+            conn.finish()             # a complete answer leaves the connection kept; else the engine aborts
 
-    async def _relay_metered(self, request: web.Request, exchange: Exchange, ex: _Exchange) -> web.StreamResponse:
+    async def _relay_metered(self, request: web.Request, conn: Connection, ex: _Exchange) -> web.StreamResponse:
         """A metered answer: `_Sink` writes and meters each piece from the upstream's read callback; this task
         only waits for the end, and for a slow client when one holds up the stream."""
-        ex.status = status = exchange.status
-        upstream_headers = CIMultiDict(exchange.headers)
-        out = web.StreamResponse(status=status, reason=exchange.reason or None,
+        ex.status = status = conn.status
+        upstream_headers = CIMultiDict(conn.headers)
+        out = web.StreamResponse(status=status, reason=conn.reason or None,
                                  headers=_returned_headers(upstream_headers))
         length = upstream_headers.get("Content-Length")
         if length is not None and length.isdigit() and "Transfer-Encoding" not in upstream_headers:
@@ -386,15 +386,15 @@ class Frontdoor:
         sse = status == 200 and kind == "text/event-stream"
         whole = status == 200 and not sse
         ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
-        sink = _Sink(client, exchange, ex.facts, sse, whole, out.chunked)
-        exchange.start(sink.take, sink.flush)
-        while (ended := await exchange.wait()) == "paused":
+        sink = _Sink(client, conn, ex.facts, sse, whole, out.chunked)
+        conn.start(sink.take, sink.flush)
+        while (ended := await conn.wait()) == "paused":
             try:
                 await request.writer.drain()      # until the client's socket took most of what waits for it
             except ConnectionError:
                 ex.ended = "cancelled"
                 return out
-            exchange.resume()
+            conn.resume()
         if sink.gone or ended == "aborted":
             ex.ended = "cancelled"
             return out

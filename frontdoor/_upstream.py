@@ -8,10 +8,10 @@ websockets) still goes through aiohttp's client, which knows those cases; this o
 whole body is in memory and reads one response.
 
     pool = UpstreamPool(connect_timeout=10)
-    exchange = await pool.send(url, "POST", path, headers, body, idle_timeout)   # returns at the headers
-    exchange.start(sink, flush)           # sink(piece) for every piece of the body, flush() after each read
-    ended = await exchange.wait()         # "complete", "broken", "timeout" or "paused" (see `pause`)
-    exchange.finish()                     # back to the pool when complete and reusable, else closed
+    conn = await pool.send(url, "POST", path, headers, body, idle_timeout)   # returns at the headers
+    conn.start(sink, flush)        # sink(piece) for every piece of the body, flush() after each read
+    ended = await conn.wait()      # "complete", "broken", "timeout" or "paused" (see `pause`)
+    conn.finish()                  # back to the pool when complete and reusable, else closed
 
 Connections are kept per scheme, host and port and closed after `keepalive` seconds idle. One that the
 upstream closed while idle is retried once on a new connection when nothing came back on it (the request
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-__all__ = ["UpstreamPool", "Exchange", "Unreachable", "Silent"]
+__all__ = ["UpstreamPool", "Connection", "Unreachable", "Silent"]
 
 _INFORMATIONAL = range(100, 200)
 
@@ -39,19 +39,19 @@ class Silent(TimeoutError):
     """The upstream did not connect within the connect timeout, or sent nothing for the idle timeout."""
 
 
-class Exchange(asyncio.Protocol):
+class Connection(asyncio.Protocol):
     """One connection to an upstream, one request and response at a time; its own httptools callbacks."""
 
     def __init__(self, pool: UpstreamPool, key: tuple):
         self.pool, self.key = pool, key
         self.transport: asyncio.Transport | None = None
         self.status, self.reason, self.headers = 0, "", []
-        self.received = 0                    # bytes read from the upstream in this exchange: the idle watch's clock
+        self.received = 0                    # bytes read for this request's answer: the idle watch's clock
         self.ended: str | None = None        # "complete", "broken", "timeout": the response is over
         self.paused = False                  # reading held until the client takes what it has
         self.reused = False
-        self._parser = self._sink = self._early = self._waiter = self._head = self._watch = self._idle = None
-        self._flush = None
+        self._parser = self._sink = self._flush = self._early = self._waiter = self._head = self._watch = None
+        self._idle = None                    # the keep-alive timer while the connection waits in the pool
         self._until_close = self._informational = self._keep = False
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class Exchange(asyncio.Protocol):
                 self.transport.resume_reading()
 
     def finish(self) -> None:
-        """The exchange is over: a complete response leaves the connection for the next, anything else closes it."""
+        """The answer is over: a complete one leaves the connection for the next, anything else closes it."""
         if self._watch:
             self._watch.cancel()
         reusable = self.ended == "complete" and self._keep and not self._until_close and not self.paused
@@ -204,24 +204,24 @@ class _Stale(Unreachable):
 
 
 class _IdleWatch:
-    """Fails an exchange whose upstream sent nothing for `limit` seconds, to within a quarter of it, with no
+    """Fails a request whose upstream sent nothing for `limit` seconds, to within a quarter of it, with no
     per-chunk timer: it wakes four times per `limit`. While the relay holds reading (a slow client), the
     upstream is not silent."""
 
-    __slots__ = ("_exchange", "_step", "_quiet", "_seen", "_handle")
+    __slots__ = ("_conn", "_step", "_quiet", "_seen", "_handle")
 
-    def __init__(self, exchange: Exchange, limit: float):
-        self._exchange, self._step, self._quiet, self._seen = exchange, limit / 4, 0, 0
+    def __init__(self, conn: Connection, limit: float):
+        self._conn, self._step, self._quiet, self._seen = conn, limit / 4, 0, 0
         self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
 
     def _wake(self) -> None:
-        ex = self._exchange
-        if ex.ended is not None:
+        conn = self._conn
+        if conn.ended is not None:
             return
-        self._quiet = 0 if ex.paused or ex.received != self._seen else self._quiet + 1
-        self._seen = ex.received
+        self._quiet = 0 if conn.paused or conn.received != self._seen else self._quiet + 1
+        self._seen = conn.received
         if self._quiet >= 4:
-            ex._end("timeout")
+            conn._end("timeout")
         else:
             self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
 
@@ -234,11 +234,11 @@ class UpstreamPool:
 
     def __init__(self, connect_timeout: float | None, keepalive: float = 15.0):
         self.connect_timeout, self.keepalive = connect_timeout, keepalive
-        self._idle: dict[tuple, list[Exchange]] = {}
+        self._idle: dict[tuple, list[Connection]] = {}
         self._tls: ssl.SSLContext | None = None
 
     async def send(self, base_url: str, method: str, path: str, headers, body: bytes,
-                   idle_timeout: float | None) -> Exchange:
+                   idle_timeout: float | None) -> Connection:
         """Send one request (`headers`: (name, value) pairs, no Host or Content-Length) and wait for the
         answer's headers. Unreachable when no connection can be made or it closes first; Silent on a timeout."""
         url = urlsplit(base_url)
@@ -249,58 +249,58 @@ class UpstreamPool:
         lines.append(f"Content-Length: {len(body)}\r\n\r\n")
         head = "\r\n".join(lines).encode("utf-8", "surrogateescape")
         for _ in range(2):
-            exchange = self._kept(key) or await self._connect(key)
-            exchange._send(head, body, idle_timeout)
+            conn = self._kept(key) or await self._connect(key)
+            conn._send(head, body, idle_timeout)
             try:
-                await exchange.head()
-                return exchange
+                await conn.head()
+                return conn
             except _Stale:
-                exchange.finish()
+                conn.finish()
             except BaseException:
-                exchange.finish()
+                conn.finish()
                 raise
         raise Unreachable("the upstream closed two connections before answering")
 
-    def keep(self, exchange: Exchange) -> None:
-        self._idle.setdefault(exchange.key, []).append(exchange)
-        exchange._idle = asyncio.get_running_loop().call_later(self.keepalive, exchange._close)
+    def keep(self, conn: Connection) -> None:
+        self._idle.setdefault(conn.key, []).append(conn)
+        conn._idle = asyncio.get_running_loop().call_later(self.keepalive, conn._close)
 
-    def forget(self, exchange: Exchange) -> None:
-        kept = self._idle.get(exchange.key)
-        if kept and exchange in kept:
-            kept.remove(exchange)
-        if exchange._idle:
-            exchange._idle.cancel()
-            exchange._idle = None
+    def forget(self, conn: Connection) -> None:
+        kept = self._idle.get(conn.key)
+        if kept and conn in kept:
+            kept.remove(conn)
+        if conn._idle:
+            conn._idle.cancel()
+            conn._idle = None
 
     def close(self) -> None:
         for kept in list(self._idle.values()):
-            for exchange in list(kept):
-                exchange._close()
+            for conn in list(kept):
+                conn._close()
         self._idle.clear()
 
-    def _kept(self, key: tuple) -> Exchange | None:
+    def _kept(self, key: tuple) -> Connection | None:
         kept = self._idle.get(key)
         while kept:
-            exchange = kept.pop()
-            exchange._idle.cancel()
-            exchange._idle = None
-            if exchange.transport is not None and not exchange.transport.is_closing():
-                exchange.reused = True
-                return exchange
+            conn = kept.pop()
+            conn._idle.cancel()
+            conn._idle = None
+            if conn.transport is not None and not conn.transport.is_closing():
+                conn.reused = True
+                return conn
         return None
 
-    async def _connect(self, key: tuple) -> Exchange:
+    async def _connect(self, key: tuple) -> Connection:
         tls, host, port = key
         if tls and self._tls is None:
             self._tls = ssl.create_default_context()       # the system's CAs; SSL_CERT_FILE points elsewhere
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _, exchange = await loop.create_connection(lambda: Exchange(self, key), host, port,
+                _, conn = await loop.create_connection(lambda: Connection(self, key), host, port,
                                                            ssl=self._tls if tls else None)
         except TimeoutError:
             raise Silent(f"no connection within {self.connect_timeout:g}s") from None
         except (OSError, ssl.SSLError) as err:
             raise Unreachable(err.strerror or str(err)) from None
-        return exchange
+        return conn

@@ -22,6 +22,7 @@ __all__ = ["FAMILIES", "translate", "source_names", "families_of"]
 FAMILIES = {"engine": "llm_", "gpu": "gpu_"}
 SELECTOR = re.compile(r"(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>[^{}]*)\}"
                       r"\[(?P<range>[0-9a-z$]+)\]\)")
+GROUPING = re.compile(r"\b(?:by|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
 MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 SCRATCH = "inferwatch_candidate"     # the label a rename passes through: its first present candidate
@@ -110,7 +111,8 @@ def _candidate_choices(label: str, op: str, value: str, candidates: tuple[str, .
     return choices
 
 
-def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str) -> list[str]:
+def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str,
+                  needed: frozenset[str] | None) -> list[str]:
     """The expressions one entry gives for `func(name{matchers}[window])`, one per source alias and candidate."""
     from inferwatch.mappings import sanitized
 
@@ -132,11 +134,12 @@ def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str)
         choices = [f'{func}({{{", ".join([f"__name__=~{chr(34)}{names}{chr(34)}", *plain, *extra])}}}[{window}])'
                    for extra in (list(itertools.chain.from_iterable(c)) for c in itertools.product(*renamed))]
         out.append(" or ".join(choices))
-    return [_reshape(mapping, entry, f"({' or '.join(out)})", func)]
+    return [_reshape(mapping, entry, f"({' or '.join(out)})", func, needed)]
 
 
-def _reshape(mapping, entry, expr: str, func: str) -> str:
-    """The entry's value and labels in the vocabulary's terms: blanks dropped, scaled, labels renamed and set."""
+def _reshape(mapping, entry, expr: str, func: str, needed: frozenset[str] | None) -> str:
+    """The entry's value and labels in the vocabulary's terms: blanks dropped, scaled, and the labels the query
+    groups or matches by (`needed`; None: every label) renamed and set."""
     if mapping.blank_at_or_above is not None and func != "rate":
         expr = f"({expr} < {mapping.blank_at_or_above:g})"
     for label in entry.drop_labels:
@@ -146,21 +149,36 @@ def _reshape(mapping, entry, expr: str, func: str) -> str:
     elif entry.divide is not None:
         expr = f"({expr} / {entry.divide:g})"
     for target, candidates in _renames(mapping, entry).items():
-        if candidates == (target,):
+        if needed is not None and target not in needed or candidates == (target,):
             continue
-        for candidate in reversed(candidates):       # the first present candidate is copied last and wins
+        if target not in candidates[:-1]:            # the first present candidate is copied last and wins
+            for candidate in reversed(candidates):
+                if candidate != target:
+                    expr = f'label_replace({expr}, "{target}", "$1", "{candidate}", "(.+)")'
+            continue
+        for candidate in reversed(candidates):       # the target itself outranks a later candidate: via a copy
             expr = f'label_replace({expr}, "{SCRATCH}", "$1", "{candidate}", "(.+)")'
         expr = f'label_replace(label_replace({expr}, "{target}", "$1", "{SCRATCH}", "(.+)"), "{SCRATCH}", "", "", "")'
     for key, value in (dict(mapping.set_labels) | dict(entry.set_labels)).items():
-        expr = f'label_replace({expr}, "{key}", "{value}", "", "")'
+        if needed is None or key in needed:
+            expr = f'label_replace({expr}, "{key}", "{value}", "", "")'
     return expr
 
 
-def _rewrite(match: re.Match) -> str:
+def _needed(promql: str) -> frozenset[str] | None:
+    """The labels a query groups or joins by; None when it keeps labels it does not name (`without`, or a
+    selector outside any aggregation), so every label must be renamed."""
+    if re.search(r"\bwithout\s*\(", promql) or not re.match(r"\s*(sum|avg|max|min|count|group)\b", promql):
+        return None
+    return frozenset(label.strip() for labels in GROUPING.findall(promql) for label in labels.split(",")
+                     if label.strip())
+
+
+def _rewrite(match: re.Match, needed: frozenset[str] | None) -> str:
     func, name, window = match["func"], match["name"], match["range"]
     matchers = _parse_matchers(match["matchers"])
     parts = [alt for mapping, entry, suffix in _entries(name)
-             for alt in _alternatives(mapping, entry, suffix, func, matchers, window)]
+             for alt in _alternatives(mapping, entry, suffix, func, matchers, window, needed)]
     if not parts:
         return match[0]               # no source gives it: the vocabulary name, which then has no series
     return "(" + " or ".join(parts) + ")"
@@ -170,7 +188,8 @@ def translate(promql: str, families: set[str] | frozenset[str]) -> str:
     """`promql` with every vocabulary selector of the given families read from the sources instead."""
     if not families:
         return promql
+    needed = _needed(promql)
 
     def one(match: re.Match) -> str:
-        return _rewrite(match) if family_of(match["name"]) in families else match[0]
+        return _rewrite(match, needed) if family_of(match["name"]) in families else match[0]
     return SELECTOR.sub(one, promql)

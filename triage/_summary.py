@@ -152,7 +152,7 @@ def summarise(frame, signals, window, step: float, lookback: float = 0.0
         lead = lookback if signal.looks_back else 0.0
         if lead:
             inside = rows[rows["t"] >= window.start + lead - 1e-6]
-            if not len(inside):
+            if not len(inside) or not _steps(window, step, lead):
                 _too_short(rows, signal, out)
                 continue
             rows = inside

@@ -17,6 +17,7 @@ from inferwatch.triage._window import Window, baseline_choices, choose_step, iso
 __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES", "JUDGING"]
 
 DEFAULT_SCRAPE_INTERVAL = 15.0
+INTERVAL_PROBE = "10m"   # raw samples read to measure the scrape interval: a few even at 2-minute scrapes
 FRESH_SCRAPES = 2.5     # a gauge counts while its last sample is at most this many scrapes old
 GONE_REPLICA = 0.6       # confidence of a replica absent from the whole incident: a crash, or just a scale-in
 # named when a model has no series at all: the engine series every kind starts from
@@ -134,21 +135,24 @@ def _running(sel: str, raw: frozenset[str], func: str, window: str) -> str:
 
 
 def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset[str]) -> float:
-    """The engines' scrape interval: the median spacing of llm_requests_running's raw samples near `at`."""
+    """The scrape interval: the median spacing of the engines' (llm_requests_running) and the front doors'
+    (llm_frontdoor_requests_in_flight) raw samples near `at`, the longer of the two when they are scraped apart."""
     import statistics
 
     if "engine" in raw:
-        names = "|".join(source_names("llm_requests_running"))
-        selector = f'{{__name__=~"{names}"}}'
+        engines = '{__name__=~"' + "|".join(source_names("llm_requests_running")) + '"}'
     else:
-        selector = f"llm_requests_running{{{sel}}}"
-    for moment in at:
-        rows = instant(client, url, f"{selector}[3m]", moment)
-        gaps = [float(b[0]) - float(a[0]) for row in rows[:50] for a, b in zip(row.get("values", []),
-                                                                                row.get("values", [])[1:])]
-        if gaps:
-            return max(0.5, statistics.median(gaps))
-    return DEFAULT_SCRAPE_INTERVAL
+        engines = f"llm_requests_running{{{sel}}}"
+    found = []
+    for selector in (engines, f"llm_frontdoor_requests_in_flight{{{sel}}}"):
+        for moment in at:
+            rows = instant(client, url, f"{selector}[{INTERVAL_PROBE}]", moment)
+            gaps = [float(b[0]) - float(a[0]) for row in rows[:50] for a, b in zip(row.get("values", []),
+                                                                                    row.get("values", [])[1:])]
+            if gaps:
+                found.append(max(0.5, statistics.median(gaps)))
+                break
+    return max(found, default=DEFAULT_SCRAPE_INTERVAL)
 
 
 def _models_of(client, url: str, query: str, at: float) -> list[str]:

@@ -89,8 +89,8 @@ def check_targets(prom: _Api) -> list[Result]:
 
 
 def check_config(prom: _Api, pools: set[str]) -> list[Result]:
-    """The scrape jobs Prometheus runs, as its config says: jobs that find no target (a monitor whose selector,
-    namespace or port matches nothing), and what each engine or GPU job's relabelings and honor_labels do."""
+    """The engine and GPU scrape jobs Prometheus runs, as its config says: jobs that find no target (a monitor whose
+    selector, namespace or port matches nothing), and what their relabelings and honor_labels do."""
     import yaml
 
     answer = prom.get("/api/v1/status/config")
@@ -103,7 +103,7 @@ def check_config(prom: _Api, pools: set[str]) -> list[Result]:
     out = []
     for job in jobs_from_prometheus(config):
         name = job.name.removeprefix("scrape job ")
-        if pools and name not in pools:
+        if name not in pools and job.sources:
             out.append(Result("wrong", job.name, "finds no target: nothing is scraped",
                               "check its selector, namespace and port name (a monitor's), or its targets"))
         out += check_job(job, running=True)

@@ -19,15 +19,15 @@ from inferwatch.deploy._config import Config
 from inferwatch.deploy._result import Result
 from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
 from inferwatch.deploy._shape import as_list, as_map, dig
-from inferwatch.deploy._scrape import Job, check_job, jobs_from_prometheus, seconds
+from inferwatch.deploy._scrape import Job, check_job, job_from_scrape_config, jobs_from_prometheus, seconds
 
 __all__ = ["check_files"]
 
 _MONITORS = ("ServiceMonitor", "PodMonitor")
 _WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 _VALUES_KEYS = ("prometheusOperator", "defaultRules", "kubeStateMetrics", "prometheus-node-exporter", "kubelet")
-_SELECTORS = {"ServiceMonitor": "serviceMonitorSelectorNilUsesHelmValues",
-              "PodMonitor": "podMonitorSelectorNilUsesHelmValues", "PrometheusRule": "ruleSelectorNilUsesHelmValues"}
+_SELECTORS = {"ServiceMonitor": "serviceMonitorSelector", "PodMonitor": "podMonitorSelector",
+              "PrometheusRule": "ruleSelector"}      # prometheusSpec.<key>, and <key>NilUsesHelmValues
 _OPERATOR_DEFAULT = "30s"
 
 
@@ -82,7 +82,8 @@ def _sort(where: str, doc, path: Path, bundle: Bundle) -> None:
     elif isinstance(doc.get("services"), dict):
         _compose(where, doc, path, bundle)
     elif any(k in doc for k in _VALUES_KEYS) or {"prometheus", "alertmanager"} <= doc.keys() or \
-            {"config", "alertmanagerSpec"} & as_map(doc.get("alertmanager")).keys():
+            {"config", "alertmanagerSpec"} & as_map(doc.get("alertmanager")).keys() or \
+            {"prometheusSpec", "additionalServiceMonitors", "additionalPodMonitors"} & as_map(doc.get("prometheus")).keys():
         bundle.values.append((where, doc))
     elif isinstance(doc.get("groups"), list):
         bundle.rules.append((where, doc))
@@ -247,13 +248,19 @@ def _labels(meta) -> dict:
 
 def _release(bundle: Bundle, config: Config) -> list[Result]:
     """Monitors and rules kube-prometheus-stack's default selectors skip: no `release: <release>` label."""
-    spec = _values_spec(bundle)
-    unlabelled = [f"{d['kind']} {dig(d, 'metadata').get('name')}" for _, d in bundle.kind(*_SELECTORS)
-                  if spec.get(_SELECTORS[d["kind"]]) is not False
-                  and _labels(d.get("metadata")).get("release") != config.release]
+    spec, out, unlabelled = _values_spec(bundle), [], []
+    for where, doc in bundle.kind(*_SELECTORS):
+        key, name, labels = _SELECTORS[doc["kind"]], f"{doc['kind']} {dig(doc, 'metadata').get('name')}", \
+            _labels(doc.get("metadata"))
+        if as_map(spec.get(key)):
+            if not _selected(spec[key], labels):
+                out.append(Result("wrong", name, f"its labels do not match prometheusSpec.{key} of the values: "
+                                                 "Prometheus ignores it", f"label it to match {key}"))
+        elif spec.get(f"{key}NilUsesHelmValues") is not False and labels.get("release") != config.release:
+            unlabelled.append(name)
     if not unlabelled:
-        return []
-    return [Result("wrong", "release label", f"{', '.join(unlabelled)} lack release: {config.release}: "
+        return out
+    return out + [Result("wrong", "release label", f"{', '.join(unlabelled)} lack release: {config.release}: "
                                              "kube-prometheus-stack's Prometheus selects only what carries it (not "
                                              "a concern on OpenShift user workload monitoring or a bare operator "
                                              "that selects them otherwise)",
@@ -261,8 +268,21 @@ def _release(bundle: Bundle, config: Config) -> list[Result]:
                    "serviceMonitorSelectorNilUsesHelmValues (and pod, rule) to false")]
 
 
+def _values_scrape_jobs(bundle: Bundle) -> list[Job]:
+    """prometheusSpec.additionalScrapeConfigs of kube-prometheus-stack values, at the spec's scrape interval."""
+    jobs = []
+    for where, values in bundle.values:
+        spec = dig(values, "prometheus", "prometheusSpec")
+        interval = str(spec.get("scrapeInterval") or _OPERATOR_DEFAULT)
+        origin = " (prometheusSpec.scrapeInterval)" if spec.get("scrapeInterval") else \
+            " (the Prometheus resource's default, 30s)"
+        jobs += [job_from_scrape_config(sc, interval, origin, f" ({where} additionalScrapeConfigs)")
+                 for sc in as_list(spec.get("additionalScrapeConfigs")) if isinstance(sc, dict)]
+    return jobs
+
+
 def _prometheus_results(bundle: Bundle, alertmanager_expected: bool) -> list[Result]:
-    out = []
+    out = [r for job in _values_scrape_jobs(bundle) for r in check_job(job)]
     for where, config in bundle.prometheus:
         jobs = jobs_from_prometheus(config, f" ({where})")
         out += [r for job in jobs for r in check_job(job)]
@@ -309,8 +329,8 @@ def _rule_results(bundle: Bundle) -> list[Result]:
     short for the engines' scrape interval in these files."""
     from inferwatch.dashboards._lint_promql import PanelContext, metric_names, query_findings
 
-    jobs = [job for _, _, job in _monitor_jobs(bundle)] + [j for _, c in bundle.prometheus
-                                                           for j in jobs_from_prometheus(c)]
+    jobs = [job for _, _, job in _monitor_jobs(bundle)] + _values_scrape_jobs(bundle) + [
+        j for _, c in bundle.prometheus for j in jobs_from_prometheus(c)]
     longest = max((seconds(j.interval) for j in jobs if j.sources), default=0)
     out = []
     for where, doc in bundle.rules:

@@ -121,6 +121,47 @@ def test_our_own_renders_read_clean_where_told_where_to_page(tmp_path):
         assert not bad, (config.scrape_mode, bad)
 
 
+VALUES = """\
+prometheus:
+  prometheusSpec:
+    scrapeInterval: 1m
+    serviceMonitorSelector: {matchLabels: {team: llm}}
+    additionalScrapeConfigs:
+    - job_name: vllm-extra
+      scrape_interval: 15s
+      static_configs: [{targets: ["vllm:8000"]}]
+      metric_relabel_configs: [{source_labels: [__name__], regex: ".*_bucket", action: drop}]
+alertmanager: {enabled: false}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: vllm, namespace: llm, labels: {team: other}}
+spec:
+  selector: {matchLabels: {app: vllm}}
+  endpoints: [{port: metrics}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: vllm, namespace: serving, labels: {app: vllm}}
+spec: {ports: [{name: http, port: 8000}]}
+"""
+
+
+def test_values_selectors_intervals_and_monitor_targets(tmp_path):
+    """What kube-prometheus-stack values decide for every monitor (interval, selector), extra scrape configs, and
+    a monitor whose Service is in another namespace and names another port."""
+    (tmp_path / "stack.yaml").write_text(VALUES)
+    found = {(r.status, r.detail.split(":")[0].split(";")[0]) for r in check_files(Config(), [tmp_path]) if r.bad}
+    assert found == {
+        ("wrong", "its metric relabelings drop 9 of the 24 vLLM series the dashboards and SLOs read"),
+        ("wrong", "scraped every 1m (prometheusSpec.scrapeInterval)"),
+        ("missing", "scrapes vLLM without the inferwatch relabelings"),
+        ("wrong", "its labels do not match prometheusSpec.serviceMonitorSelector of the values"),
+        ("wrong", "selects Service vllm by label, but it lives in namespace serving, outside llm"),
+        ("wrong", "port metrics is not a port of Service vllm (it has http)"),
+        ("missing", "alertmanager.enabled is false")}, found
+
+
 def test_relabeling_follows_prometheus():
     """The arks rename, `${1}` and `$$`, labeldrop/labelkeep/labelmap, and a regex Python cannot read."""
     arks = yaml.safe_load((REAL / "arks" / "monitor-runtime.yaml").read_text())["spec"]["endpoints"][0]

@@ -247,8 +247,12 @@ def _labels(meta) -> dict:
 
 
 def _release(bundle: Bundle, config: Config) -> list[Result]:
-    """Monitors and rules kube-prometheus-stack's default selectors skip: no `release: <release>` label."""
+    """Monitors and rules kube-prometheus-stack's selectors skip: labels the values' selector misses, or, by
+    default, no `release: <release>`. Judged only where it is known how Prometheus selects: values among the files,
+    or a deploy.yaml (--config) naming the release; OpenShift's user workload monitoring, for one, needs no label."""
     spec, out, unlabelled = _values_spec(bundle), [], []
+    if not bundle.values and config.file.startswith("<"):
+        return []
     for where, doc in bundle.kind(*_SELECTORS):
         key, name, labels = _SELECTORS[doc["kind"]], f"{doc['kind']} {dig(doc, 'metadata').get('name')}", \
             _labels(doc.get("metadata"))
@@ -261,9 +265,7 @@ def _release(bundle: Bundle, config: Config) -> list[Result]:
     if not unlabelled:
         return out
     return out + [Result("wrong", "release label", f"{', '.join(unlabelled)} lack release: {config.release}: "
-                                             "kube-prometheus-stack's Prometheus selects only what carries it (not "
-                                             "a concern on OpenShift user workload monitoring or a bare operator "
-                                             "that selects them otherwise)",
+                                             "kube-prometheus-stack's Prometheus selects only what carries it",
                    f"label them release: {config.release} (deploy.yaml's release), or set prometheus.prometheusSpec."
                    "serviceMonitorSelectorNilUsesHelmValues (and pod, rule) to false")]
 

@@ -47,13 +47,10 @@ EXPECTED = {
         ("RequestQueueBacklog", "sglang_requests_queued"), ("RequestQueueTimeout", "sglang_requests_timeout_total"))],
     "genai-auto": [("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn")],
     "vllm-k8s-monitoring": [("missing", "ServiceMonitor vllm/vllm-metrics", RELABELINGS),
-                            ("wrong", "rule VllmPreemptionSpike", "vllm:num_preemptions is not a name any vllm release"),
-                            ("wrong", "release label", "PrometheusRule vllm-alerts, ServiceMonitor vllm-metrics " + RELEASE)],
+                            ("wrong", "rule VllmPreemptionSpike", "vllm:num_preemptions is not a name any vllm release")],
     "llm-d-hello-chris": [("missing", "ServiceMonitor llm-d/vllm-metrics", RELABELINGS),
                           ("wrong", "PodMonitor llm-d-comprehensive-metrics", "ports 8000, 8001 are numbers"),
-                          ("wrong", "PodMonitor llm-d-epp-comprehensive-metrics", "port 9090 is a number"),
-                          ("wrong", "release label", "PodMonitor llm-d-comprehensive-metrics, PodMonitor "
-                                                     "llm-d-epp-comprehensive-metrics, ServiceMonitor vllm-metrics")],
+                          ("wrong", "PodMonitor llm-d-epp-comprehensive-metrics", "port 9090 is a number")],
     "production-stack": [("missing", "ServiceMonitor vllm-monitor", RELABELINGS),
                          ("wrong", "Alertmanager routing", "the chart's default routes every alert to the receiver "
                                                            "'null'")],
@@ -61,15 +58,11 @@ EXPECTED = {
              ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename vllm:num_requests_running to "
                                                                               "num_requests_running"),
              ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename sglang:num_running_reqs to "
-                                                                              "num_requests_running"),
-             ("wrong", "release label", "ServiceMonitor runtime-monitor " + RELEASE)],
+                                                                              "num_requests_running")],
     "dcgm-exporter": [("wrong", "ServiceMonitor dcgm-exporter", "without honor_labels"),
-                      ("missing", "ServiceMonitor dcgm-exporter", RELABELINGS),
-                      ("wrong", "release label", "ServiceMonitor dcgm-exporter " + RELEASE)],
+                      ("missing", "ServiceMonitor dcgm-exporter", RELABELINGS)],
     "gpu-operator": [("wrong", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", "without honor_labels"),
-                     ("missing", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", RELABELINGS),
-                     ("wrong", "release label", "ServiceMonitor nvidia-dcgm-exporter, PrometheusRule "
-                                                "nvidia-dcgm-exporter " + RELEASE)],
+                     ("missing", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", RELABELINGS)],
     "kube-prometheus-stack-values.yaml": [
         ("wrong", "Alertmanager routing", "SLO pages (LLMErrorBudgetBurn, severity critical) reach receiver 'null'"),
         ("wrong", "Alertmanager routing", "SLO tickets (LLMErrorBudgetBurn, severity warning) reach receiver 'null'"),
@@ -96,6 +89,20 @@ def test_real_files_give_the_judged_findings_and_no_others(name, monkeypatch):
     monkeypatch.chdir(REAL)
     extra, missed = _unmatched(check_files(Config(), [Path(name)]), EXPECTED[name])
     assert not extra and not missed, f"unexpected: {extra}\nnot found: {missed}"
+
+
+def test_release_label_is_judged_where_the_release_is_known(monkeypatch):
+    """With a deploy.yaml naming the release (or values saying how Prometheus selects), monitors and rules without
+    the label are named; without either, nothing is said (OpenShift's user workload monitoring needs no label)."""
+    monkeypatch.chdir(REAL)
+    for name, lacking in (("vllm-k8s-monitoring", "PrometheusRule vllm-alerts, ServiceMonitor vllm-metrics"),
+                          ("gpu-operator", "ServiceMonitor nvidia-dcgm-exporter, PrometheusRule nvidia-dcgm-exporter"),
+                          ("llm-d-hello-chris", "PodMonitor llm-d-comprehensive-metrics, PodMonitor "
+                                                "llm-d-epp-comprehensive-metrics, ServiceMonitor vllm-metrics"),
+                          ("arks", "ServiceMonitor runtime-monitor"), ("dcgm-exporter", "ServiceMonitor dcgm-exporter")):
+        results = check_files(Config(file="deploy.yaml"), [Path(name)])
+        assert [r.detail for r in results if r.check == "release label"] == [
+            f"{lacking} {RELEASE}: kube-prometheus-stack's Prometheus selects only what carries it"]
 
 
 def test_every_fixture_is_judged():

@@ -86,7 +86,8 @@ def _guarded(doc, where: str, notes: Notes, read):
 def _reader(doc, where: str, notes: Notes) -> str | None:
     """Which reader a document is for; None (and a note saying what it is) when none."""
     if not isinstance(doc, dict):
-        notes.add(None, where, f"a {type(doc).__name__} ({text_of(doc)[:40]!r}), not a Sloth or OpenSLO document")
+        notes.add(None, where, f"a {type(doc).__name__} ({text_of(doc)[:40]!r}), not a Sloth, OpenSLO or Pyrra "
+                               "document")
         return None
     api, kind, version = text_of(doc.get("apiVersion")), text_of(doc.get("kind")), doc.get("version")
     if isinstance(version, str) and version.startswith("prometheus/"):
@@ -114,9 +115,12 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
     elif kind == "PrometheusRule" or "groups" in doc:
         notes.add(doc, where, "Prometheus rules (perhaps Sloth's generated output), not an SLO spec: import the "
                               "Sloth or OpenSLO spec they were generated from")
+    elif "slos" in doc and "service" in doc and not {"apiVersion", "kind", "version"} & set(doc):
+        notes.add(doc, where, "has service and slos like a Sloth spec, but no version: prometheus/v1 line (Sloth "
+                              "requires it too); not imported")
     else:
         found = ", ".join(f"{k}: {text_of(doc[k])}" for k in ("apiVersion", "kind", "version") if k in doc)
-        notes.add(doc, where, "not a Sloth or OpenSLO document" + (f" ({found})" if found else "") +
+        notes.add(doc, where, "not a Sloth, OpenSLO or Pyrra document" + (f" ({found})" if found else "") +
                   ": expected version: prometheus/v1 (Sloth), apiVersion: sloth.slok.dev/v1 (Sloth), openslo/v1 "
                   "(OpenSLO) or pyrra.dev/v1alpha1 (Pyrra)")
     return None

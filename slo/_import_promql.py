@@ -99,6 +99,10 @@ def _terms(expr, sign: int, bare_ok: bool, out: list) -> None:
         if op == "or" and _is_zero_vector(expr.rhs):
             return _terms(expr.lhs, sign, bare_ok, out)       # `or vector(0)`: no error series means zero errors
         if op in ("+", "-") and (expr.modifier is None or not expr.modifier.return_bool):
+            if _is_number(expr.rhs, 0):                     # `+ 0`, `- 0`: adds nothing
+                return _terms(expr.lhs, sign, bare_ok, out)
+            if op == "+" and _is_number(expr.lhs, 0):
+                return _terms(expr.rhs, sign, bare_ok, out)
             _terms(expr.lhs, sign, bare_ok, out)
             return _terms(expr.rhs, sign if op == "+" else -sign, bare_ok, out)
         raise QueryError(f"combines series with {op!r}; only + and - of counters are event counts")
@@ -137,7 +141,7 @@ def _describe(expr) -> str:
     if isinstance(expr, promql_parser.AggregateExpr):
         return f"an aggregation with {expr.op}()"
     if isinstance(expr, promql_parser.VectorSelector):
-        return f"the bare selector {expr}"
+        return f"the bare selector {str(expr).removesuffix('{}')}"
     if isinstance(expr, promql_parser.NumberLiteral):
         return f"the number {expr.val:g}"
     return f"a {type(expr).__name__}"
@@ -248,6 +252,37 @@ def _complement(good: Counter, total: Counter) -> Counter | None:
     return Counter(total.name, (*total.matchers, (label, _NEGATION[op], value)), total.by)
 
 
+_TIME_UNITS = ("seconds", "milliseconds", "ms", "microseconds", "us", "nanoseconds", "ns")
+
+
+def _fast_bucket(counter: Counter) -> bool:
+    """A bucket of a histogram of durations at a finite bound above 0: the observations at or under it, the fast
+    ones. (A bucket of another histogram may count bad events: `tokens_bucket{le="0"}`, empty answers.)"""
+    base, le = counter.name[:-len("_bucket")], counter.le()
+    try:
+        bound = Decimal(le or "")
+    except InvalidOperation:
+        return False
+    return (counter.name.endswith("_bucket") and bound.is_finite() and bound > 0
+            and (base.rsplit("_", 1)[-1] in _TIME_UNITS or base.endswith(("_duration", "_latency"))))
+
+
+def _no_fast_errors(plus: list[Counter], minus: list[Counter], what: str) -> None:
+    """Refuse bad events that count fast requests: a Sloth error query written as the good events' query (a
+    latency SLO that would burn its budget exactly while requests are fast), or good minus total (never > 0)."""
+    fast = next((c for c in plus if _fast_bucket(c)), None)
+    if fast is None:
+        return
+    base, le = fast.name[:-len("_bucket")], fast.le()
+    slow = f"{fast.selector(drop='le').replace(fast.name, base + '_count', 1)} - {fast.selector()}"
+    histogram = (base, frozenset(m for m in fast.matchers if m[0] != "le"))
+    if any(c.histogram_total() == histogram for c in minus):
+        raise QueryError(f"{what} is {fast.selector()} minus all observations: the fast ones minus all, the "
+                         f"negative of the slow ones, so it never alerts; the slow ones are {slow}")
+    raise QueryError(f"{what} counts {fast.selector()}, the observations at or under {le} (the fast ones): good "
+                     f"events, not errors; the slow ones are {slow}")
+
+
 def _group_by(counters: list[Counter]) -> tuple[str, ...]:
     groupings = {c.by for c in counters}
     if len(groupings) > 1:
@@ -260,6 +295,7 @@ def events_sli(error_query: str, total_query: str) -> tuple[dict, tuple[str, ...
     """Sloth's events SLI -> (our SLI keys, group_by labels)."""
     total = _total(total_query, bare_ok=False)
     plus, minus = _counters(error_query, "error query", bare_ok=False)
+    _no_fast_errors(plus, minus, "error query")
     group_by = _group_by([total, *plus, *minus])
     if not minus:
         if any(_same(c, total) for c in plus):
@@ -277,6 +313,7 @@ def bad_sli(bad_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tupl
     """OpenSLO's ratioMetric with bad and total."""
     total = _total(total_query, bare_ok)
     plus, minus = _counters(bad_query, "bad query", bare_ok)
+    _no_fast_errors(plus, minus, "bad query")
     if minus:
         raise QueryError("bad query subtracts counters; give the bad events as a sum of counters")
     if any(_same(c, total) for c in plus):

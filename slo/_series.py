@@ -114,7 +114,9 @@ def _avoiding(base: dict[str, str], selector: Selector, total: Selector) -> dict
     for m in selector.matchers:
         if m.label in base and base[m.label] != "":
             continue
-        for value in _NON_MATCHING:
+        # a negative matcher fails on the value it names (`code!="0"`: "0"), or one its regex matches
+        named = m.value if m.op == "!=" else _literal(m.value) if m.op == "!~" else None
+        for value in ([named] if named is not None else []) + list(_NON_MATCHING):
             labels = {**base, m.label: value}
             if _matches(total.matchers, labels) and not _matches(selector.matchers, labels):
                 return labels

@@ -85,6 +85,9 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     if prometheus is None and not file:
         raise typer.BadParameter("give --prometheus URL (a running stack) or --file PATH (its files)",
                                  param_hint="--prometheus")
+    if prometheus is None and (alertmanager or grafana):
+        raise typer.BadParameter("--alertmanager and --grafana are asked along with a running Prometheus: give "
+                                 "--prometheus URL too", param_hint="--prometheus")
     if no_alertmanager and alertmanager is not None:
         raise typer.BadParameter("--alertmanager URL and --no-alertmanager contradict each other: give one",
                                  param_hint="--no-alertmanager")

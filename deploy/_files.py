@@ -108,7 +108,8 @@ def _compose(where: str, doc: dict, path: Path, bundle: Bundle) -> None:
         bundle.results += _sglang_flag(f"{where} service {name}", service.get("image"), service.get("entrypoint"),
                                        service.get("command"))
         for volume in as_list(service.get("volumes")):
-            parts = volume.split(":") if isinstance(volume, str) else []
+            long = as_map(volume)                     # the long syntax: {type: bind, source: ..., target: ...}
+            parts = volume.split(":") if isinstance(volume, str) else [str(long.get("source")), str(long.get("target"))]
             if len(parts) < 2 or not re.search(r"/(prometheus|alertmanager)\.ya?ml\Z", parts[1]):
                 continue
             source = Path(re.sub(r"\$\{?PWD\}?/?", "", parts[0]))

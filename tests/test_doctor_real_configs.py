@@ -197,7 +197,8 @@ def test_doctor_file_cli(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"skipped {bad}: not YAML: line 2" in proc.stdout and "ports 8000, 8001 are numbers" in proc.stdout
     for args, message in ((["--file", str(tmp_path / "nowhere")], "no such file or folder"),
-                          ([], "give --prometheus URL")):
+                          ([], "give --prometheus URL"),
+                          (["--file", str(bad), "--alertmanager", "http://am:9093"], "give --prometheus URL too")):
         proc = subprocess.run([sys.executable, "-m", "inferwatch", "doctor", *args], capture_output=True, text=True)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 

@@ -1,7 +1,7 @@
 """`inferwatch triage` on incidents shaped like other people's Prometheus, not our own recordings: the engines' own
 metric names (vLLM V1 and its older V0 names, SGLang, dcgm-exporter scraped by kube-prometheus without
 honorLabels, so a GPU's workload is in `exported_pod`), 60-second scrapes, a window shorter than the rate window,
-and an engine restart under a new pod name with a minute without scrapes, counters from zero and histogram bounds
+no front door and no GPU exporter, and an engine restart under a new pod name with a minute without scrapes, counters from zero and histogram bounds
 written `le="1"` instead of `le="1.0"`.
 
 One real Prometheus holds them all, each at an hour of its own: the main recording (tests/fixtures/triage/)
@@ -10,7 +10,6 @@ should be named is the recording's manifest: a different Prometheus must not cha
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shutil
@@ -20,7 +19,7 @@ import sys
 import pandas as pd
 import pytest
 
-from inferwatch.triage import Connection, Window, load_signals, rate_window, summarise, triage
+from inferwatch.triage import Connection, Window, load_signals, rate_window, summarise, to_json, triage
 from inferwatch.triage._fetch import _frame
 from inferwatch.triage._sources import translate
 from promtools import prometheus
@@ -33,7 +32,7 @@ pytestmark = [pytest.mark.xdist_group("triage-foreign"),
 MANIFEST = load_manifest()
 EXPECTED = MANIFEST["models"]
 HOUR = 3_600_000                                  # ms: each variant at an hour of its own
-VARIANTS = {"own-names": 1, "old-names": 2, "60s": 3, "restart": 4}
+VARIANTS = {"own-names": 1, "old-names": 2, "60s": 3, "restart": 4, "bare": 5}
 QUIET = ("m-quiet", "m-doubling")
 SIGNALS = load_signals()
 
@@ -143,7 +142,8 @@ def prom(tmp_path_factory):
     recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
     start = MANIFEST["incident"]["start"] * 1000
     variants = {"own-names": _own_names(recording, oldest=False), "old-names": _own_names(recording, oldest=True),
-                "60s": _every(recording, 60_000, 17_000), "restart": _restarted(recording, start + 60_000, 60_000)}
+                "60s": _every(recording, 60_000, 17_000), "restart": _restarted(recording, start + 60_000, 60_000),
+                "bare": [s for s in recording if not s["labels"]["__name__"].startswith(("gpu_", "llm_frontdoor_"))]}
     everything = [s for name, series in variants.items() for s in _shifted(series, VARIANTS[name] * HOUR)]
     work = tmp_path_factory.mktemp("triage-foreign")
     (work / "foreign.om").write_text(to_openmetrics(everything))
@@ -180,10 +180,7 @@ def _assert_manifest_kinds(kinds: dict[str, list[str]]) -> None:
 
 def test_the_engines_own_names_and_dcgm_through_kube_prometheus_give_the_same_kinds(prom):
     incident, baseline = _windows("own-names")
-    done = _cli(prom, "--start", f"{incident.start:.0f}", "--end", f"{incident.end:.0f}", "--baseline", baseline,
-                "--json")
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    doc = to_json(triage(Connection(prom), incident, baseline))
     assert doc["read_from_sources"] == ["engine", "gpu"] and doc["warnings"] == []
     _assert_manifest_kinds({m["model"]: [k["kind"] for k in m["kinds"]] for m in doc["models"]})
     gpu = next(m for m in doc["models"] if m["model"] == "m-gpu-not-computing")["kinds"][0]["evidence"]
@@ -236,6 +233,19 @@ def test_a_restart_under_a_new_pod_name_with_a_minute_unscraped_keeps_the_kinds(
     assert quiet.pods == {}                 # neither the old pod nor its replacement is "missing"
     # le="1.0" before, le="1" after: one bucket, so the percentile reads as before
     assert 0.67 < quiet.incident["ttft_p95"].value / quiet.baseline["ttft_p95"].value < 1.5
+
+
+def test_without_front_door_or_gpu_exporter_what_needs_them_is_never_guessed(prom):
+    incident, baseline = _windows("bare")
+    report = triage(Connection(prom), incident, baseline)
+    kinds = _first_kinds(report)
+    # what the engine alone shows: longer answers, slower steps; the front door's and the GPU's kinds unsaid
+    unseen = {"m-thinking": ["long-outputs"], "m-gpu-not-computing": ["slow-decode"], "m-not-the-engine": [],
+              "m-errors": []}                    # SGLang's errors were seen at the front door only
+    for model, expected in EXPECTED.items():
+        assert kinds[model][:1] == unseen.get(model, [] if expected == "none" else [expected]), (model, kinds[model])
+    verdict = next(v for v in report.verdicts if v.model == "m-not-the-engine")
+    assert {"door_ttft_mean", "gpu_util"} <= set(verdict.not_measured) and verdict.enough_data
 
 
 # --- the same rules, without Prometheus ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import itertools
 import re
 from functools import lru_cache
 
-__all__ = ["FAMILIES", "translate", "source_names", "families_of"]
+__all__ = ["FAMILIES", "translate", "source_names", "family_of"]
 
 # what a vocabulary name belongs to: its series are read from the vocabulary or from the sources, per family
 FAMILIES = {"engine": "llm_", "gpu": "gpu_"}
@@ -39,11 +39,6 @@ def family_of(name: str) -> str | None:
     if name.startswith("llm_frontdoor_") or name.startswith("llm_probe_"):
         return None                    # inferwatch's own series: always in the vocabulary
     return next((family for family, prefix in FAMILIES.items() if name.startswith(prefix)), None)
-
-
-def families_of(promql: str) -> set[str]:
-    """The families whose vocabulary names a query reads."""
-    return {f for m in SELECTOR.finditer(promql) if (f := family_of(m["name"])) is not None}
 
 
 def _entries(name: str):

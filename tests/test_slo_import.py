@@ -789,7 +789,7 @@ def test_a_many_slo_pyrra_file_with_other_resources_imports_each_slo_and_names_t
 def test_a_selector_excluding_one_value_gets_generated_tests(tmp_path):
     """banka-3's gRPC errors are `rpc_grpc_status_code!="0"`: the good series of the generated tests take the value
     the matcher excludes (before: no generated tests, `slo test` failed with 0 test cases). promtool runs the
-    counting and the failing-target cases (the whole file passes too, in 12 s)."""
+    counting and the failing-target cases (`inferwatch slo test` passes the whole file too)."""
     need("promtool")
     (spec,) = [s for s in import_file(CORPUS / "banka-3/monitoring__slo.yaml").specs if s["service"] == "banka-internal"]
     files, warnings = render_files(compile_spec(parse_spec(spec, "banka-internal.yaml")))

@@ -1,7 +1,8 @@
 """`inferwatch triage` on incidents shaped like other people's Prometheus, not our own recordings: the engines' own
 metric names (vLLM V1 and its older V0 names, SGLang, dcgm-exporter scraped by kube-prometheus without
-honorLabels, so a GPU's workload is in `exported_pod`), 60-second scrapes, a window shorter than the rate window,
-no front door and no GPU exporter, and an engine restart under a new pod name with a minute without scrapes, counters from zero and histogram bounds
+honorLabels, so a GPU's workload is in `exported_pod`), 60-second scrapes (with GPUs from a stock dcgm-exporter
+beside normalized engines), a window shorter than the rate window, no front door and no GPU exporter, and an
+engine restart under a new pod name with a minute without scrapes, counters from zero and histogram bounds
 written `le="1"` instead of `le="1.0"`.
 
 One real Prometheus holds them all, each at an hour of its own: the main recording (tests/fixtures/triage/)
@@ -99,6 +100,12 @@ def _own_names(series: list[dict], oldest: bool) -> list[dict]:
     return out
 
 
+def _dcgm_only(series: list[dict]) -> list[dict]:
+    """Engines through the normalizing exporter, GPUs from a stock dcgm-exporter: the usual mix."""
+    gpus = [s for s in series if s["labels"]["__name__"].startswith("gpu_")]
+    return [s for s in series if not s["labels"]["__name__"].startswith("gpu_")] + _own_names(gpus, oldest=False)
+
+
 def _every(series: list[dict], ms: int, phase: int) -> list[dict]:
     """One sample per `ms` (the first of each slot, slots starting at `phase`): a slower scrape."""
     out = []
@@ -142,7 +149,7 @@ def prom(tmp_path_factory):
     recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
     start = MANIFEST["incident"]["start"] * 1000
     variants = {"own-names": _own_names(recording, oldest=False), "old-names": _own_names(recording, oldest=True),
-                "60s": _every(recording, 60_000, 17_000), "restart": _restarted(recording, start + 60_000, 60_000),
+                "60s": _every(_dcgm_only(recording), 60_000, 17_000), "restart": _restarted(recording, start + 60_000, 60_000),
                 "bare": [s for s in recording if not s["labels"]["__name__"].startswith(("gpu_", "llm_frontdoor_"))]}
     everything = [s for name, series in variants.items() for s in _shifted(series, VARIANTS[name] * HOUR)]
     work = tmp_path_factory.mktemp("triage-foreign")
@@ -196,10 +203,11 @@ def test_older_names_vllm_v0_and_sglang_0_4_give_the_same_kinds(prom):
     assert verdict.incident["kv_usage_peak"].value > 0.9        # vllm:gpu_cache_usage_perc
 
 
-def test_scrapes_a_minute_apart_give_the_same_kinds(prom):
+def test_scrapes_a_minute_apart_and_gpus_from_dcgm_give_the_same_kinds(prom):
     incident, baseline = _windows("60s")
     report = triage(Connection(prom), incident, baseline)
     assert report.rate_window == incident.seconds == 239      # four scrapes (240 s) would not fit in the window
+    assert report.read_from_sources == ("gpu",)
     _assert_manifest_kinds(_first_kinds(report))
 
 
@@ -283,8 +291,8 @@ def test_rates_are_read_only_where_their_window_lies_inside_the_window():
 
 
 def test_le_written_2_or_2_0_is_one_bucket():
-    answer = [{"metric": {"model": "m", "le": le}, "values": [[0, "5"]]} for le in ("2", "2.0", "+Inf")]
-    frame = _frame("ttft_p95", "buckets", answer)
+    answer = [{"metric": {"model": "m", "le": le}, "values": [[0, "5"]]} for le in ("2", "2.0", "+Inf", "fast")]
+    frame = _frame("ttft_p95", "buckets", answer)        # a bound that is no number is left out, not a crash
     assert sorted(frame["le"].unique()) == [2.0, math.inf]
     sums = frame.groupby("le")["v"].sum()
     assert sums[2.0] == 10.0

@@ -3,6 +3,7 @@ long pandas frames (part, model, pod, le, t, v). Foreign errors become one Infer
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -64,6 +65,17 @@ def _translate(err: Exception, url: str) -> InferwatchError:
     raise err
 
 
+def _bound(le: str | None) -> float | None:
+    """A histogram bound as a number (`2`, `2.0` and `2e0` are one bucket); NaN without `le`; None when it is no
+    number, so that series is left out rather than failing the command."""
+    if le is None:
+        return math.nan
+    try:
+        return float(le)
+    except ValueError:
+        return None
+
+
 def _frame(signal: str, part: str, result: list[dict]):
     """One query's answer as a long frame, built column by column (no frame per series)."""
     import numpy as np
@@ -72,13 +84,14 @@ def _frame(signal: str, part: str, result: list[dict]):
     values, models, pods, les = [], [], [], []
     for series in result:
         samples = series.get("values") or []
-        if not samples:
-            continue
         labels = series.get("metric", {})
+        le = _bound(labels.get("le"))
+        if not samples or le is None:
+            continue
         values.append(np.asarray(samples, dtype=float).reshape(-1, 2))
         models.append((labels.get("model", ""), len(samples)))
         pods.append(labels.get("pod", ""))
-        les.append(float(labels["le"]) if "le" in labels else np.nan)
+        les.append(le)
     if not values:
         return pd.DataFrame(columns=COLUMNS)
     counts = [n for _, n in models]

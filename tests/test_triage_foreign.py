@@ -149,7 +149,8 @@ def prom(tmp_path_factory):
     recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
     start = MANIFEST["incident"]["start"] * 1000
     variants = {"own-names": _own_names(recording, oldest=False), "old-names": _own_names(recording, oldest=True),
-                "60s": _every(_dcgm_only(recording), 60_000, 17_000), "restart": _restarted(recording, start + 60_000, 60_000),
+                "60s": _every(_dcgm_only(recording), 60_000, 17_000),
+                "restart": _restarted(recording, start + 60_000, 60_000),
                 "bare": [s for s in recording if not s["labels"]["__name__"].startswith(("gpu_", "llm_frontdoor_"))]}
     everything = [s for name, series in variants.items() for s in _shifted(series, VARIANTS[name] * HOUR)]
     work = tmp_path_factory.mktemp("triage-foreign")

@@ -191,17 +191,19 @@ def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: froze
     return choices[-1]
 
 
-def _models_with_series(client, url: str, incident: Window, baseline: Window, raw: frozenset[str]) -> list[str]:
+def _models_with_series(client, url: str, incident: Window, baseline: Window) -> list[str]:
+    """Every model with engine series over both windows, under the vocabulary's names or the engines' own."""
     seconds = int(incident.end - min(incident.start, baseline.start)) + 1
-    rows = instant(client, url, f"count by (model) ({_running('', raw, 'count_over_time', f'{seconds}s')})",
-                   incident.end)
-    return sorted(r["metric"].get("model", "") for r in rows)
+    query = f"count by (model) ({_running('', frozenset(), 'count_over_time', f'{seconds}s')})"
+    return sorted(set(_models_of(client, url, query, incident.end)) |
+                  set(_models_of(client, url, translate(query, ENGINE), incident.end)))
 
 
 def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) -> InferwatchError:
     others_seen = f"; models with series: {', '.join(seen[:20])}" if seen else "; no model has any"
     return InferwatchError(f"no series for model {model!r} between {iso(baseline.start)} and {iso(incident.end)}: "
-                           f"{', '.join(CORE_SERIES)} and every other triage signal are missing{others_seen}")
+                           f"{', '.join(CORE_SERIES)} (nor their engines' own names, vllm:num_requests_running, "
+                           f"sglang:num_running_reqs, ...) and every other triage signal are missing{others_seen}")
 
 
 def _window_warnings(incident: Window, baseline: Window, interval: float, rate: float) -> list[str]:
@@ -243,7 +245,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     seen = sorted({key[0] for key in list(base) + list(inc)})
     for model in models:
         if model not in seen:
-            raise _no_series(model, _models_with_series(client, conn.url, incident, chosen, raw), incident, chosen)
+            raise _no_series(model, _models_with_series(client, conn.url, incident, chosen), incident, chosen)
     if not seen:
         raise InferwatchError(f"no model has engine series between {iso(chosen.start)} and {iso(incident.end)} at "
                               f"{conn.url}: neither the common vocabulary (llm_requests_running, ...) nor vLLM's or "

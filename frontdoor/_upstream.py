@@ -29,6 +29,7 @@ import httptools
 __all__ = ["UpstreamPool", "Connection", "Unreachable", "Silent"]
 
 _INFORMATIONAL = range(100, 200)
+_MAX_HEAD = 64 * 1024       # status lines and headers of one answer, 1xx included: more is not an engine's answer
 
 
 class Unreachable(ConnectionError):
@@ -66,7 +67,10 @@ class Connection(asyncio.Protocol):
         self.received += len(data)
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserError as err:
+            if self.status == 0 and self.received > _MAX_HEAD:      # still no answer's head: the headers' size
+                raise httptools.HttpParserError(f"the answer's head is over {_MAX_HEAD} bytes")
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as err:
+            self._keep = False                # bytes after a complete answer too: the connection cannot be trusted
             self._end("broken", err)
         finally:
             if self._flush is not None:
@@ -78,10 +82,14 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc) -> None:
         self.transport = None
         self.pool.forget(self)
-        if self._parser is not None and self.ended is None:
-            self._end("complete" if self._until_close else "broken", exc)
+        if self._parser is not None and self.ended is None:     # a reset is no end, even of an unsized body
+            self._end("complete" if self._until_close and exc is None else "broken", exc)
 
     # --- httptools callbacks ---------------------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.ended is not None:           # a second answer to one request: the upstream is out of step
+            raise ValueError("bytes after the end of the answer")
 
     def on_status(self, reason: bytes) -> None:
         self.reason = reason.decode("latin-1")
@@ -91,7 +99,9 @@ class Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
-        if status in _INFORMATIONAL and status != 101:     # "100 Continue" and the like: the answer follows
+        if status == 101:                                   # no upgrade was asked for
+            raise ValueError("101 Switching Protocols to a request that asked for none")
+        if status in _INFORMATIONAL:                         # "100 Continue", "103 Early Hints": the answer follows
             self.headers, self._informational = [], True
             return
         self.status = status

@@ -28,10 +28,11 @@ __all__ = [
 ]
 
 from inferwatch.mappings._render import (  # noqa: E402
+    as_values,
     recording_rules,
     relabel_configs,
     renamed_by_relabel,
     servicemonitor_relabelings,
 )
 
-__all__ += ["recording_rules", "relabel_configs", "renamed_by_relabel", "servicemonitor_relabelings"]
+__all__ += ["as_values", "recording_rules", "relabel_configs", "renamed_by_relabel", "servicemonitor_relabelings"]

@@ -21,7 +21,7 @@ import re
 
 from inferwatch.mappings._model import Entry, LabelRule, SourceMapping
 
-__all__ = ["relabel_configs", "servicemonitor_relabelings", "recording_rules", "renamed_by_relabel"]
+__all__ = ["relabel_configs", "servicemonitor_relabelings", "recording_rules", "renamed_by_relabel", "as_values"]
 
 _HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
@@ -138,11 +138,13 @@ def _selector(name: str, matchers: tuple[tuple[str, str], ...] = ()) -> str:
     return head + "{" + ", ".join(parts) + "}"
 
 
-def _expr(mapping: SourceMapping, entry: Entry, suffix: str) -> str:
-    alts = [_selector(src + suffix, entry.match) for src in entry.sources]
-    expr = " or ".join(alts)
-    if mapping.blank_at_or_above is not None:
-        expr = f"({expr}) < {mapping.blank_at_or_above:g}" if len(alts) > 1 else f"{expr} < {mapping.blank_at_or_above:g}"
+def as_values(mapping: SourceMapping, entry: Entry, expr: str, blank: bool = True) -> str:
+    """`expr`, the entry's source series, as the entry's values in PromQL: blank sentinels left out (`blank`;
+    not on a rate), labels dropped, scaled or one bit taken. The recording rules do this; so does triage when
+    it reads a Prometheus that holds only the sources' names."""
+    if blank and mapping.blank_at_or_above is not None:
+        bare = " or " not in expr
+        expr = f"{expr if bare else f'({expr})'} < {mapping.blank_at_or_above:g}"
     for label in entry.drop_labels:
         expr = f'label_replace({expr}, "{label}", "", "", "")'
     if entry.multiply is not None:
@@ -151,6 +153,11 @@ def _expr(mapping: SourceMapping, entry: Entry, suffix: str) -> str:
         expr = f"({expr}) / {_number(entry.divide)}"
     elif entry.bit is not None:
         expr = f"floor(({expr}) / {entry.bit}) % 2"
+    return expr
+
+
+def _expr(mapping: SourceMapping, entry: Entry, suffix: str) -> str:
+    expr = as_values(mapping, entry, " or ".join(_selector(src + suffix, entry.match) for src in entry.sources))
     for key, value in entry.set_labels:
         expr = f'label_replace({expr}, "{key}", "{value}", "", "")'
     return expr

@@ -135,14 +135,9 @@ def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str,
 def _reshape(mapping, entry, expr: str, func: str, needed: frozenset[str] | None) -> str:
     """The entry's value and labels in the vocabulary's terms: blanks dropped, scaled, and the labels the query
     groups or matches by (`needed`; None: every label) renamed and set."""
-    if mapping.blank_at_or_above is not None and func != "rate":
-        expr = f"({expr} < {mapping.blank_at_or_above:g})"
-    for label in entry.drop_labels:
-        expr = f'label_replace({expr}, "{label}", "", "", "")'
-    if entry.multiply is not None:
-        expr = f"({expr} * {entry.multiply:g})"
-    elif entry.divide is not None:
-        expr = f"({expr} / {entry.divide:g})"
+    from inferwatch.mappings import as_values
+
+    expr = as_values(mapping, entry, expr, blank=func != "rate")
     for target, candidates in _renames(mapping, entry).items():
         if needed is not None and target not in needed or candidates == (target,):
             continue

@@ -105,8 +105,11 @@ class Connection(asyncio.Protocol):
             self.headers, self._informational = [], True
             return
         self.status = status
-        lengths = {n.lower(): v.lower() for n, v in self.headers if n.lower() in ("content-length", "transfer-encoding")}
-        self._until_close = status not in (204, 304) and not lengths     # the body ends when the connection does
+        codings = ",".join(v for n, v in self.headers if n.lower() == "transfer-encoding").lower()
+        sized = any(n.lower() == "content-length" for n, _ in self.headers)
+        # the body ends when the connection does: no length, or codings that do not end in chunked (RFC 9112 6.3)
+        self._until_close = (status not in (204, 304) and not codings.rstrip(" \t,").endswith("chunked")
+                             and (bool(codings) or not sized))
         if not self._head.done():
             self._head.set_result(None)
 
@@ -159,8 +162,9 @@ class Connection(asyncio.Protocol):
             self._waiter = None
 
     def pause(self) -> None:
-        """Stop reading from the upstream (the client is behind); `wait` returns "paused"."""
-        if not self.paused and self.transport is not None:
+        """Stop reading from the upstream (the client is behind); `wait` returns "paused". Once the answer is
+        over there is nothing left to hold, and the connection stays fit to keep."""
+        if not self.paused and self.ended is None and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
             self._wake("paused")
@@ -258,8 +262,8 @@ class UpstreamPool:
         lines += [f"{name}: {value}" for name, value in headers]
         lines.append(f"Content-Length: {len(body)}\r\n\r\n")
         head = "\r\n".join(lines).encode("utf-8", "surrogateescape")
-        for _ in range(2):
-            conn = self._kept(key) or await self._connect(key)
+        for attempt in range(2):               # the retry goes on a new connection: the next kept one may be stale too
+            conn = (self._kept(key) if attempt == 0 else None) or await self._connect(key)
             conn._send(head, body, idle_timeout)
             try:
                 await conn.head()

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from inferwatch.frontdoor._upstream import UpstreamPool
 from test_frontdoor import _chunk, _sse, frontdoor, outcomes, post_raw, total, wait_for
 
 EVENTS = b"".join(_sse(_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Hi"}),
@@ -314,6 +315,8 @@ ODD_BUT_WHOLE = {
     "close, keep-alive": (STREAM.replace(b"chunked\r\n", b"chunked\r\nConnection: Close , Keep-Alive\r\n"), 3),
     "http/1.0 keep-alive, sized": (sized(EVENTS, kind=b"text/event-stream", extra=b"Connection: keep-alive\r\n")
                                    .replace(b"HTTP/1.1", b"HTTP/1.0"), 1),
+    "coded, not chunked": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                           b"Transfer-Encoding: identity\r\n\r\n" + EVENTS, 3),
     "http/1.0 keep-alive, unsized": (b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n"
                                      b"Connection: keep-alive\r\n\r\n" + EVENTS, 3),
 }
@@ -526,3 +529,50 @@ def test_an_answer_cut_by_a_reset_never_looks_whole(case):
         status, body, whole = ask(door_url)
         assert (status, whole) == (200, False) and body and (EVENTS.startswith(body) or WHOLE.startswith(body))
         counted(door_url, {("truncated", "200"): 1})
+
+
+def test_the_retry_after_a_stale_kept_connection_goes_on_a_new_one():
+    """Two kept connections the engine closes unanswered when the next request comes: the retry does not
+    take the second stale one, it opens a new connection."""
+    async def once(engine: ScriptEngine, reader, writer) -> None:
+        await engine.request(reader)
+        await engine.think(reader, 0.05)
+        writer.write(STREAM)
+        await engine.request(reader)                 # the next request on it: closed unanswered
+
+    with serving(ScriptEngine(once)) as (engine_url, engine), frontdoor(engine_url) as (door_url, _), \
+            concurrent.futures.ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(lambda _: ask(door_url), range(2))) == [(200, EVENTS, True)] * 2
+        assert ask(door_url) == (200, EVENTS, True)
+        counted(door_url, {("ok", "200"): 3})
+        assert (engine.connections, engine.requests) == (3, 4)
+
+
+@pytest.mark.parametrize("then", ["close", "reset"])
+def test_an_engine_that_hangs_up_on_connect_is_a_502(then):
+    async def hang_up(engine: ScriptEngine, reader, writer) -> None:
+        if then == "reset":
+            _reset(writer)
+
+    with serving(ScriptEngine(hang_up)) as (engine_url, engine), frontdoor(engine_url) as (door_url, _):
+        assert [ask(door_url)[0] for _ in range(3)] == [502] * 3
+        counted(door_url, {("error", "502"): 3})
+
+
+def test_an_answer_complete_in_the_read_that_finds_the_client_behind_leaves_the_connection_kept():
+    """The relay holds reading at the very read that completes the answer: the answer is whole, so the
+    connection goes back to the pool all the same."""
+    async def exchange(engine_url: str) -> int:
+        pool = UpstreamPool(connect_timeout=2)
+        for _ in range(2):
+            conn = await pool.send(engine_url, "POST", "/v1/completions", [], b"{}", 5)
+            conn.start(lambda piece: None, conn.pause)          # the client is behind at every read
+            assert await conn.wait() == "complete"
+            conn.finish()
+        kept = sum(map(len, pool._idle.values()))
+        pool.close()
+        return kept
+
+    with serving(ScriptEngine(answering(sized(WHOLE)))) as (engine_url, engine):
+        assert asyncio.run(exchange(engine_url)) == 1
+        assert engine.connections == 1

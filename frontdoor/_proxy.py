@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import struct
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -404,6 +406,9 @@ class Frontdoor:
                 observe_whole(ex.facts, bytes(sink.copy))
             elif whole or sink.splitter.overflow:
                 ex.facts.error = "too large to meter"
+        elif not out.chunked and out.content_length is None and (sock := client.get_extra_info("socket")):
+            # a body that ends with the connection (an HTTP/1.0 client): a reset is the only sign it was cut
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         return await self._end_response(request, out, ex)
 
     @staticmethod

@@ -124,19 +124,38 @@ def test_a_kept_connection_the_engine_closed_is_retried_once_on_a_new_one():
         assert outcomes(door_url) == {("ok", "200"): 2}
 
 
-def test_an_http10_client_gets_the_stream_unframed_to_the_connections_end():
-    with raw_engine("keep") as (engine_url, _), frontdoor(engine_url) as (door_url, _):
-        body = json.dumps(ASKED).encode()
-        with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-            answer = b""
+def ask10(door_url: str) -> tuple[bytes, str]:
+    """What an HTTP/1.0 client gets (head and body), and how it ended: "eof" or "reset"."""
+    body = json.dumps(ASKED).encode()
+    answer = b""
+    with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        try:
             while data := sock.recv(65536):
                 answer += data
+        except ConnectionResetError:
+            return answer, "reset"
+    return answer, "eof"
+
+
+def test_an_http10_client_gets_the_stream_unframed_to_the_connections_end():
+    with raw_engine("keep") as (engine_url, _), frontdoor(engine_url) as (door_url, _):
+        answer, end = ask10(door_url)
         head, _, rest = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.0 200") and b"chunked" not in head.lower()
-        assert rest == EVENTS
+        assert (rest, end) == (EVENTS, "eof")
         assert outcomes(door_url) == {("ok", "200"): 1}
+
+
+@pytest.mark.parametrize("then, outcome", [("reset", "truncated"), ("hang", "timeout")])
+def test_an_http10_client_whose_stream_is_cut_gets_a_reset_not_an_end(then, outcome):
+    """Its body ends with the connection, so a clean close would look whole: the front door resets it."""
+    with serving(ScriptEngine(answering(STREAM[:-30], then=then))) as (engine_url, _), \
+            frontdoor(engine_url, idle_timeout=0.2) as (door_url, _):
+        answer, end = ask10(door_url)
+        assert end == "reset" and EVENTS.startswith(answer.partition(b"\r\n\r\n")[2])
+        counted(door_url, {(outcome, "200"): 1})
 
 
 @pytest.fixture(scope="module")

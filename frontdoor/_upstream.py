@@ -16,6 +16,12 @@ whole body is in memory and reads one response.
 Connections are kept per scheme, host and port and closed after `keepalive` seconds idle. One that the
 upstream closed while idle is retried once on a new connection when nothing came back on it (the request
 cannot have been answered), as aiohttp does.
+
+What is not an answer is Unreachable (a 502 to the client), and its connection is closed: bytes that are not
+HTTP, a head (1xx included) over 64 KiB, a 101 (no upgrade is ever asked for) or a status outside 100-599,
+framing llhttp refuses (two Content-Lengths, Content-Length with Transfer-Encoding). Bytes after the end of an
+answer (more than its Content-Length, a second answer) are not passed on and the connection is not kept. A
+body that ends with the connection ends "broken", not "complete", when the connection is reset.
 """
 
 from __future__ import annotations
@@ -99,8 +105,8 @@ class Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
-        if status == 101:                                   # no upgrade was asked for
-            raise ValueError("101 Switching Protocols to a request that asked for none")
+        if status == 101 or not 100 <= status < 600:       # no upgrade was asked for; no status HTTP has
+            raise ValueError(f"status {status} is no answer to this request")
         if status in _INFORMATIONAL:                         # "100 Continue", "103 Early Hints": the answer follows
             self.headers, self._informational = [], True
             return
@@ -127,6 +133,9 @@ class Connection(asyncio.Protocol):
 
     def _send(self, head: bytes, body: bytes, idle_timeout: float | None) -> None:
         self._parser = httptools.HttpResponseParser(self)
+        # as tolerant as aiohttp's client, which read these answers before: lines that end in LF alone, spaces
+        # after a chunk's size (both framing the upstream alone decides; nothing of the request's)
+        self._parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True)
         self.status, self.reason, self.headers, self.received, self.ended, self._keep = 0, "", [], 0, None, False
         self._early = []
         self._sink = self._early.append      # pieces that come with the headers, before the relay is ready

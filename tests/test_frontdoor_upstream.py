@@ -1,7 +1,13 @@
 """The front door's own upstream client (frontdoor/_upstream.py) on what an engine's HTTP can do besides the
 usual: connections kept and reused, one the engine closed while idle, `Connection: close`, an HTTP/1.0 answer
 read to the connection's end, `100 Continue` first, an HTTP/1.0 client, and TLS. The engine here writes its
-HTTP by hand, since aiohttp's server will not close a kept connection without answering."""
+HTTP by hand, since aiohttp's server will not close a kept connection without answering.
+
+ScriptEngine then tries what real servers and broken networks do, as a client of the front door sees it:
+answers that are not HTTP, odd but valid framing, bytes past the end of an answer, an answer before the
+request was read, silences and resets at each point, TLS that fails, IPv6, hostname and path-prefixed
+upstreams, many requests at once, and clients that leave at each stage. What a client gets never looks
+whole when it is not, and each request is counted once."""
 
 from __future__ import annotations
 
@@ -309,6 +315,7 @@ GARBAGE = {      # what the engine sends; then it waits for the front door to le
     "length and chunked": STREAM.replace(b"chunked\r\n", b"chunked\r\nContent-Length: 5\r\n"),
     "huge head": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (4 << 20) + b"\r\nContent-Length: 0\r\n\r\n",
     "endless 103s": b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" * 50000,
+    "status 099": b"HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n",
     "101 unasked": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nxx",
 }
 
@@ -326,6 +333,8 @@ def test_an_answer_that_is_not_http_is_a_502_error_and_the_connection_is_closed(
 
 
 ODD_BUT_WHOLE = {
+    "lines ending in LF alone": (sized(EVENTS, kind=b"text/event-stream").replace(b"\r\n", b"\n"), 1),
+    "spaces after a chunk's size": (STREAM.replace(b"\r\ndata", b"  \r\ndata"), 1),
     "chunk extensions": (STREAM.replace(b"\r\ndata", b";ext=1;q=\"a\"\r\ndata"), 1),
     "trailers": (STREAM[:-2] + b"X-Checksum: 1\r\nX-Other: 2\r\n\r\n", 1),
     "103 then 100 first": (b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"

@@ -66,7 +66,8 @@ class RawEngine:
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
-        writer.close()
+        finally:
+            writer.close()
 
     def _answer(self) -> bytes:
         if self.mode == "http10":
@@ -98,6 +99,10 @@ def serving(engine, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None):
         holder["port"] = server.sockets[0].getsockname()[1]
         ready.set()
         loop.run_forever()
+        pending = asyncio.all_tasks(loop)            # connections still open: end them, quietly
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         server.close()
         loop.run_until_complete(server.wait_closed())
 
@@ -211,7 +216,8 @@ class ScriptEngine:
             pass
         except ConnectionError:              # the front door left while the engine wrote
             self.left.append(time.monotonic())
-        writer.close()
+        finally:
+            writer.close()
 
     async def request(self, reader: asyncio.StreamReader, body: bool = True) -> bytes:
         """Read one request (its body too unless `body` is False); its head."""
@@ -386,6 +392,20 @@ def test_an_answer_before_the_request_was_read_whole():
         assert [ask(door_url, big), ask(door_url)] == [(200, EVENTS, True)] * 2
         counted(door_url, {("ok", "200"): 2})
         assert engine.connections <= 2 and engine.requests == 2
+
+
+def test_an_engine_that_refuses_a_request_before_reading_its_body_is_heard():
+    """It answers 413 and closes without reading the (large) body: the client gets the 413, not a 502."""
+    async def refuse(engine: ScriptEngine, reader, writer) -> None:
+        await engine.request(reader, body=False)
+        writer.write(sized(b'{"error": {"message": "too long"}}', status=b"413 Payload Too Large",
+                           extra=b"Connection: close\r\n"))
+        await asyncio.sleep(0.05)                    # then closes, the body unread: a reset
+
+    big = dict(ASKED, padding="x" * (8 << 20))
+    with serving(ScriptEngine(refuse)) as (engine_url, _), frontdoor(engine_url) as (door_url, _):
+        assert [ask(door_url, big)[0] for _ in range(2)] == [413, 413]
+        counted(door_url, {("invalid_request", "413"): 2})
 
 
 @pytest.mark.parametrize("status, outcome", [(b"204 No Content", "truncated"), (b"304 Not Modified", "error")])

@@ -64,7 +64,7 @@ class RawEngine:
                 await writer.drain()
                 if self.mode in ("close", "http10"):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
@@ -212,7 +212,7 @@ class ScriptEngine:
         self.connections += 1
         try:
             await self.script(self, reader, writer)
-        except asyncio.IncompleteReadError:
+        except (asyncio.IncompleteReadError, asyncio.CancelledError):      # cancelled: the test is over
             pass
         except ConnectionError:              # the front door left while the engine wrote
             self.left.append(time.monotonic())

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import http.client
-import itertools
 import json
 import socket
 import ssl
@@ -53,9 +52,7 @@ class RawEngine:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                await reader.readexactly(length)
+                await reader.readexactly(_length(head))
                 self.requests += 1
                 if self.mode == "stale" and answered == 1:
                     break
@@ -135,13 +132,23 @@ def test_a_kept_connection_the_engine_closed_is_retried_once_on_a_new_one():
         assert outcomes(door_url) == {("ok", "200"): 2}
 
 
+def door_socket(door_url: str, version: bytes = b"1.1", rcvbuf: int = 0) -> socket.socket:
+    """A client's socket to the front door, ASKED sent on it (`rcvbuf`: a small receive buffer)."""
+    sock = socket.socket()
+    sock.settimeout(5)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.connect(("127.0.0.1", int(door_url.rsplit(":", 1)[1])))
+    body = json.dumps(ASKED).encode()
+    sock.sendall(b"POST /v1/chat/completions HTTP/%s\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (version, len(body), body))
+    return sock
+
+
 def ask10(door_url: str) -> tuple[bytes, str]:
     """What an HTTP/1.0 client gets (head and body), and how it ended: "eof" or "reset"."""
-    body = json.dumps(ASKED).encode()
     answer = b""
-    with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    with door_socket(door_url, b"1.0") as sock:
         try:
             while data := sock.recv(65536):
                 answer += data
@@ -205,7 +212,7 @@ class ScriptEngine:
     request's head, and notes when a connection's client (the front door) left while the engine waited."""
 
     def __init__(self, script):
-        self.script, self.connections, self.requests, self.heads, self.left = script, 0, 0, [], []
+        self.script, self.connections, self.requests, self.left = script, 0, 0, []
         self.overlaps = 0                    # a request that came on a connection still busy with another
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -223,7 +230,6 @@ class ScriptEngine:
         """Read one request (its body too unless `body` is False); its head."""
         head = await reader.readuntil(b"\r\n\r\n")
         self.requests += 1
-        self.heads.append(head)
         if body:
             await reader.readexactly(_length(head))
         return head
@@ -252,13 +258,13 @@ def _length(head: bytes) -> int:
                  if line.lower().startswith(b"content-length:")), 0)
 
 
-def answering(*answers: bytes, then: str = "keep"):
-    """A script: each request on a connection gets the next of `answers` (the last one repeats); after each,
-    `then` is keep (wait for the next), close, reset (a TCP reset) or hang (until the front door leaves)."""
+def answering(answer: bytes, then: str = "keep"):
+    """A script: each request gets `answer`; then the engine keeps the connection for the next, or closes it,
+    resets it (a TCP reset) or waits until the front door leaves (`then`: keep, close, reset, hang)."""
     async def script(engine: ScriptEngine, reader, writer) -> None:
-        for n in itertools.count():
+        while True:
             await engine.request(reader)
-            writer.write(answers[min(n, len(answers) - 1)])
+            writer.write(answer)
             await writer.drain()
             if then == "close":
                 return
@@ -274,10 +280,9 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
-def chunked(*pieces: bytes, head: bytes = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n",
-            end: bytes = b"0\r\n\r\n") -> bytes:
-    return head + b"Transfer-Encoding: chunked\r\n\r\n" + b"".join(b"%x\r\n%s\r\n" % (len(p), p)
-                                                                     for p in pieces) + end
+def chunked(*pieces: bytes, end: bytes = b"0\r\n\r\n") -> bytes:
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + end)
 
 
 def sized(body: bytes, status: bytes = b"200 OK", extra: bytes = b"",
@@ -462,6 +467,7 @@ def test_a_tls_engine_that_never_handshakes_is_a_timeout_and_plain_http_is_a_502
             began = time.monotonic()
             assert ask(door_url)[0] == 504 and time.monotonic() - began < 1
             counted(door_url, {("timeout", "504"): 1})
+
     async def refuse(engine: ScriptEngine, reader, writer) -> None:       # as a plain HTTP server meets TLS
         await reader.read(1)
         writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
@@ -511,12 +517,9 @@ def test_concurrent_requests_never_share_a_connection_and_reuse_the_kept_ones():
         assert engine.connections <= 24
 
 
-def _leave(door_url: str, after: bytes) -> socket.socket:
-    """A client that asks for ASKED and leaves once `after` came back (b"": once the request is out)."""
-    body = json.dumps(ASKED).encode()
-    with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+def _leave(door_url: str, after: bytes) -> float:
+    """A client that asks for ASKED and leaves once `after` came back (b"": once the request is out); when."""
+    with door_socket(door_url) as sock:
         seen = b""
         while after not in seen:
             seen += sock.recv(65536)
@@ -526,12 +529,8 @@ def _leave(door_url: str, after: bytes) -> socket.socket:
 
 
 def _hold(door_url: str) -> float:
-    """A client that reads the head, then nothing for 0.3 s (the front door's relay pauses), then leaves."""
-    body = json.dumps(ASKED).encode()
-    with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    """A client that reads a byte, then nothing for 0.3 s (the front door's relay pauses), then leaves; when."""
+    with door_socket(door_url, rcvbuf=4096) as sock:
         sock.recv(1)
         time.sleep(0.3)
         left = time.monotonic()

@@ -63,7 +63,7 @@ def classify(status: int | None, ended: str, facts: Facts, stream: bool, offered
     if status >= 400:
         return "invalid_request"
     reasons = set(facts.finish.values())
-    if facts.error or status >= 300 or reasons & {"error", "abort"}:
+    if facts.error or status != 200 or reasons & {"error", "abort"}:     # a 204 or a 3xx is no completion
         return "error"
     if ended == "broken" or not facts.finish or (stream and not facts.done):
         return "truncated"

@@ -229,7 +229,13 @@ class Frontdoor:
     async def _handle(self, request: web.Request, metered: bool) -> web.StreamResponse:
         ex = _Exchange(time.monotonic())
         cfg = self.config
-        body = await self._body(request)
+        try:
+            body = await self._body(request)
+        except asyncio.CancelledError:            # the client left while sending its request: counted, unrouted
+            ex.ended = "cancelled"
+            caller = self.callers(caller_of(request.headers, cfg.caller_header, cfg.caller_salt))
+            self._done(request, ex, RequestInfo(), (self.models("unknown"), caller, "none"), metered)
+            raise
         info = request_info(body) if body else RequestInfo()
         upstream = cfg.upstream_for(info.model) or (None if info.model else (cfg.upstreams or (None,))[0])
         labels = (self.models(info.model or "unknown"), self.callers(caller_of(request.headers, cfg.caller_header,

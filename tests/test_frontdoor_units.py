@@ -57,6 +57,7 @@ def test_events_json_accepts_and_orjson_refuses_are_metered_alike():
                    b'{"content": "a"}, "finish_reason": null}], "x": NaN}', _delta("stop"), b"[DONE]")
     assert facts.error is None and facts.visible_chunks == 1
     assert classify(200, "complete", facts, True, None) == "ok"
+    assert [classify(status, "complete", facts, True, None) for status in (204, 302)] == ["error", "error"]
     assert request_info(b'{"model": "m", "stream": true, "seed": 123456789012345678901234567890}').model == "m"
 
 

@@ -413,7 +413,7 @@ def test_an_engine_that_refuses_a_request_before_reading_its_body_is_heard():
         counted(door_url, {("invalid_request", "413"): 2})
 
 
-@pytest.mark.parametrize("status, outcome", [(b"204 No Content", "truncated"), (b"304 Not Modified", "error")])
+@pytest.mark.parametrize("status, outcome", [(b"204 No Content", "error"), (b"304 Not Modified", "error")])
 def test_a_bodiless_status_to_a_post_ends_at_once_and_is_kept(status, outcome):
     with serving(ScriptEngine(answering(b"HTTP/1.1 %s\r\n\r\n" % status))) as (engine_url, engine), \
             frontdoor(engine_url) as (door_url, _):
@@ -559,6 +559,16 @@ def test_a_client_that_leaves_closes_the_upstream_connection_at_once_and_is_coun
         assert wait_for(lambda: engine.left, timeout=1)[0] - left < 0.1
         counted(door_url, {("cancelled", "499" if stage == "before the head" else "200"): 1})
         assert sum(map(len, door.pool._idle.values())) == 0          # closed, not kept
+
+
+def test_a_client_that_leaves_while_sending_its_request_is_counted_and_never_reaches_the_engine():
+    with raw_engine("keep") as (engine_url, engine), frontdoor(engine_url) as (door_url, _):
+        with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100000\r\n\r\n{\"model\": \"m\", ")
+            time.sleep(0.05)
+        counted(door_url, {("cancelled", "499"): 1})
+        assert (engine.connections, engine.requests) == (0, 0)
 
 
 CUTS = {            # what the engine sends before it resets the connection

@@ -60,6 +60,7 @@ _SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")   # for
 _UPSTREAM_DOWN = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError)
 MAX_METERED_BODY = 64 * 1024 * 1024     # a whole answer larger than this passes through unjudged (an error)
 _CLIENT_BEHIND = 256 * 1024             # bytes waiting for the client before reading the upstream pauses
+_METER_BATCH = 4 * 1024                 # bytes of a stream held for metering at most (per stream, in memory)
 
 
 @dataclass
@@ -122,12 +123,14 @@ class _IdleWatch:
 
 class _Sink:
     """The pieces of a metered answer, in the upstream's read callback: those of one read are written to the
-    client's socket together, as they came (in the chunked framing when the client's response has one), then
-    a copy of each is metered. When the client falls behind, reading the upstream pauses; when it is gone,
-    the upstream request is aborted."""
+    client's socket together, as they came (in the chunked framing when the client's response has one). A copy
+    of each is kept with the time it came and metered in batches (`meter`: every _METER_BATCH bytes, and at the
+    end), since on an idle machine the code that runs right after a wakeup runs many times slower than the same
+    code run again at once. When the client falls behind, reading the upstream pauses; when it is gone, the
+    upstream request is aborted."""
 
     __slots__ = ("client", "conn", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone", "pieces",
-                 "take")
+                 "take", "held", "held_bytes")
 
     def __init__(self, client: asyncio.Transport, conn: Connection, facts: Facts, sse: bool, whole: bool,
                  chunked: bool):
@@ -135,6 +138,8 @@ class _Sink:
         self.chunked, self.splitter, self.copy, self.gone = chunked, SSESplitter(), bytearray(), False
         self.pieces: list[bytes] = []
         self.take = self.pieces.append
+        self.held: list[tuple[float, bytes]] = []          # (when it came, the bytes of one read), not yet metered
+        self.held_bytes = 0
 
     def flush(self) -> None:
         pieces, client = self.pieces, self.client
@@ -151,22 +156,33 @@ class _Sink:
                          else b"%x\r\n%b\r\n" % (len(pieces[0]), pieces[0]))
         else:
             client.write(b"".join(pieces) if len(pieces) > 1 else pieces[0])
-        try:
-            if self.sse:
-                facts, feed = self.facts, self.splitter.feed
-                for piece in pieces:
-                    for payload in feed(piece):
-                        observe_event(facts, payload, now)
-            elif self.whole and len(self.copy) <= MAX_METERED_BODY:
-                for piece in pieces:
-                    self.copy += piece
-        except Exception:  # noqa: BLE001 - a metering bug must not cut the answer; judge it unknown, say so
-            log.exception("metering failed; the rest of this answer passes unmetered")
-            self.sse = self.whole = False
-            self.facts.error = "metering failed"
+        if self.sse:
+            read = b"".join(pieces) if len(pieces) > 1 else pieces[0]
+            self.held.append((now, read))
+            self.held_bytes += len(read)
+            if self.held_bytes > _METER_BATCH:
+                self.meter()
+        elif self.whole and len(self.copy) <= MAX_METERED_BODY:
+            for piece in pieces:
+                self.copy += piece
         pieces.clear()
         if client.get_write_buffer_size() > _CLIENT_BEHIND:
             self.conn.pause()
+
+    def meter(self) -> None:
+        """Fold what is held into the facts, each read at the time it came."""
+        held, self.held, self.held_bytes = self.held, [], 0
+        if not self.sse:
+            return
+        facts, feed = self.facts, self.splitter.feed
+        try:
+            for now, read in held:
+                for payload in feed(read):
+                    observe_event(facts, payload, now)
+        except Exception:  # noqa: BLE001 - a metering bug must not cut the answer; judge it unknown, say so
+            log.exception("metering failed; the rest of this answer passes unmetered")
+            self.sse = False
+            facts.error = "metering failed"
 
 
 class Frontdoor:
@@ -395,14 +411,17 @@ class Frontdoor:
         whole = status == 200 and not sse
         ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
         sink = _Sink(client, conn, ex.facts, sse, whole, out.chunked)
-        conn.start(sink.take, sink.flush)
-        while (ended := await conn.wait()) == "paused":
-            try:
-                await request.writer.drain()      # until the client's socket took most of what waits for it
-            except ConnectionError:
-                ex.ended = "cancelled"
-                return out
-            conn.resume()
+        try:
+            conn.start(sink.take, sink.flush)
+            while (ended := await conn.wait()) == "paused":
+                try:
+                    await request.writer.drain()  # until the client's socket took most of what waits for it
+                except ConnectionError:
+                    ex.ended = "cancelled"
+                    return out
+                conn.resume()
+        finally:
+            sink.meter()                          # what is held, however the answer ended
         if sink.gone or ended == "aborted":
             ex.ended = "cancelled"
             return out

@@ -15,7 +15,8 @@ timeout, a whole stream none.
 The per-chunk path is the budget (tests/bench_frontdoor.py): the metered paths
 go through the front door's own upstream client (_upstream.py), which hands
 the pieces of the answer to `_Sink` in the socket's read callback; it writes
-the same bytes to the client's socket, then splits and parses a copy (orjson).
+the same bytes to the client's socket and keeps a copy, split and parsed
+(orjson) in batches.
 No task wakes per chunk, and there is no per-chunk timer, log line or series
 update (the idle watch wakes once per quarter of the idle timeout, series are
 updated once per request). Other paths go through aiohttp's client untouched.

@@ -321,7 +321,7 @@ class UpstreamPool:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, conn = await loop.create_connection(lambda: Connection(self, key), host, port,
-                                                           ssl=self._tls if tls else None)
+                                                       ssl=self._tls if tls else None)
         except TimeoutError:
             raise Silent(f"no connection within {self.connect_timeout:g}s") from None
         except (OSError, ssl.SSLError) as err:

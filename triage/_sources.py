@@ -20,7 +20,8 @@ __all__ = ["FAMILIES", "translate", "source_names", "family_of"]
 
 # what a vocabulary name belongs to: its series are read from the vocabulary or from the sources, per family
 FAMILIES = {"engine": "llm_", "gpu": "gpu_"}
-SELECTOR = re.compile(r"(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>[^{}]*)\}"
+# a quoted matcher value is read whole: a model named `a}b` has a brace inside its selector
+SELECTOR = re.compile(r'(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>(?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}'
                       r"\[(?P<range>[0-9a-z$]+)\]\)")
 GROUPING = re.compile(r"\b(?:by|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
 MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')

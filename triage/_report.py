@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from inferwatch.triage._judge import Finding
+from inferwatch.triage._sources import SOURCE_NAMES
 from inferwatch.triage._window import iso
 
 __all__ = ["to_json", "render_text", "render_rich", "headline", "runbook_url", "RUNBOOKS"]
@@ -81,8 +82,6 @@ def _title(report) -> str:
 
 
 def _sources_note(report) -> str | None:
-    from inferwatch.triage._triage import SOURCE_NAMES
-
     if not report.read_from_sources:
         return None
     names = " and ".join(SOURCE_NAMES[f] for f in report.read_from_sources)

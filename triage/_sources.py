@@ -16,10 +16,12 @@ import itertools
 import re
 from functools import lru_cache
 
-__all__ = ["FAMILIES", "translate", "source_names", "family_of"]
+__all__ = ["FAMILIES", "SOURCE_NAMES", "translate", "source_names", "family_of", "name_matcher"]
 
 # what a vocabulary name belongs to: its series are read from the vocabulary or from the sources, per family
 FAMILIES = {"engine": "llm_", "gpu": "gpu_"}
+# each family's source names, as the report says them
+SOURCE_NAMES = {"engine": "the engines' own names (vllm:*, sglang:*)", "gpu": "dcgm-exporter's names (DCGM_FI_*)"}
 # a quoted matcher value is read whole: a model named `a}b` has a brace inside its selector
 SELECTOR = re.compile(r'(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>(?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}'
                       r"\[(?P<range>[0-9a-z$]+)\]\)")
@@ -37,6 +39,7 @@ def _mappings() -> tuple:
 
 
 def family_of(name: str) -> str | None:
+    """The family a vocabulary name is read under (None: not one the sources give)."""
     if name.startswith("llm_frontdoor_") or name.startswith("llm_probe_"):
         return None                    # inferwatch's own series: always in the vocabulary
     return next((family for family, prefix in FAMILIES.items() if name.startswith(prefix)), None)
@@ -63,6 +66,11 @@ def source_names(name: str) -> list[str]:
             out.setdefault(source + suffix, None)
             out.setdefault(sanitized(source) + suffix, None)
     return list(out)
+
+
+def name_matcher(names) -> str:
+    """`__name__=~"a|b"` for these metric names, each matched literally (regex- and string-escaped)."""
+    return '__name__=~"' + "|".join(re.escape(n).replace("\\", "\\\\") for n in dict.fromkeys(names)) + '"'
 
 
 def _unescape(value: str) -> str:
@@ -125,9 +133,8 @@ def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str,
             plain.append(f'{label}{op}"{value}"')
     out = []
     for source in entry.sources:
-        names = "|".join(re.escape(n).replace("\\", "\\\\") for n in dict.fromkeys((source + suffix,
-                                                                                       sanitized(source) + suffix)))
-        choices = [f'{func}({{{", ".join([f"__name__=~{chr(34)}{names}{chr(34)}", *plain, *extra])}}}[{window}])'
+        names = name_matcher((source + suffix, sanitized(source) + suffix))
+        choices = [f'{func}({{{", ".join([names, *plain, *extra])}}}[{window}])'
                    for extra in (list(itertools.chain.from_iterable(c)) for c in itertools.product(*renamed))]
         out.append(" or ".join(choices))
     return [_reshape(mapping, entry, f"({' or '.join(out)})", func, needed)]

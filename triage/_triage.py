@@ -10,7 +10,7 @@ from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
 from inferwatch.triage._judge import MISSING_SHARE, Evidence, Finding, judge
 from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
-from inferwatch.triage._sources import source_names, translate
+from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names, translate
 from inferwatch.triage._summary import ABSENT, Reading, others, summarise
 from inferwatch.triage._window import Window, baseline_choices, choose_step, iso, rate_window
 
@@ -26,9 +26,8 @@ CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_r
 # what users feel: without one of these measured in both windows, "nothing wrong" would be a guess
 JUDGING = ("ttft_mean", "tpot_mean", "itl_mean", "e2e_mean", "queue_time_mean", "door_ttft_mean",
            "door_duration_mean")
-# the families read under the sources' own names, said in the report
+# the families that can be read under the sources' own names
 ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
-SOURCE_NAMES = {"engine": "the engines' own names (vllm:*, sglang:*)", "gpu": "dcgm-exporter's names (DCGM_FI_*)"}
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset
     import statistics
 
     if "engine" in raw:
-        engines = '{__name__=~"' + "|".join(source_names("llm_requests_running")) + '"}'
+        engines = "{" + name_matcher(source_names("llm_requests_running")) + "}"
     else:
         engines = f"llm_requests_running{{{sel}}}"
     found = []
@@ -156,6 +155,7 @@ def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset
 
 
 def _models_of(client, url: str, query: str, at: float) -> list[str]:
+    """The non-empty model labels of an instant query's answer, sorted."""
     return sorted({r["metric"].get("model", "") for r in instant(client, url, query, at)} - {""})
 
 
@@ -171,10 +171,9 @@ def _naming(client, url: str, sel: str, span: tuple[float, float]) -> tuple[list
     return vocabulary, own, dcgm
 
 
-def _query_sets(models, vocabulary: list[str], own: list[str], dcgm: bool) -> list[tuple[tuple, frozenset]]:
+def _query_sets(models, vocabulary: list[str], own: list[str], gpu: frozenset) -> list[tuple[tuple, frozenset]]:
     """(models, families read from the sources) for each set of queries: one set, or two when some models have
     vocabulary series and others only their engine's own names."""
-    gpu = GPU if dcgm else frozenset()
     if not own:
         return [(tuple(models), gpu)]
     if not vocabulary:
@@ -183,6 +182,7 @@ def _query_sets(models, vocabulary: list[str], own: list[str], dcgm: bool) -> li
 
 
 def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: frozenset[str]) -> Window:
+    """The first baseline choice with engine series, else the last (the fallback, judged with or without data)."""
     for window in choices[:-1]:
         seconds = max(1, int(window.seconds))
         result = instant(client, url, f"count({_running(sel, raw, 'count_over_time', f'{seconds}s')})", window.end)
@@ -206,6 +206,18 @@ def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) 
                            f"sglang:num_running_reqs, ...) and every other triage signal are missing{others_seen}")
 
 
+def _require_series(client, url: str, models, seen: list[str], incident: Window, baseline: Window) -> None:
+    """Fail in one line when an asked model, or every model, has no series in either window."""
+    for model in models:
+        if model not in seen:
+            raise _no_series(model, _models_with_series(client, url, incident, baseline), incident, baseline)
+    if not seen:
+        raise InferwatchError(f"no model has engine series between {iso(baseline.start)} and {iso(incident.end)} at "
+                              f"{url}: neither the common vocabulary (llm_requests_running, ...) nor vLLM's or "
+                              "SGLang's own names (vllm:num_requests_running, sglang:num_running_reqs, ...); is "
+                              "Prometheus scraping the engines?")
+
+
 def _window_warnings(incident: Window, baseline: Window, interval: float, rate: float) -> list[str]:
     """What the scrape interval leaves unjudgeable: a window shorter than the rate window has no rate."""
     out = []
@@ -225,7 +237,8 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     sel = model_matcher(models)
     choices = baseline_choices(baseline, incident)
     vocabulary, own, dcgm = _naming(client, conn.url, sel, (min(w.start for w in choices), incident.end))
-    sets = _query_sets(models, vocabulary, own, dcgm)
+    gpu = GPU if dcgm else frozenset()
+    sets = _query_sets(models, vocabulary, own, gpu)
     raw = ENGINE if own and not vocabulary else frozenset()      # what the probes below read
     chosen = _pick_baseline(client, conn.url, sel, choices, raw)
     interval = _scrape_interval(client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2,
@@ -243,14 +256,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     frames = fetch_windows(client, conn.url, queries, (chosen, incident), step, warnings)
     base, inc = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, (chosen, incident)))
     seen = sorted({key[0] for key in list(base) + list(inc)})
-    for model in models:
-        if model not in seen:
-            raise _no_series(model, _models_with_series(client, conn.url, incident, chosen), incident, chosen)
-    if not seen:
-        raise InferwatchError(f"no model has engine series between {iso(chosen.start)} and {iso(incident.end)} at "
-                              f"{conn.url}: neither the common vocabulary (llm_requests_running, ...) nor vLLM's or "
-                              "SGLang's own names (vllm:num_requests_running, sglang:num_running_reqs, ...); is "
-                              "Prometheus scraping the engines?")
+    _require_series(client, conn.url, models, seen, incident, chosen)
     verdicts = assess(kinds, signals, base, inc, list(models) or seen)
-    read = tuple(f for f in ("engine", "gpu") if (f == "engine" and own and not vocabulary) or (f == "gpu" and dcgm))
-    return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), read, lookback)
+    return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
+                  lookback)

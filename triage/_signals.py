@@ -34,6 +34,7 @@ class Signal:
     q: float = 0.95                        # buckets signals: the quantile
     min_den: float = 0.0                   # ratio signals: fewer events than this read as too few
     floor: float = 0.0                     # values below this are noise: changes are measured from here
+    felt: bool = False                     # a latency users feel: without one, a verdict is "not enough data"
 
     @property
     def shape(self) -> str:
@@ -53,7 +54,7 @@ def _signal(entry: dict) -> Signal:
         raise ValueError(f"signals.yaml: {entry.get('name')}: give exactly one of value, num+den, buckets, presence")
     if entry["group"] not in GROUPS:
         raise ValueError(f"signals.yaml: {entry['name']}: group {entry['group']!r} is not one of {GROUPS}")
-    keys = {"per_pod", "combine", "agg", "q", "min_den", "floor"}
+    keys = {"per_pod", "combine", "agg", "q", "min_den", "floor", "felt"}
     return Signal(entry["name"], entry["group"], entry.get("help", ""), entry.get("unit", ""), parts,
                   **{k: entry[k] for k in keys if k in entry})
 

@@ -14,7 +14,7 @@ from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names,
 from inferwatch.triage._summary import ABSENT, Reading, others, summarise
 from inferwatch.triage._window import Window, baseline_choices, choose_step, iso, rate_window
 
-__all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES", "JUDGING"]
+__all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
 
 DEFAULT_SCRAPE_INTERVAL = 15.0
 INTERVAL_PROBE = "10m"   # raw samples read to measure the scrape interval: a few even at 2-minute scrapes
@@ -23,9 +23,6 @@ GONE_REPLICA = 0.6       # confidence of a replica absent from the whole inciden
 # named when a model has no series at all: the engine series every kind starts from
 CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_request_duration_seconds",
                "llm_generation_tokens_total", "llm_frontdoor_requests_total")
-# what users feel: without one of these measured in both windows, "nothing wrong" would be a guess
-JUDGING = ("ttft_mean", "tpot_mean", "itl_mean", "e2e_mean", "queue_time_mean", "door_ttft_mean",
-           "door_duration_mean")
 # the families that can be read under the sources' own names
 ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
 
@@ -94,6 +91,7 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
     floors = {s.name: s.floor for s in signals}
     verdicts = []
     presence = [s.name for s in signals if s.shape == "presence"]
+    felt = [s.name for s in signals if s.felt]
     for model in models:
         b, i = base.get((model, None), {}), inc.get((model, None), {})
         # a share of steps with data is 0, not unknown, when the series are gone from the whole incident
@@ -105,26 +103,26 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
         findings = sorted(findings + extra, key=lambda f: -f.confidence)
         unmeasured = tuple(s.name for s in signals if s.name not in b and s.name not in i)
         few = tuple(s.name for s in signals if s.name in i and i[s.name].state == "few")
-        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i)))
+        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i, felt)))
     return verdicts
 
 
-def _not_enough(base: dict, inc: dict) -> str:
-    """Why no latency users feel can be compared between the windows ("" when one can): a verdict of nothing
-    wrong on such data would read missing data as healthy."""
+def _not_enough(base: dict, inc: dict, felt: list[str]) -> str:
+    """Why no latency users feel (`felt`, signals.yaml) can be compared between the windows ("" when one can): a
+    verdict of nothing wrong on such data would read missing data as healthy."""
     if any(base.get(name, ABSENT).value is not None and inc.get(name, ABSENT).value is not None
-           for name in JUDGING):
+           for name in felt):
         return ""
-    few = [name for name in JUDGING if name in inc and inc[name].state == "few"]
+    few = [name for name in felt if name in inc and inc[name].state == "few"]
     if few:
         return f"too few requests or samples in the incident to judge latency ({', '.join(few)})"
-    before = [name for name in JUDGING if base.get(name, ABSENT).value is not None]
+    before = [name for name in felt if base.get(name, ABSENT).value is not None]
     if before:
         return f"latency not measured in the incident ({', '.join(before)} had values before)"
-    few = [name for name in JUDGING if name in base and base[name].state == "few"]
+    few = [name for name in felt if name in base and base[name].state == "few"]
     if few:
         return f"too few requests or samples in the baseline to compare with ({', '.join(few)})"
-    return "no latency series in either window (" + ", ".join(JUDGING) + ")"
+    return "no latency series in either window (" + ", ".join(felt) + ")"
 
 
 def _running(sel: str, raw: frozenset[str], func: str, window: str) -> str:

@@ -423,18 +423,19 @@ def _write_out_labels(spec: Spec, objective: Objective, alerts: list[dict]) -> l
     by the SLI's selectors. Warns of the X that render empty on every alert of the objective."""
     carried = {BURN_ALERT: {"service", "slo", *spec.group_by}, MISSING_ALERT: set(spec.group_by)}
     fixed = {k: literal(v) for k, v in _fixed_labels(spec, objective).items()}
-    empty: dict[tuple[str, str], bool] = {}
+    written: set[tuple[str, str]] = set()      # (annotation, label) written out on at least one alert
+    unknown: set[tuple[str, str]] = set()      # (annotation, label) left to render empty on at least one alert
     for rule in alerts:
         known = {**fixed, **rule["labels"], "alertname": rule["alert"]}
         for key, text in rule["annotations"].items():
-            def write(match, key=key):
+            def write(match, key=key, carried=carried[rule["alert"]], known=known):
                 label = match.group(1)
-                if label in carried[rule["alert"]]:
+                if label in carried:
                     return match.group(0)
-                empty[(key, label)] = empty.get((key, label), True) and label not in known
+                (written if label in known else unknown).add((key, label))
                 return known.get(label, match.group(0))
             rule["annotations"][key] = _LABEL_ACTION.sub(write, text)
     return [f"{spec.file}: {objective.name}: annotations.{key}: {{{{ $labels.{label} }}}} renders empty: the "
             f"alerts carry no {label} label; select one {label} with {label}=\"...\" in the SLI's selectors, or "
             f"add it to group_by for an SLO per {label}"
-            for (key, label), is_empty in sorted(empty.items()) if is_empty]
+            for key, label in sorted(unknown - written)]

@@ -258,12 +258,14 @@ _TIME_UNITS = ("seconds", "milliseconds", "ms", "microseconds", "us", "nanosecon
 def _fast_bucket(counter: Counter) -> bool:
     """A bucket of a histogram of durations at a finite bound above 0: the observations at or under it, the fast
     ones. (A bucket of another histogram may count bad events: `tokens_bucket{le="0"}`, empty answers.)"""
-    base, le = counter.name[:-len("_bucket")], counter.le()
+    if not counter.name.endswith("_bucket"):
+        return False
+    base = counter.name.removesuffix("_bucket")
     try:
-        bound = Decimal(le or "")
+        bound = Decimal(counter.le() or "")
     except InvalidOperation:
         return False
-    return (counter.name.endswith("_bucket") and bound.is_finite() and bound > 0
+    return (bound.is_finite() and bound > 0
             and (base.rsplit("_", 1)[-1] in _TIME_UNITS or base.endswith(("_duration", "_latency"))))
 
 
@@ -273,7 +275,7 @@ def _no_fast_errors(plus: list[Counter], minus: list[Counter], what: str) -> Non
     fast = next((c for c in plus if _fast_bucket(c)), None)
     if fast is None:
         return
-    base, le = fast.name[:-len("_bucket")], fast.le()
+    base, le = fast.name.removesuffix("_bucket"), fast.le()
     slow = f"{fast.selector(drop='le').replace(fast.name, base + '_count', 1)} - {fast.selector()}"
     histogram = (base, frozenset(m for m in fast.matchers if m[0] != "le"))
     if any(c.histogram_total() == histogram for c in minus):

@@ -114,7 +114,7 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
                               "sloctl, or write the SLO as openslo/v1)")
     elif kind == "PrometheusRule" or "groups" in doc:
         notes.add(doc, where, "Prometheus rules (perhaps Sloth's generated output), not an SLO spec: import the "
-                              "Sloth or OpenSLO spec they were generated from")
+                              "Sloth, OpenSLO or Pyrra spec they were generated from")
     elif "slos" in doc and "service" in doc and not {"apiVersion", "kind", "version"} & set(doc):
         notes.add(doc, where, "has service and slos like a Sloth spec, but no version: prometheus/v1 line (Sloth "
                               "requires it too); not imported")

@@ -3,7 +3,8 @@
 
 Semantics follow Prometheus' `model/relabel`: regexes are anchored, `source_labels` are joined by `separator`,
 `replacement` expands `$1`, `${1}` and `$name`, an empty result of `replace` removes the target label. A regex that
-Python cannot compile makes the whole list unknown (`None`), never a guess.
+Python cannot compile, or an action Prometheus does not know, makes the whole list unknown (`apply` answers False),
+never a guess.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def snake(config: dict) -> dict:
 
 
 def _expand(template: str, match: re.Match) -> str:
+    """`replacement` (or a `target_label`) with `$1`, `${1}`, `$name` filled from `match`; `$$` is a dollar."""
     def one(found: re.Match) -> str:
         if found.group(0) == "$$":
             return "$"
@@ -37,48 +39,53 @@ def _expand(template: str, match: re.Match) -> str:
     return _EXPAND.sub(one, template)
 
 
-
-def _compiled(configs: list[dict]):
-    steps = []
-    for config in configs:
-        if not isinstance(config, dict):
-            return None
-        config = snake(config)
-        try:
-            regex = re.compile(f"^(?:{config.get('regex', '(.*)')})$")
-        except (re.error, TypeError):
-            return None
-        steps.append((config, regex))
-    return steps
-
-
-def _step(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str] | None:
-    action = config.get("action", "replace")
+def _value(config: dict, labels: dict[str, str]) -> str:
+    """The `source_labels` values joined by `separator`, which the regex is matched against."""
     sources = config.get("source_labels") if isinstance(config.get("source_labels"), list) else []
-    value = str(config.get("separator", ";")).join(labels.get(str(n), "") for n in sources)
-    if action in ("keep", "drop"):
-        return labels if (regex.match(value) is not None) == (action == "keep") else None
-    if action in ("keepequal", "dropequal"):
-        same = value == labels.get(str(config.get("target_label", "")), "")
-        return labels if same == (action == "keepequal") else None
-    if action in ("labeldrop", "labelkeep"):
-        return {k: v for k, v in labels.items() if (regex.match(k) is None) == (action == "labeldrop")}
-    if action == "labelmap":
-        out = dict(labels)
-        for key, val in labels.items():
-            found = regex.match(key)
-            if found:
-                out[_expand(str(config.get("replacement", "$1")), found)] = val
-        return out
-    target = str(config.get("target_label", ""))
-    if action in ("lowercase", "uppercase"):
-        return {**labels, target: value.lower() if action == "lowercase" else value.upper()}
-    if action == "hashmod":
-        return {**labels, target: "0"}
-    found = regex.match(value)
+    return str(config.get("separator", ";")).join(labels.get(str(n), "") for n in sources)
+
+
+def _keep_or_drop(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str] | None:
+    keep = config["action"] == "keep"
+    return labels if (regex.match(_value(config, labels)) is not None) == keep else None
+
+
+def _keep_or_drop_equal(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str] | None:
+    same = _value(config, labels) == labels.get(str(config.get("target_label", "")), "")
+    return labels if same == (config["action"] == "keepequal") else None
+
+
+def _label_drop_or_keep(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
+    drop = config["action"] == "labeldrop"
+    return {k: v for k, v in labels.items() if (regex.match(k) is None) == drop}
+
+
+def _label_map(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
+    out = dict(labels)
+    for key, val in labels.items():
+        found = regex.match(key)
+        if found:
+            out[_expand(str(config.get("replacement", "$1")), found)] = val
+    return out
+
+
+def _case(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
+    value = _value(config, labels)
+    return {**labels, str(config.get("target_label", "")): value.lower() if config["action"] == "lowercase"
+            else value.upper()}
+
+
+def _hashmod(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
+    """Any bucket will do: doctor asks what happens to a series' name and labels, not to which shard it goes."""
+    return {**labels, str(config.get("target_label", "")): "0"}
+
+
+def _replace(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
+    found = regex.match(_value(config, labels))
     if found is None:
         return labels
-    name, result = _expand(target, found), _expand(str(config.get("replacement", "$1")), found)
+    name = _expand(str(config.get("target_label", "")), found)
+    result = _expand(str(config.get("replacement", "$1")), found)
     out = dict(labels)
     if result:
         out[name] = result
@@ -87,23 +94,41 @@ def _step(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, 
     return out
 
 
+# every action Prometheus knows; another one makes the whole list unreadable
+_ACTIONS = {"replace": _replace, "keep": _keep_or_drop, "drop": _keep_or_drop, "keepequal": _keep_or_drop_equal,
+            "dropequal": _keep_or_drop_equal, "labeldrop": _label_drop_or_keep, "labelkeep": _label_drop_or_keep,
+            "labelmap": _label_map, "lowercase": _case, "uppercase": _case, "hashmod": _hashmod}
+
+
+def _compiled(configs: list[dict]) -> list[tuple[dict, re.Pattern]] | None:
+    """(config with its action spelled out, anchored regex) per step; None when one cannot be read."""
+    steps = []
+    for config in configs:
+        if not isinstance(config, dict):
+            return None
+        config = snake(config)
+        config.setdefault("action", "replace")
+        if not isinstance(config["action"], str) or config["action"] not in _ACTIONS:
+            return None
+        try:
+            regex = re.compile(f"^(?:{config.get('regex', '(.*)')})$")
+        except (re.error, TypeError):
+            return None
+        steps.append((config, regex))
+    return steps
+
+
 def apply(configs: list[dict], labels: dict[str, str]) -> dict[str, str] | None | bool:
     """The series' labels (with `__name__`) after `configs`; None when dropped; False when the list cannot be read
-    (an unknown action, a regex Python does not take)."""
+    (an unknown action, a regex Python does not take), as doctor then says nothing rather than guess."""
     steps = _compiled(configs)
     if steps is None:
         return False
     for config, regex in steps:
-        if config.get("action", "replace") not in _ACTIONS:
-            return False
-        labels = _step(config, regex, labels)
+        labels = _ACTIONS[config["action"]](config, regex, labels)
         if labels is None:
             return None
     return labels
-
-
-_ACTIONS = ("replace", "keep", "drop", "keepequal", "dropequal", "labeldrop", "labelkeep", "labelmap", "lowercase",
-            "uppercase", "hashmod")
 
 
 def samples(mapping) -> list[tuple[str, dict[str, str], dict[str, str]]]:

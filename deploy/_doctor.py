@@ -14,17 +14,17 @@ import urllib.request
 from fractions import Fraction
 
 from inferwatch.deploy._config import Config
-from inferwatch.deploy._result import Result
+from inferwatch.deploy._result import RENDER, Result
 from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
+from inferwatch.deploy._shape import as_map, dig, yaml_or_none
 from inferwatch.deploy._scrape import MAX_SCRAPE_INTERVAL, check_job, jobs_from_prometheus, seconds
 
 __all__ = ["Result", "run_checks", "summary", "MAX_SCRAPE_INTERVAL"]
 
-_RENDER = "inferwatch deploy render"
 
 # (signal, series, fix): read per model by the dashboards, SLOs and triage
 _PER_MODEL = (
-    ("running requests", "llm_requests_running", "scrape the engine with the mapping's relabelings (" + _RENDER + ")"),
+    ("running requests", "llm_requests_running", "scrape the engine with the mapping's relabelings (" + RENDER + ")"),
     ("waiting requests", "llm_requests_waiting", "scrape the engine with the mapping's relabelings"),
     ("KV-cache usage", "llm_kv_cache_usage_ratio", "load the inferwatch-mappings rules (old engines need them)"),
     ("concurrency cap", "llm_max_running_requests", "no engine exports it: set engines[].max_running_requests in "
@@ -91,19 +91,13 @@ def check_targets(prom: _Api) -> list[Result]:
 def check_config(prom: _Api, pools: set[str]) -> list[Result]:
     """The engine and GPU scrape jobs Prometheus runs, as its config says: jobs that find no target (a monitor whose
     selector, namespace or port matches nothing), and what their relabelings and honor_labels do."""
-    import yaml
-
     answer = prom.get("/api/v1/status/config")
-    try:
-        config = yaml.safe_load(answer["data"]["yaml"]) if answer else None
-    except (yaml.YAMLError, KeyError, TypeError):
-        config = None
+    config = yaml_or_none(dig(answer, "data").get("yaml"))
     if not isinstance(config, dict):
-        return []
+        return []           # an old or unreachable Prometheus: the target and series checks say what is wrong
     out = []
     for job in jobs_from_prometheus(config):
-        name = job.name.removeprefix("scrape job ")
-        if name not in pools and job.sources:
+        if job.job_name not in pools and job.sources:
             out.append(Result("wrong", job.name, "finds no target: nothing is scraped",
                               "check its selector, namespace and port name (a monitor's), or its targets"))
         out += check_job(job, running=True)
@@ -114,7 +108,7 @@ def check_models(prom: _Api, specs) -> list[Result]:
     models = _models(prom, "llm_requests_running") | _models(prom, "llm_time_to_first_token_seconds_count")
     if not models:
         return [Result("missing", "engine series", "no llm_requests_running from any engine",
-                       f"apply the engine monitors ({_RENDER}) and check their relabelings")]
+                       f"apply the engine monitors ({RENDER}) and check their relabelings")]
     out = []
     for signal, series, fix in _PER_MODEL:
         lacking = sorted(models - _models(prom, series))
@@ -166,7 +160,7 @@ def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
     lacking = [name for name in expected if name not in groups]
     if lacking:
         out.append(Result("missing", "rule groups", ", ".join(lacking),
-                          f"apply the PrometheusRules ({_RENDER}) with the `release` label your Prometheus selects"))
+                          f"apply the PrometheusRules ({RENDER}) with the `release` label your Prometheus selects"))
     for name, group in groups.items():
         failing = [r for r in group["rules"] if r.get("health") == "err"]
         if failing:
@@ -201,13 +195,8 @@ def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True, alert
     status = am.get("/api/v2/status")
     if status is None:
         return out + [Result("missing", "Alertmanager", f"cannot reach {am.base}: {am.error}", "check --alertmanager")]
-    import yaml
-
-    try:
-        config = yaml.safe_load(status["config"]["original"]) or {}
-    except (yaml.YAMLError, KeyError, TypeError):
-        config = {}
-    return out + check_alertmanager_config(config if isinstance(config, dict) else {}, "", alerts or {})
+    config = as_map(yaml_or_none(dig(status, "config").get("original")))
+    return out + check_alertmanager_config(config, "", alerts or {})
 
 
 def check_grafana(grafana: _Api, uids: dict[str, str]) -> list[Result]:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Result"]
+__all__ = ["Result", "RENDER"]
+
+RENDER = "inferwatch deploy render"      # what most fixes point at: the files it writes are right
 
 
 @dataclass(frozen=True)
 class Result:
+    """`check` names what was looked at (and where it is written); `fix` is printed only when the status is bad."""
+
     status: str            # ok, skipped (told not to expect it), missing or wrong
     check: str
     detail: str = ""

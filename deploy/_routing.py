@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import re
 
-from inferwatch.deploy._result import Result
+from inferwatch.deploy._result import RENDER, Result
 from inferwatch.deploy._shape import as_list, as_map
 
 __all__ = ["check_alertmanager_config", "receivers_for", "matches", "slo_alerts"]
 
 _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*\Z')
-_RENDER = "inferwatch deploy render"
 
 
 def _matcher(text: str):
@@ -98,7 +97,7 @@ def check_alertmanager_config(config: dict, where: str, alerts: dict[str, dict])
     if not any("LLMErrorBudgetBurn" in repr(r) for r in rules):
         out.append(Result("missing", f"Alertmanager inhibit rules{where}", "no inhibit rule for LLMErrorBudgetBurn: "
                                                                            "slow tiers page alongside fast ones",
-                          f"merge the inhibit_rules of {_RENDER} (alertmanager/)"))
+                          f"merge the inhibit_rules of {RENDER} (alertmanager/)"))
     return out or [Result("ok", f"Alertmanager routing{where}", "SLO pages and tickets reach a receiver; tiers "
                                                                 "inhibit each other")]
 

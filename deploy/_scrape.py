@@ -7,26 +7,27 @@ the mappings read.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inferwatch.deploy._relabel import apply, samples, snake
-from inferwatch.deploy._result import Result
+from inferwatch.deploy._result import RENDER, Result
 from inferwatch.deploy._shape import as_list, as_map, dig
 
 __all__ = ["Job", "MAX_SCRAPE_INTERVAL", "job_from_scrape_config", "jobs_from_prometheus", "check_job", "seconds"]
 
 MAX_SCRAPE_INTERVAL = 30          # seconds: the SLO rules count requests per minute (two samples at least)
-_RENDER = "inferwatch deploy render"
 _SOURCES = {"vllm": "vLLM", "sglang": "SGLang", "dcgm": "dcgm-exporter"}
 
 
 @dataclass(frozen=True)
 class Job:
-    """One way of scraping: `name` says where it is written; `texts` what tells which engine or exporter it
-    scrapes (job name, selector, port, targets)."""
+    """One way of scraping: `name` says where it is written (for the report); `job_name` is the scrape pool a
+    running Prometheus names its targets by; `texts` what tells which engine or exporter it scrapes (job name,
+    selector, port, targets)."""
 
     name: str
     interval: str
+    job_name: str = ""
     interval_origin: str = ""               # '' when written on the job, else where the value comes from
     honor_labels: bool = False
     kubernetes: bool = False                # targets carry pod/namespace/container labels of their own
@@ -40,6 +41,7 @@ class Job:
 
 
 def seconds(text) -> float:
+    """A Prometheus duration in seconds; 0 for what is not one (a check then says so rather than crash)."""
     from inferwatch.durations import parse_duration
     try:
         return float(parse_duration(str(text)))
@@ -55,9 +57,10 @@ def job_from_scrape_config(config: dict, default_interval: str, origin: str, whe
     keeps = [str(c.get("regex", "")) for c in relabel + metric if c.get("action") == "keep"]
     name = str(config.get("job_name", ""))
     interval = config.get("scrape_interval")
-    return Job(f"scrape job {name}{where}", str(interval or default_interval), "" if interval else origin,
-               config.get("honor_labels") is True, bool(config.get("kubernetes_sd_configs")), tuple(metric),
-               (name, *targets, *keeps))
+    return Job(f"scrape job {name}{where}", str(interval or default_interval), job_name=name,
+               interval_origin="" if interval else origin, honor_labels=config.get("honor_labels") is True,
+               kubernetes=bool(config.get("kubernetes_sd_configs")), relabelings=tuple(metric),
+               texts=(name, *targets, *keeps))
 
 
 def jobs_from_prometheus(config: dict, where: str = "") -> list[Job]:
@@ -82,11 +85,7 @@ def check_job(job: Job, running: bool = False) -> list[Result]:
     sources = job.sources
     if not sources:
         return []
-    out = []
-    if not running and seconds(job.interval) > MAX_SCRAPE_INTERVAL:
-        out.append(Result("wrong", job.name, f"scraped every {job.interval}{job.interval_origin}; the SLO rules' "
-                                             f"1m increases need at most {MAX_SCRAPE_INTERVAL}s",
-                          "set the job's scrape_interval (a monitor's interval) to 15s"))
+    out = [] if running else _interval_results(job)
     if "dcgm" in sources and job.kubernetes and not job.honor_labels:
         out.append(Result("wrong", job.name, "scrapes dcgm-exporter through Kubernetes without honor_labels: its "
                                              "pod, namespace and container (the GPU's workload) become exported_*, "
@@ -97,25 +96,58 @@ def check_job(job: Job, running: bool = False) -> list[Result]:
     return out
 
 
-def _relabel_results(job: Job, source: str, vocabulary: bool) -> list[Result]:
-    mapping = _mappings()[source]
-    dropped, renamed, lost, common = [], [], [], 0
+def _interval_results(job: Job) -> list[Result]:
+    interval = seconds(job.interval)
+    if not interval:
+        return [Result("wrong", job.name, f"scrape interval {job.interval!r}{job.interval_origin} is not a "
+                                          "duration: Prometheus refuses the config", "write it as 15s")]
+    if interval > MAX_SCRAPE_INTERVAL:
+        return [Result("wrong", job.name, f"scraped every {job.interval}{job.interval_origin}; the SLO rules' "
+                                          f"1m increases need at most {MAX_SCRAPE_INTERVAL}s",
+                       "set the job's scrape_interval (a monitor's interval) to 15s")]
+    return []
+
+
+@dataclass
+class _Fate:
+    """What a job's metric relabelings do to the series of one mapping."""
+
+    dropped: list[str] = field(default_factory=list)
+    renamed: list[str] = field(default_factory=list)          # 'old to new'
+    lost: list[str] = field(default_factory=list)             # 'labels of name'
+    common: int = 0                                           # series that arrive in the common vocabulary
+
+
+def _fate(relabelings: list[dict], mapping) -> _Fate | None:
+    """None when the relabelings cannot be read (an unknown action, a regex Python does not take): no guess."""
+    fate = _Fate()
     for common_name, labels, needed in samples(mapping):
         name = labels["__name__"]
-        after = apply(list(job.relabelings), labels)
+        after = apply(relabelings, labels)
         if after is False:
-            return []
+            return None
         if after is None:
-            dropped.append(name)
+            fate.dropped.append(name)
         elif after["__name__"] in (common_name, common_name + "_bucket") or _relabeled(labels, after, needed):
-            common += 1
+            fate.common += 1
         elif after["__name__"] != name:
-            renamed.append(f"{name} to {after['__name__']}")
+            fate.renamed.append(f"{name} to {after['__name__']}")
         else:
             gone = sorted(key for key, renamed_to in needed.items()
                           if labels[key] not in (after.get(key), after.get(renamed_to)))
             if gone:
-                lost.append(f"{', '.join(gone)} of {name}")
+                fate.lost.append(f"{', '.join(gone)} of {name}")
+    return fate
+
+
+def _relabel_results(job: Job, source: str, vocabulary: bool) -> list[Result]:
+    """`vocabulary`: also say when nothing turns the series into the common names (not asked of a running
+    Prometheus, whose series say it)."""
+    mapping = _mappings()[source]
+    fate = _fate(list(job.relabelings), mapping)
+    if fate is None:
+        return []
+    dropped, renamed, lost = fate.dropped, fate.renamed, fate.lost
     what, total = _SOURCES[source], len(mapping.entries)
     out = []
     if dropped:
@@ -125,15 +157,15 @@ def _relabel_results(job: Job, source: str, vocabulary: bool) -> list[Result]:
     if renamed:
         out.append(Result("wrong", job.name, f"its metric relabelings rename {_few(renamed)}: the {what} mapping "
                                              "no longer finds them", "drop the rename, or rename to the common "
-                                                                     f"names ({_RENDER})"))
+                                                                     f"names ({RENDER})"))
     if lost:
         out.append(Result("wrong", job.name, f"its metric relabelings change labels the {what} mapping reads: "
                                              f"{_few(lost)}", "keep model_name, le and the engine's own labels"))
     ours = any("inferwatch" in text for text in job.texts)      # the normalizing exporter already speaks it
-    if vocabulary and not out and not common and not ours:
+    if vocabulary and not out and not fate.common and not ours:
         out.append(Result("missing", job.name, f"scrapes {what} without the inferwatch relabelings: the dashboards "
                                                "and SLOs read the common names (llm_*, gpu_*), which it never gets",
-                          f"add the metricRelabelings of {_RENDER} (or scrape through the normalizing exporter)"))
+                          f"add the metricRelabelings of {RENDER} (or scrape through the normalizing exporter)"))
     return out
 
 

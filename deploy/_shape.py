@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["as_map", "as_list", "dig"]
+__all__ = ["as_map", "as_list", "dig", "yaml_or_none"]
 
 
 def as_map(node) -> dict:
@@ -18,3 +18,16 @@ def dig(node, *keys) -> dict:
     for key in keys:
         node = as_map(node).get(key)
     return as_map(node)
+
+
+def yaml_or_none(text):
+    """YAML embedded in something else (a ConfigMap key, what a server answers): its value, or None when it is not
+    YAML, so the caller says what it could not read instead of raising."""
+    import yaml
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, TypeError, ValueError):
+        return None

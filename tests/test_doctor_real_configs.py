@@ -203,6 +203,42 @@ def test_doctor_file_cli(tmp_path):
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
+ODD_FILES = {            # name -> (content, the lines doctor gives: status, then a phrase of check or detail)
+    "empty.yaml": (b"", [("skipped", "empty: no YAML document in it"), ("missing", "nothing doctor reads")]),
+    "comment.yaml": (b"# nothing yet\n", [("skipped", "empty: no YAML document in it"),
+                                            ("missing", "nothing doctor reads")]),
+    "binary.yaml": (b"\x7fELF\x02\x01\xd0\xff", [("skipped", "not a text file (byte 0xd0 at offset 6"),
+                                                  ("missing", "nothing doctor reads")]),
+    "list.yaml": (b"- a\n- b\n", [("skipped", "a YAML list at top level: not a file doctor reads"),
+                                    ("missing", "nothing doctor reads")]),
+    "no-jobs.yml": (b"scrape_configs: null\n", [("ok", "1 document read, nothing to fix")]),
+    "interval.yml": (b"scrape_configs: [{job_name: vllm, scrape_interval: soon}]\n",
+                     [("wrong", "scrape interval 'soon' is not a duration"), ("missing", RELABELINGS)]),
+    "compose.yaml": (b"services: {prom: {volumes: [{type: volume, source: null, target: /prometheus.yml}]}}\n",
+                     [("ok", "1 document read")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_FILES))
+def test_odd_files_each_give_a_clear_line(tmp_path, name):
+    """What a user may point doctor at by mistake reads as one line saying what it is, and a run that read
+    nothing fails (it is no 'nothing to fix')."""
+    content, expected = ODD_FILES[name]
+    (tmp_path / name).write_bytes(content)
+    lines = [(r.status, f"{r.check}: {r.detail}") for r in check_files(Config(), [tmp_path / name], False)]
+    assert len(lines) == len(expected) and all(
+        status == want and phrase in line for (status, line), (want, phrase) in zip(lines, expected)), lines
+
+
+def test_folders_without_yaml_are_named(tmp_path):
+    """A folder with no YAML file (only a subfolder whose name ends in .yaml) is said, not read as clean."""
+    (tmp_path / "charts.yaml").mkdir()
+    (tmp_path / "README.md").write_text("hi")
+    assert [(r.status, r.check, r.detail) for r in check_files(Config(), [tmp_path], False)] == [
+        ("skipped", str(tmp_path), "a folder without *.yaml or *.yml files"),
+        ("missing", "files", f"nothing doctor reads in {tmp_path}")]
+
+
 def test_running_prometheus_with_a_real_config(tmp_path):
     """easyvllmondocker's prometheus.yml as it is, plus a job carrying arks' metric relabelings over a real vLLM
     scrape: doctor names the file_sd job that finds no target, the renames, and the engine series they cost."""

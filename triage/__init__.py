@@ -3,7 +3,8 @@
     inferwatch triage --prometheus http://prometheus:9090 --since 30m [--model M] [--json] [--plot FILE.png]
 
 The signals (signals.yaml) are PromQL over the common vocabulary, one range
-query per signal for every model; the kinds (kinds.yaml) are weighted conditions
+query per signal for every model, rewritten through the mappings to the engines'
+own names where Prometheus holds no vocabulary series (`_sources`); the kinds (kinds.yaml) are weighted conditions
 on how each signal changed from a baseline window to the incident. Summing up
 (`summarise`) and judging (`judge`, `assess`) are pure functions on pandas
 frames; `triage` reads Prometheus with prometheus-api-client. Every name is

@@ -107,6 +107,12 @@ def _matches(matchers: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
     return True
 
 
+def _named(m: Matcher) -> tuple[str, ...]:
+    """The value a negative matcher fails on (`code!="0"`: "0"; `code!~"5.."`: one its regex matches), if any."""
+    value = m.value if m.op == "!=" else _literal(m.value) if m.op == "!~" else None
+    return () if value is None else (value,)
+
+
 def _avoiding(base: dict[str, str], selector: Selector, total: Selector) -> dict[str, str]:
     """Labels that match `total` but not `selector` (the other half of a ratio)."""
     if selector.metric != total.metric:
@@ -114,9 +120,7 @@ def _avoiding(base: dict[str, str], selector: Selector, total: Selector) -> dict
     for m in selector.matchers:
         if m.label in base and base[m.label] != "":
             continue
-        # a negative matcher fails on the value it names (`code!="0"`: "0"), or one its regex matches
-        named = m.value if m.op == "!=" else _literal(m.value) if m.op == "!~" else None
-        for value in ([named] if named is not None else []) + list(_NON_MATCHING):
+        for value in (*_named(m), *_NON_MATCHING):
             labels = {**base, m.label: value}
             if _matches(total.matchers, labels) and not _matches(selector.matchers, labels):
                 return labels

@@ -77,14 +77,33 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     """
     import os
 
-    from inferwatch._urls import http_url
     from inferwatch.deploy import load_config
     from inferwatch.deploy._doctor import run_checks, summary
     from inferwatch.deploy._files import check_files
 
-    if prometheus is None and not file:
+    urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager)
+    missing = [str(p) for p in file or [] if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
+    if "--prometheus" not in urls and not file:
         raise typer.BadParameter("give --prometheus URL (a running stack) or --file PATH (its files)",
                                  param_hint="--prometheus")
+    deployed = load_config(config)
+    results = check_files(deployed, list(file), not no_alertmanager) if file else []
+    if "--prometheus" in urls:
+        results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
+                              os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager)
+    for result in results:
+        typer.echo(str(result))
+    typer.echo(summary(results), err=True)
+    raise typer.Exit(1 if any(r.bad for r in results) else 0)
+
+
+def _doctor_urls(prometheus: str | None, alertmanager: str | None, grafana: str | None,
+                 no_alertmanager: bool) -> dict[str, str]:
+    """{flag: base URL} of the servers given, checked: Alertmanager and Grafana are asked through Prometheus."""
+    from inferwatch._urls import http_url
+
     if prometheus is None and (alertmanager or grafana):
         raise typer.BadParameter("--alertmanager and --grafana are asked along with a running Prometheus: give "
                                  "--prometheus URL too", param_hint="--prometheus")
@@ -100,19 +119,7 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
                 urls[flag] = http_url(value, example).rstrip("/")
             except ValueError as err:
                 raise typer.BadParameter(str(err), param_hint=flag) from None
-    missing = [str(p) for p in file or [] if not p.exists()]
-    if missing:
-        raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
-    deployed = load_config(config)
-    results = check_files(deployed, list(file), not no_alertmanager) if file else []
-    if prometheus is not None:
-        results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
-                              os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager)
-    for result in results:
-        typer.echo(str(result))
-    typer.echo(summary(results), err=True)
-    bad = [r for r in results if r.bad]
-    raise typer.Exit(1 if bad else 0)
+    return urls
 
 
 def register(app: typer.Typer) -> None:

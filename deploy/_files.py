@@ -63,16 +63,18 @@ class Bundle:
 
 
 def _files(paths: list[Path], bundle: Bundle) -> list[Path]:
-    """The files given, and the *.yaml and *.yml files under the folders given; a folder without any is said."""
-    files = []
+    """The files given, and the *.yaml and *.yml files under the folders given, each once (a file and its folder
+    may both be given); a folder without any is said."""
+    files, seen = [], set()
     for path in paths:
-        if not path.is_dir():
-            files.append(path)
-            continue
-        found = sorted(p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
+        found = [path] if not path.is_dir() else sorted(
+            p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
         if not found:
             bundle.results.append(Result("skipped", str(path), "a folder without *.yaml or *.yml files"))
-        files += found
+        for file in found:
+            if file.resolve() not in seen:
+                seen.add(file.resolve())
+                files.append(file)
     return files
 
 

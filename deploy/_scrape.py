@@ -16,7 +16,8 @@ from inferwatch.deploy._shape import as_list, as_map, dig
 __all__ = ["Job", "MAX_SCRAPE_INTERVAL", "job_from_scrape_config", "jobs_from_prometheus", "check_job", "seconds"]
 
 MAX_SCRAPE_INTERVAL = 30          # seconds: the SLO rules count requests per minute (two samples at least)
-_SOURCES = {"vllm": "vLLM", "sglang": "SGLang", "dcgm": "dcgm-exporter"}
+_PROMETHEUS_DEFAULT = "1m"         # Prometheus' scrape_interval when prometheus.yml sets none
+_SOURCES = {"vllm": "vLLM", "sglang": "SGLang", "dcgm": "dcgm-exporter"}      # mapping source: its name in reports
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Job:
 
     @property
     def sources(self) -> list[str]:
+        """The mappings whose series this job scrapes, told by a source's name in its texts (no one names a
+        dcgm-exporter job without 'dcgm'); none for other exporters, which doctor leaves alone."""
         text = " ".join(self.texts).lower()
         return [source for source in _SOURCES if source in text]
 
@@ -67,7 +70,7 @@ def jobs_from_prometheus(config: dict, where: str = "") -> list[Job]:
     """Every scrape job of a prometheus.yml (or of what /api/v1/status/config answers)."""
     interval = dig(config, "global").get("scrape_interval")
     origin = " (the global scrape_interval)" if interval else " (Prometheus' default: no scrape_interval is set)"
-    return [job_from_scrape_config(sc, str(interval or "1m"), origin, where)
+    return [job_from_scrape_config(sc, str(interval or _PROMETHEUS_DEFAULT), origin, where)
             for sc in as_list(config.get("scrape_configs")) if isinstance(sc, dict)]
 
 

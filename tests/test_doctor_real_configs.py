@@ -239,6 +239,12 @@ def test_folders_without_yaml_are_named(tmp_path):
         ("missing", "files", f"nothing doctor reads in {tmp_path}")]
 
 
+def test_a_file_given_twice_is_read_once(monkeypatch):
+    monkeypatch.chdir(REAL)
+    once = check_files(Config(), [Path("genai-auto")])
+    assert check_files(Config(), [Path("genai-auto/alertmanager.yml"), Path("genai-auto")]) == once
+
+
 def test_running_prometheus_with_a_real_config(tmp_path):
     """easyvllmondocker's prometheus.yml as it is, plus a job carrying arks' metric relabelings over a real vLLM
     scrape: doctor names the file_sd job that finds no target, the renames, and the engine series they cost."""

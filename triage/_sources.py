@@ -9,8 +9,9 @@ becomes the same function over each source name the mappings give NAME (aliases 
 `exported_pod`), scale, filters and blank sentinels applied in PromQL, as the recording rules would. A matcher
 on a renamed label becomes matchers on its candidates: the first present one decides, as the renames do.
 
-The selectors are found by regular expressions, which is safe for signals.yaml's shapes only: each series read
-inside one range function, matchers with quoted values, groupings without `without`. A test
+The selectors are found by regular expressions, which is safe for signals.yaml's shape only: each series read
+inside one range function, `FUNC(NAME{MATCHERS}[RANGE])`, with quoted matcher values (a query that keeps labels
+it does not name, `without (...)` or no aggregation, has every label renamed). A test
 (tests/test_triage_foreign.py) checks with promql-parser that every selector of every signal is rewritten and
 that the result parses; a signal outside those shapes fails it rather than silently keeping its vocabulary name.
 """

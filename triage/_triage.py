@@ -179,6 +179,12 @@ def _query_sets(models, vocabulary: list[str], own: list[str], gpu: frozenset) -
     return [(tuple(vocabulary), gpu), (tuple(own), ENGINE | gpu)]
 
 
+def _queries(signals, sets: list[tuple[tuple, frozenset]], rate: str, fresh: str) -> list[tuple[str, str, str]]:
+    """(signal, part, PromQL) for every signal part of every query set, each set read under its families' names."""
+    return [(s.name, part, translate(q, families)) for models, families in sets for s in signals
+            for part, q in signal_queries(s, models, rate, fresh).items()]
+
+
 def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: frozenset[str]) -> Window:
     """The first baseline choice with engine series, else the last (the fallback, judged with or without data)."""
     for window in choices[:-1]:
@@ -245,8 +251,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     rate = rate_window(step, interval, min(incident.seconds, chosen.seconds))
     lookback = float(rate.rstrip("s"))
     fresh = f"{math.ceil(FRESH_SCRAPES * interval)}s"
-    queries = [(s.name, part, translate(q, families)) for chosen_models, families in sets for s in signals
-               for part, q in signal_queries(s, chosen_models, rate, fresh).items()]
+    queries = _queries(signals, sets, rate, fresh)
     warnings: list[str] = _window_warnings(incident, chosen, interval, lookback)
     if own and vocabulary:
         warnings.append(f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-"

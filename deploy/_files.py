@@ -25,7 +25,7 @@ __all__ = ["check_files"]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _READS = "prometheus.yml, Alertmanager config, compose, kube-prometheus-stack values, Kubernetes monitors"
-_KIND_OF = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}  # for 'a YAML list'
+_KIND_OF = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}  # a top-level node, in words
 _CONFIG_FILE = re.compile(r"(prometheus|alertmanager)\.ya?ml\Z")              # a ConfigMap or Secret key
 _MOUNTED_CONFIG = re.compile(r"/(prometheus|alertmanager)\.ya?ml\Z")          # a compose volume's target
 _MONITORS = ("ServiceMonitor", "PodMonitor")
@@ -54,11 +54,12 @@ class Bundle:
     values: list[tuple[str, dict]] = field(default_factory=list)
     objects: list[tuple[str, dict]] = field(default_factory=list)      # Kubernetes objects
     rules: list[tuple[str, dict]] = field(default_factory=list)        # rule files (PrometheusRule specs too)
-    results: list[Result] = field(default_factory=list)                # what could not be read
-    read: set = field(default_factory=set)                             # files read or to be read
+    results: list[Result] = field(default_factory=list)                # said while reading: skipped, unreadable
+    files_read: set = field(default_factory=set)                       # resolved paths read or to be read
     documents: int = 0                                                 # documents sorted into the lists above
 
     def kind(self, *kinds: str) -> list[tuple[str, dict]]:
+        """The Kubernetes objects of these kinds."""
         return [(w, d) for w, d in self.objects if d.get("kind") in kinds]
 
 
@@ -123,7 +124,7 @@ def _classify(where: str, doc, path: Path, bundle: Bundle) -> None:
     elif "route" in doc and "receivers" in doc:
         bundle.alertmanager.append((where, doc))
     elif isinstance(doc.get("services"), dict):
-        bundle.results += _compose_flags(where, doc)
+        bundle.results += _compose_without_metrics(where, doc)
         _read_mounted_configs(where, doc, path, bundle)
     elif _is_values(doc):
         bundle.values.append((where, doc))
@@ -155,10 +156,10 @@ def _read_mounted_configs(where: str, doc: dict, path: Path, bundle: Bundle) -> 
     for name, service in doc["services"].items():
         for source in _mounted_config_sources(as_map(service)):
             mounted = Path(os.path.normpath(source if source.is_absolute() else path.parent / source))
-            if mounted.resolve() in bundle.read:
+            if mounted.resolve() in bundle.files_read:
                 continue
             if mounted.is_file():
-                bundle.read.add(mounted.resolve())
+                bundle.files_read.add(mounted.resolve())
                 for inner, sub in _documents(mounted, bundle):
                     _classify(f"{inner} (mounted by {where} service {name})", sub, mounted, bundle)
             else:
@@ -179,14 +180,17 @@ def _mounted_config_sources(service: dict) -> list[Path]:
     return out
 
 
-def _compose_flags(where: str, doc: dict) -> list[Result]:
+def _compose_without_metrics(where: str, doc: dict) -> list[Result]:
     """Each compose service that starts SGLang without --enable-metrics."""
-    return [r for name, service in doc["services"].items() for r in _sglang_flag(
-        f"{where} service {name}", as_map(service).get("image"), as_map(service).get("entrypoint"),
-        as_map(service).get("command"))]
+    out = []
+    for name, service in doc["services"].items():
+        service = as_map(service)
+        out += _sglang_without_metrics(f"{where} service {name}", service.get("image"), service.get("entrypoint"),
+                                       service.get("command"))
+    return out
 
 
-def _sglang_flag(where: str, *parts) -> list[Result]:
+def _sglang_without_metrics(where: str, *parts) -> list[Result]:
     """SGLang has no /metrics unless started with --enable-metrics (no environment variable turns it on)."""
     text = " ".join(" ".join(map(str, p)) if isinstance(p, list) else str(p or "") for p in parts)
     if not re.search(r"sglang[./]launch_server|\bsglang\s+serve\b", text) or "--enable-metrics" in text:
@@ -195,12 +199,14 @@ def _sglang_flag(where: str, *parts) -> list[Result]:
                                    "fails", "add --enable-metrics to its command")]
 
 
-def _workload_flags(bundle: Bundle) -> list[Result]:
+def _workloads_without_metrics(bundle: Bundle) -> list[Result]:
+    """Each container of a workload or Pod that starts SGLang without --enable-metrics."""
     out = []
     for where, doc in bundle.kind(*_WORKLOADS, "Pod"):
+        name = f"{doc['kind']} {dig(doc, 'metadata').get('name')}"
         for c in map(as_map, as_list(dig(_template(doc), "spec").get("containers"))):
-            out += _sglang_flag(f"{doc['kind']} {dig(doc, 'metadata').get('name')} container {c.get('name')} "
-                                f"({where})", c.get("image"), c.get("command"), c.get("args"))
+            out += _sglang_without_metrics(f"{name} container {c.get('name')} ({where})", c.get("image"),
+                                           c.get("command"), c.get("args"))
     return out
 
 
@@ -300,7 +306,8 @@ def _selection_problems(bundle: Bundle, where: str, doc: dict) -> list[Result]:
         if not any_namespace and None not in namespaces and namespace and namespace not in namespaces:
             out.append(Result("wrong", _monitor_name(where, doc),
                               f"selects {what} by label, but it lives in namespace {namespace}, outside "
-                              f"{', '.join(map(str, namespaces))}", "add its namespace to namespaceSelector.matchNames"))
+                              f"{', '.join(map(str, namespaces))}",
+                              "add its namespace to namespaceSelector.matchNames"))
         lacking = [n for n in names if n not in ports]
         if lacking and ports:
             out.append(Result("wrong", _monitor_name(where, doc), f"port {', '.join(lacking)} is not a port of {what} "
@@ -479,7 +486,7 @@ def check_files(config: Config, paths: list[Path], alertmanager_expected: bool =
     """Every check that files can answer, over the files (folders: their *.yaml and *.yml) given."""
     bundle = Bundle()
     files = _files(paths, bundle)
-    bundle.read = {f.resolve() for f in files}
+    bundle.files_read = {f.resolve() for f in files}
     for file in files:
         for where, doc in _documents(file, bundle):
             _classify(where, doc, file, bundle)
@@ -487,7 +494,7 @@ def check_files(config: Config, paths: list[Path], alertmanager_expected: bool =
     out += _once_per_monitor([r for job in _monitor_jobs(bundle) for r in check_job(job)])
     for where, doc in bundle.kind(*_MONITORS):
         out += _numeric_ports(where, doc) + _selection_problems(bundle, where, doc)
-    out += _workload_flags(bundle) + _rule_results(bundle) + _release(bundle, config)
+    out += _workloads_without_metrics(bundle) + _rule_results(bundle) + _release(bundle, config)
     out += _alertmanager_results(bundle, config, alertmanager_expected)
     return out + _summary(bundle, out, paths)
 

@@ -53,7 +53,8 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
                                                                    "running stack: prometheus.yml, compose, "
                                                                    "ServiceMonitors, PodMonitors, "
                                                                    "PrometheusRules, kube-prometheus-stack values, "
-                                                                   "Alertmanager config; a folder reads its YAML. "
+                                                                   "Alertmanager config; a folder: every *.yaml and "
+                                                                   "*.yml below it. "
                                                                    "Repeatable.")] = None,
            alertmanager: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
                                                                help="Alertmanager base URL.")] = None,

@@ -73,6 +73,8 @@ def _models(prom: _Api, expr: str) -> set[str]:
 
 
 def check_targets(prom: _Api) -> list[Result]:
+    """Active targets that are down or scraped too seldom, and (from the same target list) the engine and GPU jobs
+    of the config that find no target at all."""
     answer = prom.get("/api/v1/targets", state="active") or {"data": {"activeTargets": []}}
     out = check_config(prom, {t.get("scrapePool") for t in answer["data"]["activeTargets"]})
     for target in answer["data"]["activeTargets"]:

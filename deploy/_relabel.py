@@ -110,9 +110,12 @@ def _compiled(configs: list[dict]) -> list[tuple[dict, re.Pattern]] | None:
         config.setdefault("action", "replace")
         if not isinstance(config["action"], str) or config["action"] not in _ACTIONS:
             return None
+        pattern = config.get("regex", "(.*)")
+        if isinstance(pattern, (bool, list, dict)) or pattern is None:
+            return None                         # Prometheus reads a regex from a scalar only
         try:
-            regex = re.compile(f"^(?:{config.get('regex', '(.*)')})$")
-        except (re.error, TypeError):
+            regex = re.compile(f"^(?:{pattern})$")
+        except re.error:
             return None
         steps.append((config, regex))
     return steps

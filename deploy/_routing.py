@@ -86,7 +86,8 @@ def check_alertmanager_config(config: dict, where: str, alerts: dict[str, dict])
         if silent and len(silent) == len(names):
             out.append(Result("wrong", f"Alertmanager routing{where}",
                               f"SLO {kind} ({labels.get('alertname')}, severity {labels.get('severity')}) reach "
-                              f"receiver {silent[0]!r}, which notifies nobody",
+                              + (f"receiver {silent[0]!r}, which notifies nobody" if silent[0] else
+                                 "no receiver: the route names none"),
                               "route them to a receiver with a webhook, pager or chat (deploy.yaml: "
                               "alerting.page_webhook, ticket_webhook)"))
     rules = [r for r in as_list(config.get("inhibit_rules")) if isinstance(r, dict)]

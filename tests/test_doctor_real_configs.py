@@ -170,7 +170,8 @@ def test_values_selectors_intervals_and_monitor_targets(tmp_path):
 
 
 def test_relabeling_follows_prometheus():
-    """The arks rename, `${1}` and `$$`, labeldrop/labelkeep/labelmap, and a regex Python cannot read."""
+    """The arks rename, `${1}` and `$$`, labeldrop/labelkeep/labelmap, and lists that cannot be read (a regex
+    Python does not take, a list as regex, an unknown action even after a drop): no guess."""
     arks = yaml.safe_load((REAL / "arks" / "monitor-runtime.yaml").read_text())["spec"]["endpoints"][0]
     steps = arks["metricRelabelings"]
     assert apply(steps, {"__name__": "sglang:num_running_reqs", "model_name": "m"}) == {
@@ -185,6 +186,9 @@ def test_relabeling_follows_prometheus():
     assert apply([{"source_labels": ["a"], "target_label": "b", "replacement": "$$${1}x"}], {"a": "v"}) == {
         "a": "v", "b": "$vx"}
     assert apply([{"source_labels": ["a"], "regex": "(", "action": "keep"}], {"a": "v"}) is False
+    assert apply([{"source_labels": ["a"], "regex": ["v"], "action": "keep"}], {"a": "v"}) is False   # not a regex
+    assert apply([{"source_labels": ["a"], "regex": 8000, "action": "keep"}], {"a": "8000"}) == {"a": "8000"}
+    assert apply([{"action": "drop", "regex": ".*"}, {"action": "shuffle"}], {"a": "v"}) is False   # read up front
     assert snake({"sourceLabels": ["a"], "targetLabel": "b", "action": "Replace"}) == {
         "source_labels": ["a"], "target_label": "b", "action": "replace"}
 

@@ -150,20 +150,19 @@ def _relabel_results(job: Job, source: str, vocabulary: bool) -> list[Result]:
     fate = _fate(list(job.relabelings), mapping)
     if fate is None:
         return []
-    dropped, renamed, lost = fate.dropped, fate.renamed, fate.lost
-    what, total = _SOURCES[source], len(mapping.entries)
-    out = []
-    if dropped:
-        out.append(Result("wrong", job.name, f"its metric relabelings drop {len(dropped)} of the {total} {what} "
-                                             f"series the dashboards and SLOs read: {_few(dropped)}",
+    what, out = _SOURCES[source], []
+    if fate.dropped:
+        out.append(Result("wrong", job.name, f"its metric relabelings drop {len(fate.dropped)} of the "
+                                             f"{len(mapping.entries)} {what} series the dashboards and SLOs read: "
+                                             f"{_few(fate.dropped)}",
                           "keep them (widen the keep regex, or narrow the drop)"))
-    if renamed:
-        out.append(Result("wrong", job.name, f"its metric relabelings rename {_few(renamed)}: the {what} mapping "
-                                             "no longer finds them", "drop the rename, or rename to the common "
-                                                                     f"names ({RENDER})"))
-    if lost:
+    if fate.renamed:
+        out.append(Result("wrong", job.name, f"its metric relabelings rename {_few(fate.renamed)}: the {what} "
+                                             "mapping no longer finds them",
+                          f"drop the rename, or rename to the common names ({RENDER})"))
+    if fate.lost:
         out.append(Result("wrong", job.name, f"its metric relabelings change labels the {what} mapping reads: "
-                                             f"{_few(lost)}", "keep model_name, le and the engine's own labels"))
+                                             f"{_few(fate.lost)}", "keep model_name, le and the engine's own labels"))
     ours = any("inferwatch" in text for text in job.texts)      # the normalizing exporter already speaks it
     if vocabulary and not out and not fate.common and not ours:
         out.append(Result("missing", job.name, f"scrapes {what} without the inferwatch relabelings: the dashboards "
@@ -180,5 +179,6 @@ def _relabeled(before: dict, after: dict, needed: dict) -> bool:
 
 
 def _few(items: list[str], shown: int = 3) -> str:
+    """The first few items, and how many more: a line stays readable when a relabeling drops every series."""
     return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 

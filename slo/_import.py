@@ -83,11 +83,14 @@ def _guarded(doc, where: str, notes: Notes, read):
     return []
 
 
+_YAML_KINDS = {str: "a string", int: "a number", float: "a number", bool: "true or false", list: "a list"}
+
+
 def _reader(doc, where: str, notes: Notes) -> str | None:
     """Which reader a document is for; None (and a note saying what it is) when none."""
     if not isinstance(doc, dict):
-        notes.add(None, where, f"a {type(doc).__name__} ({text_of(doc)[:40]!r}), not a Sloth, OpenSLO or Pyrra "
-                               "document")
+        what = _YAML_KINDS.get(type(doc), f"a {type(doc).__name__}")
+        notes.add(None, where, f"{what} ({text_of(doc)[:40]!r}), not a Sloth, OpenSLO or Pyrra document")
         return None
     api, kind, version = text_of(doc.get("apiVersion")), text_of(doc.get("kind")), doc.get("version")
     if isinstance(version, str) and version.startswith("prometheus/"):

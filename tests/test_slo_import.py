@@ -470,8 +470,8 @@ def test_an_empty_service_is_rejected_as_sloth_rejects_it():
 @pytest.mark.parametrize("text, says", [
     ("a: [", "x.yaml:1: invalid YAML"),
     ("", "x.yaml: is empty"),
-    ("just a string\n", "a str ('just a string'), not a Sloth, OpenSLO or Pyrra document"),
-    ("- 1\n- 2\n", "[0]: a int ('1')"),
+    ("just a string\n", "a string ('just a string'), not a Sloth, OpenSLO or Pyrra document"),
+    ("- 1\n- 2\n", "[0]: a number ('1')"),
     ("kind: Something\n", "not a Sloth, OpenSLO or Pyrra document (kind: Something)"),
     ("groups: []\n", "Prometheus rules (perhaps Sloth's generated output)"),
     ("version: prometheus/v1\nservice: s\nslos: {a: 1}\n", "x.yaml:3: slos: must be a list"),

@@ -42,6 +42,7 @@ from inferwatch.errors import InferwatchError
 from inferwatch.frontdoor._accesslog import AccessLog, access_record
 from inferwatch.frontdoor._caller import LabelCap, caller_of
 from inferwatch.frontdoor._config import FrontdoorConfig, Upstream
+from inferwatch.frontdoor._idle import IdleWatch
 from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
 from inferwatch.frontdoor._outcome import classify
@@ -91,35 +92,6 @@ def _forward_headers(headers, metered: bool) -> CIMultiDict:
 def _returned_headers(headers) -> CIMultiDict:
     named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_RETURNED | named)
-
-
-class _IdleWatch:
-    """For the unmetered paths, the idle timeout between two reads of a response body, without a per-chunk
-    timer: aiohttp's `sock_read` moves one on every read, this one wakes four times per `limit` and fails the pending read when the
-    upstream sent nothing during the last `limit` (to within a quarter of it). Bytes not yet `taken` by the
-    relay (a slow client holds it up) count as activity, as aiohttp stops `sock_read` while reading is paused."""
-
-    __slots__ = ("taken", "_content", "_step", "_quiet", "_seen", "_handle")
-
-    def __init__(self, content: aiohttp.StreamReader, limit: float | None):
-        self._content, self._step, self._quiet, self._seen = content, (limit or 0) / 4, 0, content.total_bytes
-        self.taken = 0                            # bytes the relay has read
-        self._handle = asyncio.get_running_loop().call_later(self._step, self._wake) if limit else None
-
-    def _wake(self) -> None:
-        if self._content.is_eof():                # the upstream is done: a slow client is not its silence
-            return
-        total = self._content.total_bytes
-        self._quiet = 0 if total != self._seen or total != self.taken else self._quiet + 1
-        self._seen = total
-        if self._quiet >= 4:
-            self._content.set_exception(TimeoutError(f"upstream silent for {self._step * 4:g}s"))
-        else:
-            self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
-
-    def cancel(self) -> None:
-        if self._handle:
-            self._handle.cancel()
 
 
 class _Sink:
@@ -345,8 +317,13 @@ class Frontdoor:
             ex.ended = "cancelled"
             return out
         ex.code = resp.status
-        read, write = resp.content.readany, out.write
-        watch = _IdleWatch(resp.content, self.config.idle_timeout)
+        content, taken = resp.content, 0          # taken: bytes the relay has read
+        read, write = content.readany, out.write
+        # bytes not yet taken (a slow client holds the relay up) are not the upstream's silence: aiohttp stops
+        # its socket reads while reading is paused; once the upstream is done, a slow client is not its silence
+        limit = self.config.idle_timeout
+        watch = IdleWatch(limit, lambda: (content.is_eof(), content.total_bytes, content.total_bytes != taken),
+                          lambda: content.set_exception(TimeoutError(f"upstream silent for {limit:g}s")))
         try:
             while True:
                 try:
@@ -359,7 +336,7 @@ class Frontdoor:
                     break
                 if not chunk:
                     break
-                watch.taken += len(chunk)
+                taken += len(chunk)
                 try:
                     await write(chunk)
                 except ConnectionError:               # the client went away between two chunks

@@ -32,6 +32,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from inferwatch.frontdoor._idle import IdleWatch
+
 __all__ = ["UpstreamPool", "Connection", "Unreachable", "Silent"]
 
 _INFORMATIONAL = range(100, 200)
@@ -143,7 +145,8 @@ class Connection(asyncio.Protocol):
         self.transport.write(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
             self.transport.write(body)
-        self._watch = _IdleWatch(self, idle_timeout) if idle_timeout else None
+        self._watch = IdleWatch(idle_timeout, lambda: (self.ended is not None, self.received, self.paused),
+                                lambda: self._end("timeout"))
 
     async def head(self) -> None:
         """Until the response's status and headers; Unreachable or Silent when they do not come."""
@@ -190,8 +193,7 @@ class Connection(asyncio.Protocol):
 
     def finish(self) -> None:
         """The answer is over: a complete one leaves the connection for the next, anything else closes it."""
-        if self._watch:
-            self._watch.cancel()
+        self._watch.cancel()
         reusable = self.ended == "complete" and self._keep and not self._until_close and not self.paused
         self._parser = self._sink = self._early = self._flush = None
         if reusable and self.transport is not None and not self.transport.is_closing():
@@ -224,32 +226,6 @@ class Connection(asyncio.Protocol):
 
 class _Stale(Unreachable):
     """A kept connection the upstream had closed: nothing was answered, so the request may go again."""
-
-
-class _IdleWatch:
-    """Fails a request whose upstream sent nothing for `limit` seconds, to within a quarter of it, with no
-    per-chunk timer: it wakes four times per `limit`. While the relay holds reading (a slow client), the
-    upstream is not silent."""
-
-    __slots__ = ("_conn", "_step", "_quiet", "_seen", "_handle")
-
-    def __init__(self, conn: Connection, limit: float):
-        self._conn, self._step, self._quiet, self._seen = conn, limit / 4, 0, 0
-        self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
-
-    def _wake(self) -> None:
-        conn = self._conn
-        if conn.ended is not None:
-            return
-        self._quiet = 0 if conn.paused or conn.received != self._seen else self._quiet + 1
-        self._seen = conn.received
-        if self._quiet >= 4:
-            conn._end("timeout")
-        else:
-            self._handle = asyncio.get_running_loop().call_later(self._step, self._wake)
-
-    def cancel(self) -> None:
-        self._handle.cancel()
 
 
 class UpstreamPool:

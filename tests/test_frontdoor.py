@@ -455,6 +455,17 @@ def test_an_upstream_silent_mid_stream_is_cut_at_the_idle_timeout():
         assert wait_for(lambda: outcomes(door_url)) == {("timeout", "200"): 1}
 
 
+def test_an_unmetered_answer_silent_mid_body_is_cut_at_the_idle_timeout():
+    """Paths the front door does not meter go through aiohttp's client: the same idle timeout bounds them."""
+    with fake_engine() as (fake_url, _), frontdoor(fake_url, idle_timeout=0.3) as (door_url, _):
+        request = urllib.request.Request(door_url + "/v1/embeddings", data=json.dumps({"model": "stall"}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        began = time.monotonic()
+        with pytest.raises(Exception):                 # the client sees a broken answer, not a clean end
+            urllib.request.urlopen(request, timeout=10).read()
+        assert time.monotonic() - began < 2
+
+
 def test_a_client_slower_than_the_idle_timeout_is_not_an_upstream_timeout():
     """The upstream sent all; the client reads nothing for three idle timeouts, then everything, whole."""
     import http.client

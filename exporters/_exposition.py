@@ -309,39 +309,20 @@ class _Splitter:
 
 
 # How docs and issues elide part of a scrape: a line that is nothing but an ellipsis, possibly indented.
-_ELISIONS = ("...", "\u2026")
-
-
-def _lines_holding(text: str, marks: tuple[str, ...]) -> list[int]:
-    """Where each line holding one of `marks` starts, in order; str.find at C speed, each line looked at once."""
-    starts: set[int] = set()
-    for mark in marks:
-        i = text.find(mark)
-        while i >= 0:
-            starts.add(text.rfind("\n", 0, i) + 1)
-            i = text.find("\n", i)
-            i = -1 if i < 0 else text.find(mark, i)
-    return sorted(starts)
+_ELISION = re.compile(r"^[ \t]*(?:\.\.\.|\u2026)[ \t]*$", re.MULTILINE)
 
 
 def blank_elisions(text: str) -> tuple[str, list[int]]:
     """`text` with every elision line (only `...` or `…`) emptied, and their line numbers; the other lines keep
     their numbers, so a later error still names the right one."""
-    found: list[int] = []
-    kept: list[str] = []
-    pos, line = 0, 1
-    for start in _lines_holding(text, _ELISIONS):
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end
-        if text[start:end].strip(" \t") in _ELISIONS:
-            line += text.count("\n", pos, start)
-            found.append(line)
-            kept.append(text[pos:start])
-            pos = end
-    if not found:
+    found, line, pos = [], 1, 0
+    if "..." not in text and "\u2026" not in text:      # the usual scrape: two scans at C speed, no regex
         return text, found
-    kept.append(text[pos:])
-    return "".join(kept), found
+    for match in _ELISION.finditer(text):
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        found.append(line)
+    return (_ELISION.sub("", text) if found else text), found
 
 
 def split_families(text: str, source: str = "<input>", *, tolerant: bool = False) -> list[Family]:

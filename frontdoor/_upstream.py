@@ -1,15 +1,16 @@
-"""The front door's own HTTP/1.1 client for the metered paths: each piece of the answer is handed to a callback
-from the socket's read callback, so relaying a chunk wakes no task.
+"""The front door's own HTTP/1.1 client for the metered paths: the pieces of each read of the answer are handed
+to the relay from the socket's read callback, so relaying a chunk wakes no task.
 
 Why not aiohttp's client: it queues each read for a task to await, one task wakeup and a second parse per chunk.
-Here httptools (llhttp) parses the response, and `on_body` passes each decoded piece straight to the relay's
-sink (tests/bench_frontdoor.py measures both). Everything else the front door forwards (GET, HEAD, uploads,
+Here httptools (llhttp) parses the response and appends each decoded piece to `conn.pieces` itself (its
+`on_body` is the list's own `append`: no Python frame per piece), and the relay's `flush` takes them after each
+read (tests/bench_frontdoor.py measures both). Everything else the front door forwards (GET, HEAD, uploads,
 websockets) still goes through aiohttp's client, which knows those cases; this one only sends a request whose
 whole body is in memory and reads one response.
 
     pool = UpstreamPool(connect_timeout=10)
     conn = await pool.send(url, "POST", path, headers, body, idle_timeout)   # returns at the headers
-    conn.start(sink, flush)        # sink(piece) for every piece of the body, flush() after each read
+    conn.start(flush)              # flush() after each read: it takes (and clears) conn.pieces
     ended = await conn.wait()      # "complete", "broken", "timeout" or "paused" (see `pause`)
     conn.finish()                  # back to the pool when complete and reusable, else closed
 
@@ -59,7 +60,8 @@ class Connection(asyncio.Protocol):
         self.ended: str | None = None        # "complete", "broken", "timeout": the response is over
         self.paused = False                  # reading held until the client takes what it has
         self.reused = False
-        self._parser = self._sink = self._flush = self._early = self._waiter = self._head = self._watch = None
+        self.pieces: list[bytes] = []        # the body's pieces read and not yet taken by the relay's flush
+        self._parser = self._flush = self._waiter = self._head = self._watch = None
         self._idle = None                    # the keep-alive timer while the connection waits in the pool
         self._until_close = self._informational = self._keep = False
 
@@ -121,9 +123,6 @@ class Connection(asyncio.Protocol):
         if not self._head.done():
             self._head.set_result(None)
 
-    def on_body(self, piece: bytes) -> None:
-        self._sink(piece)
-
     def on_message_complete(self) -> None:
         if self._informational:
             self._informational = False
@@ -134,13 +133,12 @@ class Connection(asyncio.Protocol):
     # --- the relay's side --------------------------------------------------------------------------------------
 
     def _send(self, head: bytes, body: bytes, idle_timeout: float | None) -> None:
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser = httptools.HttpResponseParser(_Callbacks(self))
         # as tolerant as aiohttp's client, which read these answers before: lines that end in LF alone, spaces
         # after a chunk's size (both framing the upstream alone decides; nothing of the request's)
         self._parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True)
         self.status, self.reason, self.headers, self.received, self.ended, self._keep = 0, "", [], 0, None, False
-        self._early = []
-        self._sink = self._early.append      # pieces that come with the headers, before the relay is ready
+        self.pieces.clear()                  # those that come with the headers wait there for the relay
         self._head = asyncio.get_running_loop().create_future()
         self.transport.write(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
@@ -152,12 +150,9 @@ class Connection(asyncio.Protocol):
         """Until the response's status and headers; Unreachable or Silent when they do not come."""
         await self._head
 
-    def start(self, sink, flush) -> None:
-        """Hand every piece of the body to `sink(piece)` from now on, the pieces already read first, and call
-        `flush()` after the pieces of each read (one read often holds several, when the upstream is ahead)."""
-        early, self._early, self._sink = self._early, None, sink
-        for piece in early:
-            sink(piece)
+    def start(self, flush) -> None:
+        """Call `flush()` now, for the pieces that came with the headers, and after each read from now on; it
+        takes the read's pieces from `self.pieces` (one read often holds several, when the upstream is ahead)."""
         flush()
         self._flush = flush
 
@@ -195,7 +190,8 @@ class Connection(asyncio.Protocol):
         """The answer is over: a complete one leaves the connection for the next, anything else closes it."""
         self._watch.cancel()
         reusable = self.ended == "complete" and self._keep and not self._until_close and not self.paused
-        self._parser = self._sink = self._early = self._flush = None
+        self._parser = self._flush = None
+        self.pieces.clear()
         if reusable and self.transport is not None and not self.transport.is_closing():
             self.pool.keep(self)
         else:
@@ -222,6 +218,19 @@ class Connection(asyncio.Protocol):
     def _close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+
+class _Callbacks:
+    """What the parser calls: the connection's methods, but `on_body` is `conn.pieces.append` itself. httptools
+    looks its callbacks up once, on the object it is given, so the connection cannot be that object."""
+
+    __slots__ = ("on_message_begin", "on_status", "on_header", "on_headers_complete", "on_body",
+                 "on_message_complete")
+
+    def __init__(self, conn: Connection):
+        self.on_message_begin, self.on_status, self.on_header = conn.on_message_begin, conn.on_status, conn.on_header
+        self.on_headers_complete, self.on_message_complete = conn.on_headers_complete, conn.on_message_complete
+        self.on_body = conn.pieces.append
 
 
 class _Stale(Unreachable):

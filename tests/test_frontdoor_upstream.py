@@ -623,7 +623,7 @@ def test_an_answer_complete_in_the_read_that_finds_the_client_behind_leaves_the_
         pool = UpstreamPool(connect_timeout=2)
         for _ in range(2):
             conn = await pool.send(engine_url, "POST", "/v1/completions", [], b"{}", 5)
-            conn.start(lambda piece: None, conn.pause)          # the client is behind at every read
+            conn.start(conn.pause)                              # the client is behind at every read
             assert await conn.wait() == "complete"
             conn.finish()
         kept = sum(map(len, pool._idle.values()))

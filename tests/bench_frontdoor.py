@@ -31,6 +31,11 @@ rounds (/proc/stat: this benchmark's processes and anything else running), so
 a level that saturates the machine shows it. CPU is each proxy's own, from /proc/<pid>/task/*/schedstat
 (nanoseconds), over the events the clients received; it includes the per-request
 work spread over the stream's chunks.
+`relayed chunks/s on N core` is what each proxy passed on per second during the
+rounds and the share of one core it used for it (each proxy is one event loop
+on one thread). At low concurrency a proxy is idle between chunks and each chunk
+pays the machine's wakeup (the pipe shows that floor); at high concurrency the
+loop stays busy, and chunks/s over cores is what one core can relay.
 
 Memory: `--memory-streams` (1000) slow streams held open at once through (b) and
 (c), twice; RSS is sampled from /proc while they are in flight.
@@ -276,7 +281,8 @@ def _session():
 
 
 async def _levels(args, paths: dict) -> dict:
-    """{(streams, repeat, path): (p50, p99, CPU seconds per event or None, failed, machine busy fraction)}."""
+    """{(streams, repeat, path): (p50, p99, CPU seconds per event or None, failed, machine busy fraction,
+    events per second relayed, cores the proxy used or None)}."""
     body = _body(args.chunks, args.interval, args.first, args.pace == "step")
     warm = _body(2, 0.001, 0.0)
     length = args.first + args.chunks * args.interval
@@ -289,14 +295,15 @@ async def _levels(args, paths: dict) -> dict:
                 for path in PATHS[turn:] + PATHS[:turn]:
                     url, pid = paths[path]
                     await asyncio.gather(*(_stream(sessions[path], url, warm) for _ in range(streams)))
-                    cpu, box = _cpu_seconds(pid) if pid else 0.0, _machine()
+                    cpu, box, began = _cpu_seconds(pid) if pid else 0.0, _machine(), time.monotonic()
                     ttfts, events, failed = await _round(sessions[path], url, streams, args.requests, body, length,
                                                          args.burst)
-                    spent = (_cpu_seconds(pid) - cpu) if pid else None
+                    spent, took = (_cpu_seconds(pid) - cpu) if pid else None, time.monotonic() - began
                     busy, total = (b - a for a, b in zip(box, _machine()))
                     out[streams, repeat, path] = (_pct(ttfts, 0.5), _pct(ttfts, 0.99),
                                                   spent / events if spent is not None and events else None, failed,
-                                                  busy / total if total else float("nan"))
+                                                  busy / total if total else float("nan"), events / took,
+                                                  spent / took if spent is not None else None)
                 print(f"  repeat {repeat + 1}/{args.repeats}, {streams} streams: "
                       + ", ".join(f"{p} {out[streams, repeat, p][0] * 1000:.2f}ms" for p in PATHS), file=sys.stderr)
     finally:
@@ -425,7 +432,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def _table(args, out: dict) -> None:
     ms = 1000
     print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
-          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'chunks/s/core':>14} {'+CPU vs b':>17} "
+          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'relayed chunks/s':>25} {'+CPU vs b':>17} "
           f"{'failed':>6} {'box busy':>8}")
     for streams in args.streams:
         reps = range(args.repeats)
@@ -440,7 +447,10 @@ def _table(args, out: dict) -> None:
                 added = "".join(
                     f" {_median(out[streams, r, path][i] - out[streams, r, ref][i] for r in reps) * ms:+8.2f}ms"
                     for ref in ("direct", "bare") for i in (0, 1))
-            cpu_text = f"{cpu * 1e6:8.1f}us {1 / cpu:13,.0f}" if cpu == cpu else " " * 24
+            rate = _median(out[streams, r, path][5] for r in reps)
+            cores = _median(out[streams, r, path][6] for r in reps)
+            cpu_text = (f"{cpu * 1e6:8.1f}us {rate:9,.0f}/s on {cores:4.2f} core" if cpu == cpu
+                        else f"{'':10} {rate:9,.0f}/s{'':13}")
             over_bare = " " * 17
             if path == "frontdoor":         # what the front door's CPU adds per chunk over the bare pass-through
                 pairs = [(out[streams, r, path][2], out[streams, r, "bare"][2]) for r in reps]

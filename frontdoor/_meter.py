@@ -88,7 +88,9 @@ class Facts:
     first_chunk: float | None = None
     first_visible: float | None = None
     last_visible: float | None = None
-    visible_chunks: int = 0                      # events with content or a tool call
+    visible_chunks: int = 0                      # events with content or a tool call, from the first visible one
+    blank_before: int = 0                        # whitespace-only events before the first visible one (a "\n\n"
+                                                 # after reasoning): output tokens, but no gap between visible ones
     reasoning_chunks: int = 0                    # events with hidden reasoning
     done: bool = False                           # `data: [DONE]` seen
     finish: dict[int, str] = field(default_factory=dict)                       # choice index -> finish_reason
@@ -121,12 +123,13 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         facts.error = facts.error or "an event that is not a chunk object"
         return
     if visible:
-        facts.visible_chunks += 1
-        facts.last_visible = now
         if facts.first_visible is None:
             if visible is _BLANK:               # whitespace only: the user sees nothing yet, nor learn its shape
+                facts.blank_before += 1
                 return
             facts.first_visible = now
+        facts.visible_chunks += 1
+        facts.last_visible = now
         if (learnt := _shape_of(payload, doc)) is not None:       # a plain event the shape did not match
             facts.shape = learnt
 
@@ -289,7 +292,8 @@ def token_counts(facts: Facts) -> tuple[int | None, int | None, int | None, int 
     Reasoning is `completion_tokens_details.reasoning_tokens` (OpenAI), else SGLang's top-level
     `usage.reasoning_tokens`; a reported 0 while reasoning was streamed (SGLang reports 0 until it counts them)
     gives way to the counted reasoning events. `visible` is per choice (the visible tokens over the choices that
-    showed something), since n choices are decoded side by side: it is what time per output token divides by.
+    showed something), since n choices are decoded side by side: it is what time per output token divides by,
+    so the whitespace events before the first visible token (one token each) are not in it.
     """
     usage = facts.usage or {}
     prompt, output = _int(usage, "prompt_tokens"), _int(usage, "completion_tokens")
@@ -300,10 +304,10 @@ def token_counts(facts: Facts) -> tuple[int | None, int | None, int | None, int 
     if not reasoning and counted and (reasoning is None or facts.reasoning_chunks):
         reasoning = facts.reasoning_chunks
     if output is None and counted:
-        output = facts.visible_chunks + facts.reasoning_chunks
+        output = facts.visible_chunks + facts.reasoning_chunks + facts.blank_before
     if output is None:
         return prompt, None, reasoning, None
-    visible = max(0, output - (reasoning or 0))
+    visible = max(0, output - (reasoning or 0) - facts.blank_before)
     if len(facts.choices) > 1:
         visible = round(visible / len(facts.choices))
     return prompt, output, reasoning, visible

@@ -16,7 +16,6 @@ a server that accepts connections and never answers ends the run shortly after
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import sys
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 import aiohttp
 
 from inferwatch.errors import InferwatchError
+from inferwatch.frontdoor import Facts, SSESplitter, observe_event, token_counts
 from inferwatch.sim._engine import WORDS
 
 __all__ = ["LoadConfig", "LoadReport", "Sample", "run_load", "percentile", "format_report"]
@@ -154,30 +154,23 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict, config: Loa
 
 
 async def _read_stream(resp: aiohttp.ClientResponse, sample: Sample) -> tuple[float | None, float | None]:
-    """Read an SSE answer into `sample`; returns when the first and the last visible token arrived."""
-    first = last = None
+    """Read an SSE answer into `sample`; returns when the first and the last visible token arrived. It is read
+    with the front door's meter, so "visible" means here what it means there: content with something to see, a
+    refusal or a tool call; not reasoning, nor the whitespace before the first of them."""
     if resp.status != 200:
         sample.error = f"http_{resp.status}"
         await resp.read()
-        return first, last
-    async for raw in resp.content:
-        line = raw.strip()
-        if not line.startswith(b"data:") or line == b"data: [DONE]":
-            continue
-        chunk = json.loads(line[5:])
-        if chunk.get("object") == "error" or "error" in chunk:
-            sample.error = "stream_error"
-            break
-        for choice in chunk.get("choices", []):
-            delta = choice.get("delta", {})
-            if delta.get("content") or delta.get("tool_calls"):
-                now = time.monotonic()
-                first = first or now
-                last = now
-                sample.tokens += 1
-            if choice.get("finish_reason"):
-                sample.finish_reason = choice["finish_reason"]
-    return first, last
+        return None, None
+    facts, splitter = Facts(), SSESplitter()
+    while not facts.error and (chunk := await resp.content.readany()):
+        now = time.monotonic()
+        for payload in splitter.feed(chunk):
+            observe_event(facts, payload, now)
+    if facts.error:
+        sample.error = "stream_error" if facts.error == "an error object" else "protocol"
+    sample.tokens = token_counts(facts)[3] or 0
+    sample.finish_reason = next(iter(facts.finish.values()), sample.finish_reason)
+    return facts.first_visible, facts.last_visible
 
 
 def _progress(started: float, config: LoadConfig, sent: int, samples: list[Sample]) -> None:

@@ -465,11 +465,18 @@ def test_tool_call_arguments_not_a_string_are_an_invalid_call(arguments):
 
 def test_whitespace_is_not_the_first_visible_token():
     """After reasoning, "\\n\\n" is a token but nothing to see: the first visible token is the first content with
-    a non-whitespace character (or a refusal or tool call), and whitespace alone is empty."""
+    a non-whitespace character (or a refusal or tool call), and whitespace alone is empty. Time per output token
+    divides the gaps from the first visible token by the visible tokens from there on, so the whitespace before
+    it is not among them."""
     facts = _facts(_delta(reasoning_content="hm"), _delta(content="\n\n"), _delta(content=" \t"),
                    _delta(content="Lima"), _delta(content=" ok"), _delta("stop"), b"[DONE]")
-    assert (facts.first_chunk, facts.first_visible, facts.last_visible, facts.visible_chunks) == (0.0, 3.0, 4.0, 4)
+    assert (facts.first_chunk, facts.first_visible, facts.last_visible, facts.visible_chunks) == (0.0, 3.0, 4.0, 2)
     assert classify(200, "complete", facts, True, None) == "ok"
+    # the two whitespace tokens are output, but not what time per output token divides by: that is the gaps
+    # from the first visible token on (here one, over two visible tokens), with or without the engine's usage
+    assert token_counts(facts) == (None, 5, 1, 2)
+    facts.usage = {"prompt_tokens": 7, "completion_tokens": 10, "completion_tokens_details": {"reasoning_tokens": 6}}
+    assert token_counts(facts) == (7, 10, 6, 2)
     facts = _facts(_delta(content="\n"), _delta(refusal="No."), _delta("stop"), b"[DONE]")
     assert facts.first_visible == 1.0
     facts = _facts(_delta(content="\n\n"), _delta(content="\n"), _delta("stop"), b"[DONE]")

@@ -186,10 +186,12 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
         targets, flag = {}, ""
     for path in _write_imported(targets, flag):
         typer.echo(f"wrote {path}", err=True)
-    if result.not_carried:
-        typer.echo("not carried over:", err=True)
-        for note in result.not_carried:
-            typer.echo(f"  {note}", err=True)
+    for heading, notes in (("not carried over:", result.not_carried), ("imported as written; check:",
+                                                                         result.to_check)):
+        if notes:
+            typer.echo(heading, err=True)
+            for note in notes:
+                typer.echo(f"  {note}", err=True)
     if out is None and out_dir is None and len(texts) > 1:
         typer.echo(f"{len(texts)} specs, one per service ({', '.join(n[:-5] for n in texts)}): save each YAML "
                    "document as its own file, or give --out-dir", err=True)

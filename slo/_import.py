@@ -1,7 +1,8 @@
 """`inferwatch slo import`: Sloth (`prometheus/v1` and its CRD), OpenSLO (v1, v1alpha, v2alpha) and Pyrra specs.
 
 Every document of a file is read, and each ends one of three ways: imported whole, imported with every setting
-that was not carried over listed (`ImportResult.not_carried`), or refused with the reason (`SpecError`). Specs
+that was not carried over listed (`ImportResult.not_carried`; bad events named as successes are imported as
+written and listed in `ImportResult.to_check`), or refused with the reason (`SpecError`). Specs
 are grouped one per service and each passes `slo check` before it is returned.
 """
 
@@ -24,10 +25,12 @@ SLOTH_PERIOD_DAYS = 30       # `sloth generate --default-slo-period`
 
 @dataclass
 class ImportResult:
-    """Specs in our format (plain dicts, one per service, ready to dump) and what could not be carried over."""
+    """Specs in our format (plain dicts, one per service, ready to dump), what could not be carried over, and what
+    was carried over as written but reads as if it may mean the opposite (`to_check`)."""
 
     specs: list[dict] = field(default_factory=list)
     not_carried: list[Problem] = field(default_factory=list)
+    to_check: list[Problem] = field(default_factory=list)
 
 
 def import_file(path) -> ImportResult:
@@ -66,9 +69,10 @@ def import_text(text: str, origin: str = "<input>") -> ImportResult:
     specs = [spec for spec in (_spec(service, group, notes, services.get(service))
                                for service, group in _by_service(drafts).items()) if spec]
     notes.items.sort(key=lambda problem: problem.line or 0)       # in the order of the file
+    notes.checks.sort(key=lambda problem: problem.line or 0)
     if not specs:
         raise SpecError(notes.items or [Problem(origin, None, "", "nothing to import")])
-    return ImportResult(specs, notes.items)
+    return ImportResult(specs, notes.items, notes.checks)
 
 
 def _guarded(doc, where: str, notes: Notes, read):

@@ -61,11 +61,13 @@ class Refused(Exception):
 
 
 class Notes:
-    """Everything of one file that is not carried over, each pointing at its line and field."""
+    """Everything of one file that is not carried over (`items`), and what was carried over as written but may not
+    mean what it says (`checks`), each pointing at its line and field."""
 
     def __init__(self, file: str):
         self.file = file
         self.items: list[Problem] = []
+        self.checks: list[Problem] = []
 
     def problem(self, node, field: str, message: str) -> Problem:
         key = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1]) if field else None
@@ -73,6 +75,9 @@ class Notes:
 
     def add(self, node, field: str, message: str) -> None:
         self.items.append(self.problem(node, field, message))
+
+    def check(self, node, field: str, message: str) -> None:
+        self.checks.append(self.problem(node, field, message))
 
     def refuse(self, node, field: str, message: str) -> Refused:
         return Refused([self.problem(node, field, message)])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from inferwatch.slo._import_base import (DEFAULT_DAYS, Draft, Notes, Refused, join, keys_text, mapping, name_of,
                                          percent, text_of, window_of)
-from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
+from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli, reads_as_success
 
 __all__ = ["read_openslo", "OPENSLO_VERSIONS"]
 
@@ -264,9 +264,12 @@ def _ratio(queries: dict, ratio: dict, where: str, notes: Notes) -> tuple[dict, 
     try:
         if "good" in queries:
             return good_sli(queries["good"], queries["total"], bare_ok=True)
-        return bad_sli(queries["bad"], queries["total"], bare_ok=True)
+        sli = bad_sli(queries["bad"], queries["total"], bare_ok=True)
     except QueryError as err:
         raise notes.refuse(ratio, where, f"{err}; not carried over") from None
+    if hint := reads_as_success(queries["bad"], "bad query"):
+        notes.check(ratio, f"{where}.bad", hint)
+    return sli
 
 
 def _query_v1(metric, field: str, index: _Index, notes: Notes) -> str:

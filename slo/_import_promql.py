@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 
 import promql_parser
 
-__all__ = ["QueryError", "events_sli", "good_sli", "bad_sli", "WINDOW_TEMPLATE"]
+__all__ = ["QueryError", "events_sli", "good_sli", "bad_sli", "reads_as_success", "WINDOW_TEMPLATE"]
 
 WINDOW_TEMPLATE = re.compile(r"\{\{\s*\.window\s*\}\}")
 _ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
@@ -283,6 +283,47 @@ def _no_fast_errors(plus: list[Counter], minus: list[Counter], what: str) -> Non
                          f"negative of the slow ones, so it never alerts; the slow ones are {slow}")
     raise QueryError(f"{what} counts {fast.selector()}, the observations at or under {le} (the fast ones): good "
                      f"events, not errors; the slow ones are {slow}")
+
+
+# words that name a good outcome, as a label's name (`accurate="true"`), a label's value (`status="success"`) or a
+# word of a counter's name (`checks_passed_total`); and the labels that hold HTTP statuses
+_SUCCESS_WORDS = frozenset({"success", "successes", "successful", "succeeded", "ok", "correct", "accurate", "valid",
+                            "passed", "healthy"})
+_TRUE = frozenset({"true", "1", "yes"})
+_STATUS_LABELS = frozenset({"code", "status", "status_code", "http_status", "http_code", "response_code",
+                            "http_status_code", "http_response_status_code"})
+_HTTP_SUCCESS = re.compile(r"2(?:\d\d|\.\.|\d\.|xx|\[0-9\]\[0-9\]|\\d\{2\}|\\d\\d)", re.I)
+
+
+def _says_success(counter: Counter) -> str | None:
+    """What in `counter` names successes, if anything: a matcher (`code=~"2.."`, `status="ok"`, `accurate="true"`)
+    or a word of its name (`jobs_succeeded_total`). Negated matchers count the rest, so they say nothing."""
+    for label, op, value in counter.matchers:
+        if op not in ("=", "=~"):
+            continue
+        values = [v.strip().lower() for v in value.split("|")] if op == "=~" else [value.lower()]
+        word = label.lower().removeprefix("is_")
+        if (all(v in _SUCCESS_WORDS for v in values) or (word in _SUCCESS_WORDS and all(v in _TRUE for v in values))
+                or (label.lower() in _STATUS_LABELS and all(_HTTP_SUCCESS.fullmatch(v) for v in values))):
+            return f'{label}{op}"{value}"'
+    words = set(counter.name.lower().removesuffix("_total").split("_"))
+    if words & _SUCCESS_WORDS and not words & {"fail", "failed", "failure", "failures", "error", "errors", "bad"}:
+        return f"the name {counter.name}"
+    return None
+
+
+def reads_as_success(query: str, what: str) -> str | None:
+    """A note when the bad (error) events of `query` are named as successes: imported as written, since only the
+    names say so (roller counts `..._success_total` as errors, AI-Infra `accurate="true"`), but worth a look."""
+    try:
+        plus, _ = _counters(query, what, bare_ok=True)
+    except QueryError:
+        return None
+    for counter in plus:
+        if (said := _says_success(counter)) is not None:
+            return (f"{what} {counter.selector()} counts what {said} calls successes; imported as the bad events, "
+                    "as written: if these are the good events, write good: in place of bad: in the spec")
+    return None
 
 
 def _group_by(counters: list[Counter]) -> tuple[str, ...]:

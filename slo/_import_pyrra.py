@@ -11,7 +11,7 @@ import re
 
 from inferwatch.slo._import_base import (Draft, Notes, annotation_map, join, keys_text, label_map, listing, mapping,
                                          name_of, percent, text_of, window_of)
-from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli
+from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli, reads_as_success
 
 __all__ = ["read_pyrra"]
 
@@ -100,6 +100,8 @@ def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ..
         sli, group_by = reader(queries[part], queries["total"], bare_ok=True)
     except QueryError as err:
         raise notes.refuse(body, f"{path}.{kind}", f"{err}; not carried over") from None
+    if "bad" in sli and (hint := reads_as_success(queries[part], "errors metric")):
+        notes.check(body, f"{path}.{kind}.{part}.metric", hint)
     grouping = listing(body.get("grouping"))
     return sli, tuple(sorted(set(group_by) | {text_of(g) for g in grouping}))
 

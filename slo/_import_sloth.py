@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from inferwatch.slo._import_base import (Draft, Notes, Refused, annotation_map, join, label_map, listing, mapping,
                                          name_of, percent, text_of)
-from inferwatch.slo._import_promql import QueryError, events_sli
+from inferwatch.slo._import_promql import QueryError, events_sli, reads_as_success
 
 __all__ = ["read_sloth"]
 
@@ -183,9 +183,12 @@ def _sli(sli: dict, path: str, spell: _Fields, notes: Notes, slo) -> tuple[dict,
         raise notes.refuse(body, f"{path}.{spell('events')}.{missing}", "missing: events need an error and a "
                                                                         "total query")
     try:
-        return events_sli(text_of(error), text_of(total))
+        sli = events_sli(text_of(error), text_of(total))
     except QueryError as err:
         raise notes.refuse(body, f"{path}.{spell('events')}", f"{err}; not carried over") from None
+    if "bad" in sli[0] and (hint := reads_as_success(text_of(error), "error query")):
+        notes.check(body, f"{path}.{spell('events')}.{spell('error_query')}", hint)
+    return sli
 
 
 def _short(query: str, limit: int = 60) -> str:

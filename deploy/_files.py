@@ -180,33 +180,46 @@ def _mounted_config_sources(service: dict) -> list[Path]:
     return out
 
 
+# how an engine's command line turns its metrics off: (the engine, what in image + command + args says it runs
+# that engine, the flag, whether the flag's absence or its presence is the fault, what is wrong, the fix)
+_METRICS_FLAGS = (
+    ("SGLang", re.compile(r"sglang[./]launch_server|\bsglang\s+serve\b"), re.compile(r"--enable-metrics\b"),
+     "absent", "runs SGLang without --enable-metrics: it serves no /metrics, so its scrape fails",
+     "add --enable-metrics to its command"),
+    # vLLM (V0 and V1) creates its Prometheus stat logger only when it logs stats: the flag people add to quiet
+    # the log takes every vllm:* series off /metrics (the scrape still succeeds, with no engine series)
+    ("vLLM", re.compile(r"\bvllm\b", re.I), re.compile(r"--disable-log-stats(?![\w-])(?!=(?:false|0)\b)", re.I),
+     "present", "runs vLLM with --disable-log-stats: vLLM then records no statistics and its /metrics has no "
+     "vllm:* series, so every engine panel, SLO and triage signal reads no data", "remove --disable-log-stats"),
+)
+
+
 def _compose_without_metrics(where: str, doc: dict) -> list[Result]:
-    """Each compose service that starts SGLang without --enable-metrics."""
+    """Each compose service that starts an engine with its metrics off."""
     out = []
     for name, service in doc["services"].items():
         service = as_map(service)
-        out += _sglang_without_metrics(f"{where} service {name}", service.get("image"), service.get("entrypoint"),
-                                       service.get("command"))
+        out += _metrics_off(f"{where} service {name}", service.get("image"), service.get("entrypoint"),
+                            service.get("command"))
     return out
 
 
-def _sglang_without_metrics(where: str, *parts) -> list[Result]:
-    """SGLang has no /metrics unless started with --enable-metrics (no environment variable turns it on)."""
+def _metrics_off(where: str, *parts) -> list[Result]:
+    """An engine started so that it serves no engine series (_METRICS_FLAGS; no environment variable turns
+    SGLang's on or vLLM's off)."""
     text = " ".join(" ".join(map(str, p)) if isinstance(p, list) else str(p or "") for p in parts)
-    if not re.search(r"sglang[./]launch_server|\bsglang\s+serve\b", text) or "--enable-metrics" in text:
-        return []
-    return [Result("wrong", where, "runs SGLang without --enable-metrics: it serves no /metrics, so its scrape "
-                                   "fails", "add --enable-metrics to its command")]
+    return [Result("wrong", where, wrong, fix) for engine, runs, flag, fault, wrong, fix in _METRICS_FLAGS
+            if runs.search(text) and bool(flag.search(text)) == (fault == "present")]
 
 
 def _workloads_without_metrics(bundle: Bundle) -> list[Result]:
-    """Each container of a workload or Pod that starts SGLang without --enable-metrics."""
+    """Each container of a workload or Pod that starts an engine with its metrics off."""
     out = []
     for where, doc in bundle.kind(*_WORKLOADS, "Pod"):
         name = f"{doc['kind']} {dig(doc, 'metadata').get('name')}"
         for c in map(as_map, as_list(dig(_template(doc), "spec").get("containers"))):
-            out += _sglang_without_metrics(f"{name} container {c.get('name')} ({where})", c.get("image"),
-                                           c.get("command"), c.get("args"))
+            out += _metrics_off(f"{name} container {c.get('name')} ({where})", c.get("image"), c.get("command"),
+                                c.get("args"))
     return out
 
 

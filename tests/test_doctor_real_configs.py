@@ -294,3 +294,32 @@ def test_odd_shapes_read_without_a_traceback(tmp_path):
             mutate(docs[rng.randrange(len(docs))])
         (tmp_path / source.name).write_text(yaml.safe_dump_all(docs))
         check_files(Config(), [tmp_path / source.name])
+
+
+ENGINE_COMMANDS = {      # a compose command or a container's args -> the engine doctor says has its metrics off
+    "vllm serve Qwen/Qwen2.5-7B-Instruct --disable-log-stats": "vLLM",
+    "python3 -m vllm.entrypoints.openai.api_server --model m --disable-log-stats --port 8000": "vLLM",
+    "vllm serve m --disable-log-stats=false": None,
+    "vllm serve m --no-disable-log-stats": None,
+    "vllm serve m --disable-log-requests": None,
+    "python3 -m sglang.launch_server --model-path m": "SGLang",
+    "python3 -m sglang.launch_server --model-path m --enable-metrics": None,
+}
+
+
+@pytest.mark.parametrize("command", sorted(ENGINE_COMMANDS))
+def test_engines_started_with_their_metrics_off(tmp_path, command):
+    """SGLang serves /metrics only with --enable-metrics; vLLM (V0 and V1) makes its Prometheus stat logger only
+    when it logs stats, so --disable-log-stats, which people add to quiet the log, takes every vllm:* series off.
+    Both are said, for a compose service and for a Deployment's container."""
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump({"services": {"engine": {"command": command}}}))
+    container = {"name": "engine", "image": "vllm/vllm-openai:v0.10.1" if "vllm" in command else "lmsysorg/sglang",
+                 "command": command.split()[:3], "args": command.split()[3:]}
+    (tmp_path / "deployment.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "engine"},
+        "spec": {"template": {"spec": {"containers": [container]}}}}))
+    said = [r for r in check_files(Config(), [tmp_path], False) if r.status == "wrong"]
+    engine = ENGINE_COMMANDS[command]
+    assert [r.check.split(" (")[0].split("/")[-1] for r in said] == (
+        [] if engine is None else ["compose.yaml service engine", "Deployment engine container engine"])
+    assert all(f"runs {engine} with" in r.detail or f"runs {engine} without" in r.detail for r in said)

@@ -26,8 +26,8 @@ from inferwatch.triage import (Connection, Window, load_signals, rate_window, si
 from inferwatch.triage._fetch import _frame
 from inferwatch.dashboards._lint_promql import metric_names
 from inferwatch.triage._sources import family_of, translate
-from promtools import prometheus
-from triage_tools import FIXTURES, load_manifest, read_recording, to_openmetrics
+from triage_tools import (FIXTURES, HOUR_MS, hour_windows, load_manifest, own_names, read_recording, series_of,
+                          series_prometheus, shifted, times, used_names)
 
 pytestmark = [pytest.mark.xdist_group("triage-foreign"),
               pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
@@ -35,79 +35,16 @@ pytestmark = [pytest.mark.xdist_group("triage-foreign"),
 
 MANIFEST = load_manifest()
 EXPECTED = MANIFEST["models"]
-HOUR = 3_600_000                                  # ms: each variant at an hour of its own
 VARIANTS = {"own-names": 1, "old-names": 2, "60s": 3, "restart": 4, "bare": 5}
 QUIET = ("m-quiet", "m-doubling")
 SIGNALS = load_signals()
 NO_SOURCE = {"llm_max_running_requests"}     # no engine exports it: cap_usage is unmeasured there
 
 
-def _used() -> set[str]:
-    """The vocabulary names triage's signals read: the rest of the recording is left out, to keep it small."""
-    return {name for s in SIGNALS for _, q in s.queries for name in re.findall(r"\b((?:llm|gpu)_[a-z_]+)\{", q)}
-
-
-def _times(series: dict) -> list[int]:
-    out, t = [], 0
-    for delta in series["t"]:
-        t += delta
-        out.append(t)
-    return out
-
-
-def _series(labels: dict, times: list[int], values: list[str]) -> dict:
-    return {"labels": labels, "t": [b - a for a, b in zip([0] + times, times)], "v": values}
-
-
-def _shifted(series: list[dict], by: int) -> list[dict]:
-    return [dict(s, t=[s["t"][0] + by] + s["t"][1:]) for s in series if s["t"]]
-
-
-def _own_names(series: list[dict], oldest: bool) -> list[dict]:
-    """The recording as the engines and dcgm-exporter expose it, through the mappings backwards: each common
-    name under its source's name (the newest or the oldest alias), labels under their source names, values
-    unscaled; DCGM's workload labels as `exported_*` beside the exporter pod's own, as a scrape without
-    honorLabels writes them; engine series with kube-prometheus' extra target labels."""
-    from inferwatch.mappings import load_mappings
-
-    table = {(m.source, e.name): (m, e) for m in load_mappings() for e in m.entries
-             if not (e.match or e.set_labels or e.drop_labels or e.bit)}
-    out, seen = [], set()
-    for s in series:
-        labels = dict(s["labels"])
-        name = labels.pop("__name__")
-        if name.startswith("llm_frontdoor_"):
-            out.append(s)
-            continue
-        source = "dcgm" if name.startswith("gpu_") else labels.get("engine")
-        base = next((name[:-len(x)] for x in ("_bucket", "_sum", "_count") if name.endswith(x)
-                     and (source, name[:-len(x)]) in table), name)
-        if (source, base) not in table:
-            continue
-        mapping, entry = table[source, base]
-        for key, _ in mapping.set_labels:
-            labels.pop(key, None)
-        for rule in mapping.labels + entry.labels:
-            if rule.target in labels:
-                labels[rule.candidates[0]] = labels.pop(rule.target)
-        if source == "dcgm":
-            labels.update(namespace="gpu-operator", pod="nvidia-dcgm-exporter-7x9k2", job="gpu-operator/dcgm")
-        else:
-            labels.update(container=source, endpoint="http", service=labels.get("pod", "")[:-2])
-        labels["__name__"] = entry.sources[-1 if oldest else 0] + name[len(base):]
-        key = tuple(sorted(labels.items()))
-        if key in seen:                 # two common names from one source series (SGLang's prompt tokens)
-            continue
-        seen.add(key)
-        scale = 1 / entry.multiply if entry.multiply else (entry.divide or 1)
-        out.append(dict(s, labels=labels, v=s["v"] if scale == 1 else [repr(float(v) * scale) for v in s["v"]]))
-    return out
-
-
 def _dcgm_only(series: list[dict]) -> list[dict]:
     """Engines through the normalizing exporter, GPUs from a stock dcgm-exporter: the usual mix."""
     gpus = [s for s in series if s["labels"]["__name__"].startswith("gpu_")]
-    return [s for s in series if not s["labels"]["__name__"].startswith("gpu_")] + _own_names(gpus, oldest=False)
+    return [s for s in series if not s["labels"]["__name__"].startswith("gpu_")] + own_names(gpus, oldest=False)
 
 
 def _every(series: list[dict], ms: int, phase: int) -> list[dict]:
@@ -115,11 +52,11 @@ def _every(series: list[dict], ms: int, phase: int) -> list[dict]:
     out = []
     for s in series:
         kept, last = [], None
-        for t, v in zip(_times(s), s["v"]):
+        for t, v in zip(times(s), s["v"]):
             if last is None or (t - phase) // ms > last:
                 kept.append((t, v))
                 last = (t - phase) // ms
-        out.append(_series(s["labels"], [t for t, _ in kept], [v for _, v in kept]))
+        out.append(series_of(s["labels"], [t for t, _ in kept], [v for _, v in kept]))
     return out
 
 
@@ -133,46 +70,36 @@ def _restarted(series: list[dict], at: int, gap: int) -> list[dict]:
             out.append(s)
             continue
         counter = name.endswith(("_total", "_sum", "_count", "_bucket"))
-        times, values = _times(s), s["v"]
-        before = [(t, v) for t, v in zip(times, values) if t < at]
+        moments, values = times(s), s["v"]
+        before = [(t, v) for t, v in zip(moments, values) if t < at]
         offset = float(before[-1][1]) if counter and before else 0.0
-        after = [(t, repr(max(0.0, float(v) - offset)) if counter else v) for t, v in zip(times, values)
+        after = [(t, repr(max(0.0, float(v) - offset)) if counter else v) for t, v in zip(moments, values)
                  if t >= at + gap]
         new = dict(labels, pod=labels["pod"] + "-b")
         if "le" in new and new["le"] != "+Inf":
             new["le"] = f"{float(new['le']):g}"
         for part_labels, part in ((labels, before), (new, after)):
             if part:
-                out.append(_series(part_labels, [t for t, _ in part], [v for _, v in part]))
+                out.append(series_of(part_labels, [t for t, _ in part], [v for _, v in part]))
     return out
 
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
-    used = _used()
+    used = used_names()
     recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
     start = MANIFEST["incident"]["start"] * 1000
-    variants = {"own-names": _own_names(recording, oldest=False), "old-names": _own_names(recording, oldest=True),
+    variants = {"own-names": own_names(recording, oldest=False), "old-names": own_names(recording, oldest=True),
                 "60s": _every(_dcgm_only(recording), 60_000, 17_000),
                 "restart": _restarted(recording, start + 60_000, 60_000),
                 "bare": [s for s in recording if not s["labels"]["__name__"].startswith(("gpu_", "llm_frontdoor_"))]}
-    everything = [s for name, series in variants.items() for s in _shifted(series, VARIANTS[name] * HOUR)]
-    work = tmp_path_factory.mktemp("triage-foreign")
-    (work / "foreign.om").write_text(to_openmetrics(everything))
-    from promtools import create_blocks
-
-    create_blocks(work / "foreign.om", work / "data", timeout=120)
-    (work / "foreign.om").unlink()
-    with prometheus(shutil.which("prometheus"), {"global": {"scrape_interval": "1m"}}, work,
-                    ("--storage.tsdb.retention.time=100y",)) as base:
+    everything = [s for name, series in variants.items() for s in shifted(series, VARIANTS[name] * HOUR_MS)]
+    with series_prometheus(everything, tmp_path_factory.mktemp("triage-foreign")) as base:
         yield base
 
 
 def _windows(variant: str) -> tuple[Window, str]:
-    shift = VARIANTS[variant] * HOUR / 1000
-    incident, baseline = MANIFEST["incident"], MANIFEST["baseline"]
-    return (Window(incident["start"] + shift, incident["end"] + shift),
-            f"{baseline['start'] + shift:.0f}/{baseline['end'] + shift:.0f}")
+    return hour_windows(MANIFEST, VARIANTS[variant])
 
 
 def _first_kinds(report) -> dict[str, list[str]]:
@@ -269,7 +196,9 @@ def test_only_the_asked_families_are_read_from_their_sources():
     assert translate(query, frozenset()) == query
     engine = translate(query, frozenset({"engine"}))
     assert "llm_time_to_first_token_seconds_sum{" not in engine and "llm_frontdoor_requests_total{" in engine
-    assert 'vllm:time_to_first_token_seconds_sum|vllm_time_to_first_token_seconds_sum' in engine
+    # the colon name first; the sanitized copy only for a model without it
+    assert re.search(r'__name__="vllm:time_to_first_token_seconds_sum".* or on \(model_name, model\) '
+                     r'\(rate\(\{__name__="vllm_time_to_first_token_seconds_sum"', engine)
     # SGLang's model is in model_name, or in name before 0.3.6: the first present one decides
     assert 'model_name="", name!="", name=~"a|b"' in engine
     # a matcher on a label the mapping sets picks the source: only vLLM has finished_reason

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import shutil
 import tempfile
 import urllib.parse
@@ -26,10 +27,12 @@ import yaml
 from promtools import create_blocks, prometheus
 
 __all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "changes", "load_manifest", "read_recording", "to_openmetrics",
-           "recorded_prometheus", "window_means"]
+           "series_prometheus", "recorded_prometheus", "window_means", "used_names", "times", "series_of", "shifted",
+           "relabeled", "own_names", "HOUR_MS", "hour_windows"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triage"
 FORMAT = "inferwatch-recording/1"
+HOUR_MS = 3_600_000            # one variant of a recording an hour after the other, in one Prometheus
 
 
 def load_manifest(folder: Path = FIXTURES) -> dict:
@@ -68,22 +71,116 @@ def to_openmetrics(series: list[dict]) -> str:
 
 
 @contextmanager
-def recorded_prometheus(folder: Path = FIXTURES, workdir: Path | None = None):
-    """Yields (Prometheus base URL, manifest) while a Prometheus serves the recording of `folder`."""
-    manifest = load_manifest(folder)
+def series_prometheus(series: list[dict], work: Path):
+    """Yields the base URL of a Prometheus serving `series` (read_recording's shape) from TSDB blocks under `work`."""
     prom, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if prom is None or promtool is None:
         raise RuntimeError("prometheus and promtool must be on PATH (Debian: apt-get install prometheus)")
+    text = work / "recording.om"
+    text.write_text(to_openmetrics(series))
+    create_blocks(text, work / "data", timeout=120)
+    text.unlink()
+    # the blocks are as old as the recording: a long retention keeps Prometheus from deleting them at start
+    with prometheus(prom, {"global": {"scrape_interval": "1m"}}, work, ("--storage.tsdb.retention.time=100y",)) as base:
+        yield base
+
+
+@contextmanager
+def recorded_prometheus(folder: Path = FIXTURES, workdir: Path | None = None):
+    """Yields (Prometheus base URL, manifest) while a Prometheus serves the recording of `folder`."""
+    manifest = load_manifest(folder)
     with tempfile.TemporaryDirectory(prefix="triage-recording-") as tmp:
-        work = Path(workdir or tmp)
-        text = work / "recording.om"
-        text.write_text(to_openmetrics(read_recording(folder / manifest["recording"])))
-        create_blocks(text, work / "data", timeout=120)
-        text.unlink()
-        # the blocks are as old as the recording: a long retention keeps Prometheus from deleting them at start
-        with prometheus(prom, {"global": {"scrape_interval": "1m"}}, work,
-                        ("--storage.tsdb.retention.time=100y",)) as base:
+        with series_prometheus(read_recording(folder / manifest["recording"]), Path(workdir or tmp)) as base:
             yield base, manifest
+
+
+# --- the recording reshaped as other people's Prometheus would hold it (tests/test_triage_foreign.py, ...) -------
+
+def hour_windows(manifest: dict, hours: int):
+    """(incident Window, --baseline START/END) of the recording's windows `hours` later, for triage()."""
+    from inferwatch.triage import Window
+
+    shift = hours * HOUR_MS / 1000
+    incident, baseline = manifest["incident"], manifest["baseline"]
+    return (Window(incident["start"] + shift, incident["end"] + shift),
+            f"{baseline['start'] + shift:.0f}/{baseline['end'] + shift:.0f}")
+
+
+def used_names() -> set[str]:
+    """The vocabulary names triage's signals read: the rest of a recording can be left out, to keep it small."""
+    from inferwatch.triage import load_signals
+
+    return {name for s in load_signals() for _, q in s.queries for name in re.findall(r"\b((?:llm|gpu)_[a-z_]+)\{", q)}
+
+
+def times(series: dict) -> list[int]:
+    """A recorded series' sample times, ms."""
+    out, t = [], 0
+    for delta in series["t"]:
+        t += delta
+        out.append(t)
+    return out
+
+
+def series_of(labels: dict, at: list[int], values: list[str]) -> dict:
+    """A series in read_recording's shape from its labels, sample times (ms) and values."""
+    return {"labels": labels, "t": [b - a for a, b in zip([0] + at, at)], "v": values}
+
+
+def shifted(series: list[dict], by: int) -> list[dict]:
+    """The series `by` ms later."""
+    return [dict(s, t=[s["t"][0] + by] + s["t"][1:]) for s in series if s["t"]]
+
+
+def relabeled(series: list[dict], change) -> list[dict]:
+    """Each series with `change(labels)`'s labels (a new dict; None leaves the series out)."""
+    out = []
+    for s in series:
+        labels = change(dict(s["labels"]))
+        if labels is not None:
+            out.append(dict(s, labels=labels))
+    return out
+
+
+def own_names(series: list[dict], oldest: bool = False) -> list[dict]:
+    """The recording as the engines and dcgm-exporter expose it, through the mappings backwards: each common
+    name under its source's name (the newest or the oldest alias), labels under their source names, values
+    unscaled; DCGM's workload labels as `exported_*` beside the exporter pod's own, as a scrape without
+    honorLabels writes them; engine series with kube-prometheus' extra target labels."""
+    from inferwatch.mappings import load_mappings
+
+    table = {(m.source, e.name): (m, e) for m in load_mappings() for e in m.entries
+             if not (e.match or e.set_labels or e.drop_labels or e.bit)}
+    out, seen = [], set()
+    for s in series:
+        labels = dict(s["labels"])
+        name = labels.pop("__name__")
+        if name.startswith("llm_frontdoor_"):
+            out.append(s)
+            continue
+        source = "dcgm" if name.startswith("gpu_") else labels.get("engine")
+        base = next((name[:-len(x)] for x in ("_bucket", "_sum", "_count") if name.endswith(x)
+                     and (source, name[:-len(x)]) in table), name)
+        if (source, base) not in table:
+            continue
+        mapping, entry = table[source, base]
+        for key, _ in mapping.set_labels:
+            labels.pop(key, None)
+        for rule in mapping.labels + entry.labels:
+            if rule.target in labels:
+                labels[rule.candidates[0]] = labels.pop(rule.target)
+        if source == "dcgm":
+            labels.update(namespace="gpu-operator", pod="nvidia-dcgm-exporter-7x9k2", job="gpu-operator/dcgm")
+        else:
+            labels.update(container=source, endpoint="http", service=labels.get("pod", "")[:-2])
+        labels["__name__"] = entry.sources[-1 if oldest else 0] + name[len(base):]
+        key = tuple(sorted(labels.items()))
+        if key in seen:                 # two common names from one source series (SGLang's prompt tokens)
+            continue
+        seen.add(key)
+        scale = 1 / entry.multiply if entry.multiply else (entry.divide or 1)
+        out.append(dict(s, labels=labels, v=s["v"] if scale == 1 else [repr(float(v) * scale) for v in s["v"]]))
+    return out
 
 
 def _mean(name: str, by: str = "model") -> str:

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from inferwatch.errors import InferwatchError
+from inferwatch.triage._signals import DEPLOYMENT
 
 __all__ = ["Connection", "connect", "fetch_windows", "instant", "COLUMNS"]
 
-COLUMNS = ["signal", "part", "model", "pod", "le", "t", "v"]
+COLUMNS = ["signal", "part", "model", "pod", *DEPLOYMENT, "le", "t", "v"]
 WORKERS = 8
 
 
@@ -81,7 +82,8 @@ def _frame(signal: str, part: str, result: list[dict]):
     import numpy as np
     import pandas as pd
 
-    values, models, pods, les = [], [], [], []
+    values, counts, les = [], [], []
+    text: dict[str, list[str]] = {name: [] for name in ("model", "pod", *DEPLOYMENT)}
     for series in result:
         samples = series.get("values") or []
         labels = series.get("metric", {})
@@ -89,16 +91,15 @@ def _frame(signal: str, part: str, result: list[dict]):
         if not samples or le is None:
             continue
         values.append(np.asarray(samples, dtype=float).reshape(-1, 2))
-        models.append((labels.get("model", ""), len(samples)))
-        pods.append(labels.get("pod", ""))
+        counts.append(len(samples))
+        for name, column in text.items():
+            column.append(labels.get(name, ""))
         les.append(le)
     if not values:
         return pd.DataFrame(columns=COLUMNS)
-    counts = [n for _, n in models]
     block = np.concatenate(values)
     return pd.DataFrame({"signal": signal, "part": part,
-                         "model": np.repeat(np.array([m for m, _ in models], dtype=object), counts),
-                         "pod": np.repeat(np.array(pods, dtype=object), counts),
+                         **{name: np.repeat(np.array(column, dtype=object), counts) for name, column in text.items()},
                          "le": np.repeat(np.array(les, dtype=float), counts), "t": block[:, 0], "v": block[:, 1]})
 
 

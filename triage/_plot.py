@@ -66,7 +66,7 @@ def plot_report(report, path: Path | str) -> None:
 
     signals = load_signals()
     verdicts = sorted(report.verdicts, key=lambda v: not v.findings)[:MAX_MODELS]
-    models = [v.model for v in verdicts]
+    models = [v.unit for v in verdicts]      # the frames' `model`: a unit name where a model is split
     series = _series(report.frames, signals, models)
     evidence = {e.signal for v in verdicts for f in v.findings for e in f.evidence if e.score > 0}
     strongest = {e.signal for v in verdicts for f in v.findings[:1] for e in f.evidence if e.score > 0}

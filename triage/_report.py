@@ -37,10 +37,12 @@ def _finding(f: Finding) -> dict:
 
 
 def to_json(report) -> dict:
-    """{"start", "end", "baseline": {"start", "end"}, "models": [{"model", "kinds": [...]}]}, kinds by confidence."""
+    """{"start", "end", "baseline": {"start", "end"}, "models": [{"model", "kinds": [...]}]}, kinds by confidence;
+    a model served in several deployments has an entry per deployment, with its labels under "deployment"."""
     return {**report.incident.iso(), "baseline": report.baseline.iso(), "step_seconds": report.step,
             "rate_window_seconds": report.rate_window, "read_from_sources": list(report.read_from_sources),
-            "models": [{"model": v.model, "kinds": [_finding(f) for f in v.findings],
+            "models": [{"model": v.model, **({"deployment": dict(v.deployment)} if v.deployment else {}),
+                        "kinds": [_finding(f) for f in v.findings],
                         "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
                         "not_measured": list(v.not_measured), "too_few_events": list(v.too_few),
                         "enough_data": v.enough_data, **({"not_enough_data": v.not_enough_data}
@@ -51,17 +53,17 @@ def to_json(report) -> dict:
 
 def headline(verdict) -> str:
     """One line: `model: kind (0.92, explains queueing); other (0.7)`, `model: nothing wrong`, or `model: not
-    enough data (why)`."""
+    enough data (why)`; `model (namespace=a): ...` for one deployment of a model served in several."""
     if not verdict.findings:
         if verdict.not_enough_data:
-            return f"{verdict.model}: not enough data ({verdict.not_enough_data})"
-        return f"{verdict.model}: nothing wrong"
+            return f"{verdict.unit}: not enough data ({verdict.not_enough_data})"
+        return f"{verdict.unit}: nothing wrong"
     parts = []
     for f in verdict.findings:
         notes = [f"{f.confidence:.2f}"] + ([f"pod {f.pod}"] if f.pod else []) + \
             ([f"explains {', '.join(f.explains)}"] if f.explains else [])
         parts.append(f"{f.kind} ({', '.join(notes)})")
-    return f"{verdict.model}: " + "; ".join(parts)
+    return f"{verdict.unit}: " + "; ".join(parts)
 
 
 def _fmt(value) -> str:
@@ -121,11 +123,12 @@ def render_rich(report, console) -> None:
         console.print(f"[dim]{escape(note)}[/dim]")
     for v in report.verdicts:
         if not v.findings and v.not_enough_data:
-            console.print(f"\n[bold]{v.model}[/bold]: [yellow]not enough data[/yellow] ({escape(v.not_enough_data)})")
+            console.print(f"\n[bold]{escape(v.unit)}[/bold]: [yellow]not enough data[/yellow] "
+                          f"({escape(v.not_enough_data)})")
         elif not v.findings:
-            console.print(f"\n[bold]{v.model}[/bold]: [green]nothing wrong[/green]")
+            console.print(f"\n[bold]{escape(v.unit)}[/bold]: [green]nothing wrong[/green]")
         else:
-            table = Table(title=f"{v.model}", title_justify="left", show_lines=True)
+            table = Table(title=escape(v.unit), title_justify="left", show_lines=True)
             for name, style in (("kind", "bold"), ("conf.", None), ("signal", None), ("baseline", None),
                                 ("incident", None), ("change", None)):
                 table.add_column(name, style=style, justify="right" if name not in ("kind", "signal") else "left")

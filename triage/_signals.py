@@ -9,12 +9,15 @@ from string import Template
 
 import yaml
 
-__all__ = ["Signal", "GROUPS", "load_signals", "signal_queries", "model_matcher"]
+__all__ = ["Signal", "GROUPS", "DEPLOYMENT", "load_signals", "signal_queries", "model_matcher"]
 
 HERE = Path(__file__).resolve().parent
 # the plot's rows and the report's order
 GROUPS = ("load-queue", "latency", "tokens", "cache", "gpu", "outcomes", "freshness")
 SHAPES = ("value", "num", "buckets", "presence")
+# the labels that tell two deployments of one model name apart (two teams' namespaces, two clusters): every query
+# keeps them, and a model served in more than one is judged per deployment (_units)
+DEPLOYMENT = ("cluster", "namespace")
 # functions whose value at a step depends on the whole rate window before it (last_over_time only keeps a gauge fresh)
 LOOKING_BACK = ("rate", "increase", "max_over_time", "min_over_time", "avg_over_time")
 
@@ -77,8 +80,9 @@ def model_matcher(models: tuple[str, ...] | list[str]) -> str:
 
 
 def signal_queries(signal: Signal, models, rate_window: str, fresh: str | None = None) -> dict[str, str]:
-    """Each part of a signal as PromQL over `models`, with pods kept apart where the signal says so; `fresh` is
-    how old a gauge's last sample may be (default: the rate window)."""
-    by = "model, pod" if signal.per_pod else "model"
-    values = {"sel": model_matcher(models), "by": by, "w": rate_window, "fresh": fresh or rate_window}
+    """Each part of a signal as PromQL over `models`, by model and deployment (`$unit`), with pods kept apart
+    where the signal says so (`$by`); `fresh` is how old a gauge's last sample may be (default: the rate window)."""
+    unit = ", ".join(("model", *DEPLOYMENT))
+    by = f"{unit}, pod" if signal.per_pod else unit
+    values = {"sel": model_matcher(models), "by": by, "unit": unit, "w": rate_window, "fresh": fresh or rate_window}
     return {part: Template(text).substitute(values) for part, text in signal.queries}

@@ -104,9 +104,13 @@ def _parse_matchers(text: str) -> list[tuple[str, str, str]]:
 
 
 def _renames(mapping, entry) -> dict[str, tuple[str, ...]]:
+    """{vocabulary label: its source candidates, first present wins}, each ending with the vocabulary label itself:
+    a series that already carries it (a scrape config that relabeled `model_name` to `model`, or set `model`) is
+    read by it where no source candidate is there."""
     rules = {rule.target: rule.candidates for rule in mapping.labels}
     rules.update({rule.target: rule.candidates for rule in entry.labels})
-    return rules
+    return {target: candidates if target in candidates else (*candidates, target)
+            for target, candidates in rules.items()}
 
 
 def _candidate_choices(label: str, op: str, value: str, candidates: tuple[str, ...]) -> list[list[str]]:
@@ -137,13 +141,27 @@ def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str,
             renamed.append(_candidate_choices(label, op, value, renames[label]))
         else:
             plain.append(f'{label}{op}"{value}"')
+    extras = [list(itertools.chain.from_iterable(c)) for c in itertools.product(*renamed)]
     out = []
     for source in entry.sources:
-        names = name_matcher((source + suffix, sanitized(source) + suffix))
-        choices = [f'{func}({{{", ".join([names, *plain, *extra])}}}[{window}])'
-                   for extra in (list(itertools.chain.from_iterable(c)) for c in itertools.product(*renamed))]
-        out.append(" or ".join(choices))
+        spellings = []
+        for name in dict.fromkeys((source + suffix, sanitized(source) + suffix)):
+            names = f'__name__="{name}"'
+            spellings.append(" or ".join(f'{func}({{{", ".join([names, *plain, *extra])}}}[{window}])'
+                                         for extra in extras))
+        out.append(_preferred(spellings, renames.get("model", ())))
     return [_reshape(mapping, entry, f"({' or '.join(out)})", func, needed)]
+
+
+def _preferred(spellings: list[str], model_labels: tuple[str, ...]) -> str:
+    """One source name's spellings (`vllm:x`, then the sanitized `vllm_x` of a name-sanitizing re-exporter or an
+    OTel copy), the first one with series for a model winning: a Prometheus that ingests both counts each signal
+    once, even where the copy's target labels (job, instance) differ. Per model, so a model exposed only under
+    the sanitized name is still read."""
+    if len(spellings) == 1:
+        return spellings[0]
+    by = f" on ({', '.join(model_labels)})" if model_labels else ""
+    return f" or{by} ".join(f"({text})" for text in spellings)
 
 
 def _reshape(mapping, entry, expr: str, func: str, needed: frozenset[str] | None) -> str:

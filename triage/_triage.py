@@ -12,6 +12,7 @@ from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names, translate
 from inferwatch.triage._summary import ABSENT, Reading, others, summarise
+from inferwatch.triage._units import Unit, split_deployments, unit_name
 from inferwatch.triage._window import Window, baseline_choices, choose_step, iso, rate_window
 
 __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
@@ -29,7 +30,8 @@ ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
 
 @dataclass(frozen=True)
 class Verdict:
-    """One model: its findings (most likely first; pod findings carry `pod`), per replica, and unmeasured signals."""
+    """One model (in one deployment, when its name is served in several): its findings (most likely first; pod
+    findings carry `pod`), per replica, and unmeasured signals."""
 
     model: str
     findings: tuple[Finding, ...]
@@ -39,10 +41,16 @@ class Verdict:
     baseline: dict[str, Reading] = field(default_factory=dict)
     incident: dict[str, Reading] = field(default_factory=dict)
     not_enough_data: str = ""             # why nothing could be judged; "" when something could
+    deployment: tuple[tuple[str, str], ...] = ()   # (label, value) of cluster, namespace: only when split
 
     @property
     def enough_data(self) -> bool:
         return not self.not_enough_data
+
+    @property
+    def unit(self) -> str:
+        """What the report calls it: `model`, or `model (namespace=a)` for one of its deployments."""
+        return unit_name(self.model, self.deployment)
 
 
 @dataclass(frozen=True)
@@ -86,8 +94,9 @@ def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[F
     return out
 
 
-def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
-    """Verdicts for `models` from two summaries ({(model, pod or None): {signal: Reading}})."""
+def assess(kinds, signals, base: dict, inc: dict, models, units: dict[str, Unit] | None = None) -> list[Verdict]:
+    """Verdicts for `models` from two summaries ({(model, pod or None): {signal: Reading}}); a model there may be
+    a unit name of split_deployments, whose (model, deployment) `units` gives."""
     floors = {s.name: s.floor for s in signals}
     verdicts = []
     presence = [s.name for s in signals if s.shape == "presence"]
@@ -103,7 +112,9 @@ def assess(kinds, signals, base: dict, inc: dict, models) -> list[Verdict]:
         findings = sorted(findings + extra, key=lambda f: -f.confidence)
         unmeasured = tuple(s.name for s in signals if s.name not in b and s.name not in i)
         few = tuple(s.name for s in signals if s.name in i and i[s.name].state == "few")
-        verdicts.append(Verdict(model, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i, felt)))
+        name, deployment = (units or {}).get(model, (model, ()))
+        verdicts.append(Verdict(name, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i, felt),
+                                deployment))
     return verdicts
 
 
@@ -205,6 +216,9 @@ def _models_with_series(client, url: str, incident: Window, baseline: Window) ->
 
 def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) -> InferwatchError:
     others_seen = f"; models with series: {', '.join(seen[:20])}" if seen else "; no model has any"
+    alike = [name for name in seen if name.casefold() == model.casefold()]
+    if alike:        # model names are case-sensitive, as Prometheus' labels are: say so, with the right spelling
+        others_seen = f"; model names are case-sensitive: did you mean {' or '.join(map(repr, alike))}?"
     return InferwatchError(f"no series for model {model!r} between {iso(baseline.start)} and {iso(incident.end)}: "
                            f"{', '.join(CORE_SERIES)} (nor their engines' own names, vllm:num_requests_running, "
                            f"sglang:num_running_reqs, ...) and every other triage signal are missing{others_seen}")
@@ -257,9 +271,14 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
         warnings.append(f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-"
                         "vocabulary series")
     frames = fetch_windows(client, conn.url, queries, (chosen, incident), step, warnings)
+    frames, units = split_deployments(frames)
     base, inc = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, (chosen, incident)))
-    seen = sorted({key[0] for key in list(base) + list(inc)})
+    judged = sorted({key[0] for key in list(base) + list(inc)})
+    seen = sorted({units.get(name, (name, ()))[0] for name in judged})
     _require_series(client, conn.url, models, seen, incident, chosen)
-    verdicts = assess(kinds, signals, base, inc, list(models) or seen)
+    if models:                    # in the order asked, each model's deployments together
+        order = {model: k for k, model in enumerate(models)}
+        judged = sorted(judged, key=lambda name: order.get(units.get(name, (name, ()))[0], len(order)))
+    verdicts = assess(kinds, signals, base, inc, judged, units)
     return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
                   lookback)

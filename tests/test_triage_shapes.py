@@ -1,0 +1,179 @@
+"""`inferwatch triage` on label shapes of other people's Prometheus: one model name served by two teams (two
+namespaces) and in a second cluster, the model in `model` instead of `model_name` (or in both, disagreeing), each
+engine series under `vllm:x` and its sanitized copy `vllm_x` (the same target's, an OTel copy's with its own job
+and instance, or only the copy), and Hugging Face ids with a `/` that differ only by case.
+
+One real Prometheus holds them all, each at an hour of its own: models of the main recording
+(tests/fixtures/triage/) relabeled as those Prometheus servers would hold them, turned into TSDB blocks by promtool.
+Each recorded model must keep its recorded kind, and count every signal once: the readings of the engines'
+own names, plainly exposed ("reference"), are what the other shapes must read."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+
+from inferwatch.errors import InferwatchError
+from inferwatch.mappings import sanitized
+from inferwatch.triage import Connection, load_signals, plot_report, render_text, to_json, triage
+from inferwatch.triage._plot import _series
+from triage_tools import (FIXTURES, HOUR_MS, hour_windows, load_manifest, own_names, read_recording, relabeled,
+                          series_prometheus, shifted, used_names)
+
+pytestmark = [pytest.mark.xdist_group("triage-shapes"),
+              pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
+                                 reason="needs Debian's prometheus and promtool")]
+
+MANIFEST = load_manifest()
+KINDS = MANIFEST["models"]
+HOURS = {"deployments": 1, "labels": 2, "spellings": 3, "reference": 4}
+LLAMA = "llama-3-8b"
+HF, HF_LOWER = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/llama-3.1-8b-instruct"
+# the model each unit of the "deployments" hour was recorded as, and so its kind
+DEPLOYED = {f"{LLAMA} (namespace=a)": "m-queueing", f"{LLAMA} (namespace=b)": "m-doubling",
+            f"{LLAMA} (cluster=west, namespace=a)": "m-kv-pressure", HF: "m-long-prompts", HF_LOWER: "m-quiet"}
+ENGINES = ("m-queueing", "m-kv-pressure", "m-errors", "m-doubling")   # vLLM but m-errors (SGLang)
+COUNTED = ("request_rate", "generation_throughput", "running", "waiting", "engine_series")   # doubled if read twice
+
+
+def _of(series: list[dict], model: str) -> list[dict]:
+    """A recorded model's engine, front-door and GPU series (its GPU's workload pod is `<model>-0`)."""
+    return [s for s in series if s["labels"].get("model") == model or s["labels"].get("pod") == f"{model}-0"]
+
+
+def _deployed(series: list[dict], model: str, name: str, **where: str) -> list[dict]:
+    """`model`'s series served as `name` with the deployment labels `where`, on a pod named after `name`."""
+    def change(labels):
+        for key in ("model", "pod", "target"):
+            if key in labels:
+                labels[key] = labels[key].replace(model, name)
+        return labels | where
+    return relabeled(_of(series, model), change)
+
+
+def _model_label(series: list[dict], model: str, value: str | None = None) -> list[dict]:
+    """`model`'s engine series carrying `model` (`value`, beside `model_name`) or, without `value`, `model`
+    instead of `model_name`: a scrape config that relabeled or set it."""
+    def change(labels):
+        if "model_name" in labels:
+            labels["model"] = value or labels["model_name"]
+            if value is None:
+                del labels["model_name"]
+        return labels
+    return relabeled(series, change)
+
+
+def _sanitized(series: list[dict], **labels: str) -> list[dict]:
+    """The engine series under their sanitized names (`vllm_x`), with the `labels` a copy's scrape gives them."""
+    engine = ("vllm:", "sglang:")
+    return [dict(s, labels=s["labels"] | {"__name__": sanitized(s["labels"]["__name__"])} | labels)
+            for s in series if s["labels"]["__name__"].startswith(engine)]
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory):
+    used = used_names()
+    recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
+    own = {model: own_names(_of(recording, model)) for model in ENGINES}
+    hours = {
+        "deployments": _deployed(recording, "m-queueing", LLAMA, namespace="a")
+        + _deployed(recording, "m-doubling", LLAMA, namespace="b")
+        + _deployed(recording, "m-kv-pressure", LLAMA, namespace="a", cluster="west")
+        + relabeled(_of(recording, "m-long-prompts"), lambda labels: labels | ({"model": HF} if "model" in labels
+                                                                               else {}))
+        + relabeled(_of(recording, "m-quiet"), lambda labels: labels | ({"model": HF_LOWER} if "model" in labels
+                                                                         else {})),
+        "labels": _model_label(own["m-queueing"], "m-queueing") + _model_label(own["m-errors"], "m-errors")
+        + _model_label(own["m-kv-pressure"], "m-kv-pressure", "vllm-pool") + own["m-doubling"],
+        "spellings": own["m-queueing"] + _sanitized(own["m-queueing"])
+        + own["m-kv-pressure"] + _sanitized(own["m-kv-pressure"], job="otel-collector", instance="otel:8889")
+        + [s for s in own["m-errors"] if not s["labels"]["__name__"].startswith("sglang:")]
+        + _sanitized(own["m-errors"]) + own["m-doubling"],
+        "reference": [s for model in ENGINES for s in own[model]],
+    }
+    everything = [s for name, series in hours.items() for s in shifted(series, HOURS[name] * HOUR_MS)]
+    with series_prometheus(everything, tmp_path_factory.mktemp("triage-shapes")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def reference(prom):
+    incident, baseline = hour_windows(MANIFEST, HOURS["reference"])
+    return triage(Connection(prom), incident, baseline)
+
+
+def _kinds(report) -> dict[str, list[str]]:
+    return {v.unit: [f.kind for f in v.findings] for v in report.verdicts}
+
+
+def _expected(kind: str) -> list[str]:
+    return [] if kind == "none" else [kind]
+
+
+def _assert_counted_once(report, reference) -> None:
+    """Every model's counts and gauges read as the plainly exposed engines' do: none doubled, none lost."""
+    expected = {v.model: v for v in reference.verdicts}
+    assert {v.model for v in report.verdicts} == set(expected)
+    for verdict in report.verdicts:
+        for window in ("baseline", "incident"):
+            mine, theirs = getattr(verdict, window), getattr(expected[verdict.model], window)
+            for name in COUNTED:
+                assert math.isclose(mine[name].value, theirs[name].value, rel_tol=1e-9), \
+                    (verdict.model, window, name, mine[name].value, theirs[name].value)
+
+
+def test_one_model_name_in_two_namespaces_and_a_second_cluster_is_judged_per_deployment(prom, tmp_path):
+    incident, baseline = hour_windows(MANIFEST, HOURS["deployments"])
+    report = triage(Connection(prom), incident, baseline)
+    assert {unit: kinds[:1] for unit, kinds in _kinds(report).items()} == \
+        {unit: _expected(KINDS[model]) for unit, model in DEPLOYED.items()}
+    assert report.warnings == ()
+    # one pod name in each deployment (a StatefulSet's llama-3-8b-0): each unit has its own replica
+    a = next(v for v in report.verdicts if v.unit == f"{LLAMA} (namespace=a)")
+    assert a.model == LLAMA and a.deployment == (("namespace", "a"),) and a.incident["waiting"].value > 1
+    assert next(v for v in report.verdicts if v.unit == f"{LLAMA} (namespace=b)").incident["waiting"].value < 0.5
+    # --json keeps the model and the labels apart; a model served once reads exactly as before
+    doc = {(m["model"], tuple(sorted(m.get("deployment", {}).items()))): m for m in to_json(report)["models"]}
+    assert set(doc) == {(LLAMA, (("namespace", "a"),)), (LLAMA, (("namespace", "b"),)),
+                        (LLAMA, (("cluster", "west"), ("namespace", "a"))), (HF, ()), (HF_LOWER, ())}
+    assert "deployment" not in doc[HF, ()]
+    text = render_text(report)
+    assert f"\n{LLAMA} (namespace=a): queueing (" in text and f"\n{LLAMA} (namespace=b): nothing wrong" in text
+    assert f"\n{LLAMA} (cluster=west, namespace=a): kv-pressure (" in text and f"\n{HF}: long-prompts (" in text
+    # --plot draws a line per deployment, under the name the report gives it
+    lines = _series(report.frames, load_signals(), [v.unit for v in report.verdicts])
+    assert {unit for k, signal, unit in lines if k == 1 and signal == "waiting"} == set(DEPLOYED)
+    plot_report(report, tmp_path / "incident.png")
+    assert (tmp_path / "incident.png").stat().st_size > 10_000
+
+
+def test_model_names_with_a_slash_or_differing_by_case_stay_apart_and_are_asked_for_exactly(prom):
+    incident, baseline = hour_windows(MANIFEST, HOURS["deployments"])
+    asked = triage(Connection(prom), incident, baseline, (HF,))
+    assert [(v.unit, [f.kind for f in v.findings][:1]) for v in asked.verdicts] == \
+        [(HF, _expected(KINDS["m-long-prompts"]))]
+    every = triage(Connection(prom), incident, baseline, (LLAMA,))
+    assert [v.unit for v in every.verdicts] == sorted(u for u in DEPLOYED if u.startswith(LLAMA))
+    with pytest.raises(InferwatchError, match="case-sensitive: did you mean 'meta-llama/Llama-3.1-8B-Instruct' or "
+                                              "'meta-llama/llama-3.1-8b-instruct'"):
+        triage(Connection(prom), incident, baseline, (HF.upper(),))
+
+
+def test_the_model_in_model_instead_of_model_name_is_read_and_model_name_wins_where_both_are(prom, reference):
+    incident, baseline = hour_windows(MANIFEST, HOURS["labels"])
+    report = triage(Connection(prom), incident, baseline)
+    assert report.warnings == () and report.read_from_sources == ("engine", "gpu")
+    for verdict in report.verdicts:       # m-kv-pressure's `model="vllm-pool"` loses to its model_name
+        assert [f.kind for f in verdict.findings][:1] == _expected(KINDS[verdict.model]), verdict
+    _assert_counted_once(report, reference)
+
+
+def test_colon_names_and_their_sanitized_copies_are_counted_once(prom, reference):
+    incident, baseline = hour_windows(MANIFEST, HOURS["spellings"])
+    report = triage(Connection(prom), incident, baseline)
+    assert report.warnings == ()          # the same target's two spellings are no "duplicate labelset" error
+    for verdict in report.verdicts:       # m-errors is read from its sanitized names alone
+        assert [f.kind for f in verdict.findings][:1] == _expected(KINDS[verdict.model]), verdict
+    _assert_counted_once(report, reference)

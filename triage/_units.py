@@ -1,0 +1,83 @@
+"""The unit of triage: a model, or a model within one deployment when its name is served in several at once.
+
+Two teams serving `llama-3-8b` in namespaces `a` and `b` (or two clusters behind one Thanos) run two
+deployments: one can queue while the other is fine, and blending them would hide the one and slander the other.
+Every query keeps the deployment labels (`DEPLOYMENT`: cluster, namespace); a model whose engine series are in
+more than one deployment at the same step is judged per deployment, named `llama-3-8b (namespace=a)`. Every
+other model is one unit under its bare name, all its series together, as before: a front door scraped in
+another namespace than its engine, or a model that moved namespace between the baseline and the incident, is
+not split. Pure functions on the long frames of _fetch.
+"""
+
+from __future__ import annotations
+
+from inferwatch.triage._signals import DEPLOYMENT
+
+__all__ = ["Unit", "unit_name", "split_deployments", "PRESENCE"]
+
+PRESENCE = "engine_series"     # the signal whose rows say where a model's engines run: llm_requests_running
+
+Unit = tuple[str, tuple[tuple[str, str], ...]]   # (model, ((label, value), ...)): the deployment's non-empty labels
+
+
+def unit_name(model: str, deployment: tuple[tuple[str, str], ...]) -> str:
+    """`model`, or `model (cluster=x, namespace=a)` for one deployment of a model served in several."""
+    if not deployment:
+        return model
+    return f"{model} ({', '.join(f'{k}={v}' for k, v in deployment)})"
+
+
+def _deployment(row) -> tuple[tuple[str, str], ...]:
+    return tuple((label, value) for label, value in zip(DEPLOYMENT, row) if value)
+
+
+def _split_models(frames) -> set[str]:
+    """The models whose engine series are in more than one deployment at one step, in any window."""
+    split: set[str] = set()
+    for frame in frames:
+        if frame is None or not len(frame) or not set(DEPLOYMENT) <= set(frame.columns):
+            continue
+        rows = frame[frame["signal"] == PRESENCE]
+        if not len(rows):
+            continue
+        at_once = rows.groupby(["model", "t"], sort=False)[list(DEPLOYMENT)].nunique().max(axis=1)
+        split |= set(at_once[at_once > 1].index.get_level_values(0))
+    return split
+
+
+def _renamed(frame, split: set[str], units: dict[str, Unit]):
+    """A copy of `frame` whose rows of the split models carry their unit's name; `units` learns each unit."""
+    import numpy as np
+    import pandas as pd
+
+    mine = frame["model"].isin(split).to_numpy()
+    if not mine.any():
+        return frame
+    frame = frame.copy()
+    keys = pd.MultiIndex.from_frame(frame.loc[mine, ["model", *DEPLOYMENT]])
+    distinct = keys.unique()
+    names = np.empty(len(distinct), dtype=object)
+    for i, (model, *labels) in enumerate(distinct):
+        deployment = _deployment(labels)
+        names[i] = unit_name(model, deployment)
+        units[names[i]] = (model, deployment)
+    frame.loc[mine, "model"] = names[distinct.get_indexer(keys)]
+    return frame
+
+
+def split_deployments(frames) -> tuple[list, dict[str, Unit]]:
+    """The frames with `model` holding each row's unit name, and {unit name: (model, deployment labels)} for
+    every unit with rows."""
+    split = _split_models(frames)
+    out, units = [], {}
+    for frame in frames:
+        if frame is None or not len(frame):
+            out.append(frame)
+            continue
+        for model in frame["model"].unique():
+            units.setdefault(model, (model, ()))
+        if split and set(DEPLOYMENT) <= set(frame.columns):
+            frame = _renamed(frame, split, units)
+        out.append(frame)
+    used = {m for frame in out if frame is not None and len(frame) for m in frame["model"].unique()}
+    return out, {name: unit for name, unit in units.items() if name in used}

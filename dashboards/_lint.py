@@ -7,9 +7,14 @@ to do instead; our own dashboards must have none.
     counter-without-rate      a counter or histogram series plotted raw: a lifetime total, not a rate
     quantile-without-le       histogram_quantile over buckets aggregated without `le`
     sum-rate-as-latency       rate(<latency>_sum) plotted alone: seconds per second, not a latency
-    average-of-ratios         avg() of a ratio or of an engine-computed ratio gauge: unweighted
+    average-of-ratios         avg() of a ratio or of an engine-computed ratio gauge: unweighted; sum() of means
     rate-over-interval        rate(...[$__interval]): too few samples on short steps; $__rate_interval
-    unit-mismatch             a seconds histogram shown in ms (or the reverse), steps per second shown as tokens
+    rate-over-range           [$__range] in a time series: every point a window as long as the whole view
+    rate-of-gauge             rate() of a gauge (a DCGM field, an engine ratio): a slope, not a throughput
+    unit-mismatch             a seconds histogram shown in ms (or the reverse), steps per second shown as tokens,
+                              a DCGM field in a unit of another scale (MiB as bytes, MHz as Hz, 0-1 as percent)
+    missing-as-good           `or vector(0)` (a 0 for No data) on errors or latency: a dead engine reads healthy
+    le-format                 le="2" on a vLLM or SGLang bucket, which the engine writes le="2.0": matches nothing
     deprecated-metric         a name the engine renamed or removed (also through _bucket/_sum/_count)
     unknown-metric            a vLLM, SGLang, DCGM or vocabulary name that does not exist
     invalid-promql            the query does not parse
@@ -30,12 +35,16 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from inferwatch.dashboards._lint_promql import PanelContext, known, metric_names, query_findings, selector_filters
+import yaml
+
+from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, PanelContext, known, le_text,
+                                                metric_names, query_findings, rated_names, selector_filters)
 
 __all__ = ["Finding", "lint_dashboard", "lint_file", "RULES"]
 
 RULES = ("counter-without-rate", "quantile-without-le", "sum-rate-as-latency", "average-of-ratios",
-         "rate-over-interval", "unit-mismatch", "deprecated-metric", "unknown-metric", "invalid-promql",
+         "rate-over-interval", "rate-over-range", "rate-of-gauge", "unit-mismatch", "missing-as-good", "le-format",
+         "deprecated-metric", "unknown-metric", "invalid-promql",
          "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource", "undefined-variable",
          "unused-variable", "ignored-variable", "invalid-json", "not-a-dashboard")
 ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel",
@@ -65,7 +74,8 @@ class Finding:
 
 
 def lint_file(path) -> list[Finding]:
-    """Lint one file; anything that is not a dashboard is a finding, never an exception."""
+    """Lint one file: dashboard JSON, or Kubernetes YAML holding dashboards (a ConfigMap's `*.json` keys, a
+    GrafanaDashboard). Anything that is not a dashboard is a finding, never an exception."""
     name = str(path)
     try:
         text = Path(path).read_bytes().decode("utf-8-sig")
@@ -74,36 +84,191 @@ def lint_file(path) -> list[Finding]:
     except UnicodeDecodeError as err:
         return [Finding(name, "", "invalid-json", f"not UTF-8 text (byte {err.start})")]
     try:
-        board = json.loads(text)
+        docs = [json.loads(text)]
     except ValueError as err:
-        conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
-        return [Finding(name, "", "invalid-json", f"not JSON: {err}{conflict}")]
-    board, problem = _unwrap(board)
-    if problem:
-        return [Finding(name, "", "not-a-dashboard", problem)]
-    return lint_dashboard(board, name)
+        docs = _manifests(text)
+        if docs is None:
+            conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
+            return [Finding(name, "", "invalid-json", f"not JSON: {err}{conflict}")]
+    found = []
+    for label, doc in _documents(docs, name):
+        if isinstance(doc, _NotJson):
+            found.append(Finding(label, "", "invalid-json", str(doc)))
+            continue
+        board, problem = _unwrap(doc)
+        found += [Finding(label, "", "not-a-dashboard", problem)] if problem else lint_dashboard(board, label)
+    return found
+
+
+class _NotJson(str):
+    """A ConfigMap key whose value does not parse."""
+
+
+def _manifests(text: str) -> list | None:
+    """The documents of a Kubernetes YAML file (ConfigMaps, GrafanaDashboards); None when it is not one."""
+    if text.lstrip()[:1] in ("{", "["):
+        return None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return None
+    return docs if docs and all(isinstance(d, dict) and "kind" in d for d in docs) else None
+
+
+def _documents(docs: list, name: str):
+    """(label, document) per dashboard: a ConfigMap's `*.json` keys one by one (labelled file:key), a List's items."""
+    for doc in docs:
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if kind == "List":
+            yield from _documents([i for i in doc.get("items") or [] if isinstance(i, dict)], name)
+        elif kind == "ConfigMap":
+            data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
+            keys = [k for k in data if str(k).endswith(".json")]
+            if not keys:
+                yield name, {"kind": "ConfigMap"}
+            for key in keys:
+                try:
+                    yield f"{name}:{key}", json.loads(str(data[key]))
+                except ValueError as err:
+                    yield f"{name}:{key}", _NotJson(f"not JSON: {err}")
+        else:
+            yield name, doc
 
 
 def _unwrap(doc) -> tuple[dict, str]:
-    """The classic dashboard inside an API export or a Kubernetes resource, or why there is none."""
+    """The classic dashboard inside an API export or a Kubernetes resource (a v2 one converted), or why there is
+    none."""
     if not isinstance(doc, dict):
-        return {}, f"a JSON {type(doc).__name__}, not a Grafana dashboard object"
+        return {}, f"a JSON {_json_type(doc)}, not a Grafana dashboard object"
+    if doc.get("kind") == "ConfigMap":
+        return {}, "a ConfigMap with no `*.json` key: no dashboard in it"
     if isinstance(doc.get("dashboard"), dict) and "panels" not in doc:        # GET /api/dashboards/uid/...
         doc = doc["dashboard"]
     spec = doc.get("spec")
     if isinstance(spec, dict) and str(doc.get("kind", "")).endswith("Dashboard"):
-        if "elements" in spec or "layout" in spec:
-            return {}, (f"a Grafana v2 dashboard resource ({doc.get('apiVersion', 'dashboard.grafana.app/v2')}): "
-                        "export it as classic JSON (schemaVersion) to lint it")
         if isinstance(spec.get("json"), str):                                # grafana-operator GrafanaDashboard
             try:
                 return _unwrap(json.loads(spec["json"]))
             except ValueError as err:
                 return {}, f"spec.json is not JSON: {err}"
+        for key, what in (("url", "the URL"), ("configMapRef", "the ConfigMap"), ("grafanaCom", "grafana.com id"),
+                          ("gzipJson", "gzipped JSON")):
+            if spec.get(key) and not any(k in spec for k in ("panels", "elements", "rows")):
+                where = spec[key]
+                if isinstance(where, dict):
+                    where = " ".join(f"{k} {v}" for k, v in where.items() if isinstance(v, (str, int)))
+                return {}, f"a {doc.get('kind')} that points at {what} {_short(where)}: lint that dashboard"
         doc = spec
+    if isinstance(doc.get("elements"), dict) and "panels" not in doc:       # schema v2 (Grafana 12+): its JSON model
+        return from_v2(doc), ""
     if not any(key in doc for key in ("panels", "rows", "templating", "schemaVersion")):
         return {}, "no panels, rows, templating or schemaVersion: not a Grafana dashboard"
     return doc, ""
+
+
+def _json_type(value) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")
+
+
+def _short(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --- schema v2 ----------------------------------------------------------------------------------------------
+
+_V2_VARIABLES = {"QueryVariable": "query", "DatasourceVariable": "datasource", "CustomVariable": "custom",
+                 "ConstantVariable": "constant", "IntervalVariable": "interval", "TextVariable": "textbox",
+                 "AdhocVariable": "adhoc", "GroupByVariable": "groupby", "SwitchVariable": "switch"}
+
+
+def _v2_datasource(query: dict, spec: dict):
+    """v2beta1 names the datasource in the query ({"name": uid} beside "group": plugin); v2alpha1 in the PanelQuery
+    ({"type", "uid"}, the plugin as the query's kind)."""
+    if isinstance(spec.get("datasource"), dict):
+        return spec["datasource"]
+    named = query.get("datasource")
+    kind = _text(query.get("group")) or (_text(query.get("kind")) if query.get("kind") != "DataQuery" else "")
+    if isinstance(named, dict) and ("name" in named or "uid" in named):
+        return {"type": kind or "prometheus", "uid": named.get("name", named.get("uid"))}
+    return {"type": kind} if kind else None
+
+
+def _v2_target(query_item: dict) -> dict:
+    spec = query_item.get("spec") if isinstance(query_item.get("spec"), dict) else {}
+    query = spec.get("query") if isinstance(spec.get("query"), dict) else {}
+    target = dict(query.get("spec")) if isinstance(query.get("spec"), dict) else {}
+    target["refId"] = spec.get("refId", target.get("refId"))
+    datasource = _v2_datasource(query, spec)
+    if datasource is not None:
+        target["datasource"] = datasource
+    if spec.get("hidden") is True:
+        target["hide"] = True
+    return target
+
+
+def _v2_panel(element: dict) -> dict:
+    spec = element.get("spec") if isinstance(element.get("spec"), dict) else {}
+    panel = {k: spec[k] for k in ("id", "title", "description", "links") if k in spec}
+    if element.get("kind") == "LibraryPanel":
+        panel["libraryPanel"] = spec.get("libraryPanel")
+        return panel
+    viz = spec.get("vizConfig") if isinstance(spec.get("vizConfig"), dict) else {}
+    panel["type"] = _text(viz.get("group")) or (_text(viz.get("kind")) if viz.get("kind") != "VizConfig" else "")
+    viz_spec = viz.get("spec") if isinstance(viz.get("spec"), dict) else {}
+    panel["fieldConfig"], panel["options"] = viz_spec.get("fieldConfig"), viz_spec.get("options")
+    data = spec.get("data") if isinstance(spec.get("data"), dict) else {}
+    group = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    panel["targets"] = [_v2_target(q) for q in _dicts(group.get("queries"))]
+    return panel
+
+
+def _v2_layout(layout, elements: dict, out: list, repeat: str = "") -> None:
+    """Panels in layout order; a repeated row becomes a row panel that repeats, a repeated item a panel."""
+    if isinstance(layout, list):
+        for item in layout:
+            _v2_layout(item, elements, out, repeat)
+        return
+    if not isinstance(layout, dict):
+        return
+    spec = layout.get("spec") if isinstance(layout.get("spec"), dict) else {}
+    again = spec.get("repeat") if isinstance(spec.get("repeat"), dict) else {}
+    element = spec.get("element") if isinstance(spec.get("element"), dict) else {}
+    if element.get("name") in elements:
+        panel = dict(elements.pop(element["name"]))
+        if again.get("value"):
+            panel["repeat"] = again["value"]
+        out.append(panel)
+    elif again.get("value") or "title" in spec:                              # a row or a tab
+        out.append({"type": "row", "title": _text(spec.get("title")), "repeat": again.get("value"), "panels": []})
+    for value in spec.values():
+        if isinstance(value, (dict, list)) and value is not element:
+            _v2_layout(value, elements, out)
+
+
+def from_v2(spec: dict) -> dict:
+    """A schema v2 dashboard (the resource's spec, or Grafana 12+'s JSON model) as the classic shape the rules read:
+    panels with targets and a datasource each, variables under templating. No schemaVersion: v2 has none."""
+    elements = {name: _v2_panel(e) for name, e in spec["elements"].items() if isinstance(e, dict)}
+    panels: list[dict] = []
+    _v2_layout(spec.get("layout"), elements, panels)
+    panels += elements.values()                                            # elements no layout places
+    variables = []
+    for var in _dicts(spec.get("variables")):
+        vspec = var.get("spec") if isinstance(var.get("spec"), dict) else {}
+        query = vspec.get("query")
+        out = {"name": vspec.get("name"), "type": _V2_VARIABLES.get(_text(var.get("kind")), _text(var.get("kind"))),
+               "definition": vspec.get("definition")}
+        if isinstance(query, dict):                                         # a DataQuery
+            inner = query.get("spec") if isinstance(query.get("spec"), dict) else {}
+            out["query"] = inner.get("query", inner.get("expr", vspec.get("definition")))
+            out["datasource"] = _v2_datasource(query, vspec)
+        else:
+            out["query"] = vspec.get("pluginId") if var.get("kind") == "DatasourceVariable" else query
+        variables.append(out)
+    board = {k: spec[k] for k in ("title", "links", "description") if k in spec}
+    board.update({"panels": panels, "templating": {"list": variables}})
+    return board
 
 
 # --- walking a dashboard ------------------------------------------------------------------------------------
@@ -204,11 +369,12 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
     variables = {v["name"]: v for v in _dicts(templating.get("list")) if isinstance(v.get("name"), str)}
     inputs = {v["name"] for v in _dicts(board.get("__inputs")) if isinstance(v.get("name"), str)}
     panels = list(_panels(board))
-    vocabulary = any(name in known().vocabulary for panel in panels for t in _dicts(panel.get("targets"))
-                     for name in metric_names(_text(t.get("expr"))))
+    exprs = [_text(t.get("expr")) for panel in panels for t in _dicts(panel.get("targets"))]
+    vocabulary = any(name in known().vocabulary for expr in exprs for name in metric_names(expr))
+    rated = frozenset().union(*(rated_names(expr) for expr in exprs))
     seen: list[_Panel] = []
     for panel in panels:
-        found += _panel_findings(panel, variables, vocabulary, seen)
+        found += _panel_findings(panel, variables, PanelContext(vocabulary=vocabulary, rated=rated), seen)
     for name, var in variables.items():
         problem = _datasource_finding(var.get("datasource"), f"variable {name}")
         found += [problem] if problem else []
@@ -217,7 +383,7 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
     return list(unique)
 
 
-def _panel_findings(panel: dict, variables: dict, vocabulary: bool, seen: list[_Panel]):
+def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: list[_Panel]):
     title = _text(panel.get("title"))
     found = []
     if _text(panel.get("type")) in ANGULAR:
@@ -227,8 +393,9 @@ def _panel_findings(panel: dict, variables: dict, vocabulary: bool, seen: list[_
     problems = [_datasource_finding(panel.get("datasource"), title)] + [
         _datasource_finding(t.get("datasource"), title) for t in targets]
     found += [p for p in problems if p][:1]                      # one per panel: its targets repeat the panel's
-    context = PanelContext(type=_text(panel.get("type")), title=title,
-                           unit="" if _overrides_unit(panel) else _unit(panel), vocabulary=vocabulary)
+    context = replace(board, type=_text(panel.get("type")), title=title,
+                      unit="" if _overrides_unit(panel) else _unit(panel))
+    found += _no_value(panel, title)
     filters, uses = [], _uses([title, panel.get("datasource"), panel.get("links"), panel.get("repeat")])
     for target in targets:
         ds = target.get("datasource") or panel.get("datasource")
@@ -244,6 +411,17 @@ def _panel_findings(panel: dict, variables: dict, vocabulary: bool, seen: list[_
                       query_findings(expr, replace(context, type="instant") if snapshot else context)]
     seen.append(_Panel(title, uses, filters))
     return found
+
+
+def _no_value(panel: dict, title: str) -> list[tuple[str, str]]:
+    """A "No value" text of 0 on errors or latency: a dead engine reads as no errors."""
+    config = panel.get("fieldConfig") if isinstance(panel.get("fieldConfig"), dict) else {}
+    defaults = config.get("defaults") if isinstance(config.get("defaults"), dict) else {}
+    shown = str(defaults.get("noValue", "")).strip().rstrip("%").strip()
+    if shown in ("0", "0.0") and BAD_THINGS.search(title) and _dicts(panel.get("targets")):
+        return [(title, "missing-as-good", f'"No value" reads {defaults["noValue"]!r}: when the series are missing '
+                                           "the panel shows no errors; leave No value as it is")]
+    return []
 
 
 def _variable_findings(board: dict, variables: dict, inputs: set[str], panels: list[_Panel]):
@@ -265,7 +443,25 @@ def _variable_findings(board: dict, variables: dict, inputs: set[str], panels: l
     for name, var in sorted(variables.items()):
         if var.get("type") != "adhoc" and name not in everywhere:
             found.append((f"variable {name}", "unused-variable", "defined but no panel or variable uses it"))
-    found += _ignored_variables(variables, panels)
+    found += _ignored_variables(variables, panels) + _le_variables(variables, panels)
+    return found
+
+
+def _le_variables(variables: dict, panels: list[_Panel]):
+    """A custom variable that fills `le` of vLLM or SGLang buckets with a bound spelled otherwise than the engine
+    writes it (`1` for "1.0"): that choice selects no bucket."""
+    found = []
+    for name, var in sorted(variables.items()):
+        sources = {source for p in panels for _, source, used in p.filters
+                   if used.get(name) == "le" and source in PYTHON_SOURCES}
+        if not sources or var.get("type") not in ("custom", "constant", "textbox"):
+            continue
+        values = [v.split(" : ")[-1].strip() for v in _text(var.get("query")).split(",")]
+        wrong = [(v, le_text(v)) for v in values if le_text(v) not in (None, v)]
+        if wrong:
+            found.append((f"variable {name}", "le-format", f"${name} fills le of {'/'.join(sorted(sources))} buckets, "
+                                                          f'which the engine writes le="{wrong[0][1]}": '
+                                                          f'"{wrong[0][0]}" selects no bucket'))
     return found
 
 

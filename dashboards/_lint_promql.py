@@ -20,7 +20,8 @@ import yaml
 
 from inferwatch.dashboards._build import HERE
 
-__all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "selector_filters", "parse"]
+__all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "rated_names", "selector_filters",
+           "parse", "le_text", "PYTHON_SOURCES", "BAD_THINGS"]
 
 RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
 RATE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv"}
@@ -36,8 +37,26 @@ TIME_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60
 NAME_SCALES = (("_nanoseconds", 1e-9), ("_microseconds", 1e-6), ("_milliseconds", 1e-3), ("_ms", 1e-3),
                ("_seconds", 1.0))
 LATENCY_WORDS = re.compile(r"latency|time|duration|ttft|tpot|itl", re.IGNORECASE)
-# `[$__interval]` stands in as this odd range, so the rate rules can tell it from a fixed one
+# `[$__interval]` and `[$__range]` stand in as these odd ranges, so the rate rules can tell them from a fixed one
 INTERVAL_SENTINEL = timedelta(milliseconds=299_999)
+RANGE_SENTINEL = timedelta(milliseconds=299_998)
+COUNTING_FUNCTIONS = {"rate", "irate", "increase"}           # only for counters; delta() and deriv() are for gauges
+# Grafana unit ids by what they expect: a DCGM field whose natural unit is not among the right ones is mis-scaled
+UNIT_FAMILIES = {
+    "percent": ({"percent"}, {"percentunit"}),                       # 0-100
+    "ratio": ({"percentunit"}, {"percent"}),                         # 0-1
+    "MiB": ({"mbytes", "decmbytes"}, {"bytes", "decbytes", "kbytes", "deckbytes", "gbytes", "decgbytes", "bits",
+                                      "decbits"}),
+    "MHz": (set(), {"hertz"}),
+    "W": ({"watt"}, {"mwatt", "kwatt"}),
+}
+RIGHT_UNIT = {"percent": "percent (0-100)", "ratio": "percentunit (0.0-1.0)", "MiB": "mbytes", "MHz": "MHz",
+              "W": "watt"}
+# a fallback of `or vector(c)` is the good value for panels named like these
+BAD_THINGS = re.compile(r"fail|error|reject|drop|timeout|abort|preempt|evict|5xx|restart|violation|latency|ttft|"
+                        r"tpot|queue|waiting|pending", re.IGNORECASE)
+GOOD_THINGS = re.compile(r"success|availab|healthy|ready|uptime|hit.?rat|attain|\bup\b", re.IGNORECASE)
+PYTHON_SOURCES = {"vllm", "sglang"}                 # prometheus_client writes le as a Python float: "2.0", "+Inf"
 _VARIABLE = re.compile(r"\$\{([^}:]+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
 
 
@@ -48,6 +67,7 @@ class Known:
     foreign: frozenset[str]            # names under a judged prefix that belong to other software
     foreign_families: tuple[str, ...]  # prefixes of other software (llm_d_, vllm:semantic_cache_)
     gauges: frozenset[str]             # gauges whose names end like counters
+    dcgm_units: dict[str, str]         # DCGM gauges -> their unit (percent, ratio, MiB, MHz, W, C, B/s)
     state_counters: tuple[str, ...]    # prefixes of counters that mirror object state (kube_)
     ratio_gauges: frozenset[str]       # engine-computed ratios and rates
     deprecated: dict[str, str]         # stale name -> what replaces it
@@ -77,6 +97,7 @@ class PanelContext:
     title: str = ""
     unit: str = ""
     vocabulary: bool = False           # the dashboard uses our vocabulary, so `llm_` names are judged
+    rated: frozenset[str] = frozenset()  # names the dashboard passes to rate() or increase() somewhere
 
 
 def _base(name: str) -> str:
@@ -105,7 +126,8 @@ def known() -> Known:
     dcgm = (HERE / "dcgm-fields.txt").read_text(encoding="utf-8").split("\n")
     names |= {line.strip() for line in dcgm if line.strip() and not line.startswith("#")}
     return Known(frozenset(names), tuple(doc["families"]), frozenset(doc["foreign"]),
-                 tuple(doc["foreign_families"]), frozenset(doc["gauges"]), tuple(doc["state_counters"]),
+                 tuple(doc["foreign_families"]), frozenset(doc["gauges"]), dict(doc["dcgm_units"]),
+                 tuple(doc["state_counters"]),
                  frozenset(doc["ratio_gauges"]),
                  deprecated, frozenset(vocabulary))
 
@@ -132,6 +154,7 @@ def parseable(expr: str, bare: str = "1") -> str:
     that is part of a name (`${prefix}_requests_total`, `$metric{...}`) a name, other bare ones `bare`,
     quoted ones stay."""
     expr = re.sub(r"\[\s*\$\{?__interval\}?\s*\]", "[299999ms]", expr)
+    expr = re.sub(r"\[\s*\$\{?__range\}?\s*\]", "[299998ms]", expr)
     expr = re.sub(r"\[\s*\$\{?\w+(?::\w+)?\}?\s*\]", "[5m]", expr)
     expr = re.sub(r"\[\s*\$\{?\w+(?::\w+)?\}?\s*:", "[5m:", expr)
     expr = re.sub(r":\s*\$\{?\w+(?::\w+)?\}?\s*\]", ":1m]", expr)
@@ -199,6 +222,16 @@ def metric_names(expr: str) -> set[str]:
         return set()
 
 
+def rated_names(expr: str) -> set[str]:
+    """Names the query passes to rate(), irate() or increase(): the author knows them to be counters."""
+    try:
+        tree = parse(expr)
+    except ValueError:
+        return set()
+    return {s.name for n, _, _ in _walk(tree) if _kind(n) == "Call" and n.func.name in COUNTING_FUNCTIONS
+            for s in _selectors(n)}
+
+
 def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
     """(metric base name, its source, {variable: label it filters}) for every selector of the query. The
     source is the engine for vLLM and SGLang names, else the name's first word (kube, node, envoy...)."""
@@ -259,9 +292,13 @@ def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tupl
                 found += _raw_counter(node.name, panel)
         elif kind == "Call":
             found += _call_findings(node, tree, panel)
-        elif kind == "AggregateExpr" and str(node.op) == "avg":
+        elif kind == "AggregateExpr" and str(node.op) in ("avg", "sum"):
             found += _average_of_ratios(node)
-    found += _unit_findings(tree, panel)
+        elif kind == "MatrixSelector" and node.range == RANGE_SENTINEL and panel.type in TIME_PLOTS and not blind:
+            found.append(("rate-over-range", "[$__range] in a time series: every point covers a window as long as "
+                                             "the whole time range, reaching back before it (a flattened line); "
+                                             "use [$__rate_interval], or an instant query in a stat"))
+    found += _unit_findings(tree, panel) + _missing_as_good(tree, panel) + _le_findings(nodes)
     return sorted(set(found))
 
 
@@ -290,6 +327,8 @@ def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
         return []
     if source is None and (":" in name or panel.type not in TIME_PLOTS):   # a recording rule; a table of totals
         return []
+    if source is None and name.endswith("_total") and name not in panel.rated:
+        return []     # someone else's `_total` the dashboard never rates: maybe a gauge (semantic-router's entries)
     what = f"{_base(name)}_bucket/_sum/_count are counters" if name.endswith(HISTOGRAM_SUFFIXES) \
         else f"{name} is a counter"
     return [("counter-without-rate", f"{what}: plotted raw, a lifetime total since the process started; "
@@ -309,6 +348,10 @@ def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
         found.append(("rate-over-interval", f"{name}(...[$__interval]) has fewer than two samples when the "
                                             "step is short: no data or jumps; use [$__rate_interval]"))
     selector = matrix.vector_selector.name or ""
+    gauge = known().dcgm_units.get(selector) or ("ratio" if canonical(selector)[0] in known().ratio_gauges else None)
+    if name in COUNTING_FUNCTIONS and gauge:
+        found.append(("rate-of-gauge", f"{selector} is a gauge ({gauge}): {name}() of it is its slope, not a "
+                                       "throughput; plot it as it is, or avg_over_time() it"))
     has_division = any(_kind(n) == "BinaryExpr" and str(n.op) == "/" for n, _, _ in _walk(tree))
     shown_as_time = panel.unit in TIME_UNITS or LATENCY_WORDS.search(panel.title)
     if name in ("rate", "irate") and selector.endswith("_sum") and _time_scale(selector) and shown_as_time \
@@ -320,10 +363,16 @@ def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
 
 def _average_of_ratios(node) -> list[tuple[str, str]]:
     inner = list(_walk(node.expr))
-    ratio = any(_kind(n) == "BinaryExpr" and str(n.op) == "/" for n, _, _ in inner)
+    divisions = [n for n, _, _ in inner if _kind(n) == "BinaryExpr" and str(n.op) == "/"]
+    if str(node.op) == "sum":
+        means = [d for d in divisions if any(s.name.endswith("_sum") for s in _selectors(d.lhs))
+                 and any(s.name.endswith("_count") for s in _selectors(d.rhs))]
+        return [("average-of-ratios", "sum() of per-series means (_sum / _count) adds averages up: neither a total "
+                                      "nor a mean; divide sums instead, sum(rate(x_sum)) / sum(rate(x_count))")
+                ] if means else []
     gauge = any(_kind(n) == "VectorSelector" and canonical(n.name or "")[0] in known().ratio_gauges
                 for n, _, _ in inner)
-    if ratio or gauge:
+    if divisions or gauge:
         return [("average-of-ratios", "avg() of ratios weighs a quiet engine like a busy one: divide sums "
                                       "instead, sum(rate(a)) / sum(rate(b))")]
     return []
@@ -357,7 +406,7 @@ def _latency_scale(tree) -> float | None:
 def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     if _numeric_scaling(tree):
         return []
-    found = []
+    found = _dcgm_unit_findings(tree, panel)
     shown = TIME_UNITS.get(panel.unit)
     natural = _latency_scale(tree)
     if shown and natural and shown != natural:
@@ -369,9 +418,77 @@ def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     if _kind(top) == "Call" and top.func.name in ("rate", "irate") and _kind(top.args[0]) == "MatrixSelector":
         name = top.args[0].vector_selector.name or ""
         says_tokens = "tok" in panel.unit.lower() or "token" in panel.title.lower()
-        if name.endswith("_count") and "token" in name and says_tokens:
+        if name.endswith("_count") and "token" in name and says_tokens and _time_scale(name) is None:
             found.append(("unit-mismatch", f"rate({name}) counts observations (engine steps or requests) per "
                                            "second, not tokens: tokens per second is the rate of _sum"))
+    return found
+
+
+def _dcgm_unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
+    """A DCGM field shown as it is (aggregated at most) in a unit of another scale: MiB as bytes, MHz as Hz, a
+    0-1 ratio as percent."""
+    top = _unparen(tree)
+    while _kind(top) == "AggregateExpr":
+        top = _unparen(top.expr)
+    if _kind(top) != "VectorSelector" or not top.name:
+        return []
+    natural = known().dcgm_units.get(top.name)
+    right, wrong = UNIT_FAMILIES.get(natural, (set(), set()))
+    if panel.unit in wrong:
+        return [("unit-mismatch", f"{top.name} is in {natural} but the panel unit is {panel.unit!r}: set the unit "
+                                  f"to {RIGHT_UNIT[natural]} or scale the query")]
+    return []
+
+
+def _missing_as_good(tree, panel: PanelContext) -> list[tuple[str, str]]:
+    """`... or vector(0)` on errors or latency (`vector(1)` on successes): when the series are gone (engine down,
+    scrape broken) the panel reads the good value instead of No data."""
+    top = _unparen(tree)
+    if _kind(top) != "BinaryExpr" or str(top.op) != "or":
+        return []
+    rhs = _unparen(top.rhs)
+    if _kind(rhs) != "Call" or rhs.func.name != "vector" or _kind(_unparen(rhs.args[0])) != "NumberLiteral":
+        return []
+    value = _unparen(rhs.args[0]).val
+    good = (value == 0 and BAD_THINGS.search(panel.title)) or (value in (1, 100) and GOOD_THINGS.search(panel.title)
+                                                                and not BAD_THINGS.search(panel.title))
+    if not good:
+        return []
+    return [("missing-as-good", f"`or vector({value:g})` reads {value:g} when the series are missing (engine down, "
+                                "scrape broken): missing data shows as the good value; drop it, or fall back only "
+                                "while the source is scraped: `or 0 * sum(rate(<all outcomes>[5m]))`")]
+
+
+def le_text(text: str) -> str | None:
+    """How prometheus_client (vLLM, SGLang) writes the bucket bound `text` in `le` (floatToGoString); None when
+    `text` is no number."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if value == float("inf"):
+        return "+Inf"
+    text = repr(value)
+    dot = text.find(".")
+    if value > 0 and dot > 6:
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1:]}".rstrip("0.")
+        return f"{mantissa}e+0{dot - 1}"
+    return text
+
+
+def _le_findings(nodes) -> list[tuple[str, str]]:
+    """`le="2"` on a vLLM or SGLang bucket: prometheus_client writes le="2.0", so the selector matches nothing."""
+    found = []
+    for node, _, _ in nodes:
+        if _kind(node) != "VectorSelector" or canonical(node.name or "")[1] not in PYTHON_SOURCES:
+            continue
+        for m in node.matchers.matchers:
+            if m.name != "le" or str(m.op) not in ("=", "MatchOp.Equal") or "$" in m.value:
+                continue
+            written = le_text(m.value)
+            if written is not None and written != m.value:
+                found.append(("le-format", f'{node.name}{{le="{m.value}"}} matches no series: the engine writes '
+                                           f'le="{written}"'))
     return found
 
 

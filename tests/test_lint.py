@@ -83,7 +83,12 @@ QUERY_CASES = [
     ("vllm performance_statistics: TTFT Over Time (a mean)",
      "rate(vllm:time_to_first_token_seconds_sum[$__rate_interval]) / "
      "rate(vllm:time_to_first_token_seconds_count[$__rate_interval])", {"unit": "s"}, "sum-rate-as-latency", False),
-    # average-of-ratios
+    # average-of-ratios, and sum() of per-series means
+    ("tgi dashboard: Throughput (generated tok/s)", 'sum((rate(tgi_request_generated_tokens_sum{container="$s"}[10m]) '
+     '/ rate(tgi_request_generated_tokens_count{container="$s"}[10m]))>0)', {"type": "stat"}, "average-of-ratios",
+     True),
+    ("kserve prefix caching: a ratio of sums", "sum(rate(vllm:prefix_cache_hits_total[5m])) / "
+     "sum(rate(vllm:prefix_cache_queries_total[5m]))", {"type": "gauge"}, "average-of-ratios", False),
     ("sglang dashboard 2025-12: E2E Avg", "avg(rate(sglang_e2e_request_latency_seconds_sum[$__rate_interval]) /  "
      "rate(sglang_e2e_request_latency_seconds_count[$__rate_interval]))", {}, "average-of-ratios", True),
     ("aibrix vLLM engine: Prefix Cache Hit Rate", 'avg(vllm:gpu_prefix_cache_hit_rate{model_name="$model_name"})',
@@ -111,10 +116,65 @@ QUERY_CASES = [
      'sum(rate(vllm:time_to_first_token_seconds_sum{pod=~".*prefill.*"}[5m])) / '
      'sum(rate(vllm:time_to_first_token_seconds_count{pod=~".*prefill.*"}[5m])) * 1000',
      {"type": "stat", "unit": "ms"}, "unit-mismatch", False),
+    ("opea kubeai vllm-scaling: Total output tokens, the count of a per-token seconds histogram (one per token)",
+     'sum by (model_name)(rate(vllm:time_per_output_token_seconds_count{namespace="$namespace"}[$__rate_interval]))',
+     {"title": "Total output tokens", "unit": "t/s"}, "unit-mismatch", False),
+    ("dcgm-exporter dashboard 2020-05: GPU SM Clocks (MHz shown as hertz)", "DCGM_FI_DEV_SM_CLOCK",
+     {"unit": "hertz"}, "unit-mismatch", True),
+    ("dcgm-exporter dashboard 2023: GPU SM Clocks scaled to hertz", 'DCGM_FI_DEV_SM_CLOCK{gpu=~"$gpu"} * 1000000',
+     {"unit": "hertz"}, "unit-mismatch", False),
+    ("dcgm-exporter dashboard 2020-05: framebuffer MiB shown as decbytes", "DCGM_FI_DEV_FB_USED",
+     {"unit": "decbytes"}, "unit-mismatch", True),
+    ("dcgm-exporter dashboard 2023: framebuffer in decmbytes", "DCGM_FI_DEV_FB_USED", {"unit": "decmbytes"},
+     "unit-mismatch", False),
+    ("NIM consolidated: SM occupancy (0-1) in percent", 'avg(DCGM_FI_PROF_SM_OCCUPANCY{namespace="$ns"})',
+     {"unit": "percent"}, "unit-mismatch", True),
+    ("dcgm-exporter dashboard: tensor activity in percentunit", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+     {"unit": "percentunit"}, "unit-mismatch", False),
+    ("dcgm-exporter dashboard: GPU-Util (0-100) in percent", "DCGM_FI_DEV_GPU_UTIL", {"unit": "percent"},
+     "unit-mismatch", False),
     ("vllm performance_statistics: TPS, generation tokens", "rate(vllm:generation_tokens_total[$__interval])",
      {"title": "TPS (Tokens Per Second) Over Time", "unit": "tokens/sec (tps)"}, "unit-mismatch", False),
     ("sglang dashboard: E2E p99 in s", "histogram_quantile(0.99, sum by (le) "
      "(rate(sglang:e2e_request_latency_seconds_bucket[$__rate_interval])))", {"unit": "s"}, "unit-mismatch", False),
+    # rate-of-gauge
+    ("NIM consolidated: GPU Memory Bandwidth Utilization", "rate(DCGM_FI_PROF_DRAM_ACTIVE[5m]) * 1000000",
+     {"unit": "Bps"}, "rate-of-gauge", True),
+    ("NIM consolidated: PCIe Bandwidth (already bytes per second)",
+     'rate(DCGM_FI_PROF_PCIE_TX_BYTES{namespace="$ns"}[5m])', {"unit": "Bps"}, "rate-of-gauge", True),
+    ("constructed: deriv() of a gauge is right", "deriv(DCGM_FI_DEV_FB_USED[10m])", {}, "rate-of-gauge", False),
+    ("constructed: energy is a counter", "rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[5m]) / 1000", {},
+     "rate-of-gauge", False),
+    # rate-over-range
+    ("semantic-router serve dashboard: Model Request Count", "sum(increase(llm_model_requests_total[$__range])) by "
+     "(model)", {"title": "Model Request Count"}, "rate-over-range", True),
+    ("semantic-router serve dashboard: Total Requests stat", "sum(increase(llm_model_requests_total[$__range]))",
+     {"type": "stat"}, "rate-over-range", False),
+    ("gateway-api-inference-extension: top 10 over the range picks series, value ignored",
+     "sum by (p) (queue_size) and on(p) topk(10, sum by (p) (max_over_time(queue_size[$__range])))", {},
+     "rate-over-range", False),
+    # missing-as-good
+    ("llm-d pd-coordinator: Failed KV Transfers", "sum(vllm:nixl_num_failed_transfers) or vector(0)",
+     {"type": "stat", "title": "Failed KV Transfers"}, "missing-as-good", True),
+    ("constructed: success share falling back to 1", "sum(rate(ok_total[5m])) / sum(rate(all_total[5m])) or "
+     "on() vector(1)", {"type": "stat", "title": "Success rate"}, "missing-as-good", True),
+    ("semantic-router serve: Success Rate, errors absent until the first one (inside, not the whole query)",
+     "sum(increase(llm_model_requests_total[$__range])) / (sum(increase(llm_model_requests_total[$__range])) + "
+     "(sum(increase(llm_request_errors_total[$__range])) or vector(0))) * 100",
+     {"type": "stat", "title": "Success Rate", "unit": "percent"}, "missing-as-good", False),
+    ("aibrix ModelClaim: Desired Replicas (not a good-or-bad quantity)",
+     'sum(aibrix_modelclaim_desired_replicas{model=~"$model"}) or vector(0)', {"type": "stat",
+                                                                              "title": "Desired Replicas"},
+     "missing-as-good", False),
+    # le-format
+    ("constructed: an SLO bucket spelled as Go writes it", 'sum(rate(vllm:time_to_first_token_seconds_bucket'
+     '{le="2"}[5m])) / sum(rate(vllm:time_to_first_token_seconds_count[5m]))', {}, "le-format", True),
+    ("constructed: SGLang's sanitized spelling, 0.50", 'sglang_e2e_request_latency_seconds_bucket{le="0.50"}', {},
+     "le-format", True),
+    ("constructed: as prometheus_client writes it", 'sum(rate(vllm:e2e_request_latency_seconds_bucket'
+     '{le="2.5"}[5m]))', {}, "le-format", False),
+    ("constructed: a Go exporter writes le=\"2\"", 'sum(rate(http_request_duration_seconds_bucket{le="2"}[5m]))',
+     {}, "le-format", False),
     # deprecated-metric, also through _bucket/_sum/_count and SGLang's sanitized spelling
     ("vLLM grafana.json 2025-01: TPOT p99", "histogram_quantile(0.99, sum by(le) "
      '(rate(vllm:time_per_output_token_seconds_bucket{model_name="$model_name"}[$__rate_interval])))', {},
@@ -169,6 +229,24 @@ def test_an_instant_query_of_totals_is_a_snapshot_even_in_a_bar_chart():
     known = _board("sum(vllm:prompt_tokens_total)", type="barchart")  # an engine's counter: still a lifetime total
     known["panels"][0]["targets"][0]["instant"] = True
     assert "counter-without-rate" in _rules(known)
+
+
+def test_a_total_of_unknown_software_is_a_counter_only_where_the_dashboard_rates_it():
+    # vllm-project/semantic-router "Cache Items by Backend": llm_cache_entries_total is a GaugeVec (cache_metrics.go)
+    assert "counter-without-rate" not in _rules(_board("llm_cache_entries_total"))
+    # the same dashboard rating the name elsewhere says the author knows it is a counter
+    assert "counter-without-rate" in _rules(_board("http_requests_total", "sum(rate(http_requests_total[5m]))"))
+    # histogram series are counters whoever exports them (OPEA's "TGI Request Queue": tgi_request_duration_count)
+    assert "counter-without-rate" in _rules(_board("tgi_request_duration_count"))
+
+
+def test_no_value_zero_on_failures_reads_missing_data_as_good():
+    # llm-d pd-coordinator "Failed KV Transfers": noValue "0" beside `or vector(0)`
+    board = _board("sum(rate(vllm:nixl_num_failed_transfers[5m]))", title="Failed KV Transfers", type="stat",
+                   fieldConfig={"defaults": {"noValue": "0"}})
+    assert "missing-as-good" in _rules(board)
+    board["panels"][0]["title"] = "KV transfers"
+    assert "missing-as-good" not in _rules(board)
 
 
 def test_vocabulary_names_are_judged_only_in_a_dashboard_that_uses_the_vocabulary():
@@ -249,8 +327,8 @@ def _expected() -> dict[tuple[str, str, str], str]:
 def test_the_real_corpus_gives_exactly_the_judged_findings():
     found = set()
     paths = sorted((FIXTURES / "anchors" / "dashboards").glob("*.json")) + sorted(
-        (CORPUS / "real-world").glob("*.json"))
-    assert len(paths) == 51
+        p for p in (CORPUS / "real-world").iterdir() if p.suffix in (".json", ".yaml"))
+    assert len(paths) == 65
     for path in paths:
         for f in lint_file(path):                                         # never raises
             assert f.rule in RULES
@@ -275,8 +353,16 @@ BAD_INPUTS = {
     "conflict.json": (b"<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> main\n", "invalid-json"),
     "list.json": (b"[1, 2]", "not-a-dashboard"),
     "config.json": (b'{"apiVersion": 1, "providers": []}', "not-a-dashboard"),
-    "v2.json": (json.dumps({"apiVersion": "dashboard.grafana.app/v2beta1", "kind": "Dashboard",
-                            "spec": {"elements": {}, "layout": {}}}).encode(), "not-a-dashboard"),
+    "v2.json": (json.dumps({"apiVersion": "dashboard.grafana.app/v2beta1", "kind": "Dashboard", "spec": {
+        "elements": {"a": {"kind": "Panel", "spec": {"title": "t", "vizConfig": {"group": "graph"}}}, "b": 1,
+                     "c": {"kind": "Panel", "spec": {"data": {"spec": {"queries": [1, {"spec": 2}]}}}}},
+        "layout": {"kind": "RowsLayout", "spec": {"rows": [None, {"spec": {"repeat": 3, "layout": []}}]}},
+        "variables": [1, {"kind": "QueryVariable", "spec": {"query": 5}}]}}).encode(), "angular-panel"),
+    "pointer.yaml": (b"apiVersion: grafana.integreatly.org/v1beta1\nkind: GrafanaDashboard\nspec:\n  url: http://x\n",
+                     "not-a-dashboard"),
+    "configmap.yaml": (b"apiVersion: v1\nkind: ConfigMap\ndata:\n  a.json: '{'\n  b.txt: x\n", "invalid-json"),
+    "empty-configmap.yaml": (b"kind: ConfigMap\ndata: {}\n", "not-a-dashboard"),
+    "prose.yaml": (b"just: some\nyaml: [1, 2]\n", "invalid-json"),
     "v1-resource.json": (json.dumps({"apiVersion": "dashboard.grafana.app/v1beta1", "kind": "Dashboard", "spec": {
         "schemaVersion": 41, "panels": [{"type": "graph", "title": "t", "targets": []}]}}).encode(), "angular-panel"),
     "odd-shapes.json": (json.dumps({"schemaVersion": "x", "rows": "x", "__inputs": 1, "templating": {"list": [1]},

@@ -234,7 +234,7 @@ def _v2_layout(layout, elements: dict, out: list, repeat: str = "") -> None:
     spec = layout.get("spec") if isinstance(layout.get("spec"), dict) else {}
     again = spec.get("repeat") if isinstance(spec.get("repeat"), dict) else {}
     element = spec.get("element") if isinstance(spec.get("element"), dict) else {}
-    if element.get("name") in elements:
+    if isinstance(element.get("name"), str) and element["name"] in elements:
         panel = dict(elements.pop(element["name"]))
         if again.get("value"):
             panel["repeat"] = again["value"]

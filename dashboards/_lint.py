@@ -55,7 +55,7 @@ NOT_PROMQL = re.compile(r"loki|elastic|influx|tempo|jaeger|mysql|postgres|mssql|
                         r"testdata|__expr__|grafana", re.IGNORECASE)
 FILTER_VARIABLES = {"query"}                  # label_values() filters; custom ones are often thresholds (le="$slo")
 NOT_FILTERS = {"le", "quantile", "__name__"}
-ENGINE_SOURCES = {"vllm", "sglang", "ray"}
+ENGINE_SOURCES = {"vllm", "sglang", "ray_vllm"}
 TARGET_LABELS = {"job", "instance", "pod", "namespace", "cluster", "service", "node", "container", "endpoint"}
 _VARIABLE = re.compile(r"\$\{([^}:.]+)(?:[:.][^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
 

@@ -245,7 +245,9 @@ def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
                                                        for m in group]
         used = {(a or b or c).strip(): m.name for m in matchers for a, b, c in _VARIABLE.findall(m.value or "")}
         spelled, source = canonical(selector.name)
-        if source not in ("vllm", "sglang", "ray"):
+        if source == "ray":                              # Ray's copies of vLLM's metrics, not Ray Serve's own ray_*
+            source = "ray_vllm"
+        elif source not in ("vllm", "sglang"):
             source = selector.name.split(":", 1)[0] if ":" in selector.name else selector.name.split("_", 1)[0]
         out.append((_base(spelled), source, used))
     return out
@@ -311,11 +313,21 @@ def _name_findings(name: str, panel: PanelContext) -> list[tuple[str, str]]:
         return []
     stale = table.stale(spelled)
     if stale:
-        return [("deprecated-metric", f"{stale} is stale: use {table.deprecated[stale]}")]
+        respell = _respelling(name)
+        return [("deprecated-metric", f"{respell(stale)} is stale: use {respell(table.deprecated[stale])}")]
     if not table.exists(spelled):
         return [("unknown-metric", f"{name} is not a name any {source} release exposes "
                                    "(check the spelling and the _total suffix)")]
     return []
+
+
+def _respelling(name: str):
+    """Engine names written the way this dashboard spells them (`ray_vllm:`, `sglang_`), for messages."""
+    for engine, prefixes in (("vllm:", ("ray_vllm:", "ray_vllm_")), ("sglang:", ("sglang_",))):
+        for prefix in prefixes:
+            if name.startswith(prefix):
+                return lambda text, e=engine, p=prefix: re.sub(rf"\b{re.escape(e)}", p, text)
+    return lambda text: text
 
 
 def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
@@ -335,6 +347,15 @@ def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
                                      "use rate() or increase()")]
 
 
+def _is_counter(name: str, panel: PanelContext) -> bool:
+    """A counter by its name: an engine's or our `_total`, any histogram series, someone else's `_total` that the
+    dashboard rates elsewhere; never a gauge named like a counter."""
+    spelled, source = canonical(name)
+    if not name.endswith(COUNTER_SUFFIXES) or {name, spelled} & known().gauges or name.startswith(known().state_counters):
+        return False
+    return source is not None or name.endswith(HISTOGRAM_SUFFIXES) or name in panel.rated
+
+
 def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
     name = node.func.name
     if name == "histogram_quantile" and len(node.args) > 1 and _drops_le(node.args[1]):
@@ -352,6 +373,9 @@ def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
     if name in COUNTING_FUNCTIONS and gauge:
         found.append(("rate-of-gauge", f"{selector} is a gauge ({gauge}): {name}() of it is its slope, not a "
                                        "throughput; plot it as it is, or avg_over_time() it"))
+    if name in ("delta", "deriv") and _is_counter(selector, panel):
+        found.append(("counter-without-rate", f"{name}() of the counter {selector}: a restart reads as a drop "
+                                              "below zero; use increase() (or rate())"))
     has_division = any(_kind(n) == "BinaryExpr" and str(n.op) == "/" for n, _, _ in _walk(tree))
     shown_as_time = panel.unit in TIME_UNITS or LATENCY_WORDS.search(panel.title)
     if name in ("rate", "irate") and selector.endswith("_sum") and _time_scale(selector) and shown_as_time \

@@ -38,6 +38,17 @@ EXPECTED = {
         ("Framebuffer used", "unit-mismatch"), ("SM clock", "angular-panel"), ("SM clock", "legacy-datasource"),
         ("variable gpu", "legacy-datasource"),
     },
+    # the panels Ray Serve generates for vLLM (serve_llm_dashboard_panels.py), transcribed
+    "ray-serve-llm-panels.json": {
+        ("vLLM: Cache Utilization", "deprecated-metric"), ("vLLM: Scheduler State", "deprecated-metric"),
+        ("vLLM: Prefix Cache Hit Rate", "deprecated-metric"),
+        ("vLLM: Time To First Token Latency", "unit-mismatch"),              # seconds in "ms"
+        ("vLLM: Queue Time", "sum-rate-as-latency"), ("vLLM: Requests Prefill and Decode Time", "sum-rate-as-latency"),
+        ("Tokens Per Request Per Model Last 7 Days", "counter-without-rate"),  # delta() of counters
+        ("Tokens Last Hour", "counter-without-rate"),
+        # not ("variable deployment", "ignored-variable"): $deployment filters Ray Serve's own ray_serve_* counter;
+        # Ray's ray_vllm: copies of vLLM's metrics carry no deployment label
+    },
     "classic-library-mixed-loki.json": {
         ("Cache hit rate (mean of engines)", "average-of-ratios"),   # in a collapsed row
         ("variable e2e_slo", "le-format"),                          # "1" for SGLang's "1.0"
@@ -50,6 +61,12 @@ def test_each_shape_gives_exactly_its_planted_defects(name):
     found = lint_file(SHAPES / name)
     assert {(f.panel, f.rule) for f in found} == EXPECTED[name]
     assert all(f.rule in RULES for f in found)
+
+
+def test_stale_names_are_named_as_the_dashboard_spells_them():
+    found = {f.message for f in lint_file(SHAPES / "ray-serve-llm-panels.json") if f.rule == "deprecated-metric"}
+    assert "ray_vllm:gpu_cache_usage_perc is stale: use ray_vllm:kv_cache_usage_perc (renamed in 0.9.2, gone after " \
+           "0.11)" in found
 
 
 def test_loki_targets_and_library_panels_are_not_read_as_promql():

@@ -60,6 +60,13 @@ QUERY_CASES = [
     ("inferwatch serving-overview: attainment freshness (right-hand side of and)",
      "sum(increase(llm_time_to_first_token_seconds_count[5m]) and llm_time_to_first_token_seconds_count) > 0",
      {}, "counter-without-rate", False),
+    ("Ray Serve LLM panels: Tokens Last Hour (delta() of a counter)",
+     'delta(ray_vllm:prompt_tokens_total{WorkerId=~"$workerid"}[1h])', {"type": "stat"}, "counter-without-rate", True),
+    ("gateway-api-inference-extension: Net Queue Flow (deriv() of a gauge)",
+     "sum(deriv(inference_extension_flow_control_queue_size[$__rate_interval]))", {}, "counter-without-rate", False),
+    ("aibrix metadata: idelta() clamped at 0 counts each scrape's increments",
+     "sum(clamp_min(idelta(metadata_batch_api_job_incoming_total[$__rate_interval]), 0))", {},
+     "counter-without-rate", False),
     # quantile-without-le
     ("constructed: the sum drops le", "histogram_quantile(0.9, sum(rate(vllm:e2e_request_latency_seconds_bucket"
      "[5m])))", {}, "quantile-without-le", True),

@@ -57,7 +57,7 @@ FILTER_VARIABLES = {"query"}                  # label_values() filters; custom o
 NOT_FILTERS = {"le", "quantile", "__name__"}
 ENGINE_SOURCES = {"vllm", "sglang", "ray_vllm"}
 TARGET_LABELS = {"job", "instance", "pod", "namespace", "cluster", "service", "node", "container", "endpoint"}
-_VARIABLE = re.compile(r"\$\{([^}:.]+)(?:[:.][^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
+_VARIABLE = re.compile(r"(?<!\$)\$\{([^}:.]+)(?:[:.][^}]*)?\}|(?<!\$)\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")  # not $$hashKey
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,18 @@ def lint_file(path) -> list[Finding]:
         if docs is None:
             conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
             return [Finding(name, "", "invalid-json", f"not JSON: {err}{conflict}")]
-    found = []
+    found, pointers, boards = [], [], 0
     for label, doc in _documents(docs, name):
         if isinstance(doc, _NotJson):
             found.append(Finding(label, "", "invalid-json", str(doc)))
             continue
         board, problem = _unwrap(doc)
-        found += [Finding(label, "", "not-a-dashboard", problem)] if problem else lint_dashboard(board, label)
-    return found
+        if problem:
+            (pointers if " points at " in problem else found).append(Finding(label, "", "not-a-dashboard", problem))
+        else:
+            boards += 1
+            found += lint_dashboard(board, label)
+    return found + (pointers if not boards else [])   # a GrafanaDashboard beside the ConfigMap it points at
 
 
 class _NotJson(str):
@@ -105,14 +109,29 @@ class _NotJson(str):
 
 
 def _manifests(text: str) -> list | None:
-    """The documents of a Kubernetes YAML file (ConfigMaps, GrafanaDashboards); None when it is not one."""
-    if text.lstrip()[:1] in ("{", "["):
+    """The documents of a Kubernetes YAML file (ConfigMaps, GrafanaDashboards), a Helm template's with its actions
+    blanked; None when it is not one."""
+    if "{{" in text and re.search(r"\{\{-?\s*(?:/\*|\.Values|\$|if\b|end\b|include\b|template\b|toYaml\b|`)", text):
+        text = _unhelm(text)
+    elif text.lstrip()[:1] in ("{", "["):
         return None
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError:
         return None
     return docs if docs and all(isinstance(d, dict) and "kind" in d for d in docs) else None
+
+
+def _unhelm(text: str) -> str:
+    """A Helm template read as plain YAML: comments and lines that are only actions (`{{- if ... }}`) dropped,
+    raw strings ({{`...`}}) kept, an inline `{{ if }}a{{ else }}b{{ end }}` as `a`, any other action as null.
+    kube-prometheus-stack ships its dashboards this way."""
+    text = re.sub(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", "", text, flags=re.S)
+    text = "\n".join(line for line in text.splitlines() if not re.fullmatch(r"\s*(\{\{(?!`).*?\}\}\s*)+", line))
+    text = re.sub(r"\{\{`(.*?)`\}\}", lambda m: m.group(1).replace("{{", "\0").replace("}}", "\1"), text, flags=re.S)
+    text = re.sub(r"\{\{-?\s*if\b.*?\}\}(.*?)(?:\{\{-?\s*else\s*-?\}\}.*?)?\{\{-?\s*end\s*-?\}\}", r"\1", text)
+    text = re.sub(r"\{\{.*?\}\}", "null", text)
+    return text.replace("\0", "{{").replace("\1", "}}")
 
 
 def _documents(docs: list, name: str):
@@ -384,7 +403,7 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
 
 
 def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: list[_Panel]):
-    title = _text(panel.get("title"))
+    title = _text(panel.get("title")).strip() or f"untitled {_text(panel.get('type')) or 'panel'} #{panel.get('id', '?')}"
     found = []
     if _text(panel.get("type")) in ANGULAR:
         found.append((title, "angular-panel", f"{panel['type']} is an Angular panel, removed in Grafana 12: "

@@ -113,3 +113,26 @@ def test_mangled_v2_dashboards_never_raise():
         spec = mangled.get("spec") if isinstance(mangled.get("spec"), dict) else {}
         if isinstance(spec.get("elements"), dict):
             assert all(f.rule in RULES for f in lint_dashboard(from_v2(spec)))
+
+
+def test_a_helm_template_is_read_with_its_actions_blanked():
+    # prometheus-community/helm-charts kube-prometheus-stack: the dashboard JSON is a ConfigMap key, built from
+    # {{`...`}} raw strings and {{ .Values... }} actions, beside a grafana-operator GrafanaDashboard pointing at it
+    real = FIXTURES / "dashboards" / "real-world"
+    found = lint_file(real / "kube-prometheus-stack-prometheus.yaml")
+    assert [(f.file.rsplit("/", 1)[-1], f.panel, f.rule) for f in found] == [
+        ("kube-prometheus-stack-prometheus.yaml:prometheus.json", "Target Sync", "sum-rate-as-latency")]
+    # Loki queries and Angular's "$$hashKey" are no PromQL and no variable; an untitled panel is named by type and id
+    loki = lint_file(real / "kube-prometheus-stack-loki-logs.yaml")
+    assert [(f.panel, f.rule) for f in loki] == [("untitled graph #6", "angular-panel")]
+
+
+def test_inline_helm_conditionals_and_raw_strings(tmp_path):
+    raw = '{"schemaVersion": 39, "panels": [{"type": "graph", "title": "t", "hide": '
+    (tmp_path / "t.yaml").write_text(
+        '{{- if .Values.grafana.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n'
+        '  name: {{ printf "%s-x" (include "full" $) }}\ndata:\n  x.json: |-\n'
+        f'    {{{{`{raw}`}}}}{{{{ if .Values.multi }}}}0{{{{ else }}}}2{{{{ end }}}}{{{{`, "targets": [{{"expr": '
+        '"rate(vllm:num_requests_running[5m])", "legendFormat": "{{pod}}"}]}]}`}}\n{{- end }}\n', encoding="utf-8")
+    assert [(f.file.rsplit("/", 1)[-1], f.panel, f.rule) for f in lint_file(tmp_path / "t.yaml")] == [
+        ("t.yaml:x.json", "t", "angular-panel")]

@@ -351,7 +351,8 @@ def _is_counter(name: str, panel: PanelContext) -> bool:
     """A counter by its name: an engine's or our `_total`, any histogram series, someone else's `_total` that the
     dashboard rates elsewhere; never a gauge named like a counter."""
     spelled, source = canonical(name)
-    if not name.endswith(COUNTER_SUFFIXES) or {name, spelled} & known().gauges or name.startswith(known().state_counters):
+    table = known()
+    if not name.endswith(COUNTER_SUFFIXES) or {name, spelled} & table.gauges or name.startswith(table.state_counters):
         return False
     return source is not None or name.endswith(HISTOGRAM_SUFFIXES) or name in panel.rated
 

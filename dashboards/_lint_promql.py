@@ -50,8 +50,10 @@ UNIT_FAMILIES = {
     "MHz": (set(), {"hertz"}),
     "W": ({"watt"}, {"mwatt", "kwatt"}),
 }
-RIGHT_UNIT = {"percent": "percent (0-100)", "ratio": "percentunit (0.0-1.0)", "MiB": "mbytes", "MHz": "MHz",
-              "W": "watt"}
+RIGHT_UNIT = {"percent": "use the unit percent (0-100), or divide by 100",
+              "ratio": "use the unit percentunit (0.0-1.0), or multiply by 100",
+              "MiB": "use the unit mbytes (MiB), or multiply by 1048576 for bytes",
+              "MHz": "multiply by 1e6 for hertz, or use the custom unit suffix:MHz", "W": "use the unit watt"}
 # a fallback of `or vector(c)` is the good value for panels named like these
 BAD_THINGS = re.compile(r"fail|error|reject|drop|timeout|abort|preempt|evict|5xx|restart|violation|latency|ttft|"
                         r"tpot|queue|waiting|pending", re.IGNORECASE)
@@ -460,8 +462,8 @@ def _dcgm_unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     natural = known().dcgm_units.get(top.name)
     right, wrong = UNIT_FAMILIES.get(natural, (set(), set()))
     if panel.unit in wrong:
-        return [("unit-mismatch", f"{top.name} is in {natural} but the panel unit is {panel.unit!r}: set the unit "
-                                  f"to {RIGHT_UNIT[natural]} or scale the query")]
+        return [("unit-mismatch", f"{top.name} is in {natural} but the panel unit is {panel.unit!r}: "
+                                  f"{RIGHT_UNIT[natural]}")]
     return []
 
 

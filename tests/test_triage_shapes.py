@@ -149,13 +149,17 @@ def test_one_model_name_in_two_namespaces_and_a_second_cluster_is_judged_per_dep
     assert (tmp_path / "incident.png").stat().st_size > 10_000
 
 
-def test_model_names_with_a_slash_or_differing_by_case_stay_apart_and_are_asked_for_exactly(prom):
+def test_models_are_asked_for_exactly_by_name_with_a_slash_or_by_the_name_of_one_deployment(prom):
     incident, baseline = hour_windows(MANIFEST, HOURS["deployments"])
     asked = triage(Connection(prom), incident, baseline, (HF,))
     assert [(v.unit, [f.kind for f in v.findings][:1]) for v in asked.verdicts] == \
         [(HF, _expected(KINDS["m-long-prompts"]))]
-    every = triage(Connection(prom), incident, baseline, (LLAMA,))
-    assert [v.unit for v in every.verdicts] == sorted(u for u in DEPLOYED if u.startswith(LLAMA))
+    every = triage(Connection(prom), incident, baseline, (f"{LLAMA} (namespace=b)", LLAMA))
+    assert [v.unit for v in every.verdicts] == \
+        [f"{LLAMA} (namespace=b)", f"{LLAMA} (cluster=west, namespace=a)", f"{LLAMA} (namespace=a)"]
+    with pytest.raises(InferwatchError, match=r"--model 'llama-3-8b \(namespace=c\)': no such deployment; "
+                                              r"llama-3-8b is served as 'llama-3-8b \(cluster=west"):
+        triage(Connection(prom), incident, baseline, (f"{LLAMA} (namespace=c)",))
     with pytest.raises(InferwatchError, match="case-sensitive: did you mean 'meta-llama/Llama-3.1-8B-Instruct' or "
                                               "'meta-llama/llama-3.1-8b-instruct'"):
         triage(Connection(prom), incident, baseline, (HF.upper(),))

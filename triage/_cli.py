@@ -54,8 +54,9 @@ def triage(
         start: Annotated[Optional[str], typer.Option(metavar="TIME", help="The incident's start: RFC 3339 or "
                                                      "Unix seconds.")] = None,
         end: Annotated[Optional[str], typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
-        model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to judge (repeatable) [every model "
-                                                 "with series].")] = [],
+        model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to judge (repeatable), in every "
+                                                 "namespace and cluster that serves it; names are case-sensitive "
+                                                 "[every model with series].")] = [],
         baseline: Annotated[str, typer.Option(metavar="auto|1d|1h|START/END", help=(
             "What normal looked like: auto (the same window a day earlier if it has data, else the hour before), "
             "1d / 7d (the same window that much earlier), 1h / 30m (that long before the incident), or START/END."))]

@@ -12,7 +12,7 @@ from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names, translate
 from inferwatch.triage._summary import ABSENT, Reading, others, summarise
-from inferwatch.triage._units import Unit, split_deployments, unit_name
+from inferwatch.triage._units import Unit, asked_model, asked_units, split_deployments, unit_name
 from inferwatch.triage._window import Window, baseline_choices, choose_step, iso, rate_window
 
 __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
@@ -248,15 +248,17 @@ def _window_warnings(incident: Window, baseline: Window, interval: float, rate: 
 
 
 def triage(conn: Connection, incident: Window, baseline: str = "auto", models=(), rules=()) -> Report:
-    """Judge `models` (default: every model with series) over the incident against a baseline."""
+    """Judge `models` (default: every model with series; a unit name such as `llama-3-8b (namespace=a)` asks
+    for one deployment) over the incident against a baseline."""
     kinds = load_kinds(list(rules))
     signals = load_signals()
     client = connect(conn)
-    sel = model_matcher(models)
+    asked = tuple(dict.fromkeys(asked_model(m) for m in models))
+    sel = model_matcher(asked)
     choices = baseline_choices(baseline, incident)
     vocabulary, own, dcgm = _naming(client, conn.url, sel, (min(w.start for w in choices), incident.end))
     gpu = GPU if dcgm else frozenset()
-    sets = _query_sets(models, vocabulary, own, gpu)
+    sets = _query_sets(asked, vocabulary, own, gpu)
     raw = ENGINE if own and not vocabulary else frozenset()      # what the probes below read
     chosen = _pick_baseline(client, conn.url, sel, choices, raw)
     interval = _scrape_interval(client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2,
@@ -275,10 +277,9 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     base, inc = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, (chosen, incident)))
     judged = sorted({key[0] for key in list(base) + list(inc)})
     seen = sorted({units.get(name, (name, ()))[0] for name in judged})
-    _require_series(client, conn.url, models, seen, incident, chosen)
+    _require_series(client, conn.url, asked, seen, incident, chosen)
     if models:                    # in the order asked, each model's deployments together
-        order = {model: k for k, model in enumerate(models)}
-        judged = sorted(judged, key=lambda name: order.get(units.get(name, (name, ()))[0], len(order)))
+        judged = asked_units(models, judged, units)
     verdicts = assess(kinds, signals, base, inc, judged, units)
     return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
                   lookback)

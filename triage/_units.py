@@ -11,10 +11,15 @@ not split. Pure functions on the long frames of _fetch.
 
 from __future__ import annotations
 
+import re
+
+from inferwatch.errors import InferwatchError
 from inferwatch.triage._signals import DEPLOYMENT
 
-__all__ = ["Unit", "unit_name", "split_deployments", "PRESENCE"]
+__all__ = ["Unit", "unit_name", "split_deployments", "asked_model", "asked_units", "PRESENCE"]
 
+# a unit name as the report writes it, `llama-3-8b (cluster=west, namespace=a)`, given back to --model
+UNIT_NAME = re.compile(r"(?P<model>.+) \((?P<labels>(?:cluster|namespace)=[^()]*)\)")
 PRESENCE = "engine_series"     # the signal whose rows say where a model's engines run: llm_requests_running
 
 Unit = tuple[str, tuple[tuple[str, str], ...]]   # (model, ((label, value), ...)): the deployment's non-empty labels
@@ -81,3 +86,25 @@ def split_deployments(frames) -> tuple[list, dict[str, Unit]]:
         out.append(frame)
     used = {m for frame in out if frame is not None and len(frame) for m in frame["model"].unique()}
     return out, {name: unit for name, unit in units.items() if name in used}
+
+
+def asked_model(text: str) -> str:
+    """The model a --model value names: itself, or the model of a unit name the report wrote."""
+    match = UNIT_NAME.fullmatch(text)
+    return match["model"] if match else text
+
+
+def asked_units(asked, judged: list[str], units: dict[str, Unit]) -> list[str]:
+    """The units (of `judged`) that --model values ask for, in their order: every deployment of a model, or the
+    one a unit name names; an InferwatchError names the deployments there are when it names none of them."""
+    out: dict[str, None] = {}
+    for text in asked:
+        mine = [name for name in judged if units.get(name, (name, ()))[0] == text] or \
+            [name for name in judged if name == text]
+        if not mine:
+            model = asked_model(text)
+            there = [name for name in judged if units.get(name, (name, ()))[0] == model]
+            raise InferwatchError(f"--model {text!r}: no such deployment; {model} is served as "
+                                  f"{', '.join(map(repr, there)) or 'nothing'}")
+        out.update(dict.fromkeys(mine))
+    return list(out)

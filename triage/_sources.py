@@ -5,7 +5,8 @@ Triage's queries are written against the vocabulary (`llm_*`, `gpu_*`), which a 
 through the normalizing exporter or the mappings' relabeling. A Prometheus that scrapes the engines as they are
 holds `vllm:*`, `sglang:*` and `DCGM_FI_*` instead. There, every `FUNC(NAME{MATCHERS}[RANGE])` of a query
 becomes the same function over each source name the mappings give NAME (aliases of older releases joined by
-`or`, preferred first), with the mapping's label renames (`model` from `model_name`, a GPU's `pod` from
+`or`, preferred first; each name's sanitized spelling `vllm_x` read only for a model without `vllm:x`), with the
+mapping's label renames (`model` from `model_name`, else from a `model` already there; a GPU's `pod` from
 `exported_pod`), scale, filters and blank sentinels applied in PromQL, as the recording rules would. A matcher
 on a renamed label becomes matchers on its candidates: the first present one decides, as the renames do.
 

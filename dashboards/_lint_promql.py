@@ -58,6 +58,7 @@ RIGHT_UNIT = {"percent": "use the unit percent (0-100), or divide by 100",
 BAD_THINGS = re.compile(r"fail|error|reject|drop|timeout|abort|preempt|evict|5xx|restart|violation|latency|ttft|"
                         r"tpot|queue|waiting|pending", re.IGNORECASE)
 GOOD_THINGS = re.compile(r"success|availab|healthy|ready|uptime|hit.?rat|attain|\bup\b", re.IGNORECASE)
+MAX_OPERATORS = 1000                                # real queries have tens; the parser segfaults past ~4000
 PYTHON_SOURCES = {"vllm", "sglang"}                 # prometheus_client writes le as a Python float: "2.0", "+Inf"
 _VARIABLE = re.compile(r"\$\{([^}:]+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
 
@@ -171,8 +172,16 @@ def parseable(expr: str, bare: str = "1") -> str:
     return "".join(out)
 
 
+def _operators(expr: str) -> int:
+    """Operators and parentheses outside strings: promql-parser crashes the process on a few thousand nested."""
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`', "", expr)
+    return len(re.findall(r"[-+*/%^(]|\b(?:and|or|unless)\b", bare))
+
+
 def parse(expr: str):
     """The expression's syntax tree; a variable that stands for a label (`by ($group)`) is tried as a name."""
+    if _operators(expr) > MAX_OPERATORS:
+        raise ValueError(f"{_operators(expr)} operators and parentheses, more than {MAX_OPERATORS}: not parsed")
     try:
         return promql_parser.parse(parseable(expr))
     except ValueError as err:
@@ -196,15 +205,20 @@ def _kind(node) -> str:
 
 
 def _walk(node, ranged=False, blind=False):
-    """Yield (node, inside a range function, value ignored) for every node."""
-    yield node, ranged, blind
-    kind = _kind(node)
-    for child in _children(node):
-        child_blind = blind or (kind == "AggregateExpr" and str(node.op) in VALUE_BLIND_AGGREGATIONS) or (
-            kind == "Call" and node.func.name in VALUE_BLIND_FUNCTIONS) or (
-            kind == "BinaryExpr" and str(node.op) in ("and", "unless") and child is node.rhs)
-        child_ranged = ranged or (kind == "Call" and node.func.name in RANGE_FUNCTIONS) or kind == "MatrixSelector"
-        yield from _walk(child, child_ranged, child_blind)
+    """Yield (node, inside a range function, value ignored) for every node, parents first (no recursion: a
+    chain of a thousand `+` is a tree a thousand deep)."""
+    stack = [(node, ranged, blind)]
+    while stack:
+        node, ranged, blind = stack.pop()
+        yield node, ranged, blind
+        kind, children = _kind(node), []
+        for child in _children(node):
+            child_blind = blind or (kind == "AggregateExpr" and str(node.op) in VALUE_BLIND_AGGREGATIONS) or (
+                kind == "Call" and node.func.name in VALUE_BLIND_FUNCTIONS) or (
+                kind == "BinaryExpr" and str(node.op) in ("and", "unless") and child is node.rhs)
+            child_ranged = ranged or (kind == "Call" and node.func.name in RANGE_FUNCTIONS) or kind == "MatrixSelector"
+            children.append((child, child_ranged, child_blind))
+        stack.extend(reversed(children))
 
 
 def _unparen(node):
@@ -284,7 +298,9 @@ def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tupl
     try:
         tree = parse(expr)
     except ValueError as err:
-        return [("invalid-promql", f"{str(err).splitlines()[0]}: {' '.join(expr.split())}")]
+        shown = " ".join(expr.split())
+        shown = shown if len(shown) <= 200 else shown[:197] + "..."
+        return [("invalid-promql", f"{str(err).splitlines()[0]}: {shown}")]
     found: list[tuple[str, str]] = []
     nodes = list(_walk(tree))
     exempt = {id(s) for n, _, _ in nodes if _counter_difference(n) for s in _selectors(n)}

@@ -34,8 +34,12 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
         return [(name, None, "invalid-json", f"not UTF-8 text (byte {err.start})")]
     try:
         docs = [json.loads(text)]
+    except RecursionError:
+        return [(name, None, "invalid-json", "nested too deeply to read")]
     except ValueError as err:
-        docs = _manifests(text)
+        docs, why = _manifests(text)
+        if why:
+            return [(name, None, "not-a-dashboard", why)]
         if docs is None:
             conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
             return [(name, None, "invalid-json", f"not JSON: {err}{conflict}")]
@@ -57,18 +61,22 @@ class _NotJson(str):
     """A ConfigMap key whose value does not parse."""
 
 
-def _manifests(text: str) -> list | None:
+def _manifests(text: str) -> tuple[list | None, str]:
     """The documents of a Kubernetes YAML file (ConfigMaps, GrafanaDashboards), a Helm template's with its actions
-    blanked; None when it is not one."""
+    blanked; (None, why) for YAML that holds no Kubernetes resources, (None, "") for text that is not YAML."""
     if "{{" in text and re.search(r"\{\{-?\s*(?:/\*|\.Values|\$|if\b|end\b|include\b|template\b|toYaml\b|`)", text):
         text = _unhelm(text)
     elif text.lstrip()[:1] in ("{", "["):
-        return None
+        return None, ""
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError:
-        return None
-    return docs if docs and all(isinstance(d, dict) and "kind" in d for d in docs) else None
+    except (yaml.YAMLError, RecursionError):
+        return None, ""
+    if docs and all(isinstance(d, dict) and "kind" in d for d in docs):
+        return docs, ""
+    if docs and all(isinstance(d, (dict, list)) for d in docs):
+        return None, "YAML, but no Kubernetes resource (a ConfigMap, GrafanaDashboard or List) holding a dashboard"
+    return None, ""
 
 
 def _unhelm(text: str) -> str:

@@ -380,7 +380,14 @@ BAD_INPUTS = {
                      "not-a-dashboard"),
     "configmap.yaml": (b"apiVersion: v1\nkind: ConfigMap\ndata:\n  a.json: '{'\n  b.txt: x\n", "invalid-json"),
     "empty-configmap.yaml": (b"kind: ConfigMap\ndata: {}\n", "not-a-dashboard"),
-    "prose.yaml": (b"just: some\nyaml: [1, 2]\n", "invalid-json"),
+    "prose.yaml": (b"just: some\nyaml: [1, 2]\n", "not-a-dashboard"),
+    "text.txt": (b"hello world\n", "invalid-json"),
+    "deep.json": (b"[" * 100_000 + b"]" * 100_000, "invalid-json"),
+    "deep-panels.json": (b'{"panels": [' + b'{"panels": [' * 3000 + b"]}" * 3000 + b"]}", "invalid-json"),
+    "deep-query.json": (json.dumps({"schemaVersion": 41, "panels": [{"type": "timeseries", "title": "t", "targets": [
+        {"expr": "(" * 900 + "up" + ")" * 900}, {"expr": "+".join(["up"] * 900)},       # parsed, walked
+        {"expr": "-" * 20_000 + "up"}, {"expr": "(" * 20_000 + "up" + ")" * 20_000},   # promql-parser segfaults
+        {"expr": "+".join(["up"] * 20_000)}]}]}).encode(), "invalid-promql"),
     "v1-resource.json": (json.dumps({"apiVersion": "dashboard.grafana.app/v1beta1", "kind": "Dashboard", "spec": {
         "schemaVersion": 41, "panels": [{"type": "graph", "title": "t", "targets": []}]}}).encode(), "angular-panel"),
     "odd-shapes.json": (json.dumps({"schemaVersion": "x", "rows": "x", "__inputs": 1, "templating": {"list": [1]},

@@ -136,7 +136,10 @@ def _unwrap(doc) -> tuple[dict, str]:
                 return {}, f"a {doc.get('kind')} that points at {what} {_short(where)}: lint that dashboard"
         doc = spec
     if isinstance(doc.get("elements"), dict) and "panels" not in doc:       # schema v2 (Grafana 12+): its JSON model
-        return from_v2(doc), ""
+        try:
+            return from_v2(doc), ""
+        except RecursionError:
+            return {}, "a schema v2 layout nested too deeply to read"
     if not any(key in doc for key in ("panels", "rows", "templating", "schemaVersion")):
         return {}, "no panels, rows, templating or schemaVersion: not a Grafana dashboard"
     return doc, ""

@@ -404,17 +404,30 @@ def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
     return found
 
 
+def _averaged(node):
+    """The nodes whose values an aggregation adds up: not those below a `bool` comparison, whose 0s and 1s it
+    counts (`avg(x_sum / x_count > bool 1)` is the share of slow series, no average of ratios)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if _kind(node) == "BinaryExpr" and node.modifier is not None and node.modifier.return_bool:
+            continue
+        yield node
+        stack.extend(_children(node))
+
+
 def _average_of_ratios(node) -> list[tuple[str, str]]:
-    inner = list(_walk(node.expr))
-    divisions = [n for n, _, _ in inner if _kind(n) == "BinaryExpr" and str(n.op) == "/"]
+    inner = list(_averaged(node.expr))
+    # one series over another; over a number (`/ 100`) is scaling, not a ratio
+    divisions = [n for n in inner if _kind(n) == "BinaryExpr" and str(n.op) == "/" and _selectors(n.lhs)
+                 and _selectors(n.rhs)]
     if str(node.op) == "sum":
         means = [d for d in divisions if any(s.name.endswith("_sum") for s in _selectors(d.lhs))
                  and any(s.name.endswith("_count") for s in _selectors(d.rhs))]
         return [("average-of-ratios", "sum() of per-series means (_sum / _count) adds averages up: neither a total "
                                       "nor a mean; divide sums instead, sum(rate(x_sum)) / sum(rate(x_count))")
                 ] if means else []
-    gauge = any(_kind(n) == "VectorSelector" and canonical(n.name or "")[0] in known().ratio_gauges
-                for n, _, _ in inner)
+    gauge = any(_kind(n) == "VectorSelector" and canonical(n.name or "")[0] in known().ratio_gauges for n in inner)
     if divisions or gauge:
         return [("average-of-ratios", "avg() of ratios weighs a quiet engine like a busy one: divide sums "
                                       "instead, sum(rate(a)) / sum(rate(b))")]

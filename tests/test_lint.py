@@ -102,6 +102,14 @@ QUERY_CASES = [
      {}, "average-of-ratios", True),
     ("vLLM kv_cache dashboard: Mean KV cache usage", 'avg(vllm:kv_cache_usage_perc{job=~"$job"})', {},
      "average-of-ratios", False),
+    ("constructed: mean GPU-Util as 0-1, a division by a number is scaling", "avg(DCGM_FI_DEV_GPU_UTIL / 100)",
+     {"unit": "percentunit"}, "average-of-ratios", False),
+    ("constructed: the share of pods whose mean is over 1 s (a bool comparison's 0s and 1s)",
+     "avg(rate(vllm:e2e_request_latency_seconds_sum[5m]) / rate(vllm:e2e_request_latency_seconds_count[5m]) "
+     "> bool 1)", {}, "average-of-ratios", False),
+    ("constructed: the number of pods whose mean is over 1 s",
+     "sum(rate(vllm:e2e_request_latency_seconds_sum[5m]) / rate(vllm:e2e_request_latency_seconds_count[5m]) "
+     "> bool 1)", {}, "average-of-ratios", False),
     # rate-over-interval
     ("vllm performance_statistics: TTFT Over Time", "rate(vllm:time_to_first_token_seconds_sum[$__interval]) / "
      "rate(vllm:time_to_first_token_seconds_count[$__interval])", {"unit": "s"}, "rate-over-interval", True),

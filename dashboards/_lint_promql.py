@@ -349,30 +349,32 @@ def _respelling(name: str):
 
 
 def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
-    spelled, source = canonical(name)
-    if source == "vocabulary" and not panel.vocabulary:
-        source = None
-    if not name.endswith(COUNTER_SUFFIXES) or {name, spelled} & known().gauges or \
-            name.startswith(known().state_counters):
+    if not _is_counter(name, panel):
         return []
-    if source is None and (":" in name or panel.type not in TIME_PLOTS):   # a recording rule; a table of totals
-        return []
-    if source is None and name.endswith("_total") and name not in panel.rated:
-        return []     # someone else's `_total` the dashboard never rates: maybe a gauge (semantic-router's entries)
+    if _source(name, panel) is None and (":" in name or panel.type not in TIME_PLOTS):
+        return []                                        # a recording rule; someone else's table of totals
     what = f"{_base(name)}_bucket/_sum/_count are counters" if name.endswith(HISTOGRAM_SUFFIXES) \
         else f"{name} is a counter"
     return [("counter-without-rate", f"{what}: plotted raw, a lifetime total since the process started; "
                                      "use rate() or increase()")]
 
 
+def _source(name: str, panel: PanelContext) -> str | None:
+    """The source judging `name` on this dashboard: an `llm_` name is ours only where the dashboard uses our
+    vocabulary (semantic-router has its own `llm_` names)."""
+    source = canonical(name)[1]
+    return None if source == "vocabulary" and not panel.vocabulary else source
+
+
 def _is_counter(name: str, panel: PanelContext) -> bool:
     """A counter by its name: an engine's or our `_total`, any histogram series, someone else's `_total` that the
-    dashboard rates elsewhere; never a gauge named like a counter."""
-    spelled, source = canonical(name)
+    dashboard rates elsewhere (else it may be a gauge: semantic-router's `llm_cache_entries_total`); never a gauge
+    named like a counter."""
     table = known()
-    if not name.endswith(COUNTER_SUFFIXES) or {name, spelled} & table.gauges or name.startswith(table.state_counters):
+    if not name.endswith(COUNTER_SUFFIXES) or {name, canonical(name)[0]} & table.gauges or \
+            name.startswith(table.state_counters):
         return False
-    return source is not None or name.endswith(HISTOGRAM_SUFFIXES) or name in panel.rated
+    return _source(name, panel) is not None or name.endswith(HISTOGRAM_SUFFIXES) or name in panel.rated
 
 
 def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:

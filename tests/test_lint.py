@@ -260,6 +260,7 @@ def test_an_instant_query_of_totals_is_a_snapshot_even_in_a_bar_chart():
 def test_a_total_of_unknown_software_is_a_counter_only_where_the_dashboard_rates_it():
     # vllm-project/semantic-router "Cache Items by Backend": llm_cache_entries_total is a GaugeVec (cache_metrics.go)
     assert "counter-without-rate" not in _rules(_board("llm_cache_entries_total"))
+    assert "counter-without-rate" not in _rules(_board("deriv(llm_cache_entries_total[10m])"))  # a gauge's slope
     # the same dashboard rating the name elsewhere says the author knows it is a counter
     assert "counter-without-rate" in _rules(_board("http_requests_total", "sum(rate(http_requests_total[5m]))"))
     # histogram series are counters whoever exports them (OPEA's "TGI Request Queue": tgi_request_duration_count)

@@ -507,6 +507,8 @@ def _missing_as_good(tree, panel: PanelContext) -> list[tuple[str, str]]:
     rhs = _unparen(top.rhs)
     if _kind(rhs) != "Call" or rhs.func.name != "vector" or _kind(_unparen(rhs.args[0])) != "NumberLiteral":
         return []
+    if all(s.name == "up" for s in _selectors(top.lhs)):      # Prometheus writes `up` for every target it scrapes:
+        return []                                           # `count(up == 0)` is empty when none is down, not missing
     value = _unparen(rhs.args[0]).val
     good = (value == 0 and BAD_THINGS.search(panel.title)) or (value in (1, 100) and GOOD_THINGS.search(panel.title)
                                                                 and not BAD_THINGS.search(panel.title))

@@ -177,6 +177,8 @@ QUERY_CASES = [
      "sum(increase(llm_model_requests_total[$__range])) / (sum(increase(llm_model_requests_total[$__range])) + "
      "(sum(increase(llm_request_errors_total[$__range])) or vector(0))) * 100",
      {"type": "stat", "title": "Success Rate", "unit": "percent"}, "missing-as-good", False),
+    ("constructed: failed targets, count() of up == 0 is empty when none is down and up is never missing",
+     'count(up{job="vllm"} == 0) or vector(0)', {"type": "stat", "title": "Failed targets"}, "missing-as-good", False),
     ("aibrix ModelClaim: Desired Replicas (not a good-or-bad quantity)",
      'sum(aibrix_modelclaim_desired_replicas{model=~"$model"}) or vector(0)', {"type": "stat",
                                                                               "title": "Desired Replicas"},

@@ -309,7 +309,8 @@ def _ignored_variables(variables: dict, panels: list[_Panel]):
                     groups.add(("source", source) if wide else ("metric", metric))
             if any(set(used) & narrowing for _, _, used in panel.filters):       # any use counts as using it
                 users.append(panel)
-        ignoring = [p for p in panels if p not in users and any(
+        using = {id(p) for p in users}                 # by identity: comparing panels by value is quadratic
+        ignoring = [p for p in panels if id(p) not in using and any(
             ("source", source) in groups or ("metric", metric) in groups for metric, source, _ in p.filters)]
         if users and len(ignoring) >= 2 * len(users):         # two thirds of them or more
             found.append((f"variable {name}", "ignored-variable",

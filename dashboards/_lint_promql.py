@@ -178,8 +178,10 @@ def _operators(expr: str) -> int:
     return len(re.findall(r"[-+*/%^(]|\b(?:and|or|unless)\b", bare))
 
 
+@lru_cache(maxsize=4096)
 def parse(expr: str):
-    """The expression's syntax tree; a variable that stands for a label (`by ($group)`) is tried as a name."""
+    """The expression's syntax tree; a variable that stands for a label (`by ($group)`) is tried as a name. Cached:
+    each query is read four times (names, rated names, filters, findings). Never change the tree it returns."""
     if _operators(expr) > MAX_OPERATORS:
         raise ValueError(f"{_operators(expr)} operators and parentheses, more than {MAX_OPERATORS}: not parsed")
     try:

@@ -45,6 +45,7 @@ RULES = ("counter-without-rate", "quantile-without-le", "sum-rate-as-latency", "
          "deprecated-metric", "unknown-metric", "invalid-promql",
          "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource", "undefined-variable",
          "unused-variable", "ignored-variable", "invalid-json", "not-a-dashboard")
+FILE_RULES = ("invalid-json", "not-a-dashboard")        # about the file, not a dashboard in it
 ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel",
            "grafana-clock-panel"}
 BUILTIN_VARIABLES = re.compile(r"__\w*|timeFilter|interval|\d\w*")
@@ -67,14 +68,14 @@ class Finding:
 
     def __str__(self) -> str:
         where = self.panel if self.panel.startswith("variable ") else f'panel "{self.panel}"' if self.panel \
-            else "dashboard"
+            else "file" if self.rule in FILE_RULES else "dashboard"
         return f"{self.file}: {where}: {self.rule}: {self.message}"
 
 
 def lint_file(path) -> list[Finding]:
     """Lint one file: dashboard JSON (classic or schema v2), or Kubernetes YAML holding dashboards (a ConfigMap's
-    `*.json` keys, a GrafanaDashboard, a Helm template of them). Anything that is not a dashboard is a finding,
-    never an exception."""
+    `*.json` keys, a GrafanaDashboard, a Helm template of them); every such file of a folder; standard input for
+    `-`. Anything that is not a dashboard is a finding, never an exception."""
     found = []
     for label, board, rule, problem in read_dashboards(path):
         if board is None:

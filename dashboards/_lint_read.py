@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import yaml
 
-__all__ = ["read_dashboards", "from_v2"]
+__all__ = ["read_dashboards", "from_v2", "SUFFIXES"]
+
+SUFFIXES = (".json", ".yaml", ".yml")                   # what a folder given to lint is searched for
 
 
 def _dicts(value) -> list[dict]:
@@ -24,10 +27,17 @@ def _text(value) -> str:
 
 def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
     """(label, classic dashboard, "", "") per dashboard in the file, or (label, None, rule, why) where there is
-    none: `invalid-json`, `not-a-dashboard`. A ConfigMap key is labelled file:key."""
-    name = str(path)
+    none: `invalid-json`, `not-a-dashboard`. A ConfigMap key is labelled file:key. A folder is read file by file
+    (its *.json, *.yaml and *.yml, below it too, hidden folders aside), passing over files that are no dashboard
+    (package.json, values.yaml) but not those that do not parse; `-` is standard input."""
+    if str(path) != "-" and Path(path).is_dir():
+        found = [found for file in _dashboard_files(Path(path)) for found in read_dashboards(file)]
+        return [f for f in found if f[2] != "not-a-dashboard" or " points at " in f[3]] or [
+            (str(path), None, "not-a-dashboard", "a folder with no dashboard in a .json, .yaml or .yml file")]
+    name = "<stdin>" if str(path) == "-" else str(path)
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        text = data.decode("utf-8-sig")
     except OSError as err:
         return [(name, None, "not-a-dashboard", f"cannot read it: {err.strerror or err}")]
     except UnicodeDecodeError as err:
@@ -55,6 +65,11 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
             (pointers if " points at " in problem else found).append((label, None, "not-a-dashboard", problem))
     boards = any(board is not None for _, board, _, _ in found)
     return found + (pointers if not boards else [])   # a GrafanaDashboard beside the ConfigMap it points at
+
+
+def _dashboard_files(folder: Path) -> list[Path]:
+    return sorted(file for file in folder.rglob("*") if file.suffix in SUFFIXES and file.is_file()
+                  and not any(part.startswith(".") for part in file.relative_to(folder).parts))
 
 
 class _NotJson(str):

@@ -47,7 +47,8 @@ def build(sources: Sources = None,
 
 @dashboards_app.command()
 def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
-                                                     help="Dashboard JSON files (anyone's).")]):
+                                                     help="Anyone's dashboards: JSON (classic or schema v2) or "
+                                                          "Kubernetes YAML files, folders of them, - for stdin.")]):
     """Flag dashboard anti-patterns: raw counters, quantiles without `by (le)`, stale metric names, ...
 
     \b

@@ -420,6 +420,30 @@ def test_inputs_that_are_not_dashboards_are_one_line_findings(tmp_path):
     assert all(line.count(": ") >= 3 for line in proc.stdout.splitlines())
 
 
+def test_a_folder_is_linted_file_by_file_and_stdin_as_one(tmp_path):
+    board = json.dumps(_board("vllm:num_preemptions_total"))
+    (tmp_path / "a.json").write_text(board)
+    (tmp_path / "team" / "b").mkdir(parents=True)
+    (tmp_path / "team" / "b" / "c.yml").write_text("kind: ConfigMap\ndata:\n  c.json: '" + board + "'\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "d.json").write_text("[]")                    # hidden: not read
+    (tmp_path / "notes.md").write_text("# not a dashboard")             # another suffix: not read
+    (tmp_path / "package.json").write_text('{"name": "x"}')             # no dashboard: passed over
+    (tmp_path / "values.yaml").write_text("replicas: 2\n")
+    assert sorted((f.file, f.rule) for f in lint_file(tmp_path)) == [
+        (str(tmp_path / "a.json"), "counter-without-rate"),
+        (f"{tmp_path / 'team' / 'b' / 'c.yml'}:c.json", "counter-without-rate")]
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "values.yaml").write_text("replicas: 2\n")
+    assert [str(f) for f in lint_file(tmp_path / "none")] == [
+        f"{tmp_path / 'none'}: file: not-a-dashboard: a folder with no dashboard in a .json, .yaml or .yml file"]
+    (tmp_path / "broken.json").write_text('{"panels": [')                # does not parse: reported
+    assert "invalid-json" in {f.rule for f in lint_file(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "lint", "-"], input=board,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout.startswith('<stdin>: panel "p": counter-without-rate: ')
+
+
 ODD_VALUES = [None, 1, 2.5, "x", "$v", "${a b}", [], {}, [1, None], {"a": None}, True, "sum(", "[[x]]", "$__interval"]
 
 

@@ -20,7 +20,7 @@ from inferwatch.mappings import sanitized
 from inferwatch.triage import Connection, load_signals, plot_report, render_text, to_json, triage
 from inferwatch.triage._plot import _series
 from triage_tools import (FIXTURES, HOUR_MS, hour_windows, load_manifest, own_names, read_recording, relabeled,
-                          series_prometheus, shifted, used_names)
+                          series_of, series_prometheus, shifted, times, used_names)
 
 pytestmark = [pytest.mark.xdist_group("triage-shapes"),
               pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
@@ -28,13 +28,17 @@ pytestmark = [pytest.mark.xdist_group("triage-shapes"),
 
 MANIFEST = load_manifest()
 KINDS = MANIFEST["models"]
-HOURS = {"deployments": 1, "labels": 2, "spellings": 3, "reference": 4}
+HOURS = {"deployments": 1, "labels": 2, "spellings": 3, "reference": 4, "edges": 5}
 LLAMA = "llama-3-8b"
 HF, HF_LOWER = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/llama-3.1-8b-instruct"
 # the model each unit of the "deployments" hour was recorded as, and so its kind
 DEPLOYED = {f"{LLAMA} (namespace=a)": "m-queueing", f"{LLAMA} (namespace=b)": "m-doubling",
             f"{LLAMA} (cluster=west, namespace=a)": "m-kv-pressure", HF: "m-long-prompts", HF_LOWER: "m-quiet"}
 ENGINES = ("m-queueing", "m-kv-pressure", "m-errors", "m-doubling")   # vLLM but m-errors (SGLang)
+ODD = "mistral (namespace=x)"      # a model name that reads like a unit name
+# the "edges" hour: the unit each model was recorded as, and so its kind (None: not enough data)
+EDGES = {f"{LLAMA} (cluster=west, namespace=a)": "m-queueing", f"{LLAMA} (namespace=b)": None,
+         "qwen (namespace=)": "m-quiet", "qwen (namespace=b)": "m-kv-pressure", ODD: "m-long-prompts"}
 COUNTED = ("request_rate", "generation_throughput", "running", "waiting", "engine_series")   # doubled if read twice
 
 
@@ -51,6 +55,32 @@ def _deployed(series: list[dict], model: str, name: str, **where: str) -> list[d
                 labels[key] = labels[key].replace(model, name)
         return labels | where
     return relabeled(_of(series, model), change)
+
+
+def _from(series: list[dict], ms: int) -> list[dict]:
+    """The samples at or after `ms`: a deployment that started then."""
+    out = []
+    for s in series:
+        kept = [(t, v) for t, v in zip(times(s), s["v"]) if t >= ms]
+        if kept:
+            out.append(series_of(s["labels"], [t for t, _ in kept], [v for _, v in kept]))
+    return out
+
+
+def _edges(recording: list[dict]) -> list[dict]:
+    """llama-3-8b in cluster west, whose front door is scraped without the cluster label (by a central
+    Prometheus), and in namespace b from the incident's start on only; qwen in namespace b and in no namespace at
+    all (a static scrape config); a model whose name reads like a unit name."""
+    def engine_in_west(labels):
+        return labels | ({} if labels["__name__"].startswith("llm_frontdoor_") else {"cluster": "west"})
+
+    def no_namespace(labels):
+        return {key: value for key, value in labels.items() if key != "namespace"}
+    return (relabeled(_deployed(recording, "m-queueing", LLAMA, namespace="a"), engine_in_west)
+            + _from(_deployed(recording, "m-doubling", LLAMA, namespace="b"), MANIFEST["incident"]["start"] * 1000)
+            + relabeled(_deployed(recording, "m-quiet", "qwen"), no_namespace)
+            + _deployed(recording, "m-kv-pressure", "qwen", namespace="b")
+            + _deployed(recording, "m-long-prompts", ODD))
 
 
 def _model_label(series: list[dict], model: str, value: str | None = None) -> list[dict]:
@@ -92,6 +122,7 @@ def prom(tmp_path_factory):
         + [s for s in own["m-errors"] if not s["labels"]["__name__"].startswith("sglang:")]
         + _sanitized(own["m-errors"]) + own["m-doubling"],
         "reference": [s for model in ENGINES for s in own[model]],
+        "edges": _edges(recording),
     }
     everything = [s for name, series in hours.items() for s in shifted(series, HOURS[name] * HOUR_MS)]
     with series_prometheus(everything, tmp_path_factory.mktemp("triage-shapes")) as base:
@@ -181,3 +212,17 @@ def test_colon_names_and_their_sanitized_copies_are_counted_once(prom, reference
     for verdict in report.verdicts:       # m-errors is read from its sanitized names alone
         assert [f.kind for f in verdict.findings][:1] == _expected(KINDS[verdict.model]), verdict
     _assert_counted_once(report, reference)
+
+
+
+@pytest.fixture(scope="module")
+def edges(prom):
+    incident, baseline = hour_windows(MANIFEST, HOURS["edges"])
+    return {v.unit: v for v in triage(Connection(prom), incident, baseline).verdicts}
+
+
+def test_series_without_the_cluster_label_go_with_the_one_deployment_their_labels_agree_with(edges):
+    unit = edges[f"{LLAMA} (cluster=west, namespace=a)"]      # its front door is scraped without `cluster`
+    assert [f.kind for f in unit.findings][:1] == ["queueing"]
+    assert unit.incident["door_ttft_mean"].value > 0.5 and unit.incident["door_series"].value == 1
+    assert f"{LLAMA} (namespace=a)" not in edges

@@ -36,8 +36,10 @@ def _deployment(row) -> tuple[tuple[str, str], ...]:
     return tuple((label, value) for label, value in zip(DEPLOYMENT, row) if value)
 
 
-def _split_models(frames) -> set[str]:
-    """The models whose engine series are in more than one deployment at one step, in any window."""
+def _engine_deployments(frames) -> dict[str, set[tuple[str, ...]]]:
+    """{model: the deployments (DEPLOYMENT values) of its engine series} for the models whose engine series are
+    in more than one deployment at one step, in any window: the models to split."""
+    seen: dict[str, set[tuple[str, ...]]] = {}
     split: set[str] = set()
     for frame in frames:
         if frame is None or not len(frame) or not set(DEPLOYMENT) <= set(frame.columns):
@@ -47,15 +49,28 @@ def _split_models(frames) -> set[str]:
             continue
         at_once = rows.groupby(["model", "t"], sort=False)[list(DEPLOYMENT)].nunique().max(axis=1)
         split |= set(at_once[at_once > 1].index.get_level_values(0))
-    return split
+        for model, *labels in rows[["model", *DEPLOYMENT]].drop_duplicates().itertuples(index=False):
+            seen.setdefault(model, set()).add(tuple(labels))
+    return {model: seen[model] for model in split}
 
 
-def _renamed(frame, split: set[str], units: dict[str, Unit]):
-    """A copy of `frame` whose rows of the split models carry their unit's name; `units` learns each unit."""
+def _home(labels: tuple[str, ...], engines: set[tuple[str, ...]]) -> tuple[str, ...]:
+    """The engine deployment that series with deployment `labels` belong to: their own, else the one engine
+    deployment that agrees with every label they carry (a front door scraped without `cluster` by a central
+    Prometheus), else their own (none agrees, or several do: a front door with no labels before two)."""
+    if labels in engines:
+        return labels
+    agree = [d for d in engines if all(not value or value == mine for value, mine in zip(labels, d))]
+    return agree[0] if len(agree) == 1 else labels
+
+
+def _renamed(frame, engines: dict[str, set[tuple[str, ...]]], units: dict[str, Unit]):
+    """A copy of `frame` whose rows of the split models (`engines`) carry their unit's name; `units` learns each
+    unit."""
     import numpy as np
     import pandas as pd
 
-    mine = frame["model"].isin(split).to_numpy()
+    mine = frame["model"].isin(engines).to_numpy()
     if not mine.any():
         return frame
     frame = frame.copy()
@@ -63,7 +78,7 @@ def _renamed(frame, split: set[str], units: dict[str, Unit]):
     distinct = keys.unique()
     names = np.empty(len(distinct), dtype=object)
     for i, (model, *labels) in enumerate(distinct):
-        deployment = _deployment(labels)
+        deployment = _deployment(_home(tuple(labels), engines[model]))
         names[i] = unit_name(model, deployment)
         units[names[i]] = (model, deployment)
     frame.loc[mine, "model"] = names[distinct.get_indexer(keys)]
@@ -73,7 +88,7 @@ def _renamed(frame, split: set[str], units: dict[str, Unit]):
 def split_deployments(frames) -> tuple[list, dict[str, Unit]]:
     """The frames with `model` holding each row's unit name, and {unit name: (model, deployment labels)} for
     every unit with rows."""
-    split = _split_models(frames)
+    engines = _engine_deployments(frames)
     out, units = [], {}
     for frame in frames:
         if frame is None or not len(frame):
@@ -81,8 +96,8 @@ def split_deployments(frames) -> tuple[list, dict[str, Unit]]:
             continue
         for model in frame["model"].unique():
             units.setdefault(model, (model, ()))
-        if split and set(DEPLOYMENT) <= set(frame.columns):
-            frame = _renamed(frame, split, units)
+        if engines and set(DEPLOYMENT) <= set(frame.columns):
+            frame = _renamed(frame, engines, units)
         out.append(frame)
     used = {m for frame in out if frame is not None and len(frame) for m in frame["model"].unique()}
     return out, {name: unit for name, unit in units.items() if name in used}

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, replace
 
 from inferwatch.dashboards._lint_read import _dicts, _text, from_v2, read_dashboards
-from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, PanelContext, known, le_text,
+from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, VARIABLE, PanelContext, known, le_text,
                                                 metric_names, query_findings, rated_names, selector_filters)
 
 __all__ = ["Finding", "lint_dashboard", "lint_file", "RULES", "from_v2"]
@@ -56,7 +56,6 @@ FILTER_VARIABLES = {"query"}                  # label_values() filters; custom o
 NOT_FILTERS = {"le", "quantile", "__name__"}
 ENGINE_SOURCES = {"vllm", "sglang", "ray_vllm"}
 TARGET_LABELS = {"job", "instance", "pod", "namespace", "cluster", "service", "node", "container", "endpoint"}
-_VARIABLE = re.compile(r"(?<!\$)\$\{([^}:.]+)(?:[:.][^}]*)?\}|(?<!\$)\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")  # not $$hashKey
 
 
 @dataclass(frozen=True)
@@ -99,9 +98,15 @@ def _panels(board: dict):
         yield from _dicts(old_row.get("panels"))
 
 
+def _field_config(panel: dict, key: str):
+    """fieldConfig.defaults or .overrides of a panel, None where a mangled export has something else there."""
+    config = panel.get("fieldConfig")
+    return config.get(key) if isinstance(config, dict) else None
+
+
 def _unit(panel: dict) -> str:
-    defaults = (panel.get("fieldConfig") or {}).get("defaults") if isinstance(panel.get("fieldConfig"), dict) else {}
-    unit = (defaults or {}).get("unit") if isinstance(defaults, dict) else None
+    defaults = _field_config(panel, "defaults")
+    unit = defaults.get("unit") if isinstance(defaults, dict) else None
     if not unit and _dicts(panel.get("yaxes")):                             # Angular graph
         unit = _dicts(panel.get("yaxes"))[0].get("format")
     if not unit:
@@ -110,13 +115,12 @@ def _unit(panel: dict) -> str:
 
 
 def _overrides_unit(panel: dict) -> bool:
-    overrides = (panel.get("fieldConfig") or {}).get("overrides") if isinstance(panel.get("fieldConfig"), dict) else []
-    return "unit" in json.dumps(overrides or [])
+    return "unit" in json.dumps(_field_config(panel, "overrides") or [])
 
 
 def _uses(value) -> set[str]:
     text = value if isinstance(value, str) else json.dumps(value)
-    return {(a or b or c).strip() for a, b, c in _VARIABLE.findall(text)}
+    return {(a or b or c).strip() for a, b, c in VARIABLE.findall(text)}
 
 
 def _datasource_kind(ds, variables: dict) -> str:
@@ -225,8 +229,8 @@ def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: lis
 
 def _no_value(panel: dict, title: str) -> list[tuple[str, str]]:
     """A "No value" text of 0 on errors or latency: a dead engine reads as no errors."""
-    config = panel.get("fieldConfig") if isinstance(panel.get("fieldConfig"), dict) else {}
-    defaults = config.get("defaults") if isinstance(config.get("defaults"), dict) else {}
+    defaults = _field_config(panel, "defaults")
+    defaults = defaults if isinstance(defaults, dict) else {}
     shown = str(defaults.get("noValue", "")).strip().rstrip("%").strip()
     if shown in ("0", "0.0") and BAD_THINGS.search(title) and _dicts(panel.get("targets")):
         return [(title, "missing-as-good", f'"No value" reads {defaults["noValue"]!r}: when the series are missing '

@@ -21,7 +21,7 @@ import yaml
 from inferwatch.dashboards._build import HERE
 
 __all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "rated_names", "selector_filters",
-           "parse", "le_text", "PYTHON_SOURCES", "BAD_THINGS"]
+           "parse", "le_text", "PYTHON_SOURCES", "BAD_THINGS", "VARIABLE"]
 
 RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
 RATE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv"}
@@ -41,26 +41,23 @@ LATENCY_WORDS = re.compile(r"latency|time|duration|ttft|tpot|itl", re.IGNORECASE
 INTERVAL_SENTINEL = timedelta(milliseconds=299_999)
 RANGE_SENTINEL = timedelta(milliseconds=299_998)
 COUNTING_FUNCTIONS = {"rate", "irate", "increase"}           # only for counters; delta() and deriv() are for gauges
-# Grafana unit ids by what they expect: a DCGM field whose natural unit is not among the right ones is mis-scaled
-UNIT_FAMILIES = {
-    "percent": ({"percent"}, {"percentunit"}),                       # 0-100
-    "ratio": ({"percentunit"}, {"percent"}),                         # 0-1
-    "MiB": ({"mbytes", "decmbytes"}, {"bytes", "decbytes", "kbytes", "deckbytes", "gbytes", "decgbytes", "bits",
-                                      "decbits"}),
-    "MHz": (set(), {"hertz"}),
-    "W": ({"watt"}, {"mwatt", "kwatt"}),
+# a DCGM field's unit (engine-metrics.yaml dcgm_units) -> Grafana unit ids of another scale, and what is right
+WRONG_UNITS = {
+    "percent": ({"percentunit"}, "use the unit percent (0-100), or divide by 100"),
+    "ratio": ({"percent"}, "use the unit percentunit (0.0-1.0), or multiply by 100"),
+    "MiB": ({"bytes", "decbytes", "kbytes", "deckbytes", "gbytes", "decgbytes", "bits", "decbits"},
+            "use the unit mbytes (MiB), or multiply by 1048576 for bytes"),
+    "MHz": ({"hertz"}, "multiply by 1e6 for hertz, or use the custom unit suffix:MHz"),
+    "W": ({"mwatt", "kwatt"}, "use the unit watt"),
 }
-RIGHT_UNIT = {"percent": "use the unit percent (0-100), or divide by 100",
-              "ratio": "use the unit percentunit (0.0-1.0), or multiply by 100",
-              "MiB": "use the unit mbytes (MiB), or multiply by 1048576 for bytes",
-              "MHz": "multiply by 1e6 for hertz, or use the custom unit suffix:MHz", "W": "use the unit watt"}
 # a fallback of `or vector(c)` is the good value for panels named like these
 BAD_THINGS = re.compile(r"fail|error|reject|drop|timeout|abort|preempt|evict|5xx|restart|violation|latency|ttft|"
                         r"tpot|queue|waiting|pending", re.IGNORECASE)
 GOOD_THINGS = re.compile(r"success|availab|healthy|ready|uptime|hit.?rat|attain|\bup\b", re.IGNORECASE)
 MAX_OPERATORS = 1000                                # real queries have tens; the parser segfaults past ~4000
 PYTHON_SOURCES = {"vllm", "sglang"}                 # prometheus_client writes le as a Python float: "2.0", "+Inf"
-_VARIABLE = re.compile(r"\$\{([^}:]+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
+# a Grafana variable: ${name}, ${name:format}, ${name.field}, $name, [[name]], not $$hashKey; the name in group 1-3
+VARIABLE = re.compile(r"(?<!\$)\$\{([^}:.]+)(?:[:.][^}]*)?\}|(?<!\$)\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
 
 
 @dataclass(frozen=True)
@@ -168,7 +165,7 @@ def parseable(expr: str, bare: str = "1") -> str:
         return "iw_var" if re.match(r"[\w:{]", after) or re.match(r"[\w:]", before) else bare
     out = []
     for part in re.split(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`)', expr):
-        out.append(part if part[:1] in ('"', "'", "`") else _VARIABLE.sub(one, part))
+        out.append(part if part[:1] in ('"', "'", "`") else VARIABLE.sub(one, part))
     return "".join(out)
 
 
@@ -261,7 +258,7 @@ def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
     for selector in _selectors(tree):
         matchers = list(selector.matchers.matchers) + [m for group in selector.matchers.or_matchers or []
                                                        for m in group]
-        used = {(a or b or c).strip(): m.name for m in matchers for a, b, c in _VARIABLE.findall(m.value or "")}
+        used = {(a or b or c).strip(): m.name for m in matchers for a, b, c in VARIABLE.findall(m.value or "")}
         spelled, source = canonical(selector.name)
         if source == "ray":                              # Ray's copies of vLLM's metrics, not Ray Serve's own ray_*
             source = "ray_vllm"
@@ -280,6 +277,14 @@ def _drops_le(node) -> bool:
     if modifier is None:
         return True
     return ("le" in modifier.labels) != ("By" in str(modifier.type))
+
+
+def _below_aggregations(node):
+    """What `sum by (...) (max(...))` aggregates: the node a panel's values come from, unit and all."""
+    node = _unparen(node)
+    while _kind(node) == "AggregateExpr":
+        node = _unparen(node.expr)
+    return node
 
 
 def _numeric_scaling(tree) -> bool:
@@ -357,7 +362,7 @@ def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
         return []                                        # a recording rule; someone else's table of totals
     what = f"{_base(name)}_bucket/_sum/_count are counters" if name.endswith(HISTOGRAM_SUFFIXES) \
         else f"{name} is a counter"
-    return [("counter-without-rate", f"{what}: plotted raw, a lifetime total since the process started; "
+    return [("counter-without-rate", f"{what}: shown raw, a lifetime total since the process started; "
                                      "use rate() or increase()")]
 
 
@@ -472,9 +477,7 @@ def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     if shown and natural and shown != natural:
         found.append(("unit-mismatch", f"the query gives {_unit_name(natural)} but the panel unit is "
                                        f"{panel.unit!r}: set the unit to {_unit_name(natural)!r} or scale the query"))
-    top = _unparen(tree)
-    while _kind(top) == "AggregateExpr":
-        top = _unparen(top.expr)
+    top = _below_aggregations(tree)
     if _kind(top) == "Call" and top.func.name in ("rate", "irate") and _kind(top.args[0]) == "MatrixSelector":
         name = top.args[0].vector_selector.name or ""
         says_tokens = "tok" in panel.unit.lower() or "token" in panel.title.lower()
@@ -487,16 +490,13 @@ def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
 def _dcgm_unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     """A DCGM field shown as it is (aggregated at most) in a unit of another scale: MiB as bytes, MHz as Hz, a
     0-1 ratio as percent."""
-    top = _unparen(tree)
-    while _kind(top) == "AggregateExpr":
-        top = _unparen(top.expr)
+    top = _below_aggregations(tree)
     if _kind(top) != "VectorSelector" or not top.name:
         return []
     natural = known().dcgm_units.get(top.name)
-    right, wrong = UNIT_FAMILIES.get(natural, (set(), set()))
+    wrong, right = WRONG_UNITS.get(natural, (set(), ""))
     if panel.unit in wrong:
-        return [("unit-mismatch", f"{top.name} is in {natural} but the panel unit is {panel.unit!r}: "
-                                  f"{RIGHT_UNIT[natural]}")]
+        return [("unit-mismatch", f"{top.name} is in {natural} but the panel unit is {panel.unit!r}: {right}")]
     return []
 
 

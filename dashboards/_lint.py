@@ -246,19 +246,30 @@ def _variable_findings(board: dict, variables: dict, inputs: set[str], panels: l
     everywhere = _uses({k: v for k, v in board.items() if k != "templating"}) | _uses(list(definitions.values()))
     everywhere |= {_text(p.get("repeat")) for p in _panels(board)} | {_text(r.get("repeat"))
                                                                     for r in _dicts(board.get("rows"))}
-    referenced = set().union(*(p.uses for p in panels)) if panels else set()
-    referenced |= _uses([board.get("title"), board.get("links")])
-    for var in variables.values():
-        referenced |= _uses([var.get("query"), var.get("definition"), var.get("datasource")])
+    referenced: dict[str, list[str]] = {}                  # variable -> where it is referenced
+    places = [(f'panel "{p.title}"', p.uses) for p in panels] + [
+        ("the dashboard title or links", _uses([board.get("title"), board.get("links")]))] + [
+        (f"variable {name}", _uses([var.get("query"), var.get("definition"), var.get("datasource")]))
+        for name, var in variables.items()]
+    for place, names in places:
+        for name in names:
+            referenced.setdefault(name, []).append(place)
     defined = set(variables) | inputs
-    for name in sorted(referenced - defined):
+    for name in sorted(set(referenced) - defined):
         if name and not BUILTIN_VARIABLES.fullmatch(name) and re.fullmatch(r"\w+", name):
-            found.append(("", "undefined-variable", f"${name} is used but not defined"))
+            found.append(("", "undefined-variable", _undefined(name, referenced[name], sorted(variables))))
     for name, var in sorted(variables.items()):
         if var.get("type") != "adhoc" and name not in everywhere:
             found.append((f"variable {name}", "unused-variable", "defined but no panel or variable uses it"))
     found += _ignored_variables(variables, panels) + _le_variables(variables, panels)
     return found
+
+
+def _undefined(name: str, places: list[str], variables: list[str]) -> str:
+    where = places[0] + (f" and {len(places) - 1} more" if len(places) > 1 else "")
+    have = ", ".join(f"${v}" for v in variables[:6]) + (", ..." if len(variables) > 6 else "")
+    return f"${name} is used ({where}) but not defined: define it, or use " + (
+        f"one of {have}" if have else "no variable")
 
 
 def _le_variables(variables: dict, panels: list[_Panel]):

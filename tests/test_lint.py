@@ -318,7 +318,7 @@ def test_variables_grafana_resolves_itself_are_not_undefined():
     assert "undefined-variable" not in _rules(board)
     board["panels"][0]["targets"][0]["expr"] = 'up{job=~"$job", pod=~"$pod"}'
     assert {(f.rule, f.message) for f in lint_dashboard(board) if f.rule == "undefined-variable"} == {
-        ("undefined-variable", "$pod is used but not defined")}
+        ("undefined-variable", '$pod is used (panel "p") but not defined: define it, or use one of $datasource, $job')}
 
 
 def test_unused_and_single_select_variables():

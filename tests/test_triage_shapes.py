@@ -226,3 +226,14 @@ def test_series_without_the_cluster_label_go_with_the_one_deployment_their_label
     assert [f.kind for f in unit.findings][:1] == ["queueing"]
     assert unit.incident["door_ttft_mean"].value > 0.5 and unit.incident["door_series"].value == 1
     assert f"{LLAMA} (namespace=a)" not in edges
+
+
+def test_a_deployment_without_labels_is_named_apart_from_the_model(prom, edges):
+    # a static scrape config without `namespace` beside a team's namespace: two deployments, each named as one
+    assert {unit: [f.kind for f in edges[unit].findings][:1] for unit in ("qwen (namespace=)", "qwen (namespace=b)")} \
+        == {"qwen (namespace=)": _expected(KINDS["m-quiet"]), "qwen (namespace=b)": ["kv-pressure"]}
+    assert edges["qwen (namespace=)"].deployment == (("namespace", ""),) and "qwen" not in edges
+    incident, baseline = hour_windows(MANIFEST, HOURS["edges"])
+    asked = triage(Connection(prom), incident, baseline, ("qwen (namespace=)",))
+    assert [v.unit for v in asked.verdicts] == ["qwen (namespace=)"]
+    assert to_json(asked)["models"][0]["deployment"] == {"namespace": ""}

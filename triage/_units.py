@@ -22,7 +22,7 @@ __all__ = ["Unit", "unit_name", "split_deployments", "asked_model", "asked_units
 UNIT_NAME = re.compile(r"(?P<model>.+) \((?P<labels>(?:cluster|namespace)=[^()]*)\)")
 PRESENCE = "engine_series"     # the signal whose rows say where a model's engines run: llm_requests_running
 
-Unit = tuple[str, tuple[tuple[str, str], ...]]   # (model, ((label, value), ...)): the deployment's non-empty labels
+Unit = tuple[str, tuple[tuple[str, str], ...]]   # (model, ((label, value), ...)): the deployment's labels (_deployment)
 
 
 def unit_name(model: str, deployment: tuple[tuple[str, str], ...]) -> str:
@@ -32,8 +32,12 @@ def unit_name(model: str, deployment: tuple[tuple[str, str], ...]) -> str:
     return f"{model} ({', '.join(f'{k}={v}' for k, v in deployment)})"
 
 
-def _deployment(row) -> tuple[tuple[str, str], ...]:
-    return tuple((label, value) for label, value in zip(DEPLOYMENT, row) if value)
+def _deployment(labels: tuple[str, ...], engine: bool) -> tuple[tuple[str, str], ...]:
+    """A split model's deployment as its non-empty (label, value) pairs; `namespace=""` for an engine deployment
+    with none (a static scrape config beside a team's namespace), so that it is named and asked for apart from
+    the bare model name, which is left to series no one deployment claims."""
+    pairs = tuple((label, value) for label, value in zip(DEPLOYMENT, labels) if value)
+    return pairs or (((DEPLOYMENT[-1], ""),) if engine else ())
 
 
 def _engine_deployments(frames) -> dict[str, set[tuple[str, ...]]]:
@@ -78,7 +82,8 @@ def _renamed(frame, engines: dict[str, set[tuple[str, ...]]], units: dict[str, U
     distinct = keys.unique()
     names = np.empty(len(distinct), dtype=object)
     for i, (model, *labels) in enumerate(distinct):
-        deployment = _deployment(_home(tuple(labels), engines[model]))
+        home = _home(tuple(labels), engines[model])
+        deployment = _deployment(home, home in engines[model])
         names[i] = unit_name(model, deployment)
         units[names[i]] = (model, deployment)
     frame.loc[mine, "model"] = names[distinct.get_indexer(keys)]

@@ -13,7 +13,7 @@ to do instead; our own dashboards must have none.
     rate-of-gauge             rate() of a gauge (a DCGM field, an engine ratio): a slope, not a throughput
     unit-mismatch             a seconds histogram shown in ms (or the reverse), steps per second shown as tokens,
                               a DCGM field in a unit of another scale (MiB as bytes, MHz as Hz, 0-1 as percent)
-    missing-as-good           `or vector(0)` (a 0 for No data) where the title says errors, latency...: dead reads healthy
+    missing-as-good           `or vector(0)` (a 0 for No data) where the title says errors, latency: dead reads healthy
     le-format                 le="2" on a vLLM or SGLang bucket, which the engine writes le="2.0": matches nothing
     deprecated-metric         a name the engine renamed or removed (also through _bucket/_sum/_count)
     unknown-metric            a vLLM, SGLang, DCGM or vocabulary name that does not exist

@@ -237,3 +237,10 @@ def test_a_deployment_without_labels_is_named_apart_from_the_model(prom, edges):
     asked = triage(Connection(prom), incident, baseline, ("qwen (namespace=)",))
     assert [v.unit for v in asked.verdicts] == ["qwen (namespace=)"]
     assert to_json(asked)["models"][0]["deployment"] == {"namespace": ""}
+
+
+def test_a_model_whose_name_reads_like_a_unit_name_is_asked_for_by_it(prom, edges):
+    assert [f.kind for f in edges[ODD].findings][:1] == ["long-prompts"] and edges[ODD].deployment == ()
+    incident, baseline = hour_windows(MANIFEST, HOURS["edges"])
+    asked = triage(Connection(prom), incident, baseline, (ODD,))
+    assert [(v.model, v.unit) for v in asked.verdicts] == [(ODD, ODD)]

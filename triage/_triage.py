@@ -12,7 +12,7 @@ from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names, translate
 from inferwatch.triage._summary import ABSENT, Reading, others, summarise
-from inferwatch.triage._units import Unit, asked_model, asked_units, split_deployments, unit_name
+from inferwatch.triage._units import Unit, asked_models, asked_units, split_deployments, unit_name
 from inferwatch.triage._window import Window, baseline_choices, choose_step, iso, rate_window
 
 __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
@@ -253,7 +253,8 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     kinds = load_kinds(list(rules))
     signals = load_signals()
     client = connect(conn)
-    asked = tuple(dict.fromkeys(asked_model(m) for m in models))
+    wanted = [asked_models(m) for m in models]
+    asked = tuple(dict.fromkeys(name for names in wanted for name in names))
     sel = model_matcher(asked)
     choices = baseline_choices(baseline, incident)
     vocabulary, own, dcgm = _naming(client, conn.url, sel, (min(w.start for w in choices), incident.end))
@@ -277,7 +278,8 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     base, inc = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, (chosen, incident)))
     judged = sorted({key[0] for key in list(base) + list(inc)})
     seen = sorted({units.get(name, (name, ()))[0] for name in judged})
-    _require_series(client, conn.url, asked, seen, incident, chosen)
+    _require_series(client, conn.url, [next((m for m in names if m in seen), names[-1]) for names in wanted], seen,
+                    incident, chosen)
     if models:                    # in the order asked, each model's deployments together
         judged = asked_units(models, judged, units)
     verdicts = assess(kinds, signals, base, inc, judged, units)

@@ -16,7 +16,7 @@ import re
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._signals import DEPLOYMENT
 
-__all__ = ["Unit", "unit_name", "split_deployments", "asked_model", "asked_units", "PRESENCE"]
+__all__ = ["Unit", "unit_name", "split_deployments", "asked_models", "asked_units", "PRESENCE"]
 
 # a unit name as the report writes it, `llama-3-8b (cluster=west, namespace=a)`, given back to --model
 UNIT_NAME = re.compile(r"(?P<model>.+) \((?P<labels>(?:cluster|namespace)=[^()]*)\)")
@@ -108,10 +108,11 @@ def split_deployments(frames) -> tuple[list, dict[str, Unit]]:
     return out, {name: unit for name, unit in units.items() if name in used}
 
 
-def asked_model(text: str) -> str:
-    """The model a --model value names: itself, or the model of a unit name the report wrote."""
+def asked_models(text: str) -> tuple[str, ...]:
+    """The models a --model value may name: itself, and for a unit name the report wrote, its model last (a
+    model may be named `mistral (namespace=x)` itself)."""
     match = UNIT_NAME.fullmatch(text)
-    return match["model"] if match else text
+    return (text, match["model"]) if match else (text,)
 
 
 def asked_units(asked, judged: list[str], units: dict[str, Unit]) -> list[str]:
@@ -122,7 +123,7 @@ def asked_units(asked, judged: list[str], units: dict[str, Unit]) -> list[str]:
         mine = [name for name in judged if units.get(name, (name, ()))[0] == text] or \
             [name for name in judged if name == text]
         if not mine:
-            model = asked_model(text)
+            model = asked_models(text)[-1]
             there = [name for name in judged if units.get(name, (name, ()))[0] == model]
             raise InferwatchError(f"--model {text!r}: no such deployment; {model} is served as "
                                   f"{', '.join(map(repr, there)) or 'nothing'}")

@@ -35,7 +35,8 @@ import re
 from dataclasses import dataclass, replace
 
 from inferwatch.dashboards._lint_read import _dicts, _text, from_v2, read_dashboards
-from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, VARIABLE, PanelContext, known, le_text,
+from inferwatch.dashboards._lint_names import known
+from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, VARIABLE, PanelContext, le_text,
                                                 metric_names, query_findings, rated_names, selector_filters)
 
 __all__ = ["Finding", "lint_dashboard", "lint_file", "RULES", "from_v2"]

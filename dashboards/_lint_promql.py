@@ -1,12 +1,5 @@
 """The query half of `inferwatch dashboards lint`: what one PromQL expression gets wrong, given its panel.
-
-A name is judged (unknown, deprecated) only when it belongs to a source inferwatch
-knows: vLLM's `vllm:` names, SGLang's `sglang:` names and the `sglang_` names a
-router sanitizes them to, Ray's `ray_vllm_` copies, dcgm-exporter's `DCGM_FI_`
-fields, and our own `llm_` vocabulary in a dashboard written against it. Anything
-else (llm-d's `llm_d_*`, production-stack's router gauges under `vllm:`) is
-someone else's metric and is left alone. engine-metrics.yaml holds the tables.
-"""
+Which names exist, and whose they are, is `_lint_names`."""
 
 from __future__ import annotations
 
@@ -16,11 +9,11 @@ from datetime import timedelta
 from functools import lru_cache
 
 import promql_parser
-import yaml
 
-from inferwatch.dashboards._build import HERE
+from inferwatch.dashboards._lint_names import HISTOGRAM_SUFFIXES, canonical, known
+from inferwatch.dashboards._lint_names import base as _base
 
-__all__ = ["Known", "PanelContext", "known", "query_findings", "metric_names", "rated_names", "selector_filters",
+__all__ = ["PanelContext", "query_findings", "metric_names", "rated_names", "selector_filters",
            "parse", "le_text", "PYTHON_SOURCES", "BAD_THINGS", "VARIABLE"]
 
 RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
@@ -30,7 +23,6 @@ VALUE_BLIND_AGGREGATIONS = {"count", "count_values", "group"}
 VALUE_BLIND_FUNCTIONS = {"absent", "absent_over_time", "present_over_time", "count_over_time", "timestamp",
                          "changes", "resets"}
 COUNTER_SUFFIXES = ("_total", "_bucket", "_count", "_sum")
-HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
 TIME_PLOTS = {"timeseries", "graph", "heatmap", "barchart", "trend", "state-timeline"}
 TIME_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0,
               "dtdurationms": 1e-3, "dtdurations": 1.0, "clockms": 1e-3, "clocks": 1.0}
@@ -61,35 +53,6 @@ VARIABLE = re.compile(r"(?<!\$)\$\{([^}:.]+)(?:[:.][^}]*)?\}|(?<!\$)\$(\w+)|\[\[
 
 
 @dataclass(frozen=True)
-class Known:
-    names: frozenset[str]              # exact names of judged sources (vllm:, sglang:, DCGM_FI_, vocabulary)
-    families: tuple[str, ...]          # prefixes whose every name exists (vllm:nixl_, ...)
-    foreign: frozenset[str]            # names under a judged prefix that belong to other software
-    foreign_families: tuple[str, ...]  # prefixes of other software (llm_d_, vllm:semantic_cache_)
-    gauges: frozenset[str]             # gauges whose names end like counters
-    dcgm_units: dict[str, str]         # DCGM gauges -> their unit (percent, ratio, MiB, MHz, W, C, B/s)
-    state_counters: tuple[str, ...]    # prefixes of counters that mirror object state (kube_)
-    ratio_gauges: frozenset[str]       # engine-computed ratios and rates
-    deprecated: dict[str, str]         # stale name -> what replaces it
-    vocabulary: frozenset[str]         # the common vocabulary's names
-
-    def exists(self, name: str) -> bool:
-        base = _base(name)
-        created = {name.removesuffix("_created") + s for s in ("", "_total")} if name.endswith("_created") else set()
-        return bool({name, base} & self.names or created & self.names) or name.startswith(self.families) \
-            or self.is_foreign(name)
-
-    def is_foreign(self, name: str) -> bool:
-        return name in self.foreign or _base(name) in self.foreign or name.startswith(self.foreign_families)
-
-    def stale(self, name: str) -> str | None:
-        for candidate in (name, _base(name)):
-            if candidate in self.deprecated:
-                return candidate
-        return None
-
-
-@dataclass(frozen=True)
 class PanelContext:
     """What a query's panel says about it: how it is drawn and in what unit."""
 
@@ -98,53 +61,6 @@ class PanelContext:
     unit: str = ""
     vocabulary: bool = False           # the dashboard uses our vocabulary, so `llm_` names are judged
     rated: frozenset[str] = frozenset()  # names the dashboard passes to rate() or increase() somewhere
-
-
-def _base(name: str) -> str:
-    for suffix in HISTOGRAM_SUFFIXES + ("_total",):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-@lru_cache(maxsize=None)
-def known() -> Known:
-    from inferwatch.mappings import load_catalog, load_mappings
-
-    doc = yaml.safe_load((HERE / "engine-metrics.yaml").read_text(encoding="utf-8"))
-    names = set(doc["known"])
-    deprecated = dict(doc["deprecated"])
-    catalog = load_catalog()
-    vocabulary = set(catalog.metrics) | set(doc.get("vocabulary", []))
-    for mapping in load_mappings(catalog=catalog):
-        for entry in mapping.entries:
-            sources = list(entry.sources)
-            names |= set(sources)
-            for old in sources[1:]:
-                deprecated.setdefault(old, sources[0])
-    names |= vocabulary
-    dcgm = (HERE / "dcgm-fields.txt").read_text(encoding="utf-8").split("\n")
-    names |= {line.strip() for line in dcgm if line.strip() and not line.startswith("#")}
-    return Known(frozenset(names), tuple(doc["families"]), frozenset(doc["foreign"]),
-                 tuple(doc["foreign_families"]), frozenset(doc["gauges"]), dict(doc["dcgm_units"]),
-                 tuple(doc["state_counters"]),
-                 frozenset(doc["ratio_gauges"]),
-                 deprecated, frozenset(vocabulary))
-
-
-def canonical(name: str) -> tuple[str, str | None]:
-    """(the engine's own spelling, the source judging it); source None: not ours to judge."""
-    if name.startswith(("vllm:", "sglang:")):
-        return name, name.split(":", 1)[0]
-    if name.startswith("sglang_"):                       # colons sanitized by a router or an OTel pipeline
-        return "sglang:" + name.removeprefix("sglang_"), "sglang"
-    if name.startswith(("ray_vllm:", "ray_vllm_")):      # Ray Serve's copies of vLLM's metrics
-        return "vllm:" + name[len("ray_vllm:"):], "ray"
-    if name.startswith("DCGM_FI_"):
-        return name, "dcgm"
-    if name.startswith("llm_") and ":" not in name:
-        return name, "vocabulary"
-    return name, None
 
 
 # --- parsing --------------------------------------------------------------------------------------------------

@@ -244,3 +244,10 @@ def test_a_model_whose_name_reads_like_a_unit_name_is_asked_for_by_it(prom, edge
     incident, baseline = hour_windows(MANIFEST, HOURS["edges"])
     asked = triage(Connection(prom), incident, baseline, (ODD,))
     assert [(v.model, v.unit) for v in asked.verdicts] == [(ODD, ODD)]
+
+
+def test_a_deployment_that_started_with_the_incident_has_no_baseline_and_says_so(edges):
+    unit = edges[f"{LLAMA} (namespace=b)"]
+    assert unit.findings == () and unit.incident["ttft_mean"].value is not None
+    assert unit.not_enough_data.startswith("no baseline to compare with: latency measured in the incident only "
+                                           "(queue_time_mean, ttft_mean"), unit.not_enough_data

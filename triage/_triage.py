@@ -133,6 +133,9 @@ def _not_enough(base: dict, inc: dict, felt: list[str]) -> str:
     few = [name for name in felt if name in base and base[name].state == "few"]
     if few:
         return f"too few requests or samples in the baseline to compare with ({', '.join(few)})"
+    after = [name for name in felt if inc.get(name, ABSENT).value is not None]
+    if after:              # a model, or a deployment of one, that started during the incident
+        return f"no baseline to compare with: latency measured in the incident only ({', '.join(after)})"
     return "no latency series in either window (" + ", ".join(felt) + ")"
 
 

@@ -11,8 +11,10 @@ import sys
 from collections import Counter
 
 import pytest
+import yaml
 
 from conftest import FIXTURES
+from inferwatch.dashboards._build import HERE
 from inferwatch.dashboards._lint import RULES, lint_dashboard, lint_file
 
 CORPUS = FIXTURES / "dashboards"
@@ -442,6 +444,13 @@ def test_a_folder_is_linted_file_by_file_and_stdin_as_one(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "lint", "-"], input=board,
                           capture_output=True, text=True)
     assert proc.returncode == 1 and proc.stdout.startswith('<stdin>: panel "p": counter-without-rate: ')
+
+
+def test_the_name_table_lists_each_name_once():
+    doc = yaml.safe_load((HERE / "engine-metrics.yaml").read_text(encoding="utf-8"))
+    for key, names in doc.items():
+        if isinstance(names, list):
+            assert [n for n, count in Counter(names).items() if count > 1] == [], key
 
 
 ODD_VALUES = [None, 1, 2.5, "x", "$v", "${a b}", [], {}, [1, None], {"a": None}, True, "sum(", "[[x]]", "$__interval"]

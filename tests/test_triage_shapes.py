@@ -194,6 +194,10 @@ def test_models_are_asked_for_exactly_by_name_with_a_slash_or_by_the_name_of_one
     with pytest.raises(InferwatchError, match="case-sensitive: did you mean 'meta-llama/Llama-3.1-8B-Instruct' or "
                                               "'meta-llama/llama-3.1-8b-instruct'"):
         triage(Connection(prom), incident, baseline, (HF.upper(),))
+    # a model served in one deployment has no deployment names: say which name to ask for
+    with pytest.raises(InferwatchError, match=rf"--model '{HF} \(namespace=inference\)': {HF} is served in one "
+                                              rf"deployment here: ask for '{HF}'$"):
+        triage(Connection(prom), incident, baseline, (f"{HF} (namespace=inference)",))
 
 
 def test_the_model_in_model_instead_of_model_name_is_read_and_model_name_wins_where_both_are(prom, reference):

@@ -55,8 +55,9 @@ def triage(
                                                      "Unix seconds.")] = None,
         end: Annotated[Optional[str], typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
         model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to judge (repeatable), in every "
-                                                 "namespace and cluster that serves it; names are case-sensitive "
-                                                 "[every model with series].")] = [],
+                                                 "namespace and cluster that serves it, or one deployment as the "
+                                                 "report names it, 'llama-3-8b (namespace=a)'; names are "
+                                                 "case-sensitive [every model with series].")] = [],
         baseline: Annotated[str, typer.Option(metavar="auto|1d|1h|START/END", help=(
             "What normal looked like: auto (the same window a day earlier if it has data, else the hour before), "
             "1d / 7d (the same window that much earlier), 1h / 30m (that long before the incident), or START/END."))]
@@ -83,7 +84,8 @@ def triage(
     Kinds: queueing, long-prompts, prefix-cache-loss, kv-pressure, slow-decode,
     spec-decode-collapse, thinking, long-outputs, gpu-not-computing, errors,
     not-the-engine, missing-data. Exit 0 with a verdict (nothing wrong
-    included), 1 when Prometheus cannot be read or a model has no series.
+    included), 1 when Prometheus cannot be read or a model (or deployment)
+    asked for has no series.
 
     \b
     Examples:

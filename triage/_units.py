@@ -125,6 +125,9 @@ def asked_units(asked, judged: list[str], units: dict[str, Unit]) -> list[str]:
         if not mine:
             model = asked_models(text)[-1]
             there = [name for name in judged if units.get(name, (name, ()))[0] == model]
+            if there == [model]:
+                raise InferwatchError(f"--model {text!r}: {model} is served in one deployment here: ask for "
+                                      f"{model!r}")
             raise InferwatchError(f"--model {text!r}: no such deployment; {model} is served as "
                                   f"{', '.join(map(repr, there)) or 'nothing'}")
         out.update(dict.fromkeys(mine))

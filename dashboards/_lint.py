@@ -151,7 +151,7 @@ def _datasource_finding(ds, title: str) -> tuple[str, str, str] | None:
             return None
         if _uses(ds):
             return (title, "legacy-datasource", f"datasource {ds!r} is a string; current Grafana writes "
-                                                '{"type": "prometheus", "uid": "${datasource}"}')
+                                                f'{{"type": "prometheus", "uid": "{ds}"}}')
         return (title, "hard-coded-datasource", f"datasource {ds!r} is fixed: use a datasource variable")
     if not isinstance(ds, dict):
         return None

@@ -255,7 +255,11 @@ def _name_findings(name: str, panel: PanelContext) -> list[tuple[str, str]]:
     stale = table.stale(spelled)
     if stale:
         respell = _respelling(name)
-        return [("deprecated-metric", f"{respell(stale)} is stale: use {respell(table.deprecated[stale])}")]
+        successor = respell(table.deprecated[stale])
+        if successor.startswith("nothing: "):                   # removed, not renamed
+            return [("deprecated-metric", f"{respell(stale)} is stale, {successor.removeprefix('nothing: ')} and "
+                                          "nothing replaces it: drop the query")]
+        return [("deprecated-metric", f"{respell(stale)} is stale: use {successor}")]
     if not table.exists(spelled):
         return [("unknown-metric", f"{name} is not a name any {source} release exposes "
                                    "(check the spelling and the _total suffix)")]

@@ -67,6 +67,8 @@ def test_stale_names_are_named_as_the_dashboard_spells_them():
     found = {f.message for f in lint_file(SHAPES / "ray-serve-llm-panels.json") if f.rule == "deprecated-metric"}
     assert "ray_vllm:gpu_cache_usage_perc is stale: use ray_vllm:kv_cache_usage_perc (renamed in 0.9.2, gone after " \
            "0.11)" in found
+    assert "ray_vllm:num_requests_swapped is stale, removed with the V0 engine and nothing replaces it: drop the " \
+           "query" in found
 
 
 def test_loki_targets_and_library_panels_are_not_read_as_promql():

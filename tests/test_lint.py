@@ -306,6 +306,12 @@ def test_datasource_rules(source, datasource, rule):
     assert found & {"hard-coded-datasource", "legacy-datasource"} == ({rule} if rule else set())
 
 
+def test_a_string_datasource_is_told_the_object_with_its_own_variable():
+    board = _board("sum(vllm:num_requests_running)", datasource="${datasrc}")     # aibrix batch dashboard
+    assert [f.message for f in lint_dashboard(board) if f.rule == "legacy-datasource"] == [
+        "datasource '${datasrc}' is a string; current Grafana writes {\"type\": \"prometheus\", \"uid\": \"${datasrc}\"}"]
+
+
 def test_variables_grafana_resolves_itself_are_not_undefined():
     board = _board('sum(rate(up{job=~"$job"}[$__rate_interval]))', 'label_replace(up, "x", "$1", "job", "(.*)")',
                    variables=[{"name": "job", "type": "query", "query": "label_values(up, job)"}],

@@ -309,7 +309,8 @@ def test_datasource_rules(source, datasource, rule):
 def test_a_string_datasource_is_told_the_object_with_its_own_variable():
     board = _board("sum(vllm:num_requests_running)", datasource="${datasrc}")     # aibrix batch dashboard
     assert [f.message for f in lint_dashboard(board) if f.rule == "legacy-datasource"] == [
-        "datasource '${datasrc}' is a string; current Grafana writes {\"type\": \"prometheus\", \"uid\": \"${datasrc}\"}"]
+        "datasource '${datasrc}' is a string; current Grafana writes "
+        '{"type": "prometheus", "uid": "${datasrc}"}']
 
 
 def test_variables_grafana_resolves_itself_are_not_undefined():

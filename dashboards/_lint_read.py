@@ -52,7 +52,9 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
             return [(name, None, "not-a-dashboard", why)]
         if docs is None:
             conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
-            return [(name, None, "invalid-json", f"not JSON: {err}{conflict}")]
+            why = "the file is empty" if not text.strip() else _not_yaml(text) if name.endswith((".yaml", ".yml")) \
+                else f"not JSON: {err}"
+            return [(name, None, "invalid-json", why + conflict)]
     found, pointers = [], []
     for label, doc in _documents(docs, name):
         if isinstance(doc, _NotJson):
@@ -92,6 +94,19 @@ def _manifests(text: str) -> tuple[list | None, str]:
     if docs and all(isinstance(d, (dict, list)) for d in docs):
         return None, "YAML, but no Kubernetes resource (a ConfigMap, GrafanaDashboard or List) holding a dashboard"
     return None, ""
+
+
+def _not_yaml(text: str) -> str:
+    """Why a .yaml file does not parse, in one line: 'not YAML: <problem> (line N)'."""
+    try:
+        list(yaml.safe_load_all(text))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        return f"not YAML: {problem}" + (f" (line {mark.line + 1})" if mark else "")
+    except RecursionError:
+        return "not YAML: nested too deeply to read"
+    return "YAML, but neither a dashboard nor a Kubernetes resource holding one"
 
 
 def _unhelm(text: str) -> str:

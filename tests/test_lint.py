@@ -460,6 +460,17 @@ def test_the_name_table_lists_each_name_once():
             assert [n for n, count in Counter(names).items() if count > 1] == [], key
 
 
+def test_an_empty_file_and_broken_yaml_say_so(tmp_path):
+    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "broken.yaml").write_text("kind: ConfigMap\ndata: [\n")
+    (tmp_path / "scalar.yaml").write_text("just words\n")
+    assert [f.message for f in lint_file(tmp_path / "empty.json")] == ["the file is empty"]
+    assert [f.message for f in lint_file(tmp_path / "broken.yaml")] == [
+        "not YAML: expected the node content, but found '<stream end>' (line 3)"]
+    assert [f.message for f in lint_file(tmp_path / "scalar.yaml")] == [
+        "YAML, but neither a dashboard nor a Kubernetes resource holding one"]
+
+
 ODD_VALUES = [None, 1, 2.5, "x", "$v", "${a b}", [], {}, [1, None], {"a": None}, True, "sum(", "[[x]]", "$__interval"]
 
 

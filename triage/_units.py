@@ -16,7 +16,7 @@ import re
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._signals import DEPLOYMENT
 
-__all__ = ["Unit", "unit_name", "split_deployments", "asked_models", "asked_units", "PRESENCE"]
+__all__ = ["Unit", "unit_name", "split_deployments", "asked_models", "asked_units"]
 
 # a unit name as the report writes it, `llama-3-8b (cluster=west, namespace=a)`, given back to --model
 UNIT_NAME = re.compile(r"(?P<model>.+) \((?P<labels>(?:cluster|namespace)=[^()]*)\)")

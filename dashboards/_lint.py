@@ -1,7 +1,8 @@
 """`inferwatch dashboards lint`: the anti-patterns seen in public LLM-serving dashboards.
 
-Works on anyone's Grafana dashboard JSON and never raises on it: a file that is
-not a dashboard is one finding. Every finding names the panel, the rule and what
+Works on anyone's Grafana dashboard (JSON, schema v2, Kubernetes YAML: `_lint_read`) and never
+raises on it: a file that is not a dashboard is one finding. Queries are judged in `_lint_promql`,
+names in `_lint_names`; this module walks panels and variables. Every finding names the panel, the rule and what
 to do instead; our own dashboards must have none.
 
     counter-without-rate      a counter or histogram series plotted raw: a lifetime total, not a rate
@@ -61,6 +62,9 @@ TARGET_LABELS = {"job", "instance", "pod", "namespace", "cluster", "service", "n
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem: the file (file:key for a ConfigMap), the panel or `variable x` (empty: the dashboard), the
+    rule and what to do instead. Printed as `file: panel "title": rule: message`."""
+
     file: str
     panel: str
     rule: str
@@ -91,6 +95,7 @@ def lint_file(path) -> list[Finding]:
 # --- walking a dashboard ------------------------------------------------------------------------------------
 
 def _panels(board: dict):
+    """Every panel that can hold queries: top-level, inside collapsed rows, and in old `rows` (schemaVersion < 16)."""
     for panel in _dicts(board.get("panels")):
         yield panel
         for inner in _dicts(panel.get("panels")):                          # a collapsed row's panels
@@ -106,6 +111,7 @@ def _field_config(panel: dict, key: str):
 
 
 def _unit(panel: dict) -> str:
+    """The panel's display unit wherever its Grafana version keeps it (fieldConfig, Angular yaxes or format)."""
     defaults = _field_config(panel, "defaults")
     unit = defaults.get("unit") if isinstance(defaults, dict) else None
     if not unit and _dicts(panel.get("yaxes")):                             # Angular graph
@@ -144,6 +150,7 @@ def _datasource_kind(ds, variables: dict) -> str:
 
 
 def _datasource_finding(ds, title: str) -> tuple[str, str, str] | None:
+    """(where, rule, message) for a datasource that is fixed or a legacy string, else None."""
     if ds is None or ds == "":
         return None
     if isinstance(ds, str):
@@ -171,6 +178,7 @@ class _Panel:
 
 
 def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
+    """Every finding on one classic-shape dashboard dict (from_v2 converts schema v2); never raises on odd values."""
     found: list[tuple[str, str, str]] = []
     try:
         schema = int(board.get("schemaVersion") or 0)
@@ -198,6 +206,8 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
 
 
 def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: list[_Panel]):
+    """Findings of one panel and its PromQL targets (Loki, expressions and other datasources skipped); records
+    what the panel's queries use and filter in `seen` for the variable rules."""
     kind = _text(panel.get("type")) or "panel"
     title = _text(panel.get("title")).strip() or f"untitled {kind} #{panel.get('id', '?')}"
     found = []
@@ -240,6 +250,7 @@ def _no_value(panel: dict, title: str) -> list[tuple[str, str]]:
 
 
 def _variable_findings(board: dict, variables: dict, inputs: set[str], panels: list[_Panel]):
+    """Variables used but not defined, defined but unused, ignored by most panels, or filling `le` wrongly."""
     found = []
     # what is used anywhere (broad: descriptions, links, other variables), and what is referenced in queries
     definitions = {name: {k: v for k, v in var.items() if k not in ("name", "current", "options")}

@@ -147,6 +147,7 @@ def _selectors(node):
 
 
 def metric_names(expr: str) -> set[str]:
+    """The metric names an expression selects; none when it does not parse."""
     try:
         return {n.name for n in _selectors(parse(expr))}
     except ValueError:
@@ -218,6 +219,8 @@ def _counter_difference(node) -> bool:
 # --- the rules ------------------------------------------------------------------------------------------------
 
 def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tuple[str, str]]:
+    """(rule, message) for everything one expression gets wrong on its panel; an unparseable one is one
+    `invalid-promql`."""
     try:
         tree = parse(expr)
     except ValueError as err:
@@ -246,6 +249,7 @@ def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tupl
 
 
 def _name_findings(name: str, panel: PanelContext) -> list[tuple[str, str]]:
+    """deprecated-metric or unknown-metric for a name of a source we judge."""
     spelled, source = canonical(name)
     if source is None or (source == "vocabulary" and not panel.vocabulary):
         return []
@@ -276,6 +280,7 @@ def _respelling(name: str):
 
 
 def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
+    """counter-without-rate for a counter selected outside any range function: a lifetime total."""
     if not _is_counter(name, panel):
         return []
     if _source(name, panel) is None and (":" in name or panel.type not in TIME_PLOTS):
@@ -305,6 +310,8 @@ def _is_counter(name: str, panel: PanelContext) -> bool:
 
 
 def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
+    """The rules on one function call: quantile-without-le, rate-over-interval, rate-of-gauge, delta() of a
+    counter, sum-rate-as-latency."""
     name = node.func.name
     if name == "histogram_quantile" and len(node.args) > 1 and _drops_le(node.args[1]):
         return [("quantile-without-le", "histogram_quantile over buckets aggregated without `le`: "
@@ -346,6 +353,7 @@ def _averaged(node):
 
 
 def _average_of_ratios(node) -> list[tuple[str, str]]:
+    """average-of-ratios for an avg() of ratios or ratio gauges, or a sum() of per-series means."""
     inner = list(_averaged(node.expr))
     # one series over another; over a number (`/ 100`) is scaling, not a ratio
     divisions = [n for n in inner if _kind(n) == "BinaryExpr" and str(n.op) == "/" and _selectors(n.lhs)
@@ -364,6 +372,7 @@ def _average_of_ratios(node) -> list[tuple[str, str]]:
 
 
 def _time_scale(name: str) -> float | None:
+    """The unit in seconds a name carries (`_milliseconds` 1e-3, `_seconds` 1), None when it says none."""
     base = _base(name)
     for suffix, scale in NAME_SCALES:
         if base.endswith(suffix):
@@ -389,6 +398,8 @@ def _latency_scale(tree) -> float | None:
 
 
 def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
+    """unit-mismatch: a latency in a time unit of another scale, steps per second as tokens, a DCGM field
+    in a unit of another scale; none once the query scales by a number."""
     if _numeric_scaling(tree):
         return []
     found = _dcgm_unit_findings(tree, panel)

@@ -70,6 +70,7 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
 
 
 def _dashboard_files(folder: Path) -> list[Path]:
+    """The files of a folder lint reads, sorted, hidden folders (.git) aside."""
     return sorted(file for file in folder.rglob("*") if file.suffix in SUFFIXES and file.is_file()
                   and not any(part.startswith(".") for part in file.relative_to(folder).parts))
 
@@ -204,6 +205,7 @@ def _v2_datasource(query: dict, spec: dict):
 
 
 def _v2_target(query_item: dict) -> dict:
+    """A v2 PanelQuery as a classic target: the query's own fields, refId, datasource and hide."""
     spec = query_item.get("spec") if isinstance(query_item.get("spec"), dict) else {}
     query = spec.get("query") if isinstance(spec.get("query"), dict) else {}
     target = dict(query.get("spec")) if isinstance(query.get("spec"), dict) else {}
@@ -217,6 +219,7 @@ def _v2_target(query_item: dict) -> dict:
 
 
 def _v2_panel(element: dict) -> dict:
+    """A v2 element (Panel or LibraryPanel) as a classic panel: title, type, fieldConfig, targets."""
     spec = element.get("spec") if isinstance(element.get("spec"), dict) else {}
     panel = {k: spec[k] for k in ("id", "title", "description", "links") if k in spec}
     if element.get("kind") == "LibraryPanel":

@@ -2,8 +2,8 @@
 
 Works on anyone's Grafana dashboard (JSON, schema v2, Kubernetes YAML: `_lint_read`) and never
 raises on it: a file that is not a dashboard is one finding. Queries are judged in `_lint_promql`,
-names in `_lint_names`; this module walks panels and variables. Every finding names the panel, the rule and what
-to do instead; our own dashboards must have none.
+names in `_lint_names`; this module walks panels and variables. Every finding names the panel,
+the rule and what to do instead; our own dashboards must have none.
 
     counter-without-rate      a counter or histogram series plotted raw: a lifetime total, not a rate
     quantile-without-le       histogram_quantile over buckets aggregated without `le`

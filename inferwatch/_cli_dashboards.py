@@ -60,7 +60,9 @@ def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_defaul
     findings = [f for path in files for f in lint_file(path)]
     for finding in findings:
         typer.echo(str(finding))
-    typer.echo(f"{len(findings)} findings in {len(files)} files", err=True)
+    files_with = len({finding.file for finding in findings})       # a folder or a ConfigMap holds several
+    typer.echo(f"{len(findings)} findings in {files_with} file{'s' if files_with != 1 else ''}" if findings
+               else "no findings", err=True)
     raise typer.Exit(1 if findings else 0)
 
 

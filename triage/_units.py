@@ -19,7 +19,7 @@ from inferwatch.triage._signals import DEPLOYMENT
 __all__ = ["Unit", "unit_name", "split_deployments", "asked_models", "asked_units"]
 
 # a unit name as the report writes it, `llama-3-8b (cluster=west, namespace=a)`, given back to --model
-UNIT_NAME = re.compile(r"(?P<model>.+) \((?P<labels>(?:cluster|namespace)=[^()]*)\)")
+UNIT_NAME = re.compile(rf"(?P<model>.+) \((?:{'|'.join(DEPLOYMENT)})=[^()]*\)")
 PRESENCE = "engine_series"     # the signal whose rows say where a model's engines run: llm_requests_running
 
 Unit = tuple[str, tuple[tuple[str, str], ...]]   # (model, ((label, value), ...)): the deployment's labels (_deployment)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import subprocess
 import sys
 
@@ -26,12 +25,11 @@ from inferwatch.triage import (Connection, Window, load_signals, rate_window, si
 from inferwatch.triage._fetch import _frame
 from inferwatch.dashboards._lint_promql import metric_names
 from inferwatch.triage._sources import family_of, translate
-from triage_tools import (FIXTURES, HOUR_MS, hour_windows, load_manifest, own_names, read_recording, series_of,
-                          series_prometheus, shifted, times, used_names)
+from triage_tools import (HOUR_MS, NEEDS_PROMETHEUS, hour_windows, load_manifest, own_names, series_of,
+                          series_prometheus, shifted, times, used_series)
 
 pytestmark = [pytest.mark.xdist_group("triage-foreign"),
-              pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
-                                 reason="needs Debian's prometheus and promtool")]
+              NEEDS_PROMETHEUS]
 
 MANIFEST = load_manifest()
 EXPECTED = MANIFEST["models"]
@@ -86,8 +84,7 @@ def _restarted(series: list[dict], at: int, gap: int) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
-    used = used_names()
-    recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
+    recording = used_series(MANIFEST)
     start = MANIFEST["incident"]["start"] * 1000
     variants = {"own-names": own_names(recording, oldest=False), "old-names": own_names(recording, oldest=True),
                 "60s": _every(_dcgm_only(recording), 60_000, 17_000),

@@ -5,7 +5,6 @@ errors as a user sees them."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -15,10 +14,10 @@ import pytest
 from bench_triage import KINDS, history, history_prometheus
 from inferwatch.errors import InferwatchError
 from inferwatch.triage import Connection, Window, triage
+from triage_tools import NEEDS_PROMETHEUS
 
 pytestmark = [pytest.mark.xdist_group("triage-prometheus"),
-              pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
-                                 reason="needs Debian's prometheus and promtool")]
+              NEEDS_PROMETHEUS]
 
 NOW = time.time() // 60 * 60 - 600
 INCIDENT = Window(NOW - 1200, NOW)

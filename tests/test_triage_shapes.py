@@ -11,7 +11,6 @@ own names, plainly exposed ("reference"), are what the other shapes must read.""
 from __future__ import annotations
 
 import math
-import shutil
 
 import pytest
 
@@ -19,12 +18,11 @@ from inferwatch.errors import InferwatchError
 from inferwatch.mappings import sanitized
 from inferwatch.triage import Connection, load_signals, plot_report, render_text, to_json, triage
 from inferwatch.triage._plot import _series
-from triage_tools import (FIXTURES, HOUR_MS, hour_windows, load_manifest, own_names, read_recording, relabeled,
-                          series_of, series_prometheus, shifted, times, used_names)
+from triage_tools import (HOUR_MS, NEEDS_PROMETHEUS, hour_windows, load_manifest, own_names, relabeled, series_of,
+                          series_prometheus, shifted, times, used_series)
 
 pytestmark = [pytest.mark.xdist_group("triage-shapes"),
-              pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
-                                 reason="needs Debian's prometheus and promtool")]
+              NEEDS_PROMETHEUS]
 
 MANIFEST = load_manifest()
 KINDS = MANIFEST["models"]
@@ -104,8 +102,7 @@ def _sanitized(series: list[dict], **labels: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
-    used = used_names()
-    recording = [s for s in read_recording(FIXTURES / MANIFEST["recording"]) if s["labels"]["__name__"] in used]
+    recording = used_series(MANIFEST)
     own = {model: own_names(_of(recording, model)) for model in ENGINES}
     hours = {
         "deployments": _deployed(recording, "m-queueing", LLAMA, namespace="a")

@@ -22,17 +22,20 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import yaml
 
 from promtools import create_blocks, prometheus
 
 __all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "changes", "load_manifest", "read_recording", "to_openmetrics",
            "series_prometheus", "recorded_prometheus", "window_means", "used_names", "times", "series_of", "shifted",
-           "relabeled", "own_names", "HOUR_MS", "hour_windows"]
+           "relabeled", "own_names", "HOUR_MS", "hour_windows", "used_series", "NEEDS_PROMETHEUS"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triage"
 FORMAT = "inferwatch-recording/1"
 HOUR_MS = 3_600_000            # one variant of a recording an hour after the other, in one Prometheus
+NEEDS_PROMETHEUS = pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
+                                      reason="needs Debian's prometheus and promtool")
 
 
 def load_manifest(folder: Path = FIXTURES) -> dict:
@@ -111,6 +114,12 @@ def used_names() -> set[str]:
     from inferwatch.triage import load_signals
 
     return {name for s in load_signals() for _, q in s.queries for name in re.findall(r"\b((?:llm|gpu)_[a-z_]+)\{", q)}
+
+
+def used_series(manifest: dict) -> list[dict]:
+    """The series of `manifest`'s recording (tests/fixtures/triage/) that triage's signals read."""
+    used = used_names()
+    return [s for s in read_recording(FIXTURES / manifest["recording"]) if s["labels"]["__name__"] in used]
 
 
 def times(series: dict) -> list[int]:

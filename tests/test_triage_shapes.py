@@ -34,9 +34,10 @@ DEPLOYED = {f"{LLAMA} (namespace=a)": "m-queueing", f"{LLAMA} (namespace=b)": "m
             f"{LLAMA} (cluster=west, namespace=a)": "m-kv-pressure", HF: "m-long-prompts", HF_LOWER: "m-quiet"}
 ENGINES = ("m-queueing", "m-kv-pressure", "m-errors", "m-doubling")   # vLLM but m-errors (SGLang)
 ODD = "mistral (namespace=x)"      # a model name that reads like a unit name
-# the "edges" hour: the unit each model was recorded as, and so its kind (None: not enough data)
-EDGES = {f"{LLAMA} (cluster=west, namespace=a)": "m-queueing", f"{LLAMA} (namespace=b)": None,
-         "qwen (namespace=)": "m-quiet", "qwen (namespace=b)": "m-kv-pressure", ODD: "m-long-prompts"}
+# the "edges" hour: each unit's first kind
+EDGES = {f"{LLAMA} (cluster=west, namespace=a)": ["queueing"], f"{LLAMA} (namespace=b)": [],
+         f"{LLAMA} (namespace=c)": ["missing-data"], "qwen (namespace=)": [],
+         "qwen (namespace=b)": ["kv-pressure"], ODD: ["long-prompts"]}
 COUNTED = ("request_rate", "generation_throughput", "running", "waiting", "engine_series")   # doubled if read twice
 
 
@@ -55,11 +56,11 @@ def _deployed(series: list[dict], model: str, name: str, **where: str) -> list[d
     return relabeled(_of(series, model), change)
 
 
-def _from(series: list[dict], ms: int) -> list[dict]:
-    """The samples at or after `ms`: a deployment that started then."""
+def _during(series: list[dict], keep) -> list[dict]:
+    """The samples whose time (ms) `keep` keeps: a deployment that started or stopped."""
     out = []
     for s in series:
-        kept = [(t, v) for t, v in zip(times(s), s["v"]) if t >= ms]
+        kept = [(t, v) for t, v in zip(times(s), s["v"]) if keep(t)]
         if kept:
             out.append(series_of(s["labels"], [t for t, _ in kept], [v for _, v in kept]))
     return out
@@ -67,15 +68,17 @@ def _from(series: list[dict], ms: int) -> list[dict]:
 
 def _edges(recording: list[dict]) -> list[dict]:
     """llama-3-8b in cluster west, whose front door is scraped without the cluster label (by a central
-    Prometheus), and in namespace b from the incident's start on only; qwen in namespace b and in no namespace at
+    Prometheus), in namespace b from the incident's start on only, in namespace c until then only; qwen in namespace b and in no namespace at
     all (a static scrape config); a model whose name reads like a unit name."""
     def engine_in_west(labels):
         return labels | ({} if labels["__name__"].startswith("llm_frontdoor_") else {"cluster": "west"})
 
     def no_namespace(labels):
         return {key: value for key, value in labels.items() if key != "namespace"}
+    start = MANIFEST["incident"]["start"] * 1000
     return (relabeled(_deployed(recording, "m-queueing", LLAMA, namespace="a"), engine_in_west)
-            + _from(_deployed(recording, "m-doubling", LLAMA, namespace="b"), MANIFEST["incident"]["start"] * 1000)
+            + _during(_deployed(recording, "m-doubling", LLAMA, namespace="b"), lambda t: t >= start)
+            + _during(_deployed(recording, "m-quiet", LLAMA, namespace="c"), lambda t: t < start)
             + relabeled(_deployed(recording, "m-quiet", "qwen"), no_namespace)
             + _deployed(recording, "m-kv-pressure", "qwen", namespace="b")
             + _deployed(recording, "m-long-prompts", ODD))
@@ -220,6 +223,11 @@ def test_colon_names_and_their_sanitized_copies_are_counted_once(prom, reference
 def edges(prom):
     incident, baseline = hour_windows(MANIFEST, HOURS["edges"])
     return {v.unit: v for v in triage(Connection(prom), incident, baseline).verdicts}
+
+
+def test_every_deployment_of_the_edges_hour_is_a_unit_with_its_kind(edges):
+    # namespace c, gone with the incident, is missing data, as a replica that went away is
+    assert {unit: [f.kind for f in v.findings][:1] for unit, v in edges.items()} == EDGES
 
 
 def test_series_without_the_cluster_label_go_with_the_one_deployment_their_labels_agree_with(edges):

@@ -68,8 +68,8 @@ def _during(series: list[dict], keep) -> list[dict]:
 
 def _edges(recording: list[dict]) -> list[dict]:
     """llama-3-8b in cluster west, whose front door is scraped without the cluster label (by a central
-    Prometheus), in namespace b from the incident's start on only, in namespace c until then only; qwen in namespace b and in no namespace at
-    all (a static scrape config); a model whose name reads like a unit name."""
+    Prometheus), in namespace b from the incident's start on only, in namespace c until then only; qwen in
+    namespace b and in no namespace at all (a static scrape config); a model whose name reads like a unit name."""
     def engine_in_west(labels):
         return labels | ({} if labels["__name__"].startswith("llm_frontdoor_") else {"cluster": "west"})
 

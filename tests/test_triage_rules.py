@@ -50,6 +50,7 @@ def test_signals_use_only_the_common_vocabulary_and_one_query_per_signal():
             assert re.search(r"\b(sum|max|avg|count) by \(model", promql), promql
             if "gpu_" in promql:
                 assert "on (cluster, namespace, pod) group_left (model)" in promql
+                assert "on (namespace, pod) group_left (model, cluster)" in promql     # GPUs without cluster
 
 
 @pytest.mark.parametrize("text, op, value", [

@@ -67,11 +67,12 @@ def _during(series: list[dict], keep) -> list[dict]:
 
 
 def _edges(recording: list[dict]) -> list[dict]:
-    """llama-3-8b in cluster west, whose front door is scraped without the cluster label (by a central
-    Prometheus), in namespace b from the incident's start on only, in namespace c until then only; qwen in
+    """llama-3-8b in cluster west, whose front door and GPUs are scraped without the cluster label (a central
+    Prometheus; a relabeling on the engines' monitors only), in namespace b from the incident's start on only, in namespace c until then only; qwen in
     namespace b and in no namespace at all (a static scrape config); a model whose name reads like a unit name."""
     def engine_in_west(labels):
-        return labels | ({} if labels["__name__"].startswith("llm_frontdoor_") else {"cluster": "west"})
+        engine = labels["__name__"].startswith("llm_") and not labels["__name__"].startswith("llm_frontdoor_")
+        return labels | ({"cluster": "west"} if engine else {})
 
     def no_namespace(labels):
         return {key: value for key, value in labels.items() if key != "namespace"}
@@ -231,9 +232,13 @@ def test_every_deployment_of_the_edges_hour_is_a_unit_with_its_kind(edges):
 
 
 def test_series_without_the_cluster_label_go_with_the_one_deployment_their_labels_agree_with(edges):
-    unit = edges[f"{LLAMA} (cluster=west, namespace=a)"]      # its front door is scraped without `cluster`
+    """A front door scraped without `cluster` goes with the one engine deployment that agrees with its labels;
+    GPU series without it are joined to the engine's pods on namespace and pod."""
+    unit = edges[f"{LLAMA} (cluster=west, namespace=a)"]      # its front door and GPUs lack `cluster`
     assert [f.kind for f in unit.findings][:1] == ["queueing"]
     assert unit.incident["door_ttft_mean"].value > 0.5 and unit.incident["door_series"].value == 1
+    # its GPUs, joined on namespace and pod and given the engine's cluster, as where every series has cluster
+    assert all(0 < unit.incident[name].value <= 1 for name in ("gpu_util", "sm_active", "tensor_active"))
     assert f"{LLAMA} (namespace=a)" not in edges
 
 

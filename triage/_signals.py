@@ -30,7 +30,7 @@ class Signal:
     group: str
     help: str
     unit: str
-    queries: tuple[tuple[str, str], ...]   # (part, PromQL template) with $sel, $by, $w
+    queries: tuple[tuple[str, str], ...]   # (part, PromQL template) with $sel, $by, $unit, $w, $fresh, $pods*
     per_pod: bool = False
     combine: str = "sum"                   # how pods merge into their model (value signals)
     agg: str = "mean"                      # how a window sums up (value signals)
@@ -85,4 +85,9 @@ def signal_queries(signal: Signal, models, rate_window: str, fresh: str | None =
     unit = ", ".join(("model", *DEPLOYMENT))
     by = f"{unit}, pod" if signal.per_pod else unit
     values = {"sel": model_matcher(models), "by": by, "unit": unit, "w": rate_window, "fresh": fresh or rate_window}
+    # the engines' pods, each with its model (all, those without a cluster label, those with one): what GPU series
+    # (per workload pod) are joined to
+    for key, cluster in (("pods", ""), ("pods_unclustered", ', cluster=""'), ("pods_clustered", ', cluster!=""')):
+        values[key] = Template(f'group by (cluster, namespace, pod, model) (last_over_time(llm_requests_running{{$sel, '
+                               f'pod!=""{cluster}}}[$w]))').substitute(values)
     return {part: Template(text).substitute(values) for part, text in signal.queries}

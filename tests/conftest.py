@@ -83,30 +83,33 @@ def _runs_promtool(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """Order the work units for xdist's workers (each unit is a whole xdist_group or one test).
 
-    Slow end-to-end runs mostly wait on real processes, so half the workers start with them while the other half
-    start with the largest groups, keeping both cores busy. xdist queues one more unit behind every worker at
-    once, so right behind each slow run comes one of the last single tests collected (quick pure-Python ones: a
-    group would wait there for the slow run). Next the single tests that run promtool, the CPU-bound part of the
-    suite, while the slow runs still wait (collected last, they ran four at once on two cores at the end, and
-    the property test, started last, ended the suite 27 s after the next worker was done); then the remaining
-    groups, largest first, and the other tests.
+    The suite is CPU-bound on two cores, except for the slow end-to-end runs, which mostly wait on real
+    processes (the demo, the multicluster run: ~105 s each at a few CPU seconds). Half the workers start with
+    them; the other half start with the single tests that run promtool, the CPU-bound part of the suite, largest
+    first (the slow property test, ~45 CPU seconds in two promtool processes), so both cores are busy from the
+    start. (The largest groups used to start there: their fixtures wait on Prometheus scrapes while the slow runs
+    wait too, leaving a core idle; collected last, the promtool tests ran four at once on two cores at the end.)
+    xdist queues one more unit behind every worker at once, so right behind each slow run comes one of the last
+    single tests collected (quick pure-Python ones: a group would wait there for the slow run). Then the groups,
+    largest first, and the other single tests: small units at the end keep the workers finishing together.
     """
     workers = getattr(config, "workerinput", {}).get("workercount", 0)
     units: dict[str, list] = {}
     for item in items:
         units.setdefault(_scope(item), []).append(item)
-    slow, groups, heavy, singles = [], [], [], []
+    waiting, heavy, groups, singles = [], [], [], []
     for unit in units.values():
+        promtool = len(unit) == 1 and _runs_promtool(unit[0])
         if any(i.get_closest_marker("slow") for i in unit):
-            slow.append(unit)
+            (heavy.insert(0, unit) if promtool else waiting.append(unit))
         elif len(unit) > 1:
             groups.append(unit)
         else:
-            (heavy if _runs_promtool(unit[0]) else singles).append(unit)
+            (heavy if promtool else singles).append(unit)
     groups.sort(key=len, reverse=True)
-    first = min(len(slow), max(1, workers // 2))
+    first = min(len(waiting), max(1, workers // 2))
     start = max(0, workers - first)
     fillers = singles[len(singles) - first:]
-    order = (slow[:first] + groups[:start] + fillers + slow[first:] + heavy + groups[start:]
+    order = (waiting[:first] + heavy[:start] + fillers + waiting[first:] + heavy[start:] + groups
              + singles[:len(singles) - first])
     items[:] = [item for unit in order for item in unit]

@@ -100,8 +100,10 @@ def pytest_collection_modifyitems(config, items):
     waiting, heavy, groups, singles = [], [], [], []
     for unit in units.values():
         promtool = len(unit) == 1 and _runs_promtool(unit[0])
-        if any(i.get_closest_marker("slow") for i in unit):
-            (heavy.insert(0, unit) if promtool else waiting.append(unit))
+        if any(i.get_closest_marker("slow") for i in unit) and promtool:
+            heavy.insert(0, unit)               # a slow test that computes rather than waits: the first of them
+        elif any(i.get_closest_marker("slow") for i in unit):
+            waiting.append(unit)
         elif len(unit) > 1:
             groups.append(unit)
         else:

@@ -79,7 +79,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's emitter when present: same text, faster
     """Block style, keys in insertion order, long lines kept whole."""
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from inferwatch.errors import ListenError
+from inferwatch.errors import InferwatchError, ListenError
 from inferwatch.sim._engine import Engine, Event, Request
 from inferwatch.sim._params import EngineParams, scenarios, with_scenario
 
@@ -95,8 +95,10 @@ class _Simulator:
         try:
             name = (await request.json())["scenario"]
             params = with_scenario(self.config.params, name)
-        except Exception as err:  # noqa: BLE001 - any bad body is the caller's mistake, said back to them
-            return self._error(400, f"give {{\"scenario\": one of {', '.join(scenarios())}}}: {err}")
+        except InferwatchError as err:          # an unknown name: the message lists the known ones
+            return self._error(400, str(err))
+        except Exception:  # noqa: BLE001 - any bad body is the caller's mistake, said back to them
+            return self._error(400, f"give {{\"scenario\": NAME}}, NAME one of {', '.join(scenarios())}")
         self.engine.params, self.scenario = params, name
         log.info("scenario: %s", name)
         return web.json_response({"scenario": name})

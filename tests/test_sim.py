@@ -203,6 +203,11 @@ def test_unknown_scenario_is_refused_and_flaky_metrics_fail_sometimes():
         with pytest.raises(urllib.error.HTTPError) as err:
             _post(base, {"scenario": "meltdown"}, "/admin/scenario")
         assert err.value.code == 400
+        message = json.loads(err.value.read())["message"]      # the known names once, not twice
+        assert message.startswith("unknown scenario 'meltdown'; use one of normal,") and message.count("queueing") == 1
+        with pytest.raises(urllib.error.HTTPError) as err:
+            _post(base, {"name": "queueing"}, "/admin/scenario")
+        assert json.loads(err.value.read())["message"].startswith('give {"scenario": NAME}, NAME one of normal,')
         _post(base, {"scenario": "flaky-metrics"}, "/admin/scenario")
         sim.engine.rng.seed(3)
         outcomes = []

@@ -61,7 +61,8 @@ def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_defaul
     for finding in findings:
         typer.echo(str(finding))
     files_with = len({finding.file for finding in findings})       # a folder or a ConfigMap holds several
-    typer.echo(f"{len(findings)} findings in {files_with} file{'s' if files_with != 1 else ''}" if findings
+    typer.echo(f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {files_with} "
+               f"file{'s' if files_with != 1 else ''}" if findings
                else "no findings", err=True)
     raise typer.Exit(1 if findings else 0)
 

@@ -451,6 +451,7 @@ def test_a_folder_is_linted_file_by_file_and_stdin_as_one(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "lint", "-"], input=board,
                           capture_output=True, text=True)
     assert proc.returncode == 1 and proc.stdout.startswith('<stdin>: panel "p": counter-without-rate: ')
+    assert proc.stderr == "1 finding in 1 file\n"                          # not '1 findings'
 
 
 def test_the_name_table_lists_each_name_once():

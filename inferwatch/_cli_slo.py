@@ -94,7 +94,12 @@ def explain(specs: Specs):
 
 @slo_app.command()
 def check(specs: Specs):
-    """Validate specs; every problem of every file is listed, and what compiling would warn of."""
+    """Validate specs; every problem of every file is listed, and what compiling would warn of.
+
+    \b
+    Example:
+      inferwatch slo check slo/examples/*.yaml
+    """
     from inferwatch.slo import compile_spec
 
     for spec in _load_all(specs):

@@ -165,7 +165,13 @@ def normalize(file: Annotated[Optional[Path], typer.Argument(metavar="FILE", sho
 @mappings_app.command("check")
 def mappings_check(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
                                                                help="Mapping files to validate.")]):
-    """Validate mapping files against the vocabulary; every problem is listed."""
+    """Validate mapping files against the vocabulary; every problem is listed.
+
+    \b
+    Examples:
+      inferwatch mappings check my-engine.yaml
+      inferwatch mappings check mappings/examples/tgi.yaml
+    """
     from inferwatch.errors import SpecError, collect
     from inferwatch.mappings import load_catalog, load_mapping
 
@@ -179,7 +185,12 @@ def mappings_check(files: Annotated[list[Path], typer.Argument(metavar="FILE", s
 
 @mappings_app.command("catalog")
 def mappings_catalog():
-    """Print the common vocabulary."""
+    """Print the common vocabulary.
+
+    \b
+    Example:
+      inferwatch mappings catalog | grep time_to_first_token
+    """
     from inferwatch.mappings import load_catalog
 
     for metric in load_catalog().metrics.values():
@@ -211,7 +222,13 @@ def mappings_relabel(fmt: Annotated[str, typer.Option("--format", metavar="FORMA
 
 @mappings_app.command("rules")
 def mappings_rules(source: SourceOpt = None, mapping: MappingOpt = []):
-    """Print recording rules for what relabeling cannot do (scaling, derived series, old-name fallbacks)."""
+    """Print recording rules for what relabeling cannot do (scaling, derived series, old-name fallbacks).
+
+    \b
+    Examples:
+      inferwatch mappings rules > inferwatch-mappings.rules.yaml
+      inferwatch mappings rules --source vllm
+    """
     from inferwatch._yaml import dump_yaml
     from inferwatch.mappings import recording_rules
 

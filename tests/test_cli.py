@@ -25,9 +25,14 @@ def _commands(group, path=()) -> list[list[str]]:
 
 
 COMMANDS = _commands(typer.main.get_command(app))
-MAIN = [[], ["build"], ["normalize"], ["simulate"], ["load"], ["demo"], ["mappings", "relabel"],
-        ["exporter", "normalize"], ["slo", "compile"], ["slo", "explain"], ["slo", "test"], ["slo", "import"],
-        ["dashboards", "build"], ["dashboards", "lint"], ["dashboards", "push"]]
+def _is_leaf(path: list[str]) -> bool:
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    return not hasattr(command, "commands")
+
+
+MAIN = [[], *filter(_is_leaf, COMMANDS)]    # the top and every leaf: the README says each shows examples
 
 
 def _help(command: list[str]) -> str:

@@ -58,6 +58,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
                         "trailers", "transfer-encoding", "upgrade"})
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 _NOT_RETURNED = HOP_BY_HOP | {"content-length"}
+_DECODED = frozenset({"gzip", "deflate", "br", "zstd"})   # request codings aiohttp's server decodes as it reads
 _SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")   # forward the client's, or none
 _UPSTREAM_DOWN = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError)
 MAX_METERED_BODY = 64 * 1024 * 1024     # a whole answer larger than this passes through unjudged (an error)
@@ -83,15 +84,28 @@ def _error(status: int, message: str, kind: str = "invalid_request_error") -> we
                              status=status)
 
 
+def _too_large(limit: int) -> web.Response:
+    return _error(413, f"the request body is larger than the front door's limit of {limit} bytes (--max-body)")
+
+
 def _forward_headers(headers, metered: bool) -> CIMultiDict:
     named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
     dropped = _NOT_FORWARDED | named | ({"accept-encoding"} if metered else set())
+    if headers.get("Content-Encoding", "").strip().lower() in _DECODED:   # the body read is already decoded
+        dropped = dropped | {"content-encoding"}
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
 
 
-def _returned_headers(headers) -> CIMultiDict:
+def _returned_headers(headers, base: str) -> CIMultiDict:
+    """The upstream's headers for the client; a `Location` into the upstream (`base`, its URL) is made relative,
+    so a redirect (FastAPI's from `/v1/chat/completions/` to `/v1/chat/completions`) comes back through the front
+    door instead of sending the client around it, to an address it may not reach."""
     named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_RETURNED | named)
+    out = CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_RETURNED | named)
+    location = out.get("Location", "")
+    if location.startswith(base) and location[len(base):len(base) + 1] in ("", "/", "?"):
+        out["Location"] = "/" + location[len(base):].lstrip("/")
+    return out
 
 
 _CHUNK_HEADS: dict[int, bytes] = {}     # chunk size -> its size line, for the sizes met (at most 4,096 kept)
@@ -237,7 +251,8 @@ class Frontdoor:
             caller = self.callers(caller_of(request.headers, cfg.caller_header, cfg.caller_salt))
             self._done(request, ex, RequestInfo(), (self.models("unknown"), caller, "none"), metered)
             raise
-        info = request_info(body) if body else RequestInfo()
+        refused = body if isinstance(body, web.Response) else None
+        info = request_info(body) if body and refused is None else RequestInfo()
         upstream = cfg.upstream_for(info.model) or (None if info.model else (cfg.upstreams or (None,))[0])
         labels = (self.models(info.model or "unknown"), self.callers(caller_of(request.headers, cfg.caller_header,
                                                                                 cfg.caller_salt)),
@@ -247,9 +262,8 @@ class Frontdoor:
         if gauge:
             gauge.inc()
         try:
-            if body is None:
-                return self._reply(ex, _error(413, f"the request body is larger than the front door's limit of "
-                                                   f"{cfg.max_body} bytes (--max-body)"), close=True)
+            if refused is not None:
+                return self._reply(ex, refused, close=True)
             if upstream is None:
                 return self._reply(ex, _error(404, f"model {info.model!r} is not served here; this front door "
                                                    f"routes {', '.join(m for m, _ in cfg.routes)}"))
@@ -262,18 +276,29 @@ class Frontdoor:
                 gauge.dec()
             self._done(request, ex, info, labels, metered)
 
-    async def _body(self, request: web.Request) -> bytes | None:
-        """The whole request body, or None when it is over the limit (reading stops there)."""
-        limit = self.config.max_body
+    async def _body(self, request: web.Request) -> bytes | web.Response:
+        """The whole request body, or the error that refuses it, with reading stopped there: over the limit
+        (413), a body that cannot be decoded (400: a bad gzip, a broken chunked framing), or a client silent
+        longer than the idle timeout mid-body (408: a body shorter than its Content-Length, a slowloris)."""
+        limit, idle = self.config.max_body, self.config.idle_timeout or None
         if request.content_length is not None and request.content_length > limit:
-            return None
-        parts, size = [], 0
-        while chunk := await request.content.readany():
-            size += len(chunk)
-            if size > limit:
-                return None
-            parts.append(chunk)
-        return b"".join(parts)
+            return _too_large(limit)
+        parts, size, read = [], 0, request.content.readany
+        try:
+            while True:
+                async with asyncio.timeout(idle):
+                    chunk = await read()
+                if not chunk:
+                    return b"".join(parts)
+                size += len(chunk)
+                if size > limit:
+                    return _too_large(limit)
+                parts.append(chunk)
+        except TimeoutError:
+            return _error(408, f"the request body stopped coming for {idle:g}s (--idle-timeout)")
+        except web.RequestPayloadError as err:
+            request.content.feed_eof()        # nothing more to read: aiohttp's lingering read would raise it again
+            return _error(400, f"the request body cannot be read: {str(err).splitlines()[-1].strip()}")
 
     @staticmethod
     def _reply(ex: _Exchange, response: web.Response, close: bool = False) -> web.Response:
@@ -299,7 +324,7 @@ class Frontdoor:
             return self._unreachable(ex, upstream, type(err).__name__)
         complete = False
         try:
-            out = await self._relay(request, resp, ex)
+            out = await self._relay(request, resp, ex, upstream.url)
             complete = ex.ended == "complete"
             return out
         finally:
@@ -317,10 +342,11 @@ class Frontdoor:
         log.warning("upstream %s: %s", upstream.name, why)
         return self._reply(ex, _error(502, f"upstream {upstream.name} is unreachable", "upstream_error"))
 
-    async def _relay(self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange) -> web.StreamResponse:
+    async def _relay(self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange,
+                     base: str) -> web.StreamResponse:
         """An unmetered answer, through aiohttp's client: read, write, until the end."""
         ex.status = resp.status
-        out = web.StreamResponse(status=resp.status, reason=resp.reason, headers=_returned_headers(resp.headers))
+        out = web.StreamResponse(status=resp.status, reason=resp.reason, headers=_returned_headers(resp.headers, base))
         if resp.content_length is not None and "chunked" not in resp.headers.get("Transfer-Encoding", ""):
             out.content_length = resp.content_length
         try:
@@ -369,17 +395,18 @@ class Frontdoor:
         except Unreachable as err:
             return self._unreachable(ex, upstream, str(err))
         try:
-            return await self._relay_metered(request, conn, ex)
+            return await self._relay_metered(request, conn, ex, upstream.url)
         finally:
             conn.finish()             # a complete answer leaves the connection kept; else the engine aborts
 
-    async def _relay_metered(self, request: web.Request, conn: Connection, ex: _Exchange) -> web.StreamResponse:
+    async def _relay_metered(self, request: web.Request, conn: Connection, ex: _Exchange,
+                             base: str) -> web.StreamResponse:
         """A metered answer: `_Sink` writes and meters each piece from the upstream's read callback; this task
         only waits for the end, and for a slow client when one holds up the stream."""
         ex.status = status = conn.status
         upstream_headers = CIMultiDict(conn.headers)
         out = web.StreamResponse(status=status, reason=conn.reason or None,
-                                 headers=_returned_headers(upstream_headers))
+                                 headers=_returned_headers(upstream_headers, base))
         length = upstream_headers.get("Content-Length")
         if length is not None and length.isdigit() and "Transfer-Encoding" not in upstream_headers:
             out.content_length = int(length)

@@ -38,7 +38,8 @@ def parse_duration(value, units: str = "ms s m h d w") -> Fraction:
             seconds = Fraction(-1)
     if seconds <= 0:
         example = " or ".join(f"5{u}" for u in units.split()[:3])
-        raise ValueError(f"{value!r} is not a duration such as {example}")
+        what = "is not more than zero: give" if seconds == 0 else "is not"      # '0s' parses, but means nothing
+        raise ValueError(f"{value!r} {what} a duration such as {example}")
     return seconds
 
 

@@ -88,6 +88,13 @@ def test_durations_round_trip(text, seconds, back):
     assert format_duration(seconds) == back
 
 
+@pytest.mark.parametrize("text, message", [("0s", "'0s' is not more than zero: give a duration such as 5ms"),
+                                           ("soon", "'soon' is not a duration such as 5ms")])
+def test_a_bad_duration_says_why(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_duration(text)
+
+
 def test_window_names():
     assert [window_name(parse_duration(w)) for w in ("5m", "1h", "1d", "28d", "90d")] == ["5m", "1h", "1d", "28d",
                                                                                           "90d"]

@@ -10,6 +10,8 @@ import json
 import sys
 import time
 
+from inferwatch.frontdoor._caller import encodable
+
 __all__ = ["AccessLog", "access_record"]
 
 
@@ -38,7 +40,7 @@ class AccessLog:
         self._file = sys.stdout if target == "-" else open(target, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, record: dict) -> None:
-        self._file.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+        self._file.write(encodable(json.dumps(record, separators=(",", ":"), ensure_ascii=False)) + "\n")
         self._file.flush()
 
     def close(self) -> None:

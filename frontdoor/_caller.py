@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-__all__ = ["caller_of", "LabelCap", "ANONYMOUS", "OTHER"]
+__all__ = ["caller_of", "encodable", "LabelCap", "ANONYMOUS", "OTHER"]
 
 ANONYMOUS, OTHER = "anonymous", "other"
 
@@ -22,7 +22,14 @@ def caller_of(headers, header: str | None, salt: str) -> str:
     key = key.strip() if scheme.lower() == "bearer" else auth.strip()
     if not key:
         return ANONYMOUS
-    return "key-" + hmac.new(salt.encode(), key.encode(), hashlib.sha256).hexdigest()[:12]
+    # a header's bytes that are not UTF-8 come as surrogates (aiohttp reads headers with surrogateescape)
+    return "key-" + hmac.new(salt.encode(), key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:12]
+
+
+def encodable(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (a lone surrogate: a header byte that is not UTF-8, a `\\ud800` in the
+    request's JSON) as `?`: one such label value would make every later /metrics page fail to encode."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
 class LabelCap:
@@ -34,6 +41,7 @@ class LabelCap:
         self.limit, self._seen, self._free = limit, set(), frozenset(free)
 
     def __call__(self, value: str) -> str:
+        value = encodable(value)
         if value in self._seen or value in self._free:
             return value
         if len(self._seen) < self.limit:

@@ -40,11 +40,17 @@ async def _as_fastapi(request: web.Request, handler):
 
 
 @pytest.fixture(scope="module")
-def door():
-    """(front door URL, engine URL): one simulated engine, one front door before it."""
+def access_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("frontdoor") / "access.log"
+
+
+@pytest.fixture(scope="module")
+def door(access_log):
+    """(front door URL, engine URL): one simulated engine, one front door before it (callers from X-Team)."""
     app = make_app(SimulatorConfig("vllm", None, "m", "normal", STEADY, seed=1))
     app.middlewares.append(_as_fastapi)
-    with serve_app(app) as engine, frontdoor(engine, idle_timeout=IDLE) as (url, _):
+    with serve_app(app) as engine, frontdoor(engine, idle_timeout=IDLE, caller_header="X-Team",
+                                              access_log=str(access_log)) as (url, _):
         yield url, engine
 
 
@@ -177,3 +183,24 @@ def test_pipelined_requests_on_one_connection_each_get_their_whole_answer(door):
     assert answer.endswith(b"}") and b'"chat.completion"' in answer
     counted(url, before, {("ok", "200"): 3})
     assert all(labels != () for (name, labels) in scrape(url) if name == "llm_frontdoor_requests_total")
+
+
+def test_bytes_that_are_not_utf8_in_a_key_a_caller_or_a_model_never_break_a_request_or_the_metrics(door, access_log,
+                                                                                                    caplog):
+    """An API key or a caller header with a byte that is not UTF-8 (aiohttp reads it as a surrogate) and a model
+    that is a lone surrogate (`\\ud800` is valid JSON): the key's hash raised (a 500, uncounted), and either
+    label made every later /metrics page fail to encode, and the access log line with it."""
+    url, _ = door
+    body = json.dumps({"model": "m", "messages": ASK}).encode()
+    before = outcomes(url)
+    with caplog.at_level(logging.ERROR):
+        for extra in (b"Authorization: Bearer sk-caf\xe9\r\n", b"X-Team: caf\xe9\r\n"):
+            assert _raw(url, _request(body, extra=extra + b"Connection: close\r\n")).startswith(b"HTTP/1.1 200 ")
+        lone = b'{"model": "\\ud800", "messages": []}'
+        assert _raw(url, _request(lone, extra=b"Connection: close\r\n")).startswith(b"HTTP/1.1 404 ")
+        counted(url, before, {("ok", "200"): 2, ("invalid_request", "404"): 1})
+    assert total(url, "llm_frontdoor_requests_total", caller="caf?") == 1
+    assert total(url, "llm_frontdoor_requests_total", model="?") == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    logged = [json.loads(line) for line in access_log.read_text().splitlines()]
+    assert {"caf?", "?"} <= {entry["caller"] for entry in logged} | {entry["model"] for entry in logged}

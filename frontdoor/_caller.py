@@ -9,6 +9,7 @@ import hmac
 __all__ = ["caller_of", "encodable", "LabelCap", "ANONYMOUS", "OTHER"]
 
 ANONYMOUS, OTHER = "anonymous", "other"
+LONGEST = 256           # characters of a label value; longer ones are `other`
 
 
 def caller_of(headers, header: str | None, salt: str) -> str:
@@ -33,7 +34,9 @@ def encodable(text: str) -> str:
 
 
 class LabelCap:
-    """The first `limit` distinct values keep their name, later ones become `other` (the series stay bounded)."""
+    """The first `limit` distinct values keep their name, later ones become `other` (the series stay bounded);
+    so does a value longer than LONGEST characters, which no model id is: a client's 1 MB `model` would otherwise
+    add some 32 MB to every /metrics page."""
 
     __slots__ = ("limit", "_seen", "_free")
 
@@ -41,6 +44,8 @@ class LabelCap:
         self.limit, self._seen, self._free = limit, set(), frozenset(free)
 
     def __call__(self, value: str) -> str:
+        if len(value) > LONGEST:
+            return OTHER
         value = encodable(value)
         if value in self._seen or value in self._free:
             return value

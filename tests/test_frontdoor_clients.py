@@ -204,3 +204,13 @@ def test_bytes_that_are_not_utf8_in_a_key_a_caller_or_a_model_never_break_a_requ
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
     logged = [json.loads(line) for line in access_log.read_text().splitlines()]
     assert {"caf?", "?"} <= {entry["caller"] for entry in logged} | {entry["model"] for entry in logged}
+
+
+def test_a_model_name_of_half_a_megabyte_is_counted_as_other_not_copied_into_every_series(door):
+    url, _ = door
+    size = len(requests.get(url + "/metrics", timeout=5).content)
+    before = outcomes(url)
+    assert _post(url, json={"model": "x" * (1 << 19), "messages": ASK}).status_code == 404
+    counted(url, before, {("invalid_request", "404"): 1})
+    assert total(url, "llm_frontdoor_requests_total", model="other") == 1
+    assert len(requests.get(url + "/metrics", timeout=5).content) < size + 20_000

@@ -46,6 +46,7 @@ from inferwatch.frontdoor._idle import IdleWatch
 from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
 from inferwatch.frontdoor._outcome import classify
+from inferwatch.frontdoor._serve import HTTP_LOG
 from inferwatch.frontdoor._sse import SSESplitter
 from inferwatch.frontdoor._upstream import Connection, Silent, Unreachable, UpstreamPool
 
@@ -298,7 +299,8 @@ class Frontdoor:
             return _error(408, f"the request body stopped coming for {idle:g}s (--idle-timeout)")
         except web.RequestPayloadError as err:
             request.content.feed_eof()        # nothing more to read: aiohttp's lingering read would raise it again
-            return _error(400, f"the request body cannot be read: {str(err).splitlines()[-1].strip()}")
+            why = (str(err).strip().splitlines() or [type(err).__name__])[-1].strip()    # aiohttp's last line
+            return _error(400, f"the request body cannot be read: {why}")
 
     @staticmethod
     def _reply(ex: _Exchange, response: web.Response, close: bool = False) -> web.Response:
@@ -513,7 +515,7 @@ def make_app(config: FrontdoorConfig) -> web.Application:
 
 async def start(config: FrontdoorConfig, app: web.Application | None = None) -> web.AppRunner:
     """Bind and serve in the running loop; the runner's `addresses` say where. OSError when the bind fails."""
-    runner = web.AppRunner(app or make_app(config), access_log=None, handler_cancellation=True)
+    runner = web.AppRunner(app or make_app(config), access_log=None, handler_cancellation=True, logger=HTTP_LOG)
     await runner.setup()
     try:
         await web.TCPSite(runner, config.host, config.port).start()

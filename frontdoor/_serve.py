@@ -17,12 +17,31 @@ import resource
 import signal
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from inferwatch.errors import InferwatchError
 
-__all__ = ["serve_app", "raise_open_files_limit"]
+__all__ = ["serve_app", "raise_open_files_limit", "HTTP_LOG"]
 
 log = logging.getLogger("inferwatch.frontdoor")
+
+
+class _ClientMistakes(logging.Filter):
+    """aiohttp logs a client's malformed HTTP (a header line over 8,190 bytes, too many headers, a bad chunk size),
+    which it answers 400 itself, at ERROR with a traceback: any client could fill the log with them. Here each is
+    one WARNING line that names the mistake, without the bytes aiohttp quotes (they may hold a header's value)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.levelno, record.levelname, record.exc_info, record.exc_text = logging.WARNING, "WARNING", None, None
+            record.msg, record.args = "%s (%s %d): the client got a %d", (record.getMessage(), type(exc).__name__,
+                                                                          exc.code, exc.code)
+        return True
+
+
+HTTP_LOG = logging.getLogger("inferwatch.frontdoor.http")    # the servers' own logger, in place of aiohttp.server
+HTTP_LOG.addFilter(_ClientMistakes())
 _LISTEN_ERRORS = {errno.EADDRINUSE: "the port is already in use by another process",
                   errno.EADDRNOTAVAIL: "the address is not one of this host's",
                   errno.EACCES: "permission denied (ports below 1024 need privileges)"}
@@ -45,7 +64,7 @@ def raise_open_files_limit(most: int = 1 << 16) -> int:
 def serve_app(app: web.Application, host: str, port: int, started: str, handler_cancellation: bool = False) -> None:
     """Bind, log `started % (host, port)`, serve until a signal, then clean up."""
     async def main():
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=handler_cancellation)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=handler_cancellation, logger=HTTP_LOG)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()

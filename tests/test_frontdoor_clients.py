@@ -214,3 +214,18 @@ def test_a_model_name_of_half_a_megabyte_is_counted_as_other_not_copied_into_eve
     counted(url, before, {("invalid_request", "404"): 1})
     assert total(url, "llm_frontdoor_requests_total", model="other") == 1
     assert len(requests.get(url + "/metrics", timeout=5).content) < size + 20_000
+
+
+@pytest.mark.parametrize("mistake", [b"X-Long: " + b"a" * 9000 + b"\r\n", b"".join(b"X-H%d: v\r\n" % i for i in range(200)),
+                                     b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"])
+def test_a_clients_malformed_http_is_a_400_and_one_warning_line_not_a_traceback(door, caplog, mistake):
+    url, _ = door
+    before = outcomes(url)
+    with caplog.at_level(logging.INFO):
+        answer = _raw(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\n" + mistake + b"\r\n")
+        wait_for(lambda: caplog.records)
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request")
+    assert [(r.name, r.levelname, r.exc_info) for r in caplog.records] == [
+        ("inferwatch.frontdoor.http", "WARNING", None)]
+    assert b"aaaa" not in caplog.text.encode() and "client got a 400" in caplog.text
+    counted(url, before, {})

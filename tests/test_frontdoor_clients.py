@@ -66,7 +66,9 @@ def counted(url: str, before: dict, expected: dict) -> None:
 
 def test_the_openai_client_sync_and_async_streamed_or_not_is_counted_once_each(door):
     url, _ = door
-    before, tpot_before = outcomes(url), total(url, "llm_frontdoor_time_per_output_token_seconds_count")
+    histograms = ("time_to_first_token", "time_to_first_chunk", "time_per_output_token", "request_duration")
+    before = outcomes(url)
+    samples_before = [total(url, f"llm_frontdoor_{name}_seconds_count") for name in histograms]
     c = client(url)
     whole = c.chat.completions.create(model="m", messages=ASK)
     streamed = list(c.chat.completions.create(model="m", messages=ASK, stream=True))   # no include_usage
@@ -86,7 +88,8 @@ def test_the_openai_client_sync_and_async_streamed_or_not_is_counted_once_each(d
     assert streamed[-1].choices[0].finish_reason and text[-1].choices[0].finish_reason
     assert async_streamed[-1].usage.completion_tokens > 0
     counted(url, before, {("ok", "200"): 6})
-    assert total(url, "llm_frontdoor_time_per_output_token_seconds_count") - tpot_before == 4   # the streamed
+    samples = [total(url, f"llm_frontdoor_{name}_seconds_count") - was for name, was in zip(histograms, samples_before)]
+    assert samples == [4, 4, 4, 6]          # times to first token and per token: the four streamed answers only
     assert total(url, "llm_frontdoor_requests_total", model="m") >= 6
 
 
@@ -216,8 +219,12 @@ def test_a_model_name_of_half_a_megabyte_is_counted_as_other_not_copied_into_eve
     assert len(requests.get(url + "/metrics", timeout=5).content) < size + 20_000
 
 
-@pytest.mark.parametrize("mistake", [b"X-Long: " + b"a" * 9000 + b"\r\n", b"".join(b"X-H%d: v\r\n" % i for i in range(200)),
-                                     b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"])
+MALFORMED = {"a header line over 8,190 bytes": b"X-Long: " + b"a" * 9000 + b"\r\n",
+             "200 headers": b"".join(b"X-H%d: v\r\n" % i for i in range(200)),
+             "a bad chunk size": b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"}
+
+
+@pytest.mark.parametrize("mistake", MALFORMED.values(), ids=MALFORMED)
 def test_a_clients_malformed_http_is_a_400_and_one_warning_line_not_a_traceback(door, caplog, mistake):
     url, _ = door
     before = outcomes(url)

@@ -191,7 +191,7 @@ def _escaped(data: bytes, at: int) -> bool:
     return (at - n) % 2 == 1
 
 
-def observe_whole(facts: Facts, body: bytes) -> None:
+def observe_whole(facts: Facts, body: bytes | bytearray) -> None:
     """Fold a whole JSON answer into `facts`."""
     try:
         facts.visible_whole = _observe_choices(facts, _loads(body), whole=True) is True

@@ -447,7 +447,7 @@ class Frontdoor:
         ex.ended = ended if ended in ("complete", "timeout") else "broken"
         if ex.ended == "complete":
             if whole and len(sink.copy) <= MAX_METERED_BODY:
-                observe_whole(ex.facts, bytes(sink.copy))
+                observe_whole(ex.facts, sink.copy)
             elif whole or sink.splitter.overflow:
                 ex.facts.error = "too large to meter"
         elif not out.chunked and out.content_length is None and (sock := client.get_extra_info("socket")):

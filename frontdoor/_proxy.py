@@ -31,6 +31,7 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -95,6 +96,17 @@ def _forward_headers(headers, metered: bool) -> CIMultiDict:
     if headers.get("Content-Encoding", "").strip().lower() in _DECODED:   # the body read is already decoded
         dropped = dropped | {"content-encoding"}
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
+
+
+def _target(request: web.Request) -> str:
+    """The request's path and query as the client wrote them; an absolute-form target (`POST http://host/v1/...`,
+    from a client told to use the front door as its HTTP proxy) loses its scheme and host, which name the front
+    door or anything else, never the upstream (uvicorn's h11 reads such a target as a path, and 404s)."""
+    raw = request.raw_path
+    if raw.startswith("/"):
+        return raw
+    parts = urlsplit(raw)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def _returned_headers(headers, base: str) -> CIMultiDict:
@@ -316,7 +328,7 @@ class Frontdoor:
         try:
             async with asyncio.timeout(self.config.idle_timeout or None):        # until the upstream's headers
                 resp = await self.session.request(
-                    request.method, upstream.url + request.raw_path,
+                    request.method, upstream.url + _target(request),
                     headers=_forward_headers(request.headers, False),
                     data=body if body or request.method not in ("GET", "HEAD", "OPTIONS") else None,
                     allow_redirects=False)
@@ -390,7 +402,7 @@ class Frontdoor:
                                ex: _Exchange) -> web.StreamResponse:
         headers = list(_forward_headers(request.headers, True).items())
         try:
-            conn = await self.pool.send(upstream.url, request.method, request.raw_path, headers, body,
+            conn = await self.pool.send(upstream.url, request.method, _target(request), headers, body,
                                             self.config.idle_timeout)
         except Silent:
             return self._timed_out(ex, upstream)

@@ -34,6 +34,8 @@ async def _as_fastapi(request: web.Request, handler):
     if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
         return web.Response(headers={"Access-Control-Allow-Origin": ORIGIN, "Access-Control-Allow-Methods": "POST",
                                      "Access-Control-Allow-Headers": "authorization, content-type"})
+    if not request.raw_path.startswith("/"):          # uvicorn's h11 takes an absolute-form target for a path
+        raise web.HTTPNotFound()
     if request.path != "/" and request.path.endswith("/"):
         raise web.HTTPTemporaryRedirect(str(request.url.with_path(request.path.rstrip("/")).with_query(request.query)))
     return await handler(request)
@@ -236,3 +238,16 @@ def test_a_clients_malformed_http_is_a_400_and_one_warning_line_not_a_traceback(
         ("inferwatch.frontdoor.http", "WARNING", None)]
     assert b"aaaa" not in caplog.text.encode() and "client got a 400" in caplog.text
     counted(url, before, {})
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/models"])
+def test_a_client_using_the_front_door_as_its_http_proxy_reaches_the_engine(door, path):
+    """A client with HTTP_PROXY pointing at the front door sends an absolute-form target (`POST http://host/...`):
+    its path and query go to the engine, not the client's URL (a 404 from uvicorn's h11, a 502 on other paths)."""
+    url, _ = door
+    body = json.dumps({"model": "m", "messages": ASK}).encode()
+    method = b"POST" if path.endswith("completions") else b"GET"
+    target = b"http://vllm.example:8000" + path.encode() + b"?api-version=1"
+    answer = _raw(url, _request(body, extra=b"Connection: close\r\n").replace(b"POST /v1/chat/completions",
+                                                                              method + b" " + target, 1))
+    assert answer.startswith(b"HTTP/1.1 200 ")

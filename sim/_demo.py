@@ -324,6 +324,10 @@ def _triage_lines(prom: str, normal: tuple[float, float], incident: tuple[float,
     return [f"  triage: {headline(verdict)}" for verdict in report.verdicts]
 
 
+# what the closing line suggests to query: series the demo's Prometheus has (tests/test_demo.py checks the SLO one)
+TRY_QUERIES = ("ALERTS", "llm_slo:error_ratio:5m", "llm_requests_waiting")
+
+
 def _matches(expected: dict[str, str], fired: set) -> bool:
     return any(all(dict(k).get(n) == v for n, v in expected.items()) for k in fired)
 
@@ -420,8 +424,8 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         say(_thinking_summary(samples, windows, fired))
         healthy = _doctor(prom, folder, {e: f"http://127.0.0.1:{port}/metrics" for e, port in engines.values()}, say)
         if not headless:
-            say(f"\nThe stack keeps running: open {prom} and try `ALERTS`, `llm_slo:burn_rate:5m` or "
-                "`llm_requests_waiting`; inferwatch simulate's admin endpoints switch scenarios "
+            say(f"\nThe stack keeps running: open {prom} and try {', '.join(f'`{q}`' for q in TRY_QUERIES[:-1])} or "
+                f"`{TRY_QUERIES[-1]}`; inferwatch simulate's admin endpoints switch scenarios "
                 f"(curl -X POST {bases[VLLM_MODEL]}/admin/scenario -d '{{\"scenario\": \"errors\"}}'). "
                 "Press Ctrl-C to stop everything.")
             try:

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import need
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 @pytest.mark.slow
 def test_demo_detects_the_incident(tmp_path):
@@ -60,3 +62,14 @@ def test_demo_without_prometheus_says_how_to_install_it():
     assert proc.stderr.strip().splitlines() == [
         "error: prometheus not found on PATH: install it with `apt-get install -y prometheus` (Debian's package), "
         "then run `inferwatch demo` again"]
+
+
+def test_the_closing_hint_names_series_the_rules_record():
+    """The live demo ends suggesting queries; each llm_slo: one is a series the default SLOs record (it once named
+    llm_slo:burn_rate:5m, which nothing records)."""
+    from inferwatch.sim._demo import TRY_QUERIES
+    from inferwatch.slo import compile_spec, load_spec
+
+    recorded = {rule.get("record") for group in compile_spec(load_spec(ROOT / "slo" / "defaults.yaml")).groups
+                for rule in group["rules"]}
+    assert [q for q in TRY_QUERIES if q.startswith("llm_slo:") and q not in recorded] == []

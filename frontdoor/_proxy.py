@@ -291,7 +291,7 @@ class Frontdoor:
 
     async def _body(self, request: web.Request) -> bytes | web.Response:
         """The whole request body, or the error that refuses it, with reading stopped there: over the limit
-        (413), a body that cannot be decoded (400: a bad gzip, a broken chunked framing), or a client silent
+        (413), a body that cannot be decoded (400: a bad gzip), or a client silent
         longer than the idle timeout mid-body (408: a body shorter than its Content-Length, a slowloris)."""
         limit, idle = self.config.max_body, self.config.idle_timeout or None
         if request.content_length is not None and request.content_length > limit:

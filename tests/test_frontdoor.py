@@ -585,8 +585,8 @@ def test_user_mistakes_are_one_line_errors():
 
 
 def test_the_command_serves_on_uvloop_with_room_for_a_thousand_streams():
-    """`inferwatch frontdoor` as deployed: its loop (uvloop where installed) streams byte-identical, and a soft
-    limit of 256 open files (two sockets per stream) is raised to the hard one."""
+    """`inferwatch frontdoor` as deployed: its loop (uvloop where installed) streams byte-identical, a soft
+    limit of 256 open files (two sockets per stream) is raised to the hard one, and /metrics has no x_created."""
     import resource
 
     uvloop = pytest.importorskip("uvloop")
@@ -609,6 +609,9 @@ def test_the_command_serves_on_uvloop_with_room_for_a_thousand_streams():
             assert not limits or int(soft.group(1)) >= 2048, limits
             url = f"http://127.0.0.1:{port}"
             assert post_raw(url, {"model": "ok", "stream": True}) == (200, b"".join(FAKE["ok"][0]))
+            # the process serves no x_created series: nothing reads them, and they double a counter's series
+            scraped = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+            assert 'llm_frontdoor_requests_total{' in scraped and "_created" not in scraped
         finally:
             door.terminate()
             door.wait(10)

@@ -58,7 +58,11 @@ EXPECTED = {
              ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename vllm:num_requests_running to "
                                                                               "num_requests_running"),
              ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename sglang:num_running_reqs to "
-                                                                              "num_requests_running")],
+                                                                              "num_requests_running"),
+             # beside what its own relabelings break, it lacks ours (said since 2026-12-01; it was not when a
+             # job's relabelings broke something)
+             ("missing", "ServiceMonitor arks-operator-system/runtime-monitor", f"scrapes vLLM {RELABELINGS}"),
+             ("missing", "ServiceMonitor arks-operator-system/runtime-monitor", f"scrapes SGLang {RELABELINGS}")],
     "dcgm-exporter": [("wrong", "ServiceMonitor dcgm-exporter", "without honor_labels"),
                       ("missing", "ServiceMonitor dcgm-exporter", RELABELINGS)],
     "gpu-operator": [("wrong", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", "without honor_labels"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
 import signal
@@ -96,6 +97,13 @@ SCRIPT = [
 ]
 
 
+# Kubernetes' service discovery gives every series of an engine's pod its `pod`; behind the one normalizing
+# exporter here the engine series have none, so they take their target's pod (`vllm` -> `vllm-0`, the pod its
+# GPU series name), and triage can join each GPU to its model.
+POD_FROM_TARGET = {"source_labels": ["pod", "target"], "regex": ";(.+)", "target_label": "pod",
+                   "replacement": "${1}-0"}
+
+
 def free_port() -> int:
     """A loopback port nothing listens on now."""
     import socket
@@ -153,9 +161,10 @@ class _Processes:
     def __init__(self, logs: Path):
         self.logs, self.procs = logs, []
 
-    def start(self, name: str, args: list[str]) -> subprocess.Popen:
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **env} if env else None)
         self.procs.append((name, proc, log))
         return proc
 
@@ -379,9 +388,10 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         me = [sys.executable, "-m", "inferwatch"]
         engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
         for model, (engine, port) in engines.items():
+            # its GPU's workload pod is the simulator's HOSTNAME, as in Kubernetes: `vllm-0`, `sglang-0`
             procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
                                       f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
-                                      "--gpus", "1"])
+                                      "--gpus", "1"], env={"HOSTNAME": f"{engine}-0"})
             # users reach each engine through its own front door, which meters what they feel
             procs.start(f"frontdoor-{engine}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{port}",
                                                      "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}"])
@@ -397,7 +407,8 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         config = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
                   "rule_files": _rule_files(folder),
                   "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
-                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
+                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
+                                      "metric_relabel_configs": [POD_FROM_TARGET]},
                                      {"job_name": "inferwatch-frontdoor", "static_configs": [
                                          {"targets": [d.removeprefix("http://") for d in doors.values()]}]}]}
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -164,20 +164,19 @@ class _Sink:
             self.conn.abort()
             pieces.clear()
             return
-        if self.chunked:
-            client.write(b"".join(_framed(piece) for piece in pieces) if len(pieces) > 1 else _framed(pieces[0]))
+        read = pieces[0] if len(pieces) == 1 else b"".join(pieces)       # the bytes of this read
+        if self.chunked:                         # framed as the upstream's pieces came
+            client.write(_framed(read) if len(pieces) == 1 else b"".join(map(_framed, pieces)))
         else:
-            client.write(b"".join(pieces) if len(pieces) > 1 else pieces[0])
+            client.write(read)
+        pieces.clear()
         if self.sse:
-            read = b"".join(pieces) if len(pieces) > 1 else pieces[0]
             self.held.append((now, read))
             self.held_bytes += len(read)
             if self.held_bytes > _METER_BATCH:
                 self.meter()
         elif self.whole and len(self.copy) <= MAX_METERED_BODY:
-            for piece in pieces:
-                self.copy += piece
-        pieces.clear()
+            self.copy += read
         if client.get_write_buffer_size() > _CLIENT_BEHIND:
             self.conn.pause()
 
@@ -257,19 +256,17 @@ class Frontdoor:
     async def _handle(self, request: web.Request, metered: bool) -> web.StreamResponse:
         ex = _Exchange(time.monotonic())
         cfg = self.config
+        caller = self.callers(caller_of(request.headers, cfg.caller_header, cfg.caller_salt))
         try:
             body = await self._body(request)
         except asyncio.CancelledError:            # the client left while sending its request: counted, unrouted
             ex.ended = "cancelled"
-            caller = self.callers(caller_of(request.headers, cfg.caller_header, cfg.caller_salt))
             self._done(request, ex, RequestInfo(), (self.models("unknown"), caller, "none"), metered)
             raise
         refused = body if isinstance(body, web.Response) else None
         info = request_info(body) if body and refused is None else RequestInfo()
         upstream = cfg.upstream_for(info.model) or (None if info.model else (cfg.upstreams or (None,))[0])
-        labels = (self.models(info.model or "unknown"), self.callers(caller_of(request.headers, cfg.caller_header,
-                                                                                cfg.caller_salt)),
-                  upstream.name if upstream else "none")
+        labels = (self.models(info.model or "unknown"), caller, upstream.name if upstream else "none")
         ex.stream = info.stream
         gauge = self.metrics.in_flight.labels(*labels) if metered else None
         if gauge:

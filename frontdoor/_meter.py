@@ -1,7 +1,8 @@
 """What one request asked for and what its response said, read from a copy of the bytes that pass.
 
 `RequestInfo` comes from the request body; `Facts` accumulate from each SSE
-event (`observe_event`) or from a whole JSON answer (`observe_whole`). Nothing
+event (`observe_event`; `observe_stream` reads a client's body into it) or from
+a whole JSON answer (`observe_whole`). Nothing
 here keeps content: only times, counts, finish reasons, and tool-call names and
 arguments until the request is judged (they are needed to validate the call).
 
@@ -35,9 +36,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 
-__all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_whole", "token_counts"]
+from inferwatch.frontdoor._sse import SSESplitter
+
+__all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_stream", "observe_whole", "token_counts"]
 
 try:
     from orjson import loads as _fast_loads         # about 5 times json's speed on a chunk: the per-chunk budget
@@ -101,6 +105,17 @@ class Facts:
     visible_whole: bool = False                  # a whole (non-streamed) answer had content or a tool call
     choices: set[int] = field(default_factory=set)        # indexes of the choices that showed something
     shape: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)   # around a token's text
+
+
+async def observe_stream(content, facts: Facts, until_error: bool = False) -> None:
+    """Fold a streamed answer into `facts` as it arrives, each read at the time it came: the body of a client's
+    response (`content.readany()`: aiohttp's StreamReader), for the prober and the load generator. `until_error`
+    stops reading at the first event that makes `facts.error`."""
+    splitter = SSESplitter()
+    while not (until_error and facts.error) and (chunk := await content.readany()):
+        now = time.monotonic()
+        for payload in splitter.feed(chunk):
+            observe_event(facts, payload, now)
 
 
 def observe_event(facts: Facts, payload: bytes, now: float) -> None:

@@ -17,10 +17,9 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from inferwatch.frontdoor._meter import Facts, observe_event
+from inferwatch.frontdoor._meter import Facts, observe_stream
 from inferwatch.frontdoor._metrics import bounds
 from inferwatch.frontdoor._outcome import classify
-from inferwatch.frontdoor._sse import SSESplitter
 
 __all__ = ["ProbeConfig", "ProbeResult", "probe_once", "Prober"]
 
@@ -57,13 +56,11 @@ async def probe_once(session: aiohttp.ClientSession, config: ProbeConfig, model:
     try:
         async with asyncio.timeout(config.timeout):
             async with session.post(config.target + "/v1/chat/completions", json=body, headers=headers) as resp:
-                status, splitter = resp.status, SSESplitter()
+                status = resp.status
                 if status == 200 and resp.content_type != "text/event-stream":
                     facts.error = "not a stream"
-                while status == 200 and (chunk := await resp.content.readany()):
-                    now = time.monotonic()
-                    for payload in splitter.feed(chunk):
-                        observe_event(facts, payload, now)
+                if status == 200:
+                    await observe_stream(resp.content, facts)
     except TimeoutError:
         ended = "timeout"
     except aiohttp.ClientPayloadError:

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 import aiohttp
 
 from inferwatch.errors import InferwatchError
-from inferwatch.frontdoor import Facts, SSESplitter, observe_event, token_counts
+from inferwatch.frontdoor import Facts, observe_stream, token_counts
 from inferwatch.sim._engine import WORDS
 
 __all__ = ["LoadConfig", "LoadReport", "Sample", "run_load", "percentile", "format_report"]
@@ -161,11 +161,8 @@ async def _read_stream(resp: aiohttp.ClientResponse, sample: Sample) -> tuple[fl
         sample.error = f"http_{resp.status}"
         await resp.read()
         return None, None
-    facts, splitter = Facts(), SSESplitter()
-    while not facts.error and (chunk := await resp.content.readany()):
-        now = time.monotonic()
-        for payload in splitter.feed(chunk):
-            observe_event(facts, payload, now)
+    facts = Facts()
+    await observe_stream(resp.content, facts, until_error=True)
     if facts.error:
         sample.error = "stream_error" if facts.error == "an error object" else "protocol"
     sample.tokens = token_counts(facts)[3] or 0

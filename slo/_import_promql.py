@@ -286,9 +286,11 @@ def _no_fast_errors(plus: list[Counter], minus: list[Counter], what: str) -> Non
 
 
 # words that name a good outcome, as a label's name (`accurate="true"`), a label's value (`status="success"`) or a
-# word of a counter's name (`checks_passed_total`); and the labels that hold HTTP statuses
+# word of a counter's name (`checks_passed_total`), unless the name also has a word of failure
+# (`x_success_failures_total`); and the labels that hold HTTP statuses
 _SUCCESS_WORDS = frozenset({"success", "successes", "successful", "succeeded", "ok", "correct", "accurate", "valid",
                             "passed", "healthy"})
+_FAILURE_WORDS = frozenset({"fail", "failed", "failure", "failures", "error", "errors", "bad"})
 _TRUE = frozenset({"true", "1", "yes"})
 _STATUS_LABELS = frozenset({"code", "status", "status_code", "http_status", "http_code", "response_code",
                             "http_status_code", "http_response_status_code"})
@@ -307,7 +309,7 @@ def _says_success(counter: Counter) -> str | None:
                 or (label.lower() in _STATUS_LABELS and all(_HTTP_SUCCESS.fullmatch(v) for v in values))):
             return f'{label}{op}"{value}"'
     words = set(counter.name.lower().removesuffix("_total").split("_"))
-    if words & _SUCCESS_WORDS and not words & {"fail", "failed", "failure", "failures", "error", "errors", "bad"}:
+    if words & _SUCCESS_WORDS and not words & _FAILURE_WORDS:
         return f"the name {counter.name}"
     return None
 

@@ -45,6 +45,40 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
                                                        f" (cd {out} && docker compose up)"))
 
 
+@deploy_app.command("merge-alertmanager")
+def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
+                                                            help="Your alertmanager.yml, or kube-prometheus-stack "
+                                                                 "values with alertmanager.config.")],
+                       config: ConfigOpt = None,
+                       out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE",
+                                                                   show_default=False,
+                                                                   help="Write here (default: standard output).")]
+                       = None):
+    """Merge inferwatch's Alertmanager route into your own tree, keeping every route, receiver and inhibit rule.
+
+    Our route (it matches our alert names only) goes first under your root; our receivers and SLO inhibit rules
+    are appended. Run it again after an upgrade: it replaces what it added before.
+
+    \b
+    Examples:
+      inferwatch deploy merge-alertmanager alertmanager.yml -o alertmanager.yml
+      inferwatch deploy merge-alertmanager my-values.yaml --config deploy.yaml -o my-values.yaml
+    """
+    from inferwatch._files import write_file
+    from inferwatch._yaml import load_yaml_file, plain
+    from inferwatch.deploy import load_config
+    from inferwatch.deploy._alertmanager import merge_document
+    from inferwatch.deploy._inputs import gather_inputs
+    from inferwatch.deploy._workloads import dump
+
+    deployed = load_config(config)
+    text = dump(merge_document(plain(load_yaml_file(file)), str(file), deployed, gather_inputs(deployed)))
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        write_file(out, text, "--out")
+
+
 def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
                                                              help="Prometheus base URL, e.g. "
                                                                   "http://prometheus:9090.")] = None,

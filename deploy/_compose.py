@@ -113,7 +113,7 @@ def render_compose(config: Config, inputs: Inputs, source: str = "the embedded d
         + dump({"name": "inferwatch", "services": _services(config),
                      "volumes": {"prometheus-data": {}, "alertmanager-data": {}, "grafana-data": {}}}),
         "prometheus/prometheus.yml": banner + dump(_prometheus(config, inputs)),
-        "alertmanager/alertmanager.yml": banner + dump(alertmanager_config(config, inputs.inhibit_rules)),
+        "alertmanager/alertmanager.yml": banner + dump(alertmanager_config(config, inputs.inhibit_rules, inputs.rules)),
         "grafana/provisioning/datasources/inferwatch.yaml": banner + dump({"apiVersion": 1, "datasources": [
             {"name": "Prometheus", "type": "prometheus", "uid": "prometheus", "access": "proxy",
              "url": "http://prometheus:9090", "isDefault": True, "jsonData": {"timeInterval": config.scrape_interval}},

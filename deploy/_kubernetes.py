@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from inferwatch.deploy._alertmanager import alertmanager_config, alertmanager_config_resource
+from inferwatch.deploy._alertmanager import CHART_DEFAULT, alertmanager_config, alertmanager_config_resource
 from inferwatch.deploy._config import Config, Engine
 from inferwatch.deploy._inputs import Inputs
 from inferwatch.deploy._workloads import container, dump, deployment, labels, pod_spec, service
@@ -184,6 +184,14 @@ def _dashboards(config: Config, inputs: Inputs) -> dict[str, tuple[dict, str]]:
     return out
 
 
+_VALUES_NOTE = (
+    "# kube-prometheus-stack Helm values: `helm upgrade ... -f alertmanager/values.yaml`. Not applied by kustomize.\n"
+    "# The chart's default alertmanager.config (Watchdog to 'null', InfoInhibitor, its inhibit rules) with "
+    "inferwatch's route\n# first under the root. Helm replaces lists whole: if you set alertmanager.config "
+    "yourself, merge into yours\n# instead: `inferwatch deploy merge-alertmanager your-values.yaml` "
+    "(deploy/README.md).\n")
+
+
 def _notes(config: Config) -> dict[str, str]:
     engines = sorted({e.engine for e in config.engines})
     notes = {
@@ -197,9 +205,11 @@ def _notes(config: Config) -> dict[str, str]:
                         "admin users (NVreg_RestrictProfilingToAdminUsers=1).\n",
         "sidecars": "# A strategic-merge patch, not a resource: kubectl patch {workload} -n {namespace} --patch-file "
                     "sidecars/{name}.patch.yaml\n",
-        "alertmanager": "# The operator adds a `namespace` matcher to an AlertmanagerConfig's routes; SLO alerts "
-                        "aggregate it away, so set the Alertmanager's alertmanagerConfigMatcherStrategy: {type: "
-                        "None}, or use alertmanager/values.yaml (kube-prometheus-stack `alertmanager.config`).\n",
+        "alertmanager": "# Takes inferwatch's alerts only (its route matches their names); the operator puts it first "
+                        "under your root with continue: true, so every alert also goes on through your tree. The "
+                        "operator adds a `namespace` matcher to it, which SLO alerts aggregate away: set the "
+                        "Alertmanager's alertmanagerConfigMatcherStrategy: {type: None}, or merge the same route "
+                        "into your config (alertmanager/values.yaml, `inferwatch deploy merge-alertmanager`).\n",
     }
     return {k: v for k, v in notes.items() if k != "monitors" or engines}
 
@@ -249,15 +259,15 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
     central = bool(config.cluster.remote_write_url)
     if not central:
         objects.update(_rules(config, inputs))
-    objects["alertmanager/alertmanagerconfig.yaml"] = alertmanager_config_resource(config, inputs.inhibit_rules)
+    objects["alertmanager/alertmanagerconfig.yaml"] = alertmanager_config_resource(config, inputs.inhibit_rules,
+                                                                                        inputs.rules)
     banner = BANNER.format(source=source)
     notes = _notes(config)
     files = {path: banner + _note(notes, path, config) + dump(obj) for path, obj in objects.items()}
     for path, (obj, note) in _dashboards(config, inputs).items():
         files[path] = banner + note + dump(obj)
-    files["alertmanager/values.yaml"] = (
-        banner + "# kube-prometheus-stack Helm values: `helm upgrade ... -f alertmanager/values.yaml`. Not applied by "
-        "kustomize.\n" + dump({"alertmanager": {"config": alertmanager_config(config, inputs.inhibit_rules)}}))
+    files["alertmanager/values.yaml"] = banner + _VALUES_NOTE + dump({"alertmanager": {"config": alertmanager_config(
+        config, inputs.inhibit_rules, inputs.rules, base=CHART_DEFAULT)}})
     if central:
         files.update(_central(config, inputs, banner))
     resources = sorted(p for p in files if p.endswith(".yaml") and not p.endswith("values.yaml")

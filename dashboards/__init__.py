@@ -11,7 +11,9 @@ from inferwatch.dashboards._panels import (ENGINE_FILTERS, FRESH, GPU_FILTERS, R
                                            dashboard, datasource_variable,
                                            engine_variables, grid, quantiles, rate_sum, ratio, row, stat, target,
                                            timeseries, variable)
+from inferwatch.dashboards._objectives import LatencyObjective, latency_objective, slo_specs
 
 __all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row", "quantiles",
            "variable", "datasource_variable", "engine_variables", "dashboard", "ratio", "rate_sum", "grid", "modern",
-           "SCHEMA_VERSION", "DATASOURCE_REF", "attainment", "FRESH"]
+           "SCHEMA_VERSION", "DATASOURCE_REF", "attainment", "FRESH", "LatencyObjective", "latency_objective",
+           "slo_specs"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from grafanalib import core
 
 from inferwatch.dashboards._modern import modern
+from inferwatch.dashboards._objectives import slo_specs
 from inferwatch.errors import InferwatchError
 
 __all__ = ["HERE", "builtin_sources", "load_dashboard", "render_json", "build", "configmap"]
@@ -45,9 +46,11 @@ def json_name(source: Path) -> str:
     return Path(source).name.removesuffix(".dashboard.py") + ".json"
 
 
-def build(sources: list[Path] | None = None) -> dict[str, str]:
-    """{file name: JSON text} for each source (default: the built-in dashboards)."""
-    return {json_name(src): render_json(load_dashboard(src)) for src in (sources or builtin_sources())}
+def build(sources: list[Path] | None = None, specs=None) -> dict[str, str]:
+    """{file name: JSON text} for each source (default: the built-in dashboards); `specs` are the installed SLO
+    specs whose latency objectives the dashboards show (default: slo/defaults.yaml's)."""
+    with slo_specs(specs or ()):
+        return {json_name(src): render_json(load_dashboard(src)) for src in (sources or builtin_sources())}
 
 
 def configmap(name: str, text: str, folder: str = "inferwatch") -> dict:

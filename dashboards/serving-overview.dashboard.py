@@ -4,11 +4,26 @@ Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 """
 
 from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, attainment, dashboard, engine_variables,
-                                   quantiles, rate_sum, ratio, row, stat, target, timeseries)
+                                   latency_objective, quantiles, rate_sum, ratio, row, stat, target, timeseries)
 
 sel = Selector(ENGINE_FILTERS)
-TTFT_WITHIN_1S = STREAMED + ', le=~"1|1[.]0"'            # every spelling of the 1 s bucket bound
-TPOT_WITHIN_100MS = 'le="0.1"'
+# the installed SLO specs' thresholds and targets (slo/defaults.yaml's 1 s and 100 ms unless built with others), so
+# the tiles and the pager agree; `le` matches every spelling of the bound
+TTFT, TPOT = latency_objective("ttft"), latency_objective("tpot")
+
+
+def _within(objective, what: str) -> dict:
+    """The tile's title, colours and the sentence saying where its numbers come from: green from the objective's
+    target, orange from twice the bad share it allows, red below."""
+    target = float(objective.target)
+    return {"title": f"{what} within {objective.words}",
+            "thresholds": ((round(max(0.0, 2 * target - 1), 6), "orange"), (target, "green")),
+            "source": f"The bound and the target ({target:.4g}, green from there; orange from {2 * target - 1:.4g}) "
+                      f"are the SLO's ({objective.source})."}
+
+
+TTFT_TILE, TPOT_TILE = _within(TTFT, "TTFT"), _within(TPOT, "TPOT")
+
 
 http = Selector(("namespace", "engine", "pod"))          # the API server's counters carry no model label
 door = Selector(("namespace", "model"))                  # the front door's series carry model, caller, upstream
@@ -39,22 +54,25 @@ dashboard = dashboard(
                    unit="ops", description="rate(llm_preemptions_total): vLLM preemptions, SGLang retractions, "
                                            "under KV-cache pressure."),
         row("Latency"),
-        stat("TTFT within 1 s", attainment(sel("llm_time_to_first_token_seconds_bucket", TTFT_WITHIN_1S),
-                                           sel("llm_time_to_first_token_seconds_count", STREAMED)),
-             description="Share of requests whose first token came within 1 s over the dashboard's time range, "
-                         "from llm_time_to_first_token_seconds buckets (1 s is a boundary of both engines). "
-                         "No data, never 100 %, when no engine counted a request in the last 5 minutes.",
-             thresholds=((0.95, "orange"), (0.99, "green")), width=4),
+        stat(TTFT_TILE["title"],
+             attainment(sel("llm_time_to_first_token_seconds_bucket", f"{STREAMED}, {TTFT.le}"),
+                        sel("llm_time_to_first_token_seconds_count", STREAMED)),
+             description=f"Share of requests whose first token came within {TTFT.words} over the dashboard's time "
+                         "range, from llm_time_to_first_token_seconds buckets (the bound must be a bucket boundary "
+                         f"of the engines: `inferwatch slo explain` says). {TTFT_TILE['source']} No "
+                         "data, never 100 %, when no engine counted a request in the last 5 minutes.",
+             thresholds=TTFT_TILE["thresholds"], width=4),
         timeseries("Time to first token", quantiles(sel, "llm_time_to_first_token_seconds", extra=STREAMED),
                    unit="s", width=8,
                    description="p50/p95/p99 of llm_time_to_first_token_seconds (engine-side: arrival to first "
                                "token, reasoning included; SGLang's non-streamed requests left out)."),
-        stat("TPOT within 100 ms", attainment(sel("llm_time_per_output_token_seconds_bucket", TPOT_WITHIN_100MS),
-                                              sel("llm_time_per_output_token_seconds_count")),
-             description="Share of requests whose mean time per output token was within 100 ms "
-                         "(llm_time_per_output_token_seconds buckets). No data, never 100 %, when no engine "
-                         "counted a request in the last 5 minutes.", thresholds=((0.9, "orange"), (0.95, "green")),
-             width=4),
+        stat(TPOT_TILE["title"],
+             attainment(sel("llm_time_per_output_token_seconds_bucket", TPOT.le),
+                        sel("llm_time_per_output_token_seconds_count")),
+             description=f"Share of requests whose mean time per output token was within {TPOT.words} "
+                         f"(llm_time_per_output_token_seconds buckets). {TPOT_TILE['source']} No data, "
+                         "never 100 %, when no engine counted a request in the last 5 minutes.",
+             thresholds=TPOT_TILE["thresholds"], width=4),
         timeseries("Time per output token (per request)", quantiles(sel, "llm_time_per_output_token_seconds"),
                    unit="s", width=8, description="p50/p95/p99 of llm_time_per_output_token_seconds: each "
                                                   "request's mean time per output token."),

@@ -58,7 +58,8 @@ def _slo_specs(config: Config) -> list[Path]:
 
 def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> Inputs:
     """Compile the config's SLO specs and collect the rest; `dashboards` defaults to the checked-in JSON (which
-    `inferwatch build --check` keeps equal to what the dashboard sources generate)."""
+    `inferwatch build --check` keeps equal to what the dashboard sources generate), built anew with the config's
+    own SLO specs when it names some, so the overview's latency tiles show their thresholds."""
     from inferwatch.alerts import HERE as ALERTS_DIR
     from inferwatch.dashboards import __file__ as dashboards_init
     from inferwatch.mappings import (load_mappings, recording_rules, relabel_configs, select_source,
@@ -81,6 +82,10 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     rules.append(RuleGroups("inferwatch-operational", "alerts", tuple(operational["groups"])))
     if _caps_group(config):
         rules.append(RuleGroups("inferwatch-caps", "caps", _caps_group(config)))
+    if dashboards is None and config.slo_specs:      # the tiles show the thresholds the pager uses
+        from inferwatch.dashboards._build import build
+
+        dashboards = build(specs=specs)
     if dashboards is None:
         folder = Path(dashboards_init).parent
         dashboards = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.json"))}

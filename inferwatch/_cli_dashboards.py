@@ -22,21 +22,31 @@ def build(sources: Sources = None,
                                                                       "Grafana sidecar (label grafana_dashboard: "
                                                                       "\"1\").")] = False,
           folder: Annotated[str, typer.Option(metavar="NAME", help="Grafana folder for the ConfigMaps' "
-                                                                  "grafana_folder annotation.")] = "inferwatch"):
+                                                                  "grafana_folder annotation.")] = "inferwatch",
+          slo: Annotated[Optional[list[Path]], typer.Option("--slo", metavar="SPEC", show_default=False,
+                                                            help="Your SLO spec(s): the latency tiles show their "
+                                                                 "thresholds and targets (default: "
+                                                                 "slo/defaults.yaml's). Repeatable.")] = None):
     """Write modern Grafana JSON for each dashboard (and ConfigMaps with --configmaps).
 
     \b
     Examples:
       inferwatch dashboards build -o out/
       inferwatch dashboards build -o out/ --configmaps --folder LLM
+      inferwatch dashboards build -o out/ --slo slos/chat.yaml
     """
     from inferwatch._files import output_dir, write_file
     from inferwatch._yaml import dump_yaml
     from inferwatch.dashboards._build import build as build_all
     from inferwatch.dashboards._build import configmap
+    from inferwatch.errors import SpecError, collect
+    from inferwatch.slo import load_spec
 
+    loaded, problems = collect(load_spec, list(slo or []))
+    if problems:
+        raise SpecError(problems)
     output_dir(out, "--out")
-    for name, text in build_all(sources).items():
+    for name, text in build_all(sources, [spec for _, spec in loaded]).items():
         write_file(out / name, text, "--out")
         typer.echo(f"wrote {out / name}")
         if configmaps:

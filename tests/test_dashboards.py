@@ -310,3 +310,47 @@ def test_which_slow_ratios_read_no_data_rather_than_good_without_traffic():
             assert "vector(" not in t["expr"], panel["title"]
             for denominator in re.findall(r"\n/\n(.*)", t["expr"]):
                 assert re.match(r"\(sum by \(.* > 0\)", denominator), (panel["title"], denominator)
+
+
+STRICT_SLO = """\
+version: 1
+service: chat
+engines: [vllm]
+objectives:
+  - {name: snappy, sli: ttft, threshold: 500ms, target: 99.9%}
+  - {name: smooth, sli: tpot, threshold: 50ms, target: 90%}
+"""
+
+
+def _tiles(board: dict) -> dict[str, dict]:
+    return {p["title"]: p for p in board["panels"] if p.get("type") == "stat" and " within " in p["title"]}
+
+
+def test_latency_tiles_show_the_installed_slos_thresholds(tmp_path):
+    """Issue 29 §6: the tiles hard-coded 1 s and 100 ms whatever the pager used. The defaults still give those;
+    a spec of one's own gives its bound (in the title and the bucket read) and its target (green from there)."""
+    default = _tiles(BOARDS["serving-overview.json"])
+    assert set(default) == {"TTFT within 1 s", "TPOT within 100 ms"}
+    assert 'le=~"1|1[.]0"' in default["TTFT within 1 s"]["targets"][0]["expr"]
+    assert [s["value"] for s in default["TTFT within 1 s"]["fieldConfig"]["defaults"]["thresholds"]["steps"]] == \
+        [None, 0.98, 0.99]
+    spec = tmp_path / "chat.yaml"
+    spec.write_text(STRICT_SLO)
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "build", "-o", str(tmp_path / "out"),
+                           "--slo", str(spec)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    board = json.loads((tmp_path / "out" / "serving-overview.json").read_text())
+    tiles = _tiles(board)
+    assert set(tiles) == {"TTFT within 500 ms", "TPOT within 50 ms"}
+    assert 'le="0.5"' in tiles["TTFT within 500 ms"]["targets"][0]["expr"]
+    assert 'le="0.05"' in tiles["TPOT within 50 ms"]["targets"][0]["expr"]
+    assert [s["value"] for s in tiles["TTFT within 500 ms"]["fieldConfig"]["defaults"]["thresholds"]["steps"]] == \
+        [None, 0.998, 0.999]
+    assert "chat.yaml, objective snappy" in tiles["TTFT within 500 ms"]["description"]
+    assert jsonschema.Draft7Validator(_schema("dashboard")).is_valid(board)
+    assert lint_dashboard(board, "serving-overview.json") == []
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nservice: chat\nobjectives: []\nwindw: 28d\n")
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "build", "-o", str(tmp_path / "o2"),
+                           "--slo", str(bad)], capture_output=True, text=True)
+    assert proc.returncode != 0 and "bad.yaml" in proc.stderr and "Traceback" not in proc.stderr

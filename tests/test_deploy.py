@@ -282,6 +282,20 @@ def test_compose_points_at_stand_ins_or_real_engines(renders):
         full["exporter"]["command"]
 
 
+def test_the_dashboards_show_the_thresholds_of_the_configs_slo_specs(tmp_path):
+    """The overview's latency tiles and the pager agree: a config naming its own specs gets tiles with their
+    bounds in both targets; the defaults keep 1 s and 100 ms."""
+    (tmp_path / "chat.yaml").write_text("version: 1\nservice: chat\nengines: [vllm]\nobjectives:\n"
+                                        "  - {name: snappy, sli: ttft, threshold: 500ms, target: 99.9%}\n"
+                                        "  - {name: smooth, sli: tpot, threshold: 50ms, target: 90%}\n")
+    config = parse_config({"version": 1, "slo_specs": ["chat.yaml"]}, str(tmp_path / "deploy.yaml"))
+    for target, path in (("kubernetes", "dashboards/serving-overview.configmap.yaml"),
+                         ("compose", "grafana/dashboards/serving-overview.json")):
+        text = render(config, target)[path]
+        assert "TTFT within 500 ms" in text and "TPOT within 50 ms" in text and "TTFT within 1 s" not in text
+    assert "TTFT within 1 s" in render(Config(), "compose")["grafana/dashboards/serving-overview.json"]
+
+
 # --- Alertmanager -----------------------------------------------------------------------------------------------
 
 def _am_configs(renders) -> dict[str, str]:

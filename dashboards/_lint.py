@@ -14,7 +14,8 @@ the rule and what to do instead; our own dashboards must have none.
     rate-of-gauge             rate() of a gauge (a DCGM field, an engine ratio): a slope, not a throughput
     unit-mismatch             a seconds histogram shown in ms (or the reverse), steps per second shown as tokens,
                               a DCGM field in a unit of another scale (MiB as bytes, MHz as Hz, 0-1 as percent)
-    missing-as-good           `or vector(0)` (a 0 for No data) where the title says errors, latency: dead reads healthy
+    missing-as-good           `or vector(0)` (a 0 for No data) where the title says errors, latency, or the panel's
+                              thresholds paint the fallback green: dead reads healthy
     le-format                 le="2" on a vLLM or SGLang bucket, which the engine writes le="2.0": matches nothing
     deprecated-metric         a name the engine renamed or removed (also through _bucket/_sum/_count)
     unknown-metric            a vLLM, SGLang, DCGM or vocabulary name that does not exist
@@ -121,6 +122,22 @@ def _unit(panel: dict) -> str:
     return unit if isinstance(unit, str) else ""
 
 
+def _steps(panel: dict) -> tuple[tuple[float | None, str], ...]:
+    """The absolute threshold steps of a panel as (value, colour), base first; none in percentage mode or where an
+    export has something else there."""
+    defaults = _field_config(panel, "defaults")
+    thresholds = defaults.get("thresholds") if isinstance(defaults, dict) else None
+    if not isinstance(thresholds, dict) or thresholds.get("mode", "absolute") != "absolute":
+        return ()
+    steps = []
+    for step in _dicts(thresholds.get("steps")):
+        value, colour = step.get("value"), step.get("color")
+        if not isinstance(colour, str) or not (value is None or isinstance(value, (int, float))):
+            return ()
+        steps.append((None if value is None else float(value), colour))
+    return tuple(steps)
+
+
 def _overrides_unit(panel: dict) -> bool:
     return "unit" in json.dumps(_field_config(panel, "overrides") or [])
 
@@ -219,7 +236,7 @@ def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: lis
         _datasource_finding(t.get("datasource"), title) for t in targets]
     found += [p for p in problems if p][:1]                      # one per panel: its targets repeat the panel's
     context = replace(board, type=_text(panel.get("type")), title=title,
-                      unit="" if _overrides_unit(panel) else _unit(panel))
+                      unit="" if _overrides_unit(panel) else _unit(panel), steps=_steps(panel))
     found += _no_value(panel, title)
     filters, uses = [], _uses([title, panel.get("datasource"), panel.get("links"), panel.get("repeat")])
     for target in targets:

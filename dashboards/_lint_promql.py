@@ -59,6 +59,8 @@ class PanelContext:
     type: str = "timeseries"
     title: str = ""
     unit: str = ""
+    # the colour of each threshold step, (lowest value or None for the base, colour), in order: says what is good
+    steps: tuple[tuple[float | None, str], ...] = ()
     vocabulary: bool = False           # the dashboard uses our vocabulary, so `llm_` names are judged
     rated: frozenset[str] = frozenset()  # names the dashboard passes to rate() or increase() somewhere
 
@@ -440,16 +442,29 @@ def _missing_as_good(tree, panel: PanelContext) -> list[tuple[str, str]]:
     rhs = _unparen(top.rhs)
     if _kind(rhs) != "Call" or rhs.func.name != "vector" or _kind(_unparen(rhs.args[0])) != "NumberLiteral":
         return []
-    if all(s.name == "up" for s in _selectors(top.lhs)):      # Prometheus writes `up` for every target it scrapes:
-        return []                                           # `count(up == 0)` is empty when none is down, not missing
+    # Prometheus writes `up` for every target it scrapes, and ALERTS only while an alert is pending or firing:
+    # `count(up == 0)` and `count(ALERTS{...})` are empty when nothing is down or firing, not missing
+    if all(s.name in ("up", "ALERTS") for s in _selectors(top.lhs)):
+        return []
     value = _unparen(rhs.args[0]).val
     good = (value == 0 and BAD_THINGS.search(panel.title)) or (value in (1, 100) and GOOD_THINGS.search(panel.title)
                                                                 and not BAD_THINGS.search(panel.title))
-    if not good:
+    if not good and not _coloured_good(value, panel.steps):
         return []
     return [("missing-as-good", f"`or vector({value:g})` reads {value:g} when the series are missing (engine down, "
                                 "scrape broken): missing data shows as the good value; drop it, or fall back only "
                                 "while the source is scraped: `or 0 * sum(rate(<all outcomes>[5m]))`")]
+
+
+def _coloured_good(value: float, steps) -> bool:
+    """Whether the panel's own thresholds paint `value` green while painting some other value another colour: a
+    health panel (a stat of GPUs stuck, 0 green, 1 red) whatever its title says."""
+    colours = [colour.lower() for _, colour in steps]
+    if not any("green" in c for c in colours) or all("green" in c for c in colours):
+        return False
+    shown = next((c for (bound, c) in reversed(list(zip([b for b, _ in steps], colours)))
+                  if bound is None or bound <= value), "")
+    return "green" in shown
 
 
 def le_text(text: str) -> str | None:

@@ -10,6 +10,10 @@ from inferwatch.dashboards import (ENGINE_FILTERS, GPU_FILTERS, Selector, dashbo
 gpu = Selector(GPU_FILTERS)
 engine = Selector(ENGINE_FILTERS)
 PER_GPU = "{{hostname}} GPU {{gpu}} {{pod}}"
+# 0 only while GPUs report both signals: without them the tile reads No data, not a healthy 0
+BOTH = f"{gpu('gpu_utilization_ratio')} and on (uuid) {gpu('gpu_sm_active_ratio')}"
+BUSY_NOT_COMPUTING = (f"count(({gpu('gpu_utilization_ratio')} >= 0.9) and on (uuid) "
+                      f"({gpu('gpu_sm_active_ratio')} < 0.5))\nor\n0 * count({BOTH})")
 
 dashboard = dashboard(
     uid="inferwatch-gpu-activity",
@@ -19,10 +23,12 @@ dashboard = dashboard(
     variables=engine_variables(),
     panels=[
         row("Is the GPU computing?"),
-        stat("GPUs busy but not computing", f"count(({gpu('gpu_utilization_ratio')} >= 0.9) and on (uuid) "
-                                            f"({gpu('gpu_sm_active_ratio')} < 0.5)) or vector(0)",
-             unit="short", thresholds=((1, "red"),), width=4,
-             description="GPUs with gpu_utilization_ratio at least 0.9 but gpu_sm_active_ratio under 0.5 right now."),
+        stat("GPUs busy but not computing", BUSY_NOT_COMPUTING, unit="short", thresholds=((1, "red"),), width=4,
+             description="GPUs with gpu_utilization_ratio at least 0.9 but gpu_sm_active_ratio under 0.5 right now; "
+                         "0 while GPUs report both and none is stuck. No data, never a green 0, when no GPU in the "
+                         "selected pods reports both: no GPU exporter is scraped, or dcgm-exporter runs without the "
+                         "profiling fields (deploy/dcgm/counters.csv turns DCGM_FI_PROF_SM_ACTIVE on; GPUs without "
+                         "profiling counters cannot tell)."),
         timeseries("GPU-Util against SM active", [
             target(gpu("gpu_utilization_ratio"), "util " + PER_GPU),
             target(gpu("gpu_sm_active_ratio"), "SM active " + PER_GPU)], unit="percentunit", max_value=1, width=20,

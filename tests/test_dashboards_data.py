@@ -177,3 +177,41 @@ def test_attainment_tiles_read_no_data_once_the_engine_is_gone(tmp_path):
             old = 'sum(rate(llm_time_to_first_token_seconds_bucket{le="1.0"}[5m])) / ' \
                   '(sum(rate(llm_time_to_first_token_seconds_count[5m])) > 0)'
             assert float(query(prom, old)[0]["value"][1]) == 1.0      # what the tile read before: 100 %
+
+
+def test_gpus_busy_not_computing_reads_no_data_without_gpu_series(tmp_path):
+    """Issue 29 §6: the tile read `... or vector(0)`, a green 0 with no GPU series at all. Now: No data until a
+    GPU reports both GPU-Util and SM activity (GPU-Util alone cannot tell), 0 once they do, 1 for a stuck GPU."""
+    board = json.loads(build()["gpu-activity.json"])
+    expr = _substitute(next(p["targets"][0]["expr"] for p in board["panels"]
+                            if p["title"] == "GPUs busy but not computing"), {})
+    state = ["none"]
+    gpu = 'gpu="0", uuid="GPU-1", pod="vllm-0", namespace="llm"'
+    shown = {"none": [], "util only": [f"gpu_utilization_ratio{{{gpu}}} 0.95"],
+             "healthy": [f"gpu_utilization_ratio{{{gpu}}} 0.95", f"gpu_sm_active_ratio{{{gpu}}} 0.8"],
+             "stuck": [f"gpu_utilization_ratio{{{gpu}}} 0.95", f"gpu_sm_active_ratio{{{gpu}}} 0.3"]}
+
+    def metrics(handler):
+        body = ("\n".join(["# TYPE inferwatch_exporter_up gauge", "inferwatch_exporter_up 1", *shown[state[0]]])
+                + "\n").encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain; version=0.0.4")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with serve({"/metrics": metrics}) as target:
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                  "scrape_configs": [{"job_name": "gpus", "honor_labels": True,
+                                      "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
+        with prometheus(need("prometheus"), config, tmp_path) as prom:
+            assert wait_for(lambda: query(prom, "inferwatch_exporter_up"), timeout=30)
+            assert query(prom, expr) == []
+            old = expr.split("\nor\n")[0] + " or vector(0)"
+            assert query(prom, old)[0]["value"][1] == "0"                  # what the tile read before: a green 0
+            state[0] = "util only"
+            assert wait_for(lambda: query(prom, "gpu_utilization_ratio"), timeout=30)
+            assert query(prom, expr) == []
+            for name, value in (("healthy", "0"), ("stuck", "1")):
+                state[0] = name
+                assert wait_for(lambda: [r["value"][1] for r in query(prom, expr)] == [value], timeout=30), name

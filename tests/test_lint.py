@@ -181,6 +181,24 @@ QUERY_CASES = [
      {"type": "stat", "title": "Success Rate", "unit": "percent"}, "missing-as-good", False),
     ("constructed: failed targets, count() of up == 0 is empty when none is down and up is never missing",
      'count(up{job="vllm"} == 0) or vector(0)', {"type": "stat", "title": "Failed targets"}, "missing-as-good", False),
+    ("our gpu-activity before issue 29: GPUs busy but not computing, 0 painted green, 1 red",
+     "count((gpu_utilization_ratio >= 0.9) and on (uuid) (gpu_sm_active_ratio < 0.5)) or vector(0)",
+     {"type": "stat", "title": "GPUs busy but not computing", "fieldConfig": {"defaults": {"thresholds": {
+         "mode": "absolute", "steps": [{"color": "green", "value": None}, {"color": "red", "value": 1}]}}}},
+     "missing-as-good", True),
+    ("constructed: the fallback only while the GPUs are scraped keeps No data for no data",
+     "count((gpu_utilization_ratio >= 0.9) and on (uuid) (gpu_sm_active_ratio < 0.5)) or 0 * count("
+     "gpu_utilization_ratio and on (uuid) gpu_sm_active_ratio)",
+     {"type": "stat", "title": "GPUs busy but not computing", "fieldConfig": {"defaults": {"thresholds": {
+         "mode": "absolute", "steps": [{"color": "green", "value": None}, {"color": "red", "value": 1}]}}}},
+     "missing-as-good", False),
+    ("constructed: thresholds all green say nothing is good or bad", "sum(replicas) or vector(0)",
+     {"type": "stat", "title": "Replicas", "fieldConfig": {"defaults": {"thresholds": {
+         "mode": "absolute", "steps": [{"color": "green", "value": None}]}}}}, "missing-as-good", False),
+    ("our slos dashboard: alerts firing, ALERTS is empty when none fires", 'count(ALERTS{alertstate="firing"}) '
+     "or vector(0)", {"type": "stat", "title": "Alerts firing", "fieldConfig": {"defaults": {"thresholds": {
+         "mode": "absolute", "steps": [{"color": "green", "value": None}, {"color": "red", "value": 1}]}}}},
+     "missing-as-good", False),
     ("aibrix ModelClaim: Desired Replicas (not a good-or-bad quantity)",
      'sum(aibrix_modelclaim_desired_replicas{model=~"$model"}) or vector(0)', {"type": "stat",
                                                                               "title": "Desired Replicas"},

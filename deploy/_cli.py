@@ -36,7 +36,12 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
 
     if target not in TARGETS:
         raise InferwatchError(f"--target {target!r}: use {' or '.join(TARGETS)}")
-    files = render_files(load_config(config), target)
+    deployed = load_config(config)
+    if target == "compose":
+        from inferwatch.deploy._compose import for_folder
+
+        deployed = for_folder(deployed, out)        # builds our image from this clone, as seen from --out
+    files = render_files(deployed, target)
     output_dir(out, "--out")
     for name, text in files.items():
         write_file(out / name, text, "--out")

@@ -7,15 +7,19 @@ front door, and the engines (stand-ins from `inferwatch simulate`, or real ones 
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from inferwatch.deploy._workloads import dump
+from inferwatch import __version__
 from inferwatch.deploy._alertmanager import alertmanager_config
-from inferwatch.deploy._config import Config, Engine
-from inferwatch.deploy._inputs import Inputs
-from inferwatch.deploy._workloads import UID
+from inferwatch.deploy._config import DEFAULT_IMAGE, Config, Engine
+from inferwatch.deploy._inputs import DEPLOY_DIR, Inputs
+from inferwatch.deploy._workloads import UID, dump
+from inferwatch.errors import InferwatchError
 
-__all__ = ["render_compose", "IMAGES"]
+__all__ = ["render_compose", "sim_models", "for_folder", "IMAGES", "SIM_MODELS", "CLONE_ROOT"]
 
 # Pinned; README.md's deploy section names them.
 IMAGES = {"prometheus": "prom/prometheus:v2.53.2", "alertmanager": "prom/alertmanager:v0.27.0",
@@ -25,8 +29,32 @@ _HARDENED = {"read_only": True, "cap_drop": ["ALL"], "security_opt": ["no-new-pr
              "restart": "unless-stopped"}
 
 
+# the model a stand-in engine serves when the config names no cap for it: one name per engine, so the per-model
+# views (dashboards, SLOs, triage) keep them apart
+SIM_MODELS = {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
+CLONE_ROOT = "../.."            # the clone's root seen from deploy/compose/, where the default render is checked in
+
+
 def _sim_port(engine: Engine) -> int:
     return engine.port_number
+
+
+def sim_models(config: Config) -> dict[str, str]:
+    """{engine name: the model its stand-in serves}: the first model it has a cap for, else SIM_MODELS' name for
+    its kind; a name two engines would share gets the engine's name after it."""
+    wanted = {e.name: (e.max_running_requests[0][0] if e.max_running_requests else SIM_MODELS[e.engine])
+              for e in config.engines}
+    taken = [m for m in wanted.values()]
+    return {name: model if taken.count(model) == 1 else f"{model}-{name}" for name, model in wanted.items()}
+
+
+def _image(config: Config) -> dict:
+    """Our image: built from the clone's Dockerfile (and tagged locally) unless the config names a pushed one;
+    with both, built and tagged as that name."""
+    if config.image != DEFAULT_IMAGE and not config.compose.build:
+        return {"image": config.image}
+    image = config.image if config.image != DEFAULT_IMAGE else f"inferwatch:{__version__}"
+    return {"image": image, "build": {"context": config.compose.build or CLONE_ROOT}}
 
 
 def _targets(config: Config, engine: Engine) -> list[str]:
@@ -64,7 +92,8 @@ def _service(image: str, command: list[str], ports: list[str], **extra) -> dict:
 
 
 def _ours(config: Config, command: list[str], ports: list[str]) -> dict:
-    return _service(config.image, command, ports, user=f"{UID}:{UID}", entrypoint=["inferwatch"])
+    return {**_image(config), **{k: v for k, v in _service("", command, ports, user=f"{UID}:{UID}",
+                                                          entrypoint=["inferwatch"]).items() if k != "image"}}
 
 
 def _services(config: Config) -> dict:
@@ -87,9 +116,12 @@ def _services(config: Config) -> dict:
     }
     del services["grafana"]["command"]
     if config.compose.simulate:
+        models = sim_models(config)
         for engine in config.engines:
+            cap = [f"--max-num-seqs={c}" for m, c in engine.max_running_requests if m == models[engine.name]]
             services[engine.name] = _ours(config, [
-                "simulate", "--engine", engine.engine, "--listen", f"0.0.0.0:{_sim_port(engine)}", "--gpus", "1"],
+                "simulate", "--engine", engine.engine, "--model", models[engine.name], *cap,
+                "--listen", f"0.0.0.0:{_sim_port(engine)}", "--gpus", "1"],
                 [f"127.0.0.1:{_sim_port(engine)}:{_sim_port(engine)}"])
     if config.scrape_mode != "relabel":      # compose has no pods: one exporter serves
         targets = [f"--target={e.name}-{i}=http://{t}{e.path}" for e in config.engines
@@ -105,11 +137,34 @@ def _services(config: Config) -> dict:
     return services
 
 
+def for_folder(config: Config, out: Path) -> Config:
+    """The config as rendered into `out`: where it builds our image from, the clone this inferwatch runs from
+    (relative to `out`), unless it names a pushed image or a build folder of its own."""
+    if config.image != DEFAULT_IMAGE or config.compose.build:
+        return config
+    root = DEPLOY_DIR.parent
+    if not (root / "Dockerfile").is_file():
+        raise InferwatchError(f"{config.file}: image: the default {DEFAULT_IMAGE} is not published and this "
+                              "inferwatch is no clone to build it from: build and push it from a clone "
+                              "(deploy/README.md) and name it in `image:`, or set compose.build to a clone")
+    return replace(config, compose=replace(config.compose, build=os.path.relpath(root, Path(out).resolve())))
+
+
+def _build_note(config: Config) -> str:
+    built = _image(config)
+    if "build" not in built:
+        return ""
+    return (f"# inferwatch's image is built from the Dockerfile in {built['build']['context']} (tagged "
+            f"{built['image']}); after updating the clone: docker compose up --build. To run a pushed image "
+            "instead, set `image:` in deploy.yaml.\n")
+
+
 def render_compose(config: Config, inputs: Inputs, source: str = "the embedded defaults") -> dict[str, str]:
     """{path: text}: compose.yaml and the files it mounts."""
     banner = f"# Generated by `inferwatch deploy render --target compose` from {source}; do not edit by hand.\n"
     files = {
         "compose.yaml": banner + "# docker compose up; Grafana on http://localhost:3000, Prometheus on :9090.\n"
+        + _build_note(config)
         + dump({"name": "inferwatch", "services": _services(config),
                      "volumes": {"prometheus-data": {}, "alertmanager-data": {}, "grafana-data": {}}}),
         "prometheus/prometheus.yml": banner + dump(_prometheus(config, inputs)),

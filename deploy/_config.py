@@ -19,9 +19,10 @@ from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 
 __all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose", "Cluster", "load_config",
-           "parse_config", "ENGINES", "SCRAPE_MODES"]
+           "parse_config", "ENGINES", "SCRAPE_MODES", "DEFAULT_IMAGE"]
 
 ENGINES = ("vllm", "sglang")
+DEFAULT_IMAGE = f"ghcr.io/inferwatch/inferwatch:{__version__}"
 SCRAPE_MODES = ("relabel", "exporter", "sidecar")
 _DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")          # a Kubernetes object or namespace name
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
@@ -87,9 +88,11 @@ class Alerting:
 
 @dataclass(frozen=True)
 class Compose:
-    """The laptop target: stand-in engines (`inferwatch simulate`) or the engines' `urls`."""
+    """The laptop target: stand-in engines (`inferwatch simulate`) or the engines' `urls`. Our image is built from
+    the clone's Dockerfile (`build`, relative to the rendered folder) unless `image:` names one you pushed."""
 
     simulate: bool = True
+    build: str = ""              # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class Config:
     file: str = "<embedded defaults>"
     namespace: str = "monitoring"
     release: str = "kube-prometheus-stack"
-    image: str = f"ghcr.io/inferwatch/inferwatch:{__version__}"
+    image: str = DEFAULT_IMAGE                # not published: build it (deploy/README.md), or compose builds it
     scrape_mode: str = "relabel"
     scrape_interval: str = "15s"
     grafana_folder: str = "inferwatch"

@@ -282,6 +282,53 @@ def test_compose_points_at_stand_ins_or_real_engines(renders):
         full["exporter"]["command"]
 
 
+def _ours(compose: dict) -> dict[str, dict]:
+    """The services that run inferwatch (not the pinned Prometheus, Alertmanager and Grafana)."""
+    from inferwatch.deploy._compose import IMAGES
+    return {n: s for n, s in compose["services"].items() if s["image"] not in IMAGES.values()}
+
+
+def test_compose_from_a_clone_builds_our_image_from_its_dockerfile(renders, tmp_path):
+    """Issue 29 §7: the render named ghcr.io/inferwatch/inferwatch:<version>, which is not published, so
+    `docker compose up` failed to pull it. The checked-in render builds it from the clone's Dockerfile; rendered
+    elsewhere, the build context is this clone seen from there; a config naming its own image pulls that."""
+    checked_in = ROOT / "deploy" / "compose"
+    ours = _ours(yaml.safe_load((checked_in / "compose.yaml").read_text()))
+    assert set(ours) == {"vllm", "sglang", "frontdoor"}
+    for name, service in ours.items():
+        assert (checked_in / service["build"]["context"] / "Dockerfile").resolve() == ROOT / "Dockerfile", name
+        assert not service["image"].startswith("ghcr.io/"), name
+    out = tmp_path / "elsewhere" / "stack"
+    assert _cli("deploy", "render", "--target", "compose", "-o", str(out)).returncode == 0
+    for name, service in _ours(yaml.safe_load((out / "compose.yaml").read_text())).items():
+        assert (out / service["build"]["context"] / "Dockerfile").resolve() == ROOT / "Dockerfile", name
+    pushed = _ours(yaml.safe_load(renders["full-compose"]["compose.yaml"]))
+    assert {s["image"] for s in pushed.values()} == {"registry.example.com/inferwatch:0.1.0"}
+    assert not any("build" in s for s in pushed.values())
+    both = parse_config({"version": 1, "image": "registry.example.com/iw:1.0", "compose": {"build": "/src/iw"}},
+                        "d.yaml")
+    assert {(s["image"], s["build"]["context"]) for s in _ours(yaml.safe_load(render(both, "compose")[
+        "compose.yaml"])).values()} == {("registry.example.com/iw:1.0", "/src/iw")}
+
+
+def test_compose_stand_ins_serve_distinct_models_at_their_caps(renders):
+    """Issue 29 §7: both stand-ins served llama-3-8b, so every per-model view merged them."""
+    from inferwatch.deploy._config import Engine
+
+    def served(config_or_render) -> dict[str, list[str]]:
+        services = yaml.safe_load(config_or_render["compose.yaml"])["services"]
+        return {n: s["command"] for n, s in services.items() if s.get("command", [""])[0] == "simulate"}
+
+    default = served(renders["default-compose"])
+    models = {n: c[c.index("--model") + 1] for n, c in default.items()}
+    assert models == {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
+    assert "--max-num-seqs=256" in default["vllm"]         # the cap the exporter and the rules say
+    twins = Config(engines=(Engine("a", "vllm", urls=("http://a:8000/metrics",)),
+                            Engine("b", "vllm", urls=("http://b:8000/metrics",))))
+    commands = served(render(twins, "compose"))
+    assert {c[c.index("--model") + 1] for c in commands.values()} == {"llama-3-8b-a", "llama-3-8b-b"}
+
+
 def test_the_dashboards_show_the_thresholds_of_the_configs_slo_specs(tmp_path):
     """The overview's latency tiles and the pager agree: a config naming its own specs gets tiles with their
     bounds in both targets; the defaults keep 1 s and 100 ms."""

@@ -17,6 +17,7 @@ import re
 from inferwatch.deploy._config import Config
 from inferwatch.deploy._routing import matches
 from inferwatch.errors import InferwatchError
+from inferwatch.slo import BURN_ALERT
 
 __all__ = ["alertmanager_config", "alertmanager_config_resource", "alert_names", "merge_into", "merge_document",
            "sub_route", "CHART_DEFAULT", "RECEIVERS", "ROUTES"]
@@ -31,8 +32,8 @@ _GROUP_BY = ["alertname", "service", "slo", "model", "cluster"]
 _MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(.*)"\Z')
 # The root a tree of our own starts from (compose): whatever our sub-route does not take notifies nobody.
 _EMPTY = {"route": {"receiver": "default", "group_by": _GROUP_BY}, "receivers": [{"name": "default"}]}
-# kube-prometheus-stack's own `alertmanager.config` (chart 88.5.3 values.yaml; tests/test_deploy.py compares it
-# with the chart's file): what `helm upgrade -f alertmanager/values.yaml` would otherwise replace.
+# kube-prometheus-stack's own `alertmanager.config` (chart 88.5.3 values.yaml, which
+# tests/test_deploy_alertmanager.py compares it with): what `helm upgrade -f alertmanager/values.yaml` would replace.
 CHART_DEFAULT = {
     "global": {"resolve_timeout": "5m"},
     "inhibit_rules": [
@@ -83,11 +84,16 @@ def _shield(rule: dict, alerts: list[dict], names) -> dict:
     """A foreign inhibit rule that lets one of our alerts silence another (kube-prometheus-stack's `critical`
     silences `warning` of the same alertname and namespace: any model's SLO page would silence every model's
     ticket) leaves ours out of its targets; for every other alert it is unchanged."""
-    hit = any(matches(rule, a, "source_") for a in alerts) and any(matches(rule, a, "target_") for a in alerts)
-    excluded = _ours(names).replace("=~", "!~", 1)
-    if not hit or excluded in rule.get("target_matchers", []):
+    kept = [m for m in rule.get("target_matchers") or [] if not _exclusion(m)]     # an earlier merge's, if any
+    rule = {**rule, "target_matchers": kept} if kept else {k: v for k, v in rule.items() if k != "target_matchers"}
+    if not (any(matches(rule, a, "source_") for a in alerts) and any(matches(rule, a, "target_") for a in alerts)):
         return rule
-    return {**rule, "target_matchers": [*rule.get("target_matchers", []), excluded]}
+    return {**rule, "target_matchers": [*kept, _ours(names).replace("=~", "!~", 1)]}
+
+
+def _exclusion(matcher) -> bool:
+    """The matcher `_shield` adds: our names, excluded (they always include the SLO burn-rate alert)."""
+    return isinstance(matcher, str) and matcher.startswith('alertname!~"') and BURN_ALERT in matcher
 
 
 def merge_into(existing: dict, config: Config, inhibit_rules, rules) -> dict:
@@ -110,8 +116,6 @@ def merge_into(existing: dict, config: Config, inhibit_rules, rules) -> dict:
 
 def _previous(rule: dict) -> bool:
     """An SLO tier inhibition an earlier merge added (its sources are our burn-rate alert by name)."""
-    from inferwatch.slo import BURN_ALERT
-
     return f'alertname="{BURN_ALERT}"' in rule.get("source_matchers", [])
 
 
@@ -164,10 +168,15 @@ def merge_document(doc, where: str, config: Config, inputs) -> dict:
     am = doc["alertmanager"].get("config", CHART_DEFAULT) if values else doc
     prefix = f"{where}: " + ("alertmanager.config." if values else "")
     if not isinstance(am, dict):
-        raise InferwatchError(f"{prefix.rstrip('.')}: expected an Alertmanager config (a mapping with route and "
-                              f"receivers), got {type(am).__name__}")
-    if not isinstance(am.get("route", {}), dict) or not isinstance(am.get("route", {}).get("routes") or [], list):
-        raise InferwatchError(f"{prefix}route: expected a mapping whose `routes` is a list")
+        raise InferwatchError(f"{where}: {'alertmanager.config: ' if values else ''}expected an Alertmanager config "
+                              f"(a mapping with route and receivers), got {type(am).__name__}")
+    route = am.get("route")
+    if not isinstance(route, dict) or not route.get("receiver"):
+        raise InferwatchError(f"{prefix}route: required, a mapping naming the root `receiver` (Alertmanager "
+                              "refuses a config without it)")
+    if not isinstance(route.get("routes") or [], list):
+        raise InferwatchError(f"{prefix}route.routes: expected a list of routes, got "
+                              f"{type(route['routes']).__name__}")
     for key in ("receivers", "inhibit_rules"):
         _list_of_maps(am, key, prefix)
     merged = merge_into(am, config, inputs.inhibit_rules, inputs.rules)

@@ -96,6 +96,20 @@ def test_merging_into_a_users_own_tree_keeps_it(tmp_path):
     assert {r["name"] for r in before["receivers"]} < {r["name"] for r in merged["receivers"]}
 
 
+def test_merging_again_after_an_upgrade_replaces_what_was_added():
+    """New alert names (an upgrade) replace the earlier exclusion in the chart's rule instead of adding a second."""
+    from inferwatch.deploy._alertmanager import CHART_DEFAULT, alert_names, merge_into
+    config = Config()
+    inputs = gather_inputs(config)
+    merged = merge_into(CHART_DEFAULT, config, inputs.inhibit_rules, inputs.rules)
+    current = merged["inhibit_rules"][0]["target_matchers"]
+    assert current[0] == "severity =~ warning|info" and "LLMErrorBudgetBurn" in current[1] and len(current) == 2
+    merged["inhibit_rules"][0]["target_matchers"][1] = 'alertname!~"LLMErrorBudgetBurn|LLMGone"'
+    again = merge_into(merged, config, inputs.inhibit_rules, inputs.rules)
+    assert again == merge_into(CHART_DEFAULT, config, inputs.inhibit_rules, inputs.rules)
+    assert "LLMQueueSaturated" in alert_names(inputs.rules)        # operational alerts too, not only the SLOs'
+
+
 def _as_the_operator_merges(resource: dict, base: dict) -> dict:
     """What prometheus-operator makes of an AlertmanagerConfig with alertmanagerConfigMatcherStrategy None: its
     route first under the root, with continue forced true (the CRD: 'always overridden to true for the first-level
@@ -143,7 +157,13 @@ def test_the_command_merges_a_values_file_and_refuses_what_is_no_tree(tmp_path):
     assert merged["grafana"] == {"enabled": False}
     _same_for_the_cluster_and_ours_where_said(_chart_default(), merged["alertmanager"]["config"], tmp_path)
     bad = tmp_path / "bad.yml"
-    bad.write_text("route: {receiver: x, routes: {a: b}}\nreceivers: [{name: x}]\n")
-    proc = _cli(bad)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert f"{bad}: route: expected a mapping whose `routes` is a list" in proc.stderr
+    for text, message in (("route: {receiver: x, routes: {a: b}}\nreceivers: [{name: x}]\n",
+                           "route.routes: expected a list of routes, got dict"),
+                          ("receivers: [{name: x}]\n", "route: required, a mapping naming the root `receiver`"),
+                          ("route: {receiver: x}\nreceivers: x\n", "receivers: expected a list of mappings"),
+                          ("alertmanager: {config: null}\n", "alertmanager.config: expected an Alertmanager config"),
+                          ("- a\n- b\n", "expected an Alertmanager config")):
+        bad.write_text(text)
+        proc = _cli(bad)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, text
+        assert f"{bad}: {message}" in proc.stderr, (text, proc.stderr)

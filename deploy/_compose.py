@@ -44,7 +44,7 @@ def sim_models(config: Config) -> dict[str, str]:
     its kind; a name two engines would share gets the engine's name after it."""
     wanted = {e.name: (e.max_running_requests[0][0] if e.max_running_requests else SIM_MODELS[e.engine])
               for e in config.engines}
-    taken = [m for m in wanted.values()]
+    taken = list(wanted.values())
     return {name: model if taken.count(model) == 1 else f"{model}-{name}" for name, model in wanted.items()}
 
 
@@ -92,8 +92,8 @@ def _service(image: str, command: list[str], ports: list[str], **extra) -> dict:
 
 
 def _ours(config: Config, command: list[str], ports: list[str]) -> dict:
-    return {**_image(config), **{k: v for k, v in _service("", command, ports, user=f"{UID}:{UID}",
-                                                          entrypoint=["inferwatch"]).items() if k != "image"}}
+    return {**_image(config), "command": command, "ports": ports, **_HARDENED, "user": f"{UID}:{UID}",
+            "entrypoint": ["inferwatch"]}
 
 
 def _services(config: Config) -> dict:

@@ -16,9 +16,9 @@ def _within(objective, what: str) -> dict:
     """The tile's title, colours and the sentence saying where its numbers come from: green from the objective's
     target, orange from twice the bad share it allows, red below."""
     target = float(objective.target)
-    return {"title": f"{what} within {objective.words}",
-            "thresholds": ((round(max(0.0, 2 * target - 1), 6), "orange"), (target, "green")),
-            "source": f"The bound and the target ({target:.4g}, green from there; orange from {2 * target - 1:.4g}) "
+    orange = round(max(0.0, 2 * target - 1), 6)
+    return {"title": f"{what} within {objective.words}", "thresholds": ((orange, "orange"), (target, "green")),
+            "source": f"The bound and the target ({target:.4g}, green from there; orange from {orange:.4g}) "
                       f"are the SLO's ({objective.source})."}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from inferwatch.deploy._config import Config
-from inferwatch.deploy._result import RENDER, Result
+from inferwatch.deploy._result import Result
 from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
 from inferwatch.deploy._shape import as_list, as_map, dig, yaml_or_none
 from inferwatch.deploy._scrape import Job, check_job, job_from_scrape_config, jobs_from_prometheus, seconds
@@ -426,7 +426,8 @@ def _alertmanager_results(bundle: Bundle, config: Config, alertmanager_expected:
             out.append(Result("wrong", f"Alertmanager routing ({where})",
                               "alertmanager.config is not set, so the chart's default routes every alert to the "
                               "receiver 'null', which notifies nobody",
-                              f"set alertmanager.config (merge alertmanager/values.yaml of {RENDER})"))
+                              "set alertmanager.config: `inferwatch deploy merge-alertmanager VALUES` adds "
+                              "inferwatch's route to the chart's default tree (or to yours)"))
     if configs:
         from inferwatch.deploy._inputs import gather_inputs
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from inferwatch.deploy._result import RENDER, Result
+from inferwatch.deploy._result import Result
 from inferwatch.deploy._shape import as_list, as_map
 from inferwatch.slo import BURN_ALERT
 
@@ -101,7 +101,7 @@ def check_alertmanager_config(config: dict, where: str, alerts: dict[str, dict])
     if not any(BURN_ALERT in repr(r) for r in rules):
         out.append(Result("missing", f"Alertmanager inhibit rules{where}",
                           f"no inhibit rule for {BURN_ALERT}: slow tiers page alongside fast ones",
-                          f"merge the inhibit_rules of {RENDER} (alertmanager/)"))
+                          "`inferwatch deploy merge-alertmanager FILE` adds them (and our route) to your tree"))
     return out or [Result("ok", f"Alertmanager routing{where}",
                           "SLO pages and tickets reach a receiver; tiers inhibit each other")]
 

@@ -92,6 +92,7 @@ class Facts:
     first_chunk: float | None = None
     first_visible: float | None = None
     last_visible: float | None = None
+    last_event: float | None = None              # the stream's end so far (a finish chunk, [DONE])
     visible_chunks: int = 0                      # events with content or a tool call, from the first visible one
     blank_before: int = 0                        # whitespace-only events before the first visible one (a "\n\n"
                                                  # after reasoning): output tokens, but no gap between visible ones
@@ -121,6 +122,7 @@ async def observe_stream(content, facts: Facts, until_error: bool = False) -> No
 def observe_event(facts: Facts, payload: bytes, now: float) -> None:
     """Fold one SSE event's data into `facts`."""
     facts.events += 1
+    facts.last_event = now
     if facts.first_chunk is None:
         facts.first_chunk = now
     shape = facts.shape

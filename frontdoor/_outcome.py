@@ -3,7 +3,8 @@
     cancelled          the client went away first
     timeout            the upstream did not connect, or went silent longer than the idle timeout
     rate_limited       429
-    error              5xx, no upstream, an error object or finish reason error/abort, a body that is not JSON
+    error              5xx, no upstream, an error object or finish reason error/abort/repetition (vLLM's stop of
+                       a degenerate, repeating answer), a body that is not JSON
     invalid_request    any other 4xx: the caller's mistake (left out of `answered`, like cancelled)
     truncated          200, but the stream ended without a finish_reason or [DONE], or the body was cut
     content_filter     a finish reason content_filter
@@ -27,6 +28,7 @@ __all__ = ["OUTCOMES", "classify", "tool_call_problem"]
 
 OUTCOMES = ("ok", "error", "rate_limited", "timeout", "cancelled", "truncated", "length", "empty",
             "tool_call_invalid", "content_filter", "invalid_request")
+FAILED_REASONS = {"error", "abort", "repetition"}                           # finish reasons of a failed answer
 ENDINGS = ("complete", "cancelled", "timeout", "unreachable", "broken")   # how the exchange itself ended
 
 
@@ -63,7 +65,7 @@ def classify(status: int | None, ended: str, facts: Facts, stream: bool, offered
     if status >= 400:
         return "invalid_request"
     reasons = set(facts.finish.values())
-    if facts.error or status != 200 or reasons & {"error", "abort"}:     # a 204 or a 3xx is no completion
+    if facts.error or status != 200 or reasons & FAILED_REASONS:        # a 204 or a 3xx is no completion
         return "error"
     if ended == "broken" or not facts.finish or (stream and not facts.done):
         return "truncated"

@@ -48,12 +48,14 @@ class LatencySLI:
 
 @dataclass(frozen=True)
 class RatioSLI:
-    """Good events counted directly (`good`) or as total minus the sum of `bad`."""
+    """Good events counted directly (`good`) or as total minus the sum of `bad`. Events of `exclude` are neither
+    good nor bad (a client that gave up): they leave the total before anything is divided by it."""
 
     total: Selector
     good: Selector | None = None
     bad: tuple[Selector, ...] = ()
     means: str = ""
+    exclude: tuple[Selector, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -182,21 +182,33 @@ def _total_selector(spec: Spec, objective: Objective) -> Selector:
     return sli.total.with_matchers(*spec.selector)
 
 
+def _less(spec: Spec, objective: Objective, selectors, count) -> str:
+    """`- count` of each selector; a counter not created yet counts 0 for every group with a total series now (an
+    instant selector: the subtraction keeps only the groups the total counted, so this never adds a group, and
+    the total's count is not evaluated again per counter)."""
+    zero = _zero(spec, objective.sli.total.with_matchers(*spec.selector))
+    return "".join(f"\n  - ({count(spec, s.with_matchers(*spec.selector))}\n     or {zero})" for s in selectors)
+
+
+def _total_expr(spec: Spec, objective: Objective, count=_count) -> str:
+    """Events per group: the total's count, less the events that are neither good nor bad (`exclude`)."""
+    total = count(spec, _total_selector(spec, objective))
+    sli = objective.sli
+    if isinstance(sli, LatencySLI) or not sli.exclude:
+        return total
+    return f"clamp_min(\n  {total}{_less(spec, objective, sli.exclude, count)},\n  0\n)"
+
+
 def _good_expr(spec: Spec, objective: Objective, count=_count) -> str:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
         return count(spec, Selector(sli.metric + "_bucket", spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
     assert isinstance(sli, RatioSLI)
-    total = count(spec, sli.total.with_matchers(*spec.selector))
     if sli.good is not None:
         # a good counter not created yet means no good events, never "no data"
-        return f"{count(spec, sli.good.with_matchers(*spec.selector))}\nor {total} * 0"
-    # a bad counter not created yet counts 0 for every group with a total series now (an instant selector: the
-    # subtraction keeps only the groups the total counted, so this never adds a group, and the total's count
-    # is not evaluated again per bad counter)
-    zero = _zero(spec, sli.total.with_matchers(*spec.selector))
-    bad = "".join(f"\n  - ({count(spec, b.with_matchers(*spec.selector))}\n     or {zero})" for b in sli.bad)
-    return f"clamp_min(\n  {total}{bad},\n  0\n)"
+        return f"{count(spec, sli.good.with_matchers(*spec.selector))}\nor {_total_expr(spec, objective, count)} * 0"
+    total = count(spec, _total_selector(spec, objective))
+    return f"clamp_min(\n  {total}{_less(spec, objective, sli.exclude + sli.bad, count)},\n  0\n)"
 
 
 def _recording(spec: Spec, objective: Objective, name: str, expr: str) -> dict:
@@ -211,7 +223,7 @@ def _on(spec: Spec) -> str:
 
 def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
     rules = [
-        _recording(spec, objective, TOTAL_1M, _count(spec, _total_selector(spec, objective))),
+        _recording(spec, objective, TOTAL_1M, _total_expr(spec, objective)),
         _recording(spec, objective, GOOD_1M, _good_expr(spec, objective)),
         _recording(spec, objective, "llm_slo:objective:ratio", f"vector({decimal(objective.target)})"),
     ]
@@ -265,7 +277,7 @@ def _raw_ratio(spec: Spec, objective: Objective, seconds) -> str:
     count = _raw_counter(window_name(seconds))
     sli, total_selector = objective.sli, _total_selector(spec, objective)
     zero = _zero(spec, total_selector)
-    total = f"({count(spec, total_selector)} {_enough(spec, objective, seconds)})"
+    total = f"({_total_expr(spec, objective, count)} {_enough(spec, objective, seconds)})"
     if isinstance(sli, LatencySLI):
         ratio = f"1 - {_good_expr(spec, objective, count)}\n  / {total}"
     elif sli.good is not None:

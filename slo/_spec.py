@@ -24,7 +24,7 @@ __all__ = ["load_spec", "parse_spec", "SPEC_KEYS", "OBJECTIVE_KEYS"]
 SPEC_KEYS = ("version", "service", "description", "window", "selector", "engines", "group_by", "source", "labels",
              "annotations", "runbook_url", "alerting", "objectives")
 OBJECTIVE_KEYS = ("name", "sli", "description", "threshold", "target", "metric", "selector", "total", "good", "bad",
-                  "labels", "annotations", "runbook_url")
+                  "length_is_bad", "labels", "annotations", "runbook_url")
 ALERTING_KEYS = ("min_bad_events", "missing_data_for")
 MIN_WINDOW, MAX_WINDOW = parse_duration("7d"), parse_duration("90d")
 # missing data waits at least one evaluation and ends well inside the hour a vanished series is still named
@@ -419,17 +419,37 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
         return "invalid", None
     extra = _selector_map(c, node, "selector", field + ".selector")
     if kind in builtins:
-        definition = dict(builtins[kind])
+        definition = _builtin_definition(c, node, field, kind, builtins[kind])
         for key in ("metric", "total", "good", "bad"):
             if key in node:
                 c.add(node, f"{field}.{key}", f"the built-in {kind} SLI sets its own metrics; "
                                               "use sli: latency or sli: ratio for your own")
+    elif "length_is_bad" in node:
+        c.add(node, f"{field}.length_is_bad", f"only the built-in answered SLI counts length stops; a {kind} SLI "
+                                              "says what is bad with its own good or bad selectors")
     else:
         definition = {"latency": node.get("metric")} if kind == "latency" else {
             "ratio": {"total": node.get("total"), "good": node.get("good"), "bad": node.get("bad")}}
     if "latency" in definition:
         return kind, _latency_sli(c, node, field, definition, extra, source, engines)
     return kind, _ratio_sli(c, node, field, definition, extra, kind in builtins)
+
+
+def _builtin_definition(c: _Collector, node: dict, field: str, kind: str, builtin: dict) -> dict:
+    """A built-in SLI's definition, with its `length_is_bad` variant where the objective opts in: a stop at the
+    length limit is the client's budget (answered, by default), bad only where a team says so."""
+    definition = {k: v for k, v in builtin.items() if k != "length_is_bad"}
+    opt_in = node.get("length_is_bad", False)
+    if not isinstance(opt_in, bool):
+        c.add(node, f"{field}.length_is_bad", f"{show(opt_in)} must be true or false")
+    elif opt_in and "length_is_bad" not in builtin:
+        c.add(node, f"{field}.length_is_bad", f"the {kind} SLI has no length stops to count: only sli: answered "
+                                              "takes length_is_bad")
+    elif opt_in:
+        variant = builtin["length_is_bad"]
+        definition["ratio"] = {**definition["ratio"], **variant.get("ratio", {})}
+        definition["means"] = variant.get("means", definition.get("means"))
+    return definition
 
 
 def _latency_sli(c, node, field, definition, extra, source, engines) -> LatencySLI:
@@ -470,8 +490,12 @@ def _ratio_sli(c, node, field, definition, extra, builtin: bool) -> RatioSLI | N
     if (good is None) == (bad is None):
         c.add(node, field, "a ratio SLI needs total and exactly one of good or bad")
         return None
-    if total is None or (bad and None in bad):
+    # built-in only: events that are neither good nor bad (SGLang counts a client's disconnect as an abort)
+    exclude = tuple(_selector(c, {"exclude": item, LINE: line_of(node)}, "exclude", where("exclude"))
+                    for item in ratio.get("exclude") or ()) if builtin else ()
+    if total is None or (bad and None in bad) or None in exclude:
         return None
     add = lambda s: s.with_matchers(*extra)  # noqa: E731 - the objective's selector joins every term
     return RatioSLI(total=add(total), good=add(good) if good else None, bad=tuple(add(b) for b in bad or ()),
-                    means=definition.get("means", f"events of {total.metric} that were good"))
+                    means=definition.get("means", f"events of {total.metric} that were good"),
+                    exclude=tuple(add(e) for e in exclude))

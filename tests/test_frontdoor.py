@@ -96,6 +96,9 @@ FAKE = {
                                                  "function": {"name": "rm_rf", "arguments": "{}"}}]}),
                          _chunk({}, "tool_calls")) + [b"data: [DONE]\n\n"], "end"),
     "stall": (_sse(_chunk({"content": "Hi"})), "hang"),
+    # every token, the finish and [DONE] in one write: what a fast engine or a buffering gateway sends
+    "burst": ([b"".join(_sse(_chunk({"content": "Hi"}), _chunk({"content": " there"}), _chunk({"content": "!"}),
+                             _chunk({}, "stop"))) + b"data: [DONE]\n\n"], "end"),
     # 32 MiB in one write: more than loopback's socket buffers hold while a client does not read
     "large": ([b"".join(_sse(*[_chunk({"content": "x" * 4000})] * 8192, _chunk({}, "stop"))) + b"data: [DONE]\n\n"],
               "end"),
@@ -264,6 +267,18 @@ def test_bytes_pass_unchanged_however_chunked():
         status, data = post_raw(door_url, {"model": "odd", "stream": True})
         assert status == 200 and data == b"".join(FAKE["odd"][0])
         assert outcomes(door_url) == {("ok", "200"): 1}
+
+
+def test_a_stream_that_arrives_in_one_read_still_gives_a_time_per_token_sample():
+    """Three visible tokens in one read: one sample of time per output token (0 s or a little more, to the end of
+    the stream), so the fast-enough SLO counts the request instead of silently dropping it."""
+    with fake_engine() as (fake_url, _), frontdoor(fake_url) as (door_url, _):
+        for _ in range(3):
+            status, _data = post_raw(door_url, {"model": "burst", "stream": True})
+            assert status == 200
+        wait_for(lambda: outcomes(door_url).get(("ok", "200")) == 3, timeout=30)
+        assert total(door_url, "llm_frontdoor_time_per_output_token_seconds_count") == 3
+        assert total(door_url, "llm_frontdoor_time_to_first_token_seconds_count") == 3
 
 
 def test_everything_else_passes_through_untouched():

@@ -179,6 +179,7 @@ CASES = [
     ("openai error", 200, "complete", [{"error": {"message": "x"}}, b"[DONE]"], True, "error"),
     ("not JSON", 200, "complete", [b"{", _delta("stop"), b"[DONE]"], True, "error"),
     ("abort", 200, "complete", [_delta(content="hi"), _delta("abort"), b"[DONE]"], True, "error"),
+    ("repetition", 200, "complete", [_delta(content="hi"), _delta("repetition"), b"[DONE]"], True, "error"),
     ("no [DONE]", 200, "complete", [_delta(content="hi"), _delta("stop")], True, "truncated"),
     ("no finish", 200, "complete", [_delta(content="hi"), b"[DONE]"], True, "truncated"),
     ("cut", 200, "broken", [_delta(content="hi")], True, "truncated"),
@@ -342,9 +343,9 @@ def test_frontdoor_slos_are_checked_against_the_front_doors_buckets():
         _spec("3.5s")
 
 
-def test_answered_counts_ok_among_all_but_cancelled_and_invalid_requests():
+def test_answered_counts_ok_and_length_among_all_but_cancelled_and_invalid_requests():
     sli = _spec("1s").objectives[1].sli
-    assert sli.good == parse_selector('llm_frontdoor_requests_total{outcome="ok"}')
+    assert sli.good == parse_selector('llm_frontdoor_requests_total{outcome=~"ok|length"}')
     assert sli.total == parse_selector('llm_frontdoor_requests_total{outcome!~"cancelled|invalid_request"}')
 
 

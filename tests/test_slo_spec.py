@@ -36,6 +36,11 @@ CASES = [
      ["2: window: 2d is outside 7d to 90d"]),
     ("missing target", _bad("    target: 95%\n", ""),
      ["11: objectives[1].target: missing; give the share of good events, e.g. 99% or 0.99"]),
+    ("length_is_bad not a boolean", _bad("    target: 99.5%", "    target: 99.5%\n    length_is_bad: yes please"),
+     ["objectives[2].length_is_bad: 'yes please' must be true or false"]),
+    ("length_is_bad on a latency SLI", _bad("    target: 95%", "    target: 95%\n    length_is_bad: true"),
+     ["objectives[1].length_is_bad: the tpot SLI has no length stops to count: only sli: answered takes "
+      "length_is_bad"]),
 ]
 
 MORE = [

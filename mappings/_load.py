@@ -28,7 +28,8 @@ METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 
-MAPPING_KEYS = ("version", "source", "detect", "labels", "set_labels", "blank_at_or_above", "metrics")
+MAPPING_KEYS = ("version", "source", "detect", "labels", "set_labels", "blank_at_or_above", "metrics", "verified",
+                "ignored")
 ENTRY_KEYS = ("name", "from", "multiply", "divide", "bit", "match", "drop_labels", "labels", "set_labels", "note")
 CATALOG_KEYS = ("name", "type", "unit", "concept", "help")
 # Labels Prometheus reads as part of a histogram's or a summary's samples, and what they hold there. A mapping
@@ -131,6 +132,25 @@ def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[La
 def _renamed_away(rule: LabelRule) -> dict[str, str]:
     """The candidates a rename takes off the series (all but its target), as `_removed_bounds` wants them."""
     return {c: f"renaming {c} to {rule.target}" for c in rule.candidates if c != rule.target}
+
+
+def _ignored(value: Any, col: _Collector, node: Any) -> tuple[tuple[str, str], ...]:
+    """Source family -> why it is left out: a family a real engine exposes that carries no meaning for the
+    vocabulary, so a new one can be told from one nobody looked at."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        col.add(node, "ignored", "expected a mapping of source family name to the reason it is left out")
+        return ()
+    pairs = []
+    for name, reason in value.items():
+        if name == LINE:
+            continue
+        if not isinstance(reason, str) or not reason.strip():
+            col.add(value, f"ignored.{name}", "needs the reason it is left out, as text")
+            continue
+        pairs.append((str(name), reason))
+    return tuple(pairs)
 
 
 def _string_map(value: Any, col: _Collector, node: Any, field: str,
@@ -308,6 +328,12 @@ def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) ->
                 entries.append(entry)
     labels = _label_rules(doc.get("labels"), col, doc, "labels")
     set_labels = _string_map(doc.get("set_labels"), col, doc, "set_labels")
+    ignored = _ignored(doc.get("ignored"), col, doc)
+    for name in set(dict(ignored)) & {n for e in entries for n in e.sources}:
+        col.add(doc.get("ignored"), f"ignored.{name}", "is mapped in metrics: drop it from one of the two")
+    verified = doc.get("verified")
+    if verified is not None and not (isinstance(verified, list) and all(isinstance(v, str) for v in verified)):
+        col.add(doc, "verified", "expected a list of releases checked against a real engine, e.g. ['0.32.0']")
     for rule in labels:  # the mapping's renames apply to every entry
         _removed_bounds(_renamed_away(rule), [(e.name, e.type) for e in entries], col, doc.get("labels"),
                         f"labels.{rule.target}")
@@ -321,6 +347,8 @@ def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) ->
         set_labels=set_labels,
         entries=tuple(entries),
         blank_at_or_above=blank,
+        ignored=ignored,
+        verified=tuple(verified or ()),
     )
 
 

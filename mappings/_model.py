@@ -96,6 +96,8 @@ class SourceMapping:
     set_labels: tuple[tuple[str, str], ...]   # added to every mapped series (e.g. engine="vllm")
     entries: tuple[Entry, ...]
     blank_at_or_above: float | None = None    # values this large are "no data" sentinels
+    ignored: tuple[tuple[str, str], ...] = ()  # source families left out on purpose, with the reason
+    verified: tuple[str, ...] = ()            # releases whose real /metrics were checked against this mapping
 
     def source_names(self) -> list[str]:
         """Every source metric name this mapping reads, in first-use order."""

@@ -30,7 +30,7 @@ ENGINES = [p for p in all_expositions() if not p.name.startswith("dcgm")]
 HISTORY = 70     # seconds of one-second samples written as blocks before Prometheus starts: over the 1m window
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 COUNTER = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:_total|_count|_bucket|_sum))(\{[^}]*\})? (\S+)(.*)$")
-BAD_REASONS = re.compile(r"length|abort|error|repetition")
+BAD_REASONS = re.compile(r"abort|error|repetition")      # slo/slis.yaml: a length stop is answered
 
 
 def _grow(text: str, factor: float) -> str:
@@ -82,9 +82,10 @@ def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
                     if BAD_REASONS.fullmatch(labels.get("finished_reason", "")):
                         sums["answered", "bad", model] += value
                 elif s.name == "llm_requests_aborted_total" and labels.get("engine") == "sglang":
-                    sums["answered", "bad", model] += value
+                    sums["answered", "excluded", model] += value     # neither good nor bad: out of the total
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for (slo, kind, model), total in list(sums.items()):
+        total -= sums[slo, "excluded", model]
         if kind == "total" and total > 0:
             bad = sums[slo, "bad", model] if slo == "answered" else total - sums[slo, "good", model]
             out[slo][model] = max(0.0, bad / total)

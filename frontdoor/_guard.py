@@ -92,6 +92,8 @@ class _GuardedHandler(RequestHandler):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
         if self._busy or self.transport is None:
             super().data_received(data)
             return

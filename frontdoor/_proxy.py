@@ -288,7 +288,11 @@ class Frontdoor:
         ok = True
         while True:
             await asyncio.sleep(self.config.models_refresh if ok else min(5.0, self.config.models_refresh))
-            ok = await self.refresh_models()
+            try:
+                ok = await self.refresh_models()
+            except Exception:  # noqa: BLE001 - the known models stay as they were; say so and try again
+                log.exception("reading the upstreams' /v1/models failed")
+                ok = False
 
     # --- endpoints ---------------------------------------------------------------------------------------
 

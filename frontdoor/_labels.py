@@ -12,13 +12,11 @@ callers are the operator's own, all of them known.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from pathlib import Path
 
 import yaml
 
-from inferwatch.frontdoor._caller import ANONYMOUS, LONGEST, OTHER, encodable
+from inferwatch.frontdoor._caller import ANONYMOUS, LONGEST, OTHER, api_key, encodable, hashed_key
 
 __all__ = ["Models", "Callers", "UNKNOWN", "load_keys"]
 
@@ -50,11 +48,6 @@ class Models:
         return encodable(model) if model in self.known else OTHER
 
 
-def _hashed(key: str, salt: str) -> str:
-    # a header's bytes that are not UTF-8 come as surrogates (aiohttp reads headers with surrogateescape)
-    return "key-" + hmac.new(salt.encode(), key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:12]
-
-
 class Callers:
     """Caller names and their label values. `name` is who the request says it is (for the access log); `label`
     is that name when it is known, `anonymous` without a key, else `other`; `accept` makes a hashed key known
@@ -72,14 +65,12 @@ class Callers:
             if name:
                 self._learn(encodable(name))                # a trusted gateway's word
                 return name
-        auth = headers.get("Authorization", "")
-        scheme, _, key = auth.partition(" ")
-        key = key.strip() if scheme.lower() == "bearer" else auth.strip()
+        key = api_key(headers)
         if not key:
             return ANONYMOUS
         if self.keys:
             return self.keys.get(key, OTHER)
-        return _hashed(key, self.salt)
+        return hashed_key(key, self.salt)
 
     def label(self, name: str) -> str:
         if name in self._listed or name == ANONYMOUS:

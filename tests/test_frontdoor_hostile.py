@@ -10,14 +10,16 @@ import json
 import socket
 import threading
 from contextlib import ExitStack, contextmanager
+from urllib.parse import unquote
 
 import pytest
 import requests
 from aiohttp import web
 
 from inferwatch.frontdoor import Limits
-from inferwatch.frontdoor._labels import Callers
+from inferwatch.frontdoor._labels import Callers, Models, load_keys
 from inferwatch.frontdoor._metrics import worst_case_series
+from inferwatch.frontdoor._paths import allowed, normalized, parse_allowed
 from test_frontdoor import FAKE, METRICS, _serving, frontdoor, outcomes, scrape, total, wait_for
 
 pytestmark = pytest.mark.xdist_group("frontdoor_hostile")
@@ -253,3 +255,70 @@ def test_the_front_doors_metrics_are_on_the_admin_listener_only():
         assert "llm_frontdoor_refused_total" in requests.get(METRICS[url] + "/metrics", timeout=5).text
         assert requests.get(url + "/metrics", timeout=5).status_code == 404
         assert requests.post(METRICS[url] + "/metrics", timeout=5).status_code == 405
+
+
+# --- the pure parts -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sent, routed", [
+    ("/v1/models", "/v1/models"), ("//v1//models", "/v1/models"), ("/%6detrics", "/metrics"),
+    ("/v1/models/org%2Fname", "/v1/models/org/name"), ("/v1/a.b/..c", "/v1/a.b/..c"),
+    ("/v1/../metrics", None), ("/v1/%2e%2e/metrics", None), ("/v1/%2E%2E%2Fmetrics", None), ("/./metrics", None),
+    ("/v1/..", None), ("/v1\\..\\metrics", None), ("/v1/%5C..%5Cmetrics", None), ("/v1/%00", None)])
+def test_paths_are_routed_as_the_engine_reads_them(sent, routed):
+    got = normalized(sent)
+    assert (got and got[0]) == routed
+    if got:
+        assert "//" not in got[1] and unquote(got[1]).replace("//", "/") == routed
+
+
+def test_only_allowed_paths_match_and_bad_patterns_are_refused():
+    patterns = parse_allowed(["/v1/*", "/health"])
+    assert [allowed(p, patterns) for p in ("/v1/x", "/v1/", "/v1", "/health", "/health/", "/healthz")] == \
+        [True, True, False, True, False, False]
+    for bad in ("v1/*", "/v1*", "/*/x", "/../metrics"):
+        with pytest.raises(ValueError, match="is not /PATH or /PREFIX/"):
+            parse_allowed([bad])
+
+
+def test_known_models_are_the_routes_then_the_listed_ones_up_to_the_limit():
+    models = Models(("routed",), limit=3)
+    assert [models(m) for m in ("routed", "a", None, "")] == ["routed", "other", "unknown", "unknown"]
+    models.listed("up:1", ["a", "b", "c", None, 7, "x" * 300])
+    assert models.known == {"routed", "a", "b"}
+    models.listed("up:1", ["c"])                          # the upstream now serves another
+    assert models.known == {"routed", "c"}
+
+
+def test_callers_are_known_by_gateway_keys_file_or_an_accepted_key(tmp_path):
+    callers = Callers(None, "s", limit=1)
+    first, second = (callers.name({"Authorization": f"Bearer sk-{i}"}) for i in (1, 2))
+    assert callers.label(first) == "other" and callers.label(callers.name({})) == "anonymous"
+    callers.accept(first)
+    callers.accept(second)                                # over the limit: stays other, first is not evicted
+    assert (callers.label(first), callers.label(second)) == (first, "other")
+    keys = tmp_path / "callers.yaml"
+    keys.write_text("search: sk-1\nads: [sk-2, sk-3]\n")
+    named = Callers(None, "s", limit=0, keys=load_keys(str(keys)))
+    assert [named.label(named.name({"Authorization": f"Bearer sk-{i}"})) for i in (1, 3, 4)] == \
+        ["search", "ads", "other"]
+    for text, fault in (("- sk-1\n", "a mapping of caller names"), ("a: sk-1\nb: sk-1\n", "a key of 'a' too"),
+                        ("other: sk-1\n", "not anonymous or other"), ("a: ''\n", "non-empty string")):
+        keys.write_text(text)
+        with pytest.raises(ValueError, match=fault):
+            load_keys(str(keys))
+
+
+def test_flag_mistakes_are_one_line_errors(tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "a:1", *args],
+                              capture_output=True, text=True, timeout=20)
+    for args, flag in ((["--allow-path", "metrics"], "--allow-path"), (["--max-head", "lots"], "--max-head"),
+                       (["--max-connections", "0"], "--max-connections"),
+                       (["--callers-file", str(tmp_path / "none.yaml")], "--callers-file"),
+                       (["--metrics-listen", "0.0.0.0:8080"], "--metrics-listen")):
+        run = cli(*args)
+        assert run.returncode == 2 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr

@@ -20,7 +20,7 @@ from inferwatch.frontdoor import Limits
 from inferwatch.frontdoor._labels import Callers, Models, load_keys
 from inferwatch.frontdoor._metrics import worst_case_series
 from inferwatch.frontdoor._paths import allowed, normalized, parse_allowed
-from test_frontdoor import FAKE, METRICS, _serving, frontdoor, outcomes, scrape, total, wait_for
+from test_frontdoor import DOORS, FAKE, METRICS, _serving, frontdoor, outcomes, scrape, total, wait_for
 
 pytestmark = pytest.mark.xdist_group("frontdoor_hostile")
 
@@ -210,7 +210,6 @@ def test_a_flood_from_one_address_is_refused_before_anyone_else_is():
 
 
 def _open_connections(url: str) -> int:
-    from test_frontdoor import DOORS
     return DOORS[url].guard.open
 
 

@@ -28,12 +28,12 @@ from aiohttp.web_protocol import RequestHandler
 
 from inferwatch.frontdoor._config import Limits
 
-__all__ = ["ConnectionGuard", "GuardedSite", "REASONS"]
+__all__ = ["ConnectionGuard", "GuardedSite"]
 
-# why a connection was refused or closed, each a value of llm_frontdoor_refused_total's `reason`
-REASONS = ("connections", "client_connections", "head_timeout", "head_too_large", "idle_timeout")
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 45\r\n"
-         b"Connection: close\r\n\r\ntoo many connections to the front door; retry\n")
+# each reason given to on_refused is a key of _metrics.REFUSED (llm_frontdoor_refused_total's `reason`)
+_BUSY_TEXT = b"too many connections to the front door; retry\n"
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+         b"Connection: close\r\n\r\n%s" % (len(_BUSY_TEXT), _BUSY_TEXT))
 
 
 class ConnectionGuard:

@@ -36,10 +36,11 @@ def frontdoor(
         caller_salt: Annotated[Optional[str], typer.Option(metavar="TEXT", help=(
             "Salt for caller names hashed from API keys [$INFERWATCH_CALLER_SALT, else random per start].")
         )] = None,
-        max_callers: Annotated[int, typer.Option(metavar="N", help="Distinct caller label values; later ones "
-                                                                   "count as other.")] = 20,
-        max_models: Annotated[int, typer.Option(metavar="N", help="Distinct model label values; later ones "
-                                                                  "count as other.")] = 50,
+        max_callers: Annotated[int, typer.Option(metavar="N", help="Callers known by a gateway's header or an "
+                                                                   "accepted key, first come; the rest count as "
+                                                                   "other.")] = 20,
+        max_models: Annotated[int, typer.Option(metavar="N", help="Models known (routed, --model, then listed by "
+                                                                  "the upstreams); the rest count as other.")] = 50,
         callers_file: Annotated[Optional[str], typer.Option(metavar="FILE", help=(
             "YAML of CALLER: KEY (or a list of keys): those callers by name, other keys as other. Without it, a "
             "key is a caller once an upstream answered it 2xx."))] = None,

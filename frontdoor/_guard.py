@@ -7,7 +7,8 @@ and accepts connections without limit: 300 slow heads took a door from 61 MB to
 connection is admitted against a global limit and one per client address; a
 request head has `head_timeout` from its first byte and `max_head` bytes, and a
 connection with no request waits `keepalive_timeout` at most (aiohttp's own
-timer, which also runs from the connection's start). Each refusal or close is
+timer after a response; from the connection's start, this one's too, as
+aiohttp before 3.10 had none there). Each refusal or close is
 counted by reason (`llm_frontdoor_refused_total`).
 
 The guard reads aiohttp's RequestHandler from the inside (`_messages`, the queue
@@ -64,12 +65,12 @@ class ConnectionGuard:
 class _GuardedHandler(RequestHandler):
     """aiohttp's connection handler, admitted by the guard, its heads bounded in time and size."""
 
-    __slots__ = ("_guard", "_address", "_refused", "_head_bytes", "_head_timer", "_busy")
+    __slots__ = ("_guard", "_address", "_refused", "_head_bytes", "_head_timer", "_busy", "_idle_timer")
 
     def __init__(self, manager, guard: ConnectionGuard, **kwargs):
         super().__init__(manager, **kwargs)
         self._guard, self._address, self._refused = guard, "", False
-        self._head_bytes, self._head_timer, self._busy = 0, None, False
+        self._head_bytes, self._head_timer, self._busy, self._idle_timer = 0, None, False, None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -82,6 +83,7 @@ class _GuardedHandler(RequestHandler):
             transport.close()
             return
         super().connection_made(transport)
+        self._idle_timer = self._loop.call_later(self._guard.limits.keepalive_timeout, self._idle_expired)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._refused:
@@ -89,6 +91,7 @@ class _GuardedHandler(RequestHandler):
         self._refused = True             # released once
         self._guard.release(self._address)
         self._stop_head_timer()
+        self._stop_idle_timer()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -98,6 +101,8 @@ class _GuardedHandler(RequestHandler):
             super().data_received(data)
             return
         first = not self._head_bytes
+        if first and data:
+            self._stop_idle_timer()                   # a head began: the head timeout bounds it now
         self._head_bytes += len(data)
         super().data_received(data)
         if self._messages:                            # the head is complete (a body may follow)
@@ -118,6 +123,16 @@ class _GuardedHandler(RequestHandler):
         self._head_timer = None
         if not self._busy and self._head_bytes and self.transport is not None:
             self._refuse("head_timeout")
+
+    def _idle_expired(self) -> None:
+        self._idle_timer = None
+        if not self._busy and not self._head_bytes and self.transport is not None:
+            self._refuse("idle_timeout")
+
+    def _stop_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
 
     def _process_keepalive(self) -> None:
         was_open = self.transport is not None

@@ -73,7 +73,7 @@ def _scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
                  "static_configs": [{"targets": _targets(config, engine)}],
                  "metric_relabel_configs": inputs.relabel_configs[engine.engine]} for engine in config.engines]
     if config.frontdoor.enabled:
-        jobs.append({"job_name": "frontdoor", "static_configs": [{"targets": ["frontdoor:8080"]}]})
+        jobs.append({"job_name": "frontdoor", "static_configs": [{"targets": ["frontdoor:9403"]}]})   # admin listener
     return jobs
 
 
@@ -132,8 +132,8 @@ def _services(config: Config) -> dict:
     if config.frontdoor.enabled:
         first = config.engines[0]
         upstream = f"http://{first.name}:{_sim_port(first)}" if config.compose.simulate else config.frontdoor.upstream
-        services["frontdoor"] = _ours(config, ["frontdoor", "--upstream", upstream, "--listen", "0.0.0.0:8080"],
-                                      ["127.0.0.1:8080:8080"])
+        services["frontdoor"] = _ours(config, ["frontdoor", "--upstream", upstream, "--listen", "0.0.0.0:8080",
+                                               "--metrics-listen", "0.0.0.0:9403"], ["127.0.0.1:8080:8080"])
     return services
 
 

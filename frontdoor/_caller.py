@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-__all__ = ["caller_of", "encodable", "LabelCap", "ANONYMOUS", "OTHER"]
+__all__ = ["caller_of", "api_key", "hashed_key", "encodable", "LabelCap", "ANONYMOUS", "OTHER"]
 
 ANONYMOUS, OTHER = "anonymous", "other"
 LONGEST = 256           # characters of a label value; longer ones are `other`
@@ -18,11 +18,19 @@ def caller_of(headers, header: str | None, salt: str) -> str:
         name = headers.get(header, "").strip()
         if name:
             return name[:64]
+    key = api_key(headers)
+    return hashed_key(key, salt) if key else ANONYMOUS
+
+
+def api_key(headers) -> str:
+    """The request's API key (`Authorization: Bearer KEY`, or the header's whole value); empty when none."""
     auth = headers.get("Authorization", "")
     scheme, _, key = auth.partition(" ")
-    key = key.strip() if scheme.lower() == "bearer" else auth.strip()
-    if not key:
-        return ANONYMOUS
+    return key.strip() if scheme.lower() == "bearer" else auth.strip()
+
+
+def hashed_key(key: str, salt: str) -> str:
+    """`key-` and 12 hex digits of the key's salted HMAC: a caller's name that does not reveal the key."""
     # a header's bytes that are not UTF-8 come as surrogates (aiohttp reads headers with surrogateescape)
     return "key-" + hmac.new(salt.encode(), key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:12]
 

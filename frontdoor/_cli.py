@@ -36,12 +36,39 @@ def frontdoor(
         caller_salt: Annotated[Optional[str], typer.Option(metavar="TEXT", help=(
             "Salt for caller names hashed from API keys [$INFERWATCH_CALLER_SALT, else random per start].")
         )] = None,
-        max_callers: Annotated[int, typer.Option(metavar="N", help="Distinct caller label values; later ones "
-                                                                   "count as other.")] = 20,
-        max_models: Annotated[int, typer.Option(metavar="N", help="Distinct model label values; later ones "
-                                                                  "count as other.")] = 50,
+        max_callers: Annotated[int, typer.Option(metavar="N", help="Callers known by a gateway's header or an "
+                                                                   "accepted key, first come; the rest count as "
+                                                                   "other.")] = 20,
+        max_models: Annotated[int, typer.Option(metavar="N", help="Models known (routed, --model, then listed by "
+                                                                  "the upstreams); the rest count as other.")] = 50,
+        callers_file: Annotated[Optional[str], typer.Option(metavar="FILE", help=(
+            "YAML of CALLER: KEY (or a list of keys): those callers by name, other keys as other. Without it, a "
+            "key is a caller once an upstream answered it 2xx."))] = None,
+        model: Annotated[list[str], typer.Option(metavar="NAME", help=(
+            "A model label value besides those the upstreams list and the routes name (repeatable).")
+        )] = [],
+        models_refresh: Annotated[str, typer.Option(metavar="DURATION", help=(
+            "How often the upstreams' /v1/models are read: only their models, routed ones and --model are label "
+            "values, others count as other; 0: never [key: $INFERWATCH_UPSTREAM_API_KEY].")
+        )] = "60s",
         access_log: Annotated[Optional[str], typer.Option(metavar="FILE", help=(
             "One JSON line per request (no content), to FILE or - for standard output."))] = None,
+        metrics_listen: Annotated[str, typer.Option(metavar="HOST:PORT", help=(
+            "The admin listener, where /metrics is served (never on --listen)."))] = "0.0.0.0:9403",
+        allow_path: Annotated[list[str], typer.Option(metavar="PATH", help=(
+            "A path forwarded besides the metered ones, /PATH or /PREFIX/* (repeatable); others get 404 "
+            "[default: /v1/*, /health, /version].")
+        )] = [],
+        head_timeout: Annotated[str, typer.Option(metavar="DURATION", help=(
+            "From a request head's first byte to its end; then the connection is closed."))] = "10s",
+        max_head: Annotated[str, typer.Option(metavar="SIZE", help=(
+            "Bytes of one request head (request line and headers); more closes the connection."))] = "32KiB",
+        keepalive_timeout: Annotated[str, typer.Option(metavar="DURATION", help=(
+            "A client connection with no request in progress (new or kept alive) is closed after this."))] = "75s",
+        max_connections: Annotated[int, typer.Option(metavar="N", help=(
+            "Open client connections; more get 503 and are closed."))] = 4096,
+        max_client_connections: Annotated[int, typer.Option(metavar="N", help=(
+            "Open client connections from one address; more get 503 and are closed."))] = 1024,
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Proxy an OpenAI-compatible engine and meter what users feel, on its own /metrics.
 
@@ -62,16 +89,34 @@ def frontdoor(
     import logging
     import secrets
 
-    from inferwatch.frontdoor._config import (FrontdoorConfig, parse_listen, parse_seconds, parse_size,
+    from inferwatch.frontdoor._config import (FrontdoorConfig, Limits, parse_listen, parse_seconds, parse_size,
                                               parse_upstreams)
+    from inferwatch.frontdoor._labels import load_keys
+    from inferwatch.frontdoor._paths import DEFAULT_ALLOWED, parse_allowed
 
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise typer.BadParameter(f"{log_level!r}: use debug, info, warning or error", param_hint="--log-level")
     default, routes = _parsed(parse_upstreams, upstream, "--upstream")
     host, port = _parsed(parse_listen, listen, "--listen")
+    metrics_host, metrics_port = _parsed(parse_listen, metrics_listen, "--metrics-listen")
+    if (metrics_host, metrics_port) == (host, port) and port:
+        raise typer.BadParameter(f"{metrics_listen!r} is --listen's address; give the admin listener its own",
+                                 param_hint="--metrics-listen")
     for flag, value in (("--max-callers", max_callers), ("--max-models", max_models)):
         if value < 0:
             raise typer.BadParameter(f"{value}: must be 0 or more", param_hint=flag)
+    for flag, value in (("--max-connections", max_connections), ("--max-client-connections",
+                                                                 max_client_connections)):
+        if value < 1:
+            raise typer.BadParameter(f"{value}: must be 1 or more", param_hint=flag)
+    limits = Limits(head_timeout=_parsed(parse_seconds, head_timeout, "--head-timeout"),
+                    max_head=_parsed(parse_size, max_head, "--max-head"),
+                    keepalive_timeout=_parsed(parse_seconds, keepalive_timeout, "--keepalive-timeout"),
+                    max_connections=max_connections, max_client_connections=max_client_connections)
+    refresh = _parsed(parse_seconds, models_refresh, "--models-refresh")
+    if refresh < 0 or limits.head_timeout <= 0 or limits.keepalive_timeout <= 0:
+        raise typer.BadParameter("durations must be above 0",
+                                 param_hint="--models-refresh, --head-timeout, --keepalive-timeout")
     salt = caller_salt or os.environ.get("INFERWATCH_CALLER_SALT")
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not salt:
@@ -82,7 +127,11 @@ def frontdoor(
         default=default, routes=routes, host=host, port=port, max_body=_parsed(parse_size, max_body, "--max-body"),
         connect_timeout=_parsed(parse_seconds, connect_timeout, "--connect-timeout"),
         idle_timeout=_parsed(parse_seconds, idle_timeout, "--idle-timeout"), caller_header=caller_header or None,
-        caller_salt=salt, max_callers=max_callers, max_models=max_models, access_log=access_log)
+        caller_salt=salt, max_callers=max_callers, max_models=max_models, access_log=access_log,
+        metrics_host=metrics_host, metrics_port=metrics_port,
+        allow_paths=_parsed(parse_allowed, allow_path, "--allow-path") if allow_path else DEFAULT_ALLOWED,
+        limits=limits, callers_file=_parsed(load_keys, callers_file, "--callers-file") if callers_file else None,
+        models=tuple(dict.fromkeys(m.strip() for m in model if m.strip())), models_refresh=refresh)
     from inferwatch.frontdoor._proxy import serve
 
     serve(config)

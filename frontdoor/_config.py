@@ -8,8 +8,9 @@ from urllib.parse import urlsplit
 
 from inferwatch import durations
 from inferwatch._urls import listen_address, openai_server_url
+from inferwatch.frontdoor._paths import DEFAULT_ALLOWED
 
-__all__ = ["Upstream", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
+__all__ = ["Upstream", "Limits", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
            "parse_base_url", "DEFAULT_MAX_BODY"]
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
@@ -27,6 +28,17 @@ class Upstream:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one front door allows its clients (flags of the same names)."""
+
+    head_timeout: float = 10.0              # from a head's first byte to its end
+    max_head: int = 32 * 1024               # bytes of one request head (request line and headers)
+    keepalive_timeout: float = 75.0         # a connection with no request in progress, new or kept alive
+    max_connections: int = 4096             # open client connections, all addresses together
+    max_client_connections: int = 1024      # open client connections from one address
+
+
+@dataclass(frozen=True)
 class FrontdoorConfig:
     default: Upstream | None = None                     # where requests go that no route names
     routes: tuple[tuple[str, Upstream], ...] = ()       # (model, upstream), from --upstream MODEL=URL
@@ -40,6 +52,13 @@ class FrontdoorConfig:
     max_callers: int = 20                               # distinct caller label values; the rest are `other`
     max_models: int = 50                                # distinct model label values; the rest are `other`
     access_log: str | None = None                       # a file, `-` for standard output, None for none
+    metrics_host: str = "0.0.0.0"                       # the admin listener: the front door's own /metrics
+    metrics_port: int = 9403
+    allow_paths: tuple[str, ...] = DEFAULT_ALLOWED      # what is forwarded besides the metered paths
+    limits: Limits = Limits()                           # on client connections and request heads
+    callers_file: dict[str, str] | None = None          # API key -> caller, from --callers-file
+    models: tuple[str, ...] = ()                        # model label values besides the routes' (--model)
+    models_refresh: float = 60.0                        # how often each upstream's /v1/models is read; 0: never
 
     def upstream_for(self, model: str | None) -> Upstream | None:
         for name, upstream in self.routes:

@@ -10,15 +10,39 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from inferwatch.slo._tables import source_buckets
 
-__all__ = ["FrontdoorMetrics", "LABELS", "bounds"]
+__all__ = ["FrontdoorMetrics", "LABELS", "REFUSED", "bounds", "worst_case_series"]
 
 LABELS = ("model", "caller", "upstream")
+# llm_frontdoor_refused_total{reason}: what the front door refused or closed before any engine saw it
+REFUSED = {
+    "connections": "a connection over --max-connections (503, closed)",
+    "client_connections": "a connection over --max-client-connections from one address (503, closed)",
+    "head_timeout": "a request head unfinished --head-timeout after its first byte (closed)",
+    "head_too_large": "a request head over --max-head bytes (closed)",
+    "idle_timeout": "a connection with no request for --keepalive-timeout (closed)",
+    "path": "a path no --allow-path names (404)",
+    "bad_path": "a path with a dot segment, a backslash or a NUL, encoded or not (400)",
+    "bad_header": "a header that is not UTF-8 (400)",
+}
 
 
 def bounds(metric: str) -> list[float]:
     """The histogram bounds of one of inferwatch's own metrics (slo/buckets.yaml, `sources: frontdoor`)."""
     table = source_buckets()["frontdoor"]
     return [float(b) for b in table.families[table.metrics[metric]][0].bounds]
+
+
+HISTOGRAMS = ("llm_frontdoor_time_to_first_token_seconds", "llm_frontdoor_time_to_first_chunk_seconds",
+              "llm_frontdoor_time_per_output_token_seconds", "llm_frontdoor_request_duration_seconds")
+
+
+def worst_case_series(models: int, callers: int, upstreams: int, outcome_codes: int) -> int:
+    """The most series a front door serves: `models` and `callers` label values (known ones, plus `unknown` and
+    `other`, `anonymous` and `other`), `upstreams` (the configured ones plus `none`) and `outcome_codes` distinct
+    (outcome, code) pairs. Per (model, caller, upstream): each histogram's buckets, +Inf, _sum and _count, three
+    token counters, the in-flight gauge and one request counter per pair; then one per refusal reason."""
+    per_labels = sum(len(bounds(name)) + 3 for name in HISTOGRAMS) + 3 + 1 + outcome_codes
+    return models * callers * upstreams * per_labels + len(REFUSED)
 
 
 def _histogram(registry, name: str, doc: str) -> Histogram:
@@ -49,6 +73,10 @@ class FrontdoorMetrics:
                                         "details, else one per streamed reasoning event).", LABELS, registry=r)
         self.in_flight = Gauge("llm_frontdoor_requests_in_flight", "Requests between arrival and the end of the "
                                "response.", LABELS, registry=r)
+        self.refused = Counter("llm_frontdoor_refused", "Connections and requests the front door refused or "
+                               "closed before an engine saw them, by reason.", ("reason",), registry=r)
+        for reason in REFUSED:
+            self.refused.labels(reason)
 
     def record(self, labels: tuple[str, str, str], outcome: str, code: int, times: dict, tokens) -> None:
         """Count one finished request; `times` holds the seconds measured (ttft, ttfc, tpot, duration)."""

@@ -1,9 +1,13 @@
 """The front door's HTTP side: an OpenAI-compatible reverse proxy that meters what users feel.
 
     POST /v1/chat/completions, /v1/completions   proxied and metered, streamed or not
-    GET  /metrics                                the front door's own series
     GET  /v1/models                              with several upstreams: the models of them all
-    anything else                                proxied untouched
+    a path --allow-path names                    proxied untouched (default /v1/*, /health, /version)
+    anything else                                404, never forwarded
+    GET  /metrics on the admin listener          the front door's own series (--metrics-listen)
+
+Paths are routed as the engine will read them (decoded, `//` as `/`; a dot
+segment is refused, _paths.py). Client connections are bounded (_guard.py).
 
 Bytes go to the client as they arrive; a copy of each SSE event is parsed for
 metering, never re-serialized. The client going away cancels the handler
@@ -25,7 +29,9 @@ updated once per request). Other paths go through aiohttp's client untouched.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import socket
 import struct
 import time
@@ -41,23 +47,25 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from inferwatch.errors import InferwatchError
 from inferwatch.frontdoor._accesslog import AccessLog, access_record
-from inferwatch.frontdoor._caller import LabelCap, caller_of
 from inferwatch.frontdoor._config import FrontdoorConfig, Upstream
+from inferwatch.frontdoor._guard import ConnectionGuard, GuardedSite
 from inferwatch.frontdoor._idle import IdleWatch
 from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
+from inferwatch.frontdoor._labels import Callers, Models
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
 from inferwatch.frontdoor._outcome import classify
+from inferwatch.frontdoor._paths import allowed, normalized
 from inferwatch.frontdoor._serve import HTTP_LOG
 from inferwatch.frontdoor._sse import SSESplitter
 from inferwatch.frontdoor._upstream import Connection, Silent, Unreachable, UpstreamPool
 
-__all__ = ["Frontdoor", "make_app", "start", "serve", "FRONTDOOR", "METERED_PATHS"]
+__all__ = ["Frontdoor", "make_app", "admin_app", "start", "serve", "FRONTDOOR", "METERED_PATHS"]
 
 log = logging.getLogger("inferwatch.frontdoor")
 FRONTDOOR = web.AppKey("frontdoor", object)      # app[FRONTDOOR]: the running front door, for tests and tools
 METERED_PATHS = ("/v1/chat/completions", "/v1/completions")
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                        "trailers", "transfer-encoding", "upgrade"})
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+                        "te", "trailer", "trailers", "transfer-encoding", "upgrade"})
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 _NOT_RETURNED = HOP_BY_HOP | {"content-length"}
 _DECODED = frozenset({"gzip", "deflate", "br", "zstd"})   # request codings aiohttp's server decodes as it reads
@@ -66,6 +74,8 @@ _UPSTREAM_DOWN = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aio
 MAX_METERED_BODY = 64 * 1024 * 1024     # a whole answer larger than this passes through unjudged (an error)
 _CLIENT_BEHIND = 256 * 1024             # bytes waiting for the client before reading the upstream pauses
 _METER_BATCH = 4 * 1024                 # bytes of a stream held for metering at most (per stream, in memory)
+_MAX_MODELS_LIST = 4 * 1024 * 1024      # bytes of an upstream's /v1/models read at most
+UPSTREAM_KEY_ENV = "INFERWATCH_UPSTREAM_API_KEY"    # the key the front door reads the upstreams' /v1/models with
 
 
 @dataclass
@@ -90,8 +100,25 @@ def _too_large(limit: int) -> web.Response:
     return _error(413, f"the request body is larger than the front door's limit of {limit} bytes (--max-body)")
 
 
+def _connection_named(headers) -> set[str]:
+    """The headers every `Connection` field names (a message may have several): hop-by-hop, never relayed."""
+    return {n.strip().lower() for field in headers.getall("Connection", ()) for n in field.split(",")}
+
+
+def _not_utf8(request: web.Request) -> bool:
+    """Whether a header's value is not UTF-8: forwarded it would reach the engine changed (aiohttp's client
+    blanks it), so it is refused instead."""
+    for _, value in request.raw_headers:
+        if not value.isascii():
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                return True
+    return False
+
+
 def _forward_headers(headers, metered: bool) -> CIMultiDict:
-    named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
+    named = _connection_named(headers)
     dropped = _NOT_FORWARDED | named | ({"accept-encoding"} if metered else set())
     if headers.get("Content-Encoding", "").strip().lower() in _DECODED:   # the body read is already decoded
         dropped = dropped | {"content-encoding"}
@@ -113,7 +140,7 @@ def _returned_headers(headers, base: str) -> CIMultiDict:
     """The upstream's headers for the client; a `Location` into the upstream (`base`, its URL) is made relative,
     so a redirect (FastAPI's from `/v1/chat/completions/` to `/v1/chat/completions`) comes back through the front
     door instead of sending the client around it, to an address it may not reach."""
-    named = {n.strip().lower() for n in headers.get("Connection", "").split(",")}
+    named = _connection_named(headers)
     out = CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_RETURNED | named)
     location = out.get("Location", "")
     if location.startswith(base) and location[len(base):len(base) + 1] in ("", "/", "?"):
@@ -202,8 +229,11 @@ class Frontdoor:
     def __init__(self, config: FrontdoorConfig):
         self.config = config
         self.metrics = FrontdoorMetrics()
-        self.callers = LabelCap(config.max_callers)
-        self.models = LabelCap(config.max_models, free=("unknown", "other"))
+        self.callers = Callers(config.caller_header, config.caller_salt, config.max_callers, config.callers_file)
+        self.models = Models(tuple(m for m, _ in config.routes) + config.models, config.max_models)
+        self.guard = ConnectionGuard(config.limits, lambda reason: self.metrics.refused.labels(reason).inc())
+        self.admin: web.AppRunner | None = None            # the admin listener's runner, once started
+        self._models_task: asyncio.Task | None = None
         self.session: aiohttp.ClientSession | None = None
         self.pool = UpstreamPool(config.connect_timeout)
         self.access = AccessLog(config.access_log) if config.access_log else None
@@ -213,24 +243,83 @@ class Frontdoor:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=60, enable_cleanup_closed=True)
         self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=self.timeout,
                                              skip_auto_headers=_SKIP_AUTO, cookie_jar=aiohttp.DummyCookieJar())
+        if self.config.models_refresh > 0:
+            await self.refresh_models()
+            self._models_task = asyncio.create_task(self._keep_models())
 
     async def close(self) -> None:
+        if self._models_task:
+            self._models_task.cancel()
+        if self.admin:
+            await self.admin.cleanup()
         self.pool.close()
         if self.session:
             await self.session.close()
         if self.access:
             self.access.close()
 
+    # --- the models upstreams serve: the only model label values besides the routes' ---------------------------
+
+    async def refresh_models(self) -> bool:
+        """Read each upstream's /v1/models into the known models; whether every upstream answered."""
+        key = os.environ.get(UPSTREAM_KEY_ENV)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+        async def one(upstream: Upstream) -> bool:
+            try:
+                async with asyncio.timeout(min(self.config.idle_timeout or 10.0, 10.0)), \
+                        self.session.get(upstream.url + "/v1/models", headers=headers) as resp:
+                    body = bytearray()
+                    while len(body) <= _MAX_MODELS_LIST and (chunk := await resp.content.readany()):
+                        body += chunk
+                    if resp.status != 200 or len(body) > _MAX_MODELS_LIST:
+                        raise ValueError(f"status {resp.status}, {len(body)} bytes")
+                    data = json.loads(body).get("data")
+                    self.models.listed(upstream.name, [m.get("id") for m in data if isinstance(m, dict)])
+                    return True
+            except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError, TypeError) as err:
+                log.debug("upstream %s: /v1/models: %s", upstream.name, err)
+                return False
+
+        return all(await asyncio.gather(*(one(u) for u in self.config.upstreams)))
+
+    async def _keep_models(self) -> None:
+        """Every --models-refresh (every 5s at most while an upstream does not answer: an engine still loading)."""
+        ok = True
+        while True:
+            await asyncio.sleep(self.config.models_refresh if ok else min(5.0, self.config.models_refresh))
+            try:
+                ok = await self.refresh_models()
+            except Exception:  # noqa: BLE001 - the known models stay as they were; say so and try again
+                log.exception("reading the upstreams' /v1/models failed")
+                ok = False
+
     # --- endpoints ---------------------------------------------------------------------------------------
 
     async def own_metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    async def metered(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, metered=True)
-
-    async def passthrough(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, metered=False)
+    async def route(self, request: web.Request) -> web.StreamResponse:
+        """Every request on the public listener: routed on its normalized path, refused unless allowed."""
+        raw = _target(request)
+        path, _, query = raw.partition("?")
+        routes = normalized(path)
+        if routes is None:
+            self.metrics.refused.labels("bad_path").inc()
+            return _error(400, "the path has a dot segment, a backslash or a NUL; the front door forwards none")
+        if _not_utf8(request):
+            self.metrics.refused.labels("bad_header").inc()
+            return _error(400, "a header's value is not UTF-8; the front door forwards headers unchanged or not at all")
+        routed, sent = routes
+        target = sent + ("?" + query if query else "")
+        if request.method == "POST" and routed in METERED_PATHS:
+            return await self._handle(request, True, target)
+        if not allowed(routed, self.config.allow_paths):
+            self.metrics.refused.labels("path").inc()
+            return _error(404, "this path is not forwarded by the front door (--allow-path)")
+        if routed == "/v1/models" and request.method == "GET" and len(self.config.upstreams) > 1:
+            return await self.list_models(request)
+        return await self._handle(request, False, target)
 
     async def list_models(self, request: web.Request) -> web.Response:
         """With several upstreams, /v1/models lists the models of them all (each upstream's own entries)."""
@@ -253,20 +342,21 @@ class Frontdoor:
 
     # --- one request ---------------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request, metered: bool) -> web.StreamResponse:
+    async def _handle(self, request: web.Request, metered: bool, target: str) -> web.StreamResponse:
         ex = _Exchange(time.monotonic())
         cfg = self.config
-        caller = self.callers(caller_of(request.headers, cfg.caller_header, cfg.caller_salt))
+        name = self.callers.name(request.headers)
+        caller = self.callers.label(name)
         try:
             body = await self._body(request)
         except asyncio.CancelledError:            # the client left while sending its request: counted, unrouted
             ex.ended = "cancelled"
-            self._done(request, ex, RequestInfo(), (self.models("unknown"), caller, "none"), metered)
+            self._done(request, ex, RequestInfo(), (self.models(None), caller, "none"), metered, name)
             raise
         refused = body if isinstance(body, web.Response) else None
         info = request_info(body) if body and refused is None else RequestInfo()
         upstream = cfg.upstream_for(info.model) or (None if info.model else (cfg.upstreams or (None,))[0])
-        labels = (self.models(info.model or "unknown"), caller, upstream.name if upstream else "none")
+        labels = (self.models(info.model), caller, upstream.name if upstream else "none")
         ex.stream = info.stream
         gauge = self.metrics.in_flight.labels(*labels) if metered else None
         if gauge:
@@ -277,14 +367,14 @@ class Frontdoor:
             if upstream is None:
                 return self._reply(ex, _error(404, f"model {info.model!r} is not served here; this front door "
                                                    f"routes {', '.join(m for m, _ in cfg.routes)}"))
-            return await self._forward(request, upstream, body, ex, metered)
+            return await self._forward(request, upstream, body, ex, metered, target)
         except asyncio.CancelledError:
             ex.ended = "cancelled"
             raise
         finally:
             if gauge:
                 gauge.dec()
-            self._done(request, ex, info, labels, metered)
+            self._done(request, ex, info, labels, metered, name)
 
     async def _body(self, request: web.Request) -> bytes | web.Response:
         """The whole request body, or the error that refuses it, with reading stopped there: over the limit
@@ -319,13 +409,13 @@ class Frontdoor:
         return response
 
     async def _forward(self, request: web.Request, upstream: Upstream, body: bytes, ex: _Exchange,
-                       metered: bool) -> web.StreamResponse:
+                       metered: bool, target: str) -> web.StreamResponse:
         if metered:
-            return await self._forward_metered(request, upstream, body, ex)
+            return await self._forward_metered(request, upstream, body, ex, target)
         try:
             async with asyncio.timeout(self.config.idle_timeout or None):        # until the upstream's headers
                 resp = await self.session.request(
-                    request.method, upstream.url + _target(request),
+                    request.method, upstream.url + target,
                     headers=_forward_headers(request.headers, False),
                     data=body if body or request.method not in ("GET", "HEAD", "OPTIONS") else None,
                     allow_redirects=False)
@@ -396,10 +486,10 @@ class Frontdoor:
         return await self._end_response(request, out, ex)
 
     async def _forward_metered(self, request: web.Request, upstream: Upstream, body: bytes,
-                               ex: _Exchange) -> web.StreamResponse:
+                               ex: _Exchange, target: str) -> web.StreamResponse:
         headers = list(_forward_headers(request.headers, True).items())
         try:
-            conn = await self.pool.send(upstream.url, request.method, _target(request), headers, body,
+            conn = await self.pool.send(upstream.url, request.method, target, headers, body,
                                             self.config.idle_timeout)
         except Silent:
             return self._timed_out(ex, upstream)
@@ -476,9 +566,14 @@ class Frontdoor:
             ex.ended = "cancelled"
         return out
 
-    def _done(self, request: web.Request, ex: _Exchange, info: RequestInfo, labels, metered: bool) -> None:
-        """Count and log one request; never raises (it runs in `finally`)."""
+    def _done(self, request: web.Request, ex: _Exchange, info: RequestInfo, labels, metered: bool,
+              name: str) -> None:
+        """Count and log one request; never raises (it runs in `finally`). A caller the upstream accepted (2xx)
+        is known from now on, this request included."""
         try:
+            if ex.status is not None and 200 <= ex.status < 300:
+                self.callers.accept(name)
+                labels = (labels[0], self.callers.label(name), labels[2])
             f = ex.facts
             outcome = classify(ex.status, ex.ended, f, ex.stream, info.tools) if metered else None
             prompt, output, reasoning, visible = token_counts(f)
@@ -497,24 +592,20 @@ class Frontdoor:
             if self.access:
                 self.access.write(access_record(
                     request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,
-                    caller=caller_of(request.headers, self.config.caller_header, self.config.caller_salt),
-                    model=info.model, upstream=labels[2], method=request.method, path=request.path, status=ex.code,
+                    caller=name, model=info.model, upstream=labels[2], method=request.method,
+                    path=_target(request).partition("?")[0], status=ex.code,
                     outcome=outcome, stream=ex.stream, times=times, tokens=(prompt, output, reasoning)))
         except Exception:  # noqa: BLE001 - metering must never break the response; say so and go on
             log.exception("metering failed")
 
 
 def make_app(config: FrontdoorConfig) -> web.Application:
-    """The aiohttp application; its upstream session opens and closes with it."""
+    """The public application (every path goes through `Frontdoor.route`); its upstream session and its admin
+    listener open and close with it."""
     door = Frontdoor(config)
     app = web.Application(client_max_size=config.max_body)
     app[FRONTDOOR] = door
-    app.router.add_get("/metrics", door.own_metrics)
-    if len(config.upstreams) > 1:
-        app.router.add_get("/v1/models", door.list_models)
-    for path in METERED_PATHS:
-        app.router.add_post(path, door.metered)
-    app.router.add_route("*", "/{tail:.*}", door.passthrough)
+    app.router.add_route("*", "/{tail:.*}", door.route)
 
     async def lifecycle(app):
         await door.open()
@@ -525,13 +616,31 @@ def make_app(config: FrontdoorConfig) -> web.Application:
     return app
 
 
+def admin_app(door: Frontdoor) -> web.Application:
+    """The admin listener's application: GET /metrics, nothing else."""
+    app = web.Application()
+    app.router.add_get("/metrics", door.own_metrics)
+    return app
+
+
 async def start(config: FrontdoorConfig, app: web.Application | None = None) -> web.AppRunner:
-    """Bind and serve in the running loop; the runner's `addresses` say where. OSError when the bind fails."""
-    runner = web.AppRunner(app or make_app(config), access_log=None, handler_cancellation=True, logger=HTTP_LOG)
+    """Bind the public listener (connections bounded by the guard) and the admin one (/metrics) in the running
+    loop; the runner's `addresses` say where, `app[FRONTDOOR].admin.addresses` where the metrics are. OSError
+    when a bind fails; its `listener` is (flag, address) of the listener that failed."""
+    app = app or make_app(config)
+    door = app[FRONTDOOR]
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, logger=HTTP_LOG,
+                           keepalive_timeout=config.limits.keepalive_timeout)
     await runner.setup()
     try:
-        await web.TCPSite(runner, config.host, config.port).start()
-    except BaseException:
+        listener = ("--listen", f"{config.host}:{config.port}")
+        await GuardedSite(runner, config.host, config.port, door.guard).start()
+        listener = ("--metrics-listen", f"{config.metrics_host}:{config.metrics_port}")
+        door.admin = web.AppRunner(admin_app(door), access_log=None, logger=HTTP_LOG)
+        await door.admin.setup()
+        await web.TCPSite(door.admin, config.metrics_host, config.metrics_port).start()
+    except BaseException as err:
+        err.listener = listener
         await runner.cleanup()
         raise
     return runner
@@ -547,4 +656,6 @@ def serve(config: FrontdoorConfig) -> None:
         raise InferwatchError(f"--access-log {config.access_log}: cannot open: {err.strerror or err}") from None
     upstreams = ([("", config.default)] if config.default else []) + list(config.routes)
     routes = ", ".join(f"{m}={u.url}" if m else u.url for m, u in upstreams).replace("%", "%%")
-    serve_app(app, config.host, config.port, "front door on %s:%d to " + routes, handler_cancellation=True)
+    metrics = f"{config.metrics_host}:{config.metrics_port}".replace("%", "%%")
+    serve_app(app, config.host, config.port, "front door on %s:%d to " + routes + f", /metrics on {metrics}",
+              handler_cancellation=True, starter=lambda: start(config, app))

@@ -62,18 +62,28 @@ def raise_open_files_limit(most: int = 1 << 16) -> int:
     return soft
 
 
-def serve_app(app: web.Application, host: str, port: int, started: str, handler_cancellation: bool = False) -> None:
-    """Bind, log `started % (host, port)`, serve until a signal, then clean up."""
-    async def main():
+def serve_app(app: web.Application, host: str, port: int, started: str, handler_cancellation: bool = False,
+              starter=None) -> None:
+    """Bind, log `started % (host, port)`, serve until a signal, then clean up. `starter()`, when given, binds
+    instead and returns the runner; an OSError it raises may name its listener (`err.listener`: flag, address)."""
+    async def bound() -> web.AppRunner:
         runner = web.AppRunner(app, access_log=None, handler_cancellation=handler_cancellation, logger=HTTP_LOG)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()
-        except OSError as err:
+        except OSError:
             await runner.cleanup()
+            raise
+        return runner
+
+    async def main():
+        try:
+            runner = await (starter or bound)()
+        except OSError as err:
+            flag, where = getattr(err, "listener", ("--listen", f"{host}:{port}"))
             reason = _LISTEN_ERRORS.get(err.errno, err.strerror or str(err))
-            raise InferwatchError(f"--listen {host}:{port}: cannot listen: {reason}; "
-                                  "choose another with --listen HOST:PORT") from None
+            raise InferwatchError(f"{flag} {where}: cannot listen: {reason}; "
+                                  f"choose another with {flag} HOST:PORT") from None
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)

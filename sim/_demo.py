@@ -383,8 +383,8 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         folder.mkdir(parents=True, exist_ok=True)
         procs = _Processes(folder)
         stack.callback(procs.stop)
-        ports = {name: free_port() for name in ("vllm", "sglang", "frontdoor-vllm", "frontdoor-sglang", "exporter",
-                                                "prometheus")}
+        ports = {name: free_port() for name in ("vllm", "sglang", "frontdoor-vllm", "frontdoor-sglang", "admin-vllm",
+                                                "admin-sglang", "exporter", "prometheus")}
         me = [sys.executable, "-m", "inferwatch"]
         engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
         for model, (engine, port) in engines.items():
@@ -393,9 +393,12 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                                       f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
                                       "--gpus", "1"], env={"HOSTNAME": f"{engine}-0"})
             # users reach each engine through its own front door, which meters what they feel
+            # (its own /metrics on its admin listener)
             procs.start(f"frontdoor-{engine}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{port}",
-                                                     "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}"])
+                                                     "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}",
+                                                     "--metrics-listen", f"127.0.0.1:{ports[f'admin-{engine}']}"])
         doors = {model: f"http://127.0.0.1:{ports[f'frontdoor-{engine}']}" for model, (engine, _) in engines.items()}
+        admins = [f"127.0.0.1:{ports[f'admin-{engine}']}" for engine, _ in engines.values()]
         # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
         # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
         procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
@@ -410,14 +413,14 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                                       "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
                                       "metric_relabel_configs": [POD_FROM_TARGET]},
                                      {"job_name": "inferwatch-frontdoor", "static_configs": [
-                                         {"targets": [d.removeprefix("http://") for d in doors.values()]}]}]}
+                                         {"targets": admins}]}]}
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
                                    f"--storage.tsdb.path={folder / 'data'}",
                                    f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
         prom = f"http://127.0.0.1:{ports['prometheus']}"
         bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
-        _wait_ready([f"{b}/health" for b in bases.values()] + [f"{d}/metrics" for d in doors.values()]
+        _wait_ready([f"{b}/health" for b in bases.values()] + [f"http://{a}/metrics" for a in admins]
                     + [f"http://127.0.0.1:{ports['exporter']}/metrics", f"{prom}/-/ready"], procs)
         say(f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]} behind the front door {doors[VLLM_MODEL]}, "
             f"SGLang {SGLANG_MODEL} at {bases[SGLANG_MODEL]} behind {doors[SGLANG_MODEL]}, exporter at "

@@ -486,7 +486,7 @@ def main() -> None:
     args.streams = [int(s) for s in args.streams.split(",")]
 
     me = [sys.executable, os.path.abspath(__file__)]
-    up_port, pipe_port, bare_port, door_port = _free_port(), _free_port(), _free_port(), _free_port()
+    up_port, pipe_port, bare_port, door_port, admin_port = (_free_port() for _ in range(5))
     upstream_url = f"http://127.0.0.1:{up_port}"
     processes = {
         "upstream": subprocess.Popen(me + ["--role", "upstream", "--port", str(up_port)]),
@@ -494,7 +494,9 @@ def main() -> None:
         "bare": subprocess.Popen(me + ["--role", "bare", "--port", str(bare_port), "--upstream-url", upstream_url]),
         "frontdoor": subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", upstream_url,
                                        "--listen", f"127.0.0.1:{door_port}", "--caller-salt", "bench",
-                                       "--log-level", "warning"], env={**os.environ, **_frontdoor_env()}),
+                                       "--metrics-listen", f"127.0.0.1:{admin_port}",
+                                       # the load generator is one address, as a gateway is: 2 x 1,000 streams
+                                       "--max-client-connections", "4096", "--log-level", "warning"], env={**os.environ, **_frontdoor_env()}),
     }
     try:
         for name, port in (("upstream", up_port), ("pipe", pipe_port), ("bare", bare_port), ("frontdoor", door_port)):

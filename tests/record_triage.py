@@ -119,7 +119,8 @@ def _start(procs: _Processes, ports: dict[str, int], models: list[Model]) -> Non
                                   f"127.0.0.1:{ports[m.name]}", "--max-num-seqs", str(m.cap), "--seed", str(i + 1),
                                   "--gpus", "1", "--pod", f"{NAMESPACE}/{m.pod}/engine"])
         procs.start(f"frontdoor-{m.name}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{ports[m.name]}",
-                                                  "--listen", f"127.0.0.1:{ports['door-' + m.name]}"])
+                                                  "--listen", f"127.0.0.1:{ports['door-' + m.name]}",
+                                                  "--metrics-listen", f"127.0.0.1:{ports['admin-' + m.name]}"])
     procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
                                   "--timeout", "1500ms", "--drop-unmapped",
                                   *[a for m in models for a in ("--target",
@@ -139,7 +140,7 @@ def _prometheus_config(ports: dict[str, int], step: int, models: list[Model]) ->
                 {"job_name": "inferwatch-exporter", "honor_labels": True, "metric_relabel_configs": pod_labels,
                  "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
                 {"job_name": "inferwatch-frontdoor", "static_configs": [
-                    {"targets": [f"127.0.0.1:{ports['door-' + m.name]}" for m in models]}]},
+                    {"targets": [f"127.0.0.1:{ports['admin-' + m.name]}" for m in models]}]},
                 # each simulator also serves its GPU (--gpus 1) as a node's GPU exporter would: scraped on its own,
                 # keeping the workload labels the GPU series carry (honor_labels, as the README says for DCGM)
                 {"job_name": "gpu", "honor_labels": True,
@@ -234,14 +235,16 @@ def main() -> None:
     with ExitStack() as stack:
         work = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="record-triage-")))
         work.mkdir(parents=True, exist_ok=True)
-        ports = {key: free_port() for m in models for key in (m.name, "door-" + m.name)} | {"exporter": free_port()}
+        ports = {key: free_port() for m in models for key in (m.name, "door-" + m.name, "admin-" + m.name)} | {
+            "exporter": free_port()}
         procs = _Processes(work)
         stack.callback(procs.stop)
         _start(procs, ports, models)
         engines = {m.name: f"http://127.0.0.1:{ports[m.name]}" for m in models}
         doors = {m.name: f"http://127.0.0.1:{ports['door-' + m.name]}" for m in models}
         prom = stack.enter_context(prometheus(binary, _prometheus_config(ports, step, models), work))
-        _wait_ready([f"{u}/health" for u in engines.values()] + [f"{u}/metrics" for u in doors.values()]
+        _wait_ready([f"{u}/health" for u in engines.values()]
+                    + [f"http://127.0.0.1:{ports['admin-' + m.name]}/metrics" for m in models]
                     + [f"http://127.0.0.1:{ports['exporter']}/metrics"], procs)
         print(f"recording {len(models)} models ({args.variant}) in {work}: Prometheus at {prom}", flush=True)
         times = asyncio.run(_drive(doors, engines, args.warmup + args.baseline, args.incident, variant))

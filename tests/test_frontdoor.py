@@ -62,14 +62,26 @@ def _serving(starter):
         thread.join(10)
 
 
+METRICS: dict[str, str] = {}      # a front door's URL -> its admin listener's, where /metrics is
+DOORS: dict[str, object] = {}     # a front door's URL -> its Frontdoor object
+
+
 @contextmanager
 def frontdoor(*upstreams: str, **options):
-    """A front door on a loopback port in front of `upstreams`; yields (base URL, the Frontdoor object)."""
+    """A front door on a loopback port in front of `upstreams`; yields (base URL, the Frontdoor object). Its
+    /metrics, on the admin listener, is what `scrape(base URL)` reads."""
     default, routes = parse_upstreams(list(upstreams))
-    config = FrontdoorConfig(default=default, routes=routes, host="127.0.0.1", port=0, caller_salt="s", **options)
+    config = FrontdoorConfig(default=default, routes=routes, host="127.0.0.1", port=0, caller_salt="s",
+                             **{"metrics_host": "127.0.0.1", "metrics_port": 0, **options})
     app = make_app(config)
     with _serving(lambda: start(config, app)) as (url, _):
-        yield url, app[FRONTDOOR]
+        door = app[FRONTDOOR]
+        METRICS[url], DOORS[url] = f"http://127.0.0.1:{door.admin.addresses[0][1]}", door
+        try:
+            yield url, door
+        finally:
+            METRICS.pop(url, None)
+            DOORS.pop(url, None)
 
 
 def _sse(*chunks) -> list[bytes]:
@@ -109,6 +121,9 @@ FAKE = {
 }
 
 
+MODELS = (*FAKE, "busy", "silent", "whole-broken")
+
+
 class FakeEngine:
     """A loopback engine whose behaviour is picked by the request's model (FAKE), plus 429 and silence."""
 
@@ -119,6 +134,8 @@ class FakeEngine:
 
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/v1/models":          # what it serves: each behaviour is a model
+            return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]})
         self.requests += 1
         body = await request.read()
         self.bytes_in += len(body)
@@ -170,7 +187,7 @@ def fake_engine():
 
 def scrape(url: str) -> dict[tuple, float]:
     """{(sample name, sorted labels): value} of a /metrics page."""
-    text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+    text = urllib.request.urlopen(METRICS.get(url, url) + "/metrics", timeout=5).read().decode()
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
@@ -281,15 +298,29 @@ def test_a_stream_that_arrives_in_one_read_still_gives_a_time_per_token_sample()
         assert total(door_url, "llm_frontdoor_time_to_first_token_seconds_count") == 3
 
 
-def test_everything_else_passes_through_untouched():
+def test_the_allowed_paths_pass_through_untouched_and_no_other():
+    """/v1/* and /health reach the engine as they are; its /metrics and admin paths do not, however written
+    (the engine reads a path decoded, with dot segments resolved, so these all named its /metrics)."""
     with simulator("vllm", params=STEADY) as (sim_url, _), frontdoor(sim_url) as (door_url, _):
-        for path in ("/v1/models", "/health", "/admin/scenario"):
-            direct = urllib.request.urlopen(sim_url + path, timeout=5).read()
+        for path in ("/v1/models", "/health", "//v1//models"):
+            direct = urllib.request.urlopen(sim_url + path.replace("//", "/"), timeout=5).read()
             assert urllib.request.urlopen(door_url + path, timeout=5).read() == direct
         with pytest.raises(urllib.error.HTTPError) as err:              # the engine's 404, not ours
             urllib.request.urlopen(door_url + "/v1/embeddings", timeout=5)
-        assert err.value.code in (404, 405)
+        assert err.value.code in (404, 405) and b"--allow-path" not in err.value.read()
+        refused = {"/metrics": 404, "/metrics/": 404, "/METRICS": 404, "/%6detrics": 404, "//metrics": 404,
+                   "/admin/scenario": 404, "/v1/../metrics": 400, "/v1/%2e%2e/metrics": 400,
+                   "/v1/%2E%2E%2Fmetrics": 400, "/v1/..%5Cmetrics": 400, "/./metrics": 400}
+        for path, code in refused.items():
+            for method in ("GET", "POST"):
+                with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as s:
+                    s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                              "Connection: close\r\n\r\n".encode())
+                    answer = b"".join(iter(lambda: s.recv(65536), b""))
+                assert answer.startswith(b"HTTP/1.1 %d " % code) and b"vllm:" not in answer, (method, path, answer)
         assert outcomes(door_url) == {}                                  # not metered
+        assert total(door_url, "llm_frontdoor_refused_total", reason="path") == 12
+        assert total(door_url, "llm_frontdoor_refused_total", reason="bad_path") == 10
 
 
 def test_routes_by_model():
@@ -305,7 +336,8 @@ def test_routes_by_model():
         counts = scrape(door_url)
         upstreams = {dict(labels)["model"]: dict(labels)["upstream"] for (name, labels) in counts
                      if name == "llm_frontdoor_requests_total"}
-        assert upstreams == {"a": url_a.split("//")[1], "b": url_b.split("//")[1], "c": "none"}
+        # a model no upstream serves is no label value of its own
+        assert upstreams == {"a": url_a.split("//")[1], "b": url_b.split("//")[1], "other": "none"}
 
 
 # --- outcomes, each produced for real and counted once --------------------------------------------------------
@@ -398,10 +430,10 @@ def test_errors_scenario_each_request_counted_once():
 
 
 def test_scenarios_switched_through_the_front_door_are_counted_as_the_client_saw_them():
-    """POST /admin/scenario passes through; truncation and broken-tools then show up as length and
+    """POST /admin/scenario passes through when allowed; truncation and broken-tools then show up as length and
     tool_call_invalid, request for request."""
     with simulator("sglang", params=replace(STEADY, decode_step_s=0.001)) as (sim_url, _), \
-            frontdoor(sim_url) as (door_url, _):
+            frontdoor(sim_url, allow_paths=("/v1/*", "/admin/scenario")) as (door_url, _):
         seen: dict[str, int] = {}
         c = client(door_url)
         for scenario, kwargs in (("truncation", {}), ("broken-tools", {"tools": TOOLS}), ("normal", {})):
@@ -608,13 +640,14 @@ def test_the_command_serves_on_uvloop_with_room_for_a_thousand_streams():
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < 2048:
         pytest.skip(f"the hard open-files limit is {hard}")
-    with socket.socket() as s:
+    with socket.socket() as s, socket.socket() as s2:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        s2.bind(("127.0.0.1", 0))
+        port, admin = s.getsockname()[1], s2.getsockname()[1]
     with fake_engine() as (fake_url, _):
         door = subprocess.Popen(
             [sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", fake_url, "--listen", f"127.0.0.1:{port}",
-             "--caller-salt", "x", "--log-level", "info"], stderr=subprocess.PIPE, text=True,
+             "--metrics-listen", f"127.0.0.1:{admin}", "--caller-salt", "x", "--log-level", "info"], stderr=subprocess.PIPE, text=True,
             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)))
         try:
             started = door.stderr.readline()
@@ -625,7 +658,7 @@ def test_the_command_serves_on_uvloop_with_room_for_a_thousand_streams():
             url = f"http://127.0.0.1:{port}"
             assert post_raw(url, {"model": "ok", "stream": True}) == (200, b"".join(FAKE["ok"][0]))
             # the process serves no x_created series: nothing reads them, and they double a counter's series
-            scraped = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+            scraped = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10).read().decode()
             assert 'llm_frontdoor_requests_total{' in scraped and "_created" not in scraped
         finally:
             door.terminate()

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from inferwatch.sim import SimulatorConfig, make_app
 from simtools import serve_app
-from test_frontdoor import ASK, STEADY, client, frontdoor, outcomes, scrape, total, wait_for
+from test_frontdoor import ASK, METRICS, STEADY, client, frontdoor, outcomes, scrape, total, wait_for
 
 pytestmark = pytest.mark.xdist_group("frontdoor_clients")
 
@@ -190,35 +190,34 @@ def test_pipelined_requests_on_one_connection_each_get_their_whole_answer(door):
     assert all(labels != () for (name, labels) in scrape(url) if name == "llm_frontdoor_requests_total")
 
 
-def test_bytes_that_are_not_utf8_in_a_key_a_caller_or_a_model_never_break_a_request_or_the_metrics(door, access_log,
-                                                                                                    caplog):
-    """An API key or a caller header with a byte that is not UTF-8 (aiohttp reads it as a surrogate) and a model
-    that is a lone surrogate (`\\ud800` is valid JSON): the key's hash raised (a 500, uncounted), and either
-    label made every later /metrics page fail to encode, and the access log line with it."""
+def test_bytes_that_are_not_utf8_in_a_header_are_refused_and_a_lone_surrogate_model_never_breaks_the_metrics(
+        door, access_log, caplog):
+    """An API key or a caller header with a byte that is not UTF-8 would reach the engine changed (aiohttp's
+    client blanked it): it is refused with 400, never forwarded. A model that is a lone surrogate (`\\ud800` is
+    valid JSON) is no model an engine serves (`other`), and the access log writes it as `?`."""
     url, _ = door
     body = json.dumps({"model": "m", "messages": ASK}).encode()
     before = outcomes(url)
     with caplog.at_level(logging.ERROR):
-        for extra in (b"Authorization: Bearer sk-caf\xe9\r\n", b"X-Team: caf\xe9\r\n"):
-            assert _raw(url, _request(body, extra=extra + b"Connection: close\r\n")).startswith(b"HTTP/1.1 200 ")
+        for extra in (b"Authorization: Bearer sk-caf\xe9\r\n", b"X-Team: caf\xe9\r\n", b"X-A: \xff\r\n"):
+            assert _raw(url, _request(body, extra=extra + b"Connection: close\r\n")).startswith(b"HTTP/1.1 400 ")
         lone = b'{"model": "\\ud800", "messages": []}'
         assert _raw(url, _request(lone, extra=b"Connection: close\r\n")).startswith(b"HTTP/1.1 404 ")
-        counted(url, before, {("ok", "200"): 2, ("invalid_request", "404"): 1})
-    assert total(url, "llm_frontdoor_requests_total", caller="caf?") == 1
-    assert total(url, "llm_frontdoor_requests_total", model="?") == 1
+        counted(url, before, {("invalid_request", "404"): 1})
+    assert total(url, "llm_frontdoor_refused_total", reason="bad_header") >= 3
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
     logged = [json.loads(line) for line in access_log.read_text().splitlines()]
-    assert {"caf?", "?"} <= {entry["caller"] for entry in logged} | {entry["model"] for entry in logged}
+    assert "?" in {entry["model"] for entry in logged}
 
 
 def test_a_model_name_of_half_a_megabyte_is_counted_as_other_not_copied_into_every_series(door):
     url, _ = door
-    size = len(requests.get(url + "/metrics", timeout=5).content)
+    size = len(requests.get(METRICS[url] + "/metrics", timeout=5).content)
     before = outcomes(url)
     assert _post(url, json={"model": "x" * (1 << 19), "messages": ASK}).status_code == 404
     counted(url, before, {("invalid_request", "404"): 1})
-    assert total(url, "llm_frontdoor_requests_total", model="other") == 1
-    assert len(requests.get(url + "/metrics", timeout=5).content) < size + 20_000
+    assert total(url, "llm_frontdoor_requests_total", model="other") >= 1
+    assert len(requests.get(METRICS[url] + "/metrics", timeout=5).content) < size + 20_000
 
 
 MALFORMED = {"a header line over 8,190 bytes": b"X-Long: " + b"a" * 9000 + b"\r\n",

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import need
 from inferwatch.slo import compile_spec, parse_spec, render_files
 from simtools import FAST, simulator
-from test_frontdoor import ASK, TOOLS, client, frontdoor
+from test_frontdoor import ASK, METRICS, TOOLS, client, frontdoor
 
 SPEC = {"service": "chat", "source": "frontdoor", "group_by": ["model"], "objectives": [
     {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99%"},
@@ -41,7 +41,7 @@ def _real_series() -> list[tuple[str, dict, float]]:
             next(iter(chunks))                                                     # cancelled
         with pytest.raises(openai.NotFoundError):
             c.chat.completions.create(model="nope", messages=ASK)                 # invalid_request
-        text = urllib.request.urlopen(door_url + "/metrics", timeout=5).read().decode()
+        text = urllib.request.urlopen(METRICS[door_url] + "/metrics", timeout=5).read().decode()
     return [(s.name, s.labels, s.value) for family in text_string_to_metric_families(text) for s in family.samples
             if s.name.endswith(("_total", "_bucket", "_count"))]
 
@@ -109,7 +109,7 @@ def test_a_real_prometheus_scraping_the_front_door_pages_on_broken_tools(tmp_pat
         sender.start()
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "5s"}, "rule_files": rules,
                   "scrape_configs": [{"job_name": "frontdoor", "static_configs": [
-                      {"targets": [door_url.split("//")[1]]}]}]}
+                      {"targets": [METRICS[door_url].split("//")[1]]}]}]}
         try:
             with prometheus(binary, config, tmp_path) as base:
                 page = 'ALERTS{alertname="LLMErrorBudgetBurn", slo="answered", tier="page_fast", alertstate="firing"}'

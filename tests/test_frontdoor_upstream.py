@@ -26,11 +26,17 @@ from contextlib import contextmanager
 import pytest
 
 from inferwatch.frontdoor._upstream import UpstreamPool
-from test_frontdoor import _chunk, _sse, frontdoor, outcomes, post_raw, total, wait_for
+from test_frontdoor import _chunk, _sse, outcomes, post_raw, total, wait_for
+from test_frontdoor import frontdoor as _frontdoor
 
 EVENTS = b"".join(_sse(_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Hi"}),
                        _chunk({}, "stop"))) + b"data: [DONE]\n\n"
 ASKED = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def frontdoor(*upstreams: str, **options):
+    """A front door that never reads the engines' /v1/models: these tests count the engine's connections."""
+    return _frontdoor(*upstreams, **{"models_refresh": 0, **options})
 
 
 class RawEngine:

@@ -153,7 +153,7 @@ def _relabel_results(job: Job, source: str, vocabulary: bool) -> list[Result]:
     what, out = _SOURCES[source], []
     if fate.dropped:
         out.append(Result("wrong", job.name, f"its metric relabelings drop {len(fate.dropped)} of the "
-                                             f"{len(mapping.entries)} {what} series the dashboards and SLOs read: "
+                                             f"{len(mapping.entries)} {what} series inferwatch maps: "
                                              f"{_few(fate.dropped)}",
                           "keep them (widen the keep regex, or narrow the drop)"))
     if fate.renamed:

@@ -80,6 +80,26 @@ def _runs_promtool(item) -> bool:
         return False
 
 
+def pytest_addoption(parser):
+    group = parser.getgroup("inferwatch")
+    group.addoption("--real-engine", action="store_true",
+                    help="also run the tests marked real_engine, on a real vLLM CPU engine (installed once into a "
+                         "cached venv: tests/real_engine/harness.py)")
+    group.addoption("--engine-url", metavar="URL",
+                    help="run the real_engine tests against this running vLLM (a GPU one, say) instead of starting "
+                         "one; tests that need their own engine flags are skipped")
+
+
+def _deselect_real_engine(config, items) -> None:
+    """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step."""
+    if config.getoption("--real-engine") or config.getoption("--engine-url"):
+        return
+    dropped = [item for item in items if item.get_closest_marker("real_engine")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker("real_engine")]
+
+
 def pytest_collection_modifyitems(config, items):
     """Order the work units for xdist's workers (each unit is a whole xdist_group or one test).
 
@@ -93,6 +113,7 @@ def pytest_collection_modifyitems(config, items):
     single tests collected (quick pure-Python ones: a group would wait there for the slow run). Then the groups,
     largest first, and the other single tests: small units at the end keep the workers finishing together.
     """
+    _deselect_real_engine(config, items)
     workers = getattr(config, "workerinput", {}).get("workercount", 0)
     units: dict[str, list] = {}
     for item in items:

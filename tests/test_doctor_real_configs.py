@@ -54,7 +54,7 @@ EXPECTED = {
     "production-stack": [("missing", "ServiceMonitor vllm-monitor", RELABELINGS),
                          ("wrong", "Alertmanager routing", "the chart's default routes every alert to the receiver "
                                                            "'null'")],
-    "arks": [("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "drop 1 of the 24 vLLM series"),
+    "arks": [("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "drop 1 of the 30 vLLM series"),
              ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename vllm:num_requests_running to "
                                                                               "num_requests_running"),
              ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename sglang:num_running_reqs to "
@@ -164,7 +164,7 @@ def test_values_selectors_intervals_and_monitor_targets(tmp_path):
     (tmp_path / "stack.yaml").write_text(VALUES)
     found = {(r.status, r.detail.split(":")[0].split(";")[0]) for r in check_files(Config(), [tmp_path]) if r.bad}
     assert found == {
-        ("wrong", "its metric relabelings drop 9 of the 24 vLLM series the dashboards and SLOs read"),
+        ("wrong", "its metric relabelings drop 10 of the 30 vLLM series inferwatch maps"),
         ("wrong", "scraped every 1m (prometheusSpec.scrapeInterval)"),
         ("missing", "scrapes vLLM without the inferwatch relabelings"),
         ("wrong", "its labels do not match prometheusSpec.serviceMonitorSelector of the values"),

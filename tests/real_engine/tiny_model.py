@@ -1,0 +1,71 @@
+"""Write a tiny, randomly initialised Llama and a byte-level BPE tokenizer to OUT, with nothing downloaded.
+
+Run with the real-engine venv's python (it has torch, tokenizers and transformers):
+
+    python tiny_model.py OUT [--seed 0]
+
+The tokenizer learns from this repository's own Markdown (shipped with every clone), the weights are random
+from a fixed seed: the model writes nonsense, quickly, which is all an engine's metrics need. ChatML template,
+so /v1/chat/completions works. About 10 s and 15 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+REPO = Path(__file__).resolve().parents[2]
+SPECIALS = ["<|pad|>", "<|begin_of_text|>", "<|im_end|>", "<|im_start|>"]
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' }}"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "{{ '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+SHAPE = {"vocab": 4096, "hidden": 256, "layers": 2, "heads": 4, "context": 2048}
+
+
+def corpus():
+    for path in sorted(REPO.glob("**/*.md")):
+        if ".venv" not in path.parts:
+            yield from (line for line in path.read_text(errors="replace").splitlines() if line.strip())
+
+
+def build(out: Path, seed: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus(), trainer=trainers.BpeTrainer(
+        vocab_size=SHAPE["vocab"], special_tokens=SPECIALS, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|im_end|>",
+                                   pad_token="<|pad|>", model_max_length=SHAPE["context"])
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    config_path = out / "tokenizer_config.json"       # some transformers write the template beside it instead
+    config = json.loads(config_path.read_text())
+    config["chat_template"] = CHAT_TEMPLATE
+    config_path.write_text(json.dumps(config, indent=2))
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(fast), hidden_size=SHAPE["hidden"], intermediate_size=2 * SHAPE["hidden"],
+        num_hidden_layers=SHAPE["layers"], num_attention_heads=SHAPE["heads"], num_key_value_heads=SHAPE["heads"],
+        max_position_embeddings=SHAPE["context"], tie_word_embeddings=False, bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, torch_dtype="bfloat16"))
+    model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    build(args.out, args.seed)
+    print(f"tiny model in {args.out}")

@@ -15,6 +15,8 @@ the ones that drifted from what the code generates now.
     build/grafana/dashboards/         the four core dashboards as modern Grafana JSON
     build/deploy/kubernetes/          `inferwatch deploy render` of the defaults (checked in under deploy/)
     build/deploy/compose/             the same for `--target compose`
+
+Not in the bundle but kept in step by `build`: alerts/RUNBOOKS.md's "Kinds of slow", from triage/kinds.yaml.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from inferwatch._yaml import dump_yaml
 from inferwatch.alerts import HAND_WRITTEN
 from inferwatch.alerts import HERE as ALERTS_DIR
+from inferwatch.alerts._runbooks import with_kinds_section
 from inferwatch.dashboards._build import HERE as DASHBOARDS_DIR
 from inferwatch.dashboards._build import build as build_dashboards
 from inferwatch.deploy import render_default
@@ -32,6 +35,7 @@ from inferwatch.mappings import load_mappings, recording_rules, relabel_configs,
 from inferwatch.mappings._load import HERE as MAPPINGS_DIR
 from inferwatch.slo import compile_spec, load_spec, render_files
 from inferwatch.slo._tables import HERE as SLO_DIR
+from inferwatch.triage import load_kinds
 
 __all__ = ["artifacts", "write_bundle", "refresh_sources", "check", "source_copies", "DEFAULT_SLO_SPEC",
            "dump_yaml"]
@@ -138,6 +142,10 @@ def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
                  for path in ALERTS_DIR.glob(f"{base}{folder}{load_spec(spec).service}.*.yaml")} | \
         set(DASHBOARDS_DIR.glob("*.json")) | \
         {path for target in ("kubernetes", "compose") for path in (DEPLOY_DIR / target).rglob("*") if path.is_file()}
+    runbooks = ALERTS_DIR / "RUNBOOKS.md"        # hand-written, with a section generated from triage's kinds
+    text = runbooks.read_text(encoding="utf-8")
+    if (wanted := with_kinds_section(text, load_kinds())) != text:
+        stale.append((runbooks, wanted))
     return stale, sorted(generated - set(copies.values()))
 
 

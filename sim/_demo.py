@@ -131,6 +131,10 @@ def _compress(text: str) -> str:
     SLO window would first appear minutes in), each `for:` a tenth as long."""
     text = re.sub(r"^(\s*)interval: \d+[smh]$", rf"\1interval: {SLO_INTERVAL}", text, flags=re.M)
     text = re.sub(r"(avg_over_time\(gpu_\w+)\[10m\]", r"\1[1m]", text)     # the GPU alert's window, a tenth
+    # the queue alert's 5-minute means and the operational alerts' 30-minute memory of their upper bar, a tenth
+    text = re.sub(r"(avg_over_time\(llm_(?:requests_waiting|requests_running|kv_cache_usage_ratio))\[5m\]",
+                  r"\1[30s]", text)
+    text = text.replace("[30m:1m]", "[3m:6s]")
 
     def shorter(match):
         seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]

@@ -75,3 +75,35 @@ def test_groups_stay_portable():
     for path in RULE_FILES + FRONTDOOR_RULE_FILES:
         for group in yaml.safe_load(path.read_text())["groups"]:
             assert set(group) <= {"name", "interval", "rules"}, path
+
+
+def test_runbooks_list_exactly_the_kinds_triage_names():
+    """RUNBOOKS.md's "Kinds of slow" is generated from triage/kinds.yaml (`inferwatch build` keeps it in step);
+    every kind's runbook is a section of triage/README.md and every alert it names has its own section here."""
+    from inferwatch.alerts._runbooks import BEGIN, END, KIND_ALERTS, with_kinds_section
+    from inferwatch.triage import load_kinds
+
+    kinds = load_kinds()
+    text = (ALERTS / "RUNBOOKS.md").read_text()
+    assert with_kinds_section(text, kinds) == text, "run `inferwatch build`"
+    section = text[text.index(BEGIN):text.index(END)]
+    listed = re.findall(r"^\| `([\w-]+)` \|", section, re.M)
+    assert listed == list(kinds)
+    triage_sections = set(re.findall(r"^## ([\w-]+)$", (ROOT / "triage" / "README.md").read_text(), re.M))
+    assert {k.runbook for k in kinds.values()} <= triage_sections
+    headings = set(re.findall(r"^## (\w+)$", text, re.M))
+    assert set(KIND_ALERTS) <= set(kinds) and {a for alerts in KIND_ALERTS.values() for a in alerts} <= headings
+    assert "DESIGN.md" not in text                     # not shipped
+
+
+def test_a_drifted_kinds_section_is_reported(monkeypatch, tmp_path):
+    import shutil
+
+    from inferwatch import build
+
+    alerts = tmp_path / "alerts"
+    shutil.copytree(build.ALERTS_DIR, alerts)
+    runbooks = alerts / "RUNBOOKS.md"
+    runbooks.write_text(runbooks.read_text().replace("| `queueing` |", "| `queuing` |"))
+    monkeypatch.setattr(build, "ALERTS_DIR", alerts)
+    assert str(runbooks) in build.check()

@@ -246,7 +246,7 @@ def test_simulate_pod_mistakes_are_one_line(args):
 
 def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
     """A real Prometheus scrapes `simulate --gpus 1` in the gpu-stall scenario with the shipped operational rules
-    (groups every second, `for:` cut to 5 s): LLMGPUBusyNotComputing fires for that GPU."""
+    (groups every second, `for:` cut to 5 s, the alerts' memory of their upper bar read every second): LLMGPUBusyNotComputing fires for that GPU."""
     import re
 
     from inferwatch.sim import SimulatorConfig, make_app
@@ -255,6 +255,7 @@ def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
     binary = need("prometheus")
     rules = (ROOT / "alerts" / "operational.rules.yaml").read_text()
     rules = re.sub(r"for: \d+[smh]\b", "for: 5s", re.sub(r"interval: \S+", "interval: 1s", rules))
+    rules = rules.replace("[30m:1m]", "[30m:1s]")     # the upper bar's memory at each evaluation, not each minute
     (tmp_path / "operational.rules.yaml").write_text(rules)
     with serve_app(make_app(SimulatorConfig("vllm", None, "m", "gpu-stall", FAST, 1, gpus=1))) as base:
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},

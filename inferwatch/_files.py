@@ -43,8 +43,9 @@ def max_input() -> int:
 
 
 def shown(path) -> str:
-    """A path as printable text: bytes that are not UTF-8 in a file name are shown as \\xNN, never an error."""
-    return os.fsdecode(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A path as text for a message; bytes of a file name that are not UTF-8 stay surrogate-escaped, and the CLI's
+    streams write them back as the same bytes (the name as `ls` lists it), never an error."""
+    return os.fsdecode(path)
 
 
 def _refuse(path, flag: str | None, why: str) -> InputError:
@@ -127,7 +128,7 @@ def write_output(path, text: str, flag: str = "--out") -> None:
     /dev/stdout is written through and never replaced; a FIFO without a reader, a folder or any OSError is one
     InputError naming the path."""
     path = Path(path)
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "surrogateescape")   # a file name quoted in the text keeps its own bytes
     try:
         real = Path(os.path.realpath(path))   # a symlink is written through: the link stays a link
         try:

@@ -421,9 +421,9 @@ def _stdout_failed(err: OSError) -> None:
 
 def main() -> None:
     """Console entry point: user mistakes print one clear line, never a traceback."""
-    for stream in (sys.stdout, sys.stderr):   # a file name that is not UTF-8 is shown as \xNN, never a crash
+    for stream in (sys.stdout, sys.stderr):   # a file name that is not UTF-8 is printed as its bytes, no crash
         if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="surrogateescape")
     try:
         code = app(standalone_mode=False, prog_name="inferwatch")  # click returns a typer.Exit's code
         sys.stdout.flush()

@@ -4,6 +4,7 @@ replace a regular file atomically and never turn a device, FIFO or symlink into 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -130,20 +131,19 @@ def write_output(path, text: str, flag: str = "--out") -> None:
     path = Path(path)
     data = text.encode("utf-8", "surrogateescape")   # a file name quoted in the text keeps its own bytes
     try:
-        real = Path(os.path.realpath(path))   # a symlink is written through: the link stays a link
         try:
-            mode = os.stat(real).st_mode
+            mode = os.stat(path).st_mode     # what a symlink names: the link itself stays a link
         except FileNotFoundError:
             mode = None
         if mode is not None and stat.S_ISDIR(mode):
             raise InputError(f"{flag} {shown(path)}: is a folder; give a file name")
         if mode is None or stat.S_ISREG(mode):
-            _replace(real, data)
+            _replace(Path(os.path.realpath(path)), data)
         else:
-            _write_through(real, data)
+            _write_through(path, data)       # /dev/stdout names a pipe through /proc: opened, never resolved
     except OSError as err:
-        raise InputError(f"{flag} {shown(path)}: cannot write: {err.strerror}; give a path you can write to") \
-            from None
+        why = "a FIFO nobody is reading" if err.errno == errno.ENXIO else err.strerror
+        raise InputError(f"{flag} {shown(path)}: cannot write: {why}; give a path you can write to") from None
 
 
 def _replace(path: Path, data: bytes) -> None:

@@ -433,7 +433,7 @@ def main() -> None:
     except BrokenPipeError as err:
         _stdout_failed(err)
     except OSError as err:
-        if err.errno is not None and err.filename is None and _is_stdout_error():
+        if _is_stdout_error(err):
             _stdout_failed(err)
         raise
     except typer.Exit as err:
@@ -451,13 +451,13 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _is_stdout_error() -> bool:
-    """Whether standard output is what fails: a flush of it fails again."""
-    try:
-        sys.stdout.flush()
-    except OSError:
-        return True
-    return False
+def _is_stdout_error(err: OSError) -> bool:
+    """Whether `err` is standard output failing: files go through inferwatch._files, which names them, so an
+    OSError without a file name and with an errno of a full or gone stream can only be the output stream."""
+    import errno
+
+    return err.filename is None and err.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG,
+                                                  errno.EDQUOT)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import os
 import resource
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from inferwatch._files import write_output
+from inferwatch.errors import InputError
+
+FIXTURES = Path(__file__).parent / "fixtures"
 MEMORY_CEILING = 4 * 1024**3    # address space per run: a bomb expanded (6 GB before the fix) fails it
 HANG = 120                      # seconds: generous; every run here takes well under one on an idle machine
 CAP = "1MiB"                    # the input cap under test (the default is 64MiB; the mechanism is the same)
@@ -113,3 +118,93 @@ def test_hostile_input(name, args, reads, kind, tmp_path):
         assert path in lines[0], lines[0]
     elif kind != "fifo-no-writer":
         assert path in out + err, (out[-500:], err[-500:])
+
+
+# --- outputs: one write_output for every -o; only a regular file or a new path is ever replaced -----------------
+
+def _node(tmp: Path, name: str, minor: int) -> Path:
+    """A character device like /dev/null (minor 3) or /dev/full (minor 7) inside `tmp`."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a device node needs root")
+    path = tmp / name
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    except PermissionError:
+        pytest.skip("this container may not create device nodes (no CAP_MKNOD)")
+    return path
+
+
+def test_output_regular_file_and_new_path_are_replaced_whole(tmp_path):
+    old = tmp_path / "old.yaml"
+    old.write_text("old and longer\n")
+    old.chmod(0o640)
+    write_output(old, "new\n")
+    write_output(tmp_path / "sub" / "new.yaml", "fresh\n")
+    assert old.read_text() == "new\n" and stat.S_IMODE(old.stat().st_mode) == 0o640
+    assert (tmp_path / "sub" / "new.yaml").read_text() == "fresh\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml", "sub"]   # no temporary file left
+
+
+def test_output_symlink_is_written_through(tmp_path):
+    target, link = tmp_path / "target.yaml", tmp_path / "link.yaml"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    write_output(link, "new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+
+
+def test_output_fifo_is_written_through_or_refused(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="a FIFO nobody is reading"):
+        write_output(fifo, "x\n", "-o")
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        write_output(fifo, "through\n", "-o")
+        assert os.read(reader, 100) == b"through\n"
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_device_is_written_through_never_replaced(tmp_path):
+    null, full = _node(tmp_path, "null", 3), _node(tmp_path, "full", 7)
+    write_output(null, "gone\n", "-o")
+    with pytest.raises(InputError, match=f"-o {full}: cannot write: No space left on device"):
+        write_output(full, "x\n", "-o")
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_output_folder_is_refused(tmp_path):
+    with pytest.raises(InputError, match="is a folder; give a file name"):
+        write_output(tmp_path, "x\n", "-o")
+
+
+def test_slo_import_to_a_device_keeps_the_device(tmp_path):
+    full = _node(tmp_path, "full", 7)
+    proc = _run(["slo", "import", str(FIXTURES / "slo/openslo-v1.yaml"), "-o", str(full)])
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.startswith(f"error: --out {full}: cannot write: No space left"), err
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_slo_import_through_a_symlink_and_to_dev_stdout(tmp_path):
+    target, link = tmp_path / "spec.yaml", tmp_path / "link.yaml"
+    target.write_text("")
+    link.symlink_to(target)
+    assert _run(["slo", "import", str(FIXTURES / "slo/openslo-v1.yaml"), "-o", str(link)]).returncode == 0
+    assert link.is_symlink() and target.read_text().startswith("version: 1")
+    proc = _run(["slo", "import", str(FIXTURES / "slo/openslo-v1.yaml"), "-o", "/dev/stdout"])
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("version: 1")
+
+
+def test_long_output_name_and_full_stdout_are_one_line(tmp_path):
+    long_name = str(tmp_path / ("x" * 5000))
+    proc = _run(["slo", "import", str(FIXTURES / "slo/openslo-v1.yaml"), "-o", long_name])
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "File name too long" in err and len(err.splitlines()) == 1, err
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "catalog"], stdout=full,
+                              stderr=subprocess.PIPE, timeout=HANG)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err == "error: standard output: cannot write: No space left on device\n", err

@@ -56,8 +56,8 @@ class Bounded:
         return super().construct_document(node)
 
 
-class BoundedSafeLoader(Bounded, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """yaml.SafeLoader with MAX_NODES and MAX_DEPTH."""
+class BoundedSafeLoader(Bounded, yaml.SafeLoader):
+    """yaml.SafeLoader (its messages, which users see) with MAX_NODES and MAX_DEPTH."""
 
 
 def _guard(load):

@@ -30,22 +30,25 @@ class TooLarge(yaml.YAMLError):
 
 def _check_bounds(root) -> None:
     """Count the nodes `root` expands to (an alias counts each time it is used) and its depth, without recursion
-    and without expanding: a node's size is memoized, so a bomb costs its size in the text, not in memory."""
+    and without expanding: a node's size and height are memoized, so a bomb costs its size in the text, not in
+    memory, and an alias used deep down counts the depth of what it names."""
     sizes: dict[int, int] = {}
+    heights: dict[int, int] = {}
     stack = [(root, 1, False)]
     while stack:
         node, depth, done = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth + heights.get(id(node), 1) - 1 > MAX_DEPTH:
             raise TooLarge(f"nested deeper than {MAX_DEPTH} levels")
         children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else \
             node.value if isinstance(node, yaml.SequenceNode) else []
         if done:
             sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            heights[id(node)] = 1 + max((heights[id(c)] for c in children), default=0)
             if sizes[id(node)] > MAX_NODES:
                 raise TooLarge(f"expands to more than {MAX_NODES} nodes (aliases repeat what they name)")
         elif id(node) not in sizes:
             stack.append((node, depth, True))
-            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+            stack.extend((c, depth + 1, False) for c in children)
 
 
 class Bounded:

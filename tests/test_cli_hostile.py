@@ -208,3 +208,18 @@ def test_long_output_name_and_full_stdout_are_one_line(tmp_path):
                               stderr=subprocess.PIPE, timeout=HANG)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and err == "error: standard output: cannot write: No space left on device\n", err
+
+
+# --- the YAML bounds themselves (in-process: cheap) -----------------------------------------------------------
+
+def test_yaml_bounds_count_what_aliases_expand_to():
+    from inferwatch._yaml import TooLarge, safe_load
+
+    with pytest.raises(TooLarge, match="expands to more than"):
+        safe_load(_bomb())
+    deep_by_alias = "a: &a " + "[" * 300 + "]" * 300 + "\nb: " + "[" * 300 + "*a" + "]" * 300 + "\n"
+    with pytest.raises(TooLarge, match="nested deeper than 500"):
+        safe_load(deep_by_alias)                     # each half is shallow; the alias makes it 600 deep
+    with pytest.raises(TooLarge):
+        safe_load("a: &a [*a]\n")                    # a recursive alias is never a real config
+    assert safe_load("x: &x {k: [1, 2]}\ny: [*x, *x]\n") == {"x": {"k": [1, 2]}, "y": [{"k": [1, 2]}] * 2}

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import yaml
+
+from inferwatch._files import read_input
+from inferwatch._yaml import safe_load_all
 
 __all__ = ["read_dashboards", "from_v2", "SUFFIXES"]
 
@@ -36,7 +38,7 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
             (str(path), None, "not-a-dashboard", "a folder with no dashboard in a .json, .yaml or .yml file")]
     name = "<stdin>" if str(path) == "-" else str(path)
     try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        data = read_input(path)                    # missing, a folder, over the cap: InputError, exit 2
         text = data.decode("utf-8-sig")
     except OSError as err:
         return [(name, None, "not-a-dashboard", f"cannot read it: {err.strerror or err}")]
@@ -87,7 +89,7 @@ def _manifests(text: str) -> tuple[list | None, str]:
     elif text.lstrip()[:1] in ("{", "["):
         return None, ""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in safe_load_all(text) if d is not None]
     except (yaml.YAMLError, RecursionError):
         return None, ""
     if docs and all(isinstance(d, dict) and "kind" in d for d in docs):
@@ -100,7 +102,7 @@ def _manifests(text: str) -> tuple[list | None, str]:
 def _not_yaml(text: str) -> str:
     """Why a .yaml file does not parse, in one line: 'not YAML: <problem> (line N)'."""
     try:
-        list(yaml.safe_load_all(text))
+        safe_load_all(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]

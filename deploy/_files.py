@@ -82,8 +82,11 @@ def _files(paths: list[Path], bundle: Bundle) -> list[Path]:
 def _documents(path: Path, bundle: Bundle) -> list[tuple[str, object]]:
     """(where, document) for each YAML document of `path` (`where` names the document when there are several);
     what cannot be read is said in `bundle.results`."""
+    from inferwatch._files import read_input
+    from inferwatch._yaml import safe_load_all
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path).decode("utf-8")    # missing, a folder, over the cap: InputError, exit 2
     except UnicodeDecodeError as err:
         bundle.results.append(Result("skipped", str(path), f"not a text file (byte {err.object[err.start]:#04x} at "
                                                            f"offset {err.start} is not UTF-8)"))
@@ -92,7 +95,7 @@ def _documents(path: Path, bundle: Bundle) -> list[tuple[str, object]]:
         bundle.results.append(Result("wrong", str(path), f"cannot read it: {err.strerror or err}"))
         return []
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         hint = " (a Helm template? run helm template first)" if "{{" in text else ""

@@ -25,9 +25,11 @@ def yaml_or_none(text):
     YAML, so the caller says what it could not read instead of raising."""
     import yaml
 
+    from inferwatch._yaml import safe_load
+
     if not isinstance(text, str):
         return None
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except (yaml.YAMLError, TypeError, ValueError):
         return None

@@ -1,5 +1,6 @@
 """`inferwatch slo ...`: compile, explain, test, check and import SLO specs."""
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -169,7 +170,7 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
 
     if out is not None and out_dir is not None:
         raise InferwatchError("--out and --out-dir: give one (--out-dir writes one spec per service)")
-    if out is not None and out.is_dir():
+    if out is not None and os.path.isdir(out):     # not Path.is_dir: a 5,000-character name raises there
         raise InferwatchError(f"--out {out}: is a folder; give a file name, or --out-dir {out} for one spec per "
                               "service")
     try:
@@ -203,27 +204,10 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
 
 
 def _write_imported(targets: dict[Path, str], flag: str) -> list[Path]:
-    """Write each spec whole (a temporary file, then renamed), so no empty or partial file is ever left."""
-    import os
-    import tempfile
+    """Write each spec with write_output: a regular file whole (never empty or partial), a device, FIFO or
+    symlink through, never replaced."""
+    from inferwatch._files import write_output
 
-    umask = os.umask(0)
-    os.umask(umask)
-    written = []
     for path, text in targets.items():
-        tmp = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(text)
-            os.chmod(tmp, 0o666 & ~umask)                # as open() would have made it, not mkstemp's 0600
-            os.replace(tmp, path)
-        except OSError as err:
-            if tmp and os.path.exists(tmp):
-                os.unlink(tmp)
-            where = path if flag == "--out" else path.parent
-            raise InferwatchError(f"{flag} {where}: cannot write {path.name} ({err.strerror}); give a path you can "
-                                  "write to") from None
-        written.append(path)
-    return written
+        write_output(path, text, flag)
+    return list(targets)

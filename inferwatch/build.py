@@ -115,11 +115,12 @@ def _mapping_files(mappings) -> dict[str, str]:
 
 
 def write_bundle(out_dir: Path) -> list[Path]:
+    from inferwatch._files import write_output
+
     written = []
     for rel, text in artifacts().items():
         path = Path(out_dir) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_output(path, text, "--out")     # whole or not at all; never replaces a device or FIFO
         written.append(path)
     return written
 

@@ -2,7 +2,8 @@
 
 Each command parses its flags, calls one library function and prints. Every
 InferwatchError becomes `error: ...` on stderr and exit status 1; a usage
-error becomes one `error: ...` line and exit status 2. Everything beyond typer
+error, or an input or output that cannot be used at all (InputError, an
+OSError on standard output), one `error: ...` line and exit status 2. Everything beyond typer
 is imported inside the command that needs it, so `--help` and `normalize` do
 not pay for aiohttp, grafanalib or the simulator.
 """
@@ -68,8 +69,20 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Print the version and exit.")] = False):
-    pass
+                                                help="Print the version and exit.")] = False,
+          max_input: Annotated[Optional[str], typer.Option(
+              "--max-input", metavar="SIZE", help="Largest file any command reads, e.g. 256MiB; a larger one is "
+                                                  "refused (exit 2) [$INFERWATCH_MAX_INPUT, else 64MiB].")] = None):
+    import os
+
+    from inferwatch._files import MAX_INPUT_ENV, parse_size
+
+    if max_input is not None:
+        try:
+            parse_size(max_input)
+        except ValueError as err:
+            _bad("--max-input", err)
+        os.environ[MAX_INPUT_ENV] = max_input
 
 
 def _mappings(extra: list[Path], source: str | None = None):
@@ -146,14 +159,12 @@ def normalize(file: Annotated[Optional[Path], typer.Argument(metavar="FILE", sho
       curl -s localhost:8000/metrics | inferwatch normalize
       inferwatch normalize --source dcgm --drop-unmapped dcgm.txt
     """
-    from inferwatch._yaml import read_text
+    from inferwatch._files import read_input_text, shown
     from inferwatch.exporters import Normalizer
 
     catalog, mappings = _mappings(mapping)
-    if file is None or str(file) == "-":
-        text, origin = sys.stdin.read(), "<stdin>"
-    else:
-        text, origin = read_text(file), str(file)
+    file = file if file is not None else "-"
+    text, origin = read_input_text(file), "<stdin>" if str(file) == "-" else shown(file)
     normalizer = Normalizer(mappings, catalog, source=source, drop_unmapped=drop_unmapped,
                             keep_original=keep_original)
     result = normalizer.normalize(text, origin)
@@ -393,13 +404,38 @@ def _usage_error(err: Exception) -> None:
     sys.exit(err.exit_code)
 
 
+def _stdout_failed(err: OSError) -> None:
+    """Standard output cannot take what was written (a full disk, /dev/full, a closed pipe): one line, exit 2,
+    and stdout pointed at /dev/null so the interpreter's own flush at exit stays quiet."""
+    import errno
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    if err.errno != errno.EPIPE:
+        typer.echo(f"error: standard output: cannot write: {err.strerror or err}", err=True)
+    sys.exit(2)
+
+
 def main() -> None:
     """Console entry point: user mistakes print one clear line, never a traceback."""
+    for stream in (sys.stdout, sys.stderr):   # a file name that is not UTF-8 is printed as its bytes, no crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
     try:
         code = app(standalone_mode=False, prog_name="inferwatch")  # click returns a typer.Exit's code
+        sys.stdout.flush()
     except InferwatchError as err:
         typer.echo(f"error: {err}", err=True)
-        sys.exit(1)
+        sys.exit(err.exit_code)
+    except BrokenPipeError as err:
+        _stdout_failed(err)
+    except OSError as err:
+        if _is_stdout_error(err):
+            _stdout_failed(err)
+        raise
     except typer.Exit as err:
         sys.exit(err.exit_code)
     except typer.Abort:
@@ -413,6 +449,15 @@ def main() -> None:
             _usage_error(err)
         raise
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _is_stdout_error(err: OSError) -> bool:
+    """Whether `err` is standard output failing: files go through inferwatch._files, which names them, so an
+    OSError without a file name and with an errno of a full or gone stream can only be the output stream."""
+    import errno
+
+    return err.filename is None and err.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG,
+                                                  errno.EDQUOT)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The one exception tree of inferwatch.
 
     InferwatchError            anything a user can cause; the CLI prints it, exits 1
+    ├── InputError             a file the user named cannot be read or written as given (missing, a folder,
+    │                          over the input cap, not UTF-8, nested too deep, a YAML alias bomb): exit 2
     ├── SpecError              a YAML file (mapping, config, SLO spec) is wrong:
     │                          carries file, line and field path, and may hold several problems
     ├── ExpositionError        a Prometheus text exposition cannot be parsed: carries the line
@@ -15,11 +17,19 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass
 
-__all__ = ["InferwatchError", "SpecError", "Problem", "ExpositionError", "ListenError", "collect"]
+__all__ = ["InferwatchError", "InputError", "SpecError", "Problem", "ExpositionError", "ListenError", "collect"]
 
 
 class InferwatchError(Exception):
     """Root of every error a user can cause."""
+
+    exit_code = 1
+
+
+class InputError(InferwatchError):
+    """A named input or output cannot be used at all: one line naming the path; the CLI exits 2."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)

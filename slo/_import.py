@@ -35,16 +35,9 @@ class ImportResult:
 
 def import_file(path) -> ImportResult:
     """Import one Sloth or OpenSLO file; SpecError (file: field: reason) when nothing can be imported."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as err:
-        raise SpecError([Problem(str(path), None, "", f"cannot read: {err.strerror}")]) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise SpecError([Problem(str(path), None, "", f"is not UTF-8 text (byte {data[err.start]:#04x} at offset "
-                                                      f"{err.start}); save it as UTF-8")]) from None
+    from inferwatch._files import read_input_text
+
+    text = read_input_text(path)                   # missing, a folder, over the cap, not UTF-8: InputError, exit 2
     return import_text(text, str(path))
 
 

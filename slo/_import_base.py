@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 
 import yaml
 
+from inferwatch._yaml import Bounded
 from inferwatch.errors import Problem
 from inferwatch.slo._spec import RESERVED_LABELS
 
@@ -35,7 +36,7 @@ class _Map(dict):
     key_lines: dict = {}
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(Bounded, yaml.SafeLoader):  # aliases and depth bounded before construction
     def construct_yaml_map(self, node):
         data = _Map()
         data.line = node.start_mark.line + 1

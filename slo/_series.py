@@ -158,8 +158,9 @@ def scrape_labels(spec: Spec, objective: Objective, source: Source = Source()) -
     or group_by fix them."""
     fixed = {**_satisfy(_primary(spec, objective)), **group_labels(spec, objective)}
     labels = {"job": fixed.get("job", "llm"), "instance": fixed.get("instance", source.instance)}
-    if source.target:
-        labels["target"] = fixed.get("target", source.target)
+    target = fixed.get("target", source.target)   # a selector on `target` pins every series to that engine
+    if target:
+        labels["target"] = target
     return labels
 
 

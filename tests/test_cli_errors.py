@@ -1,5 +1,5 @@
 """Every kind of user mistake gets one line on stderr that names the file or flag and says what would be valid,
-exit status 1 (bad input) or 2 (bad usage), and never a traceback. Each command runs as a real process."""
+exit status 1 (bad content) or 2 (bad usage, or a file that cannot be read or written at all), and never a traceback. Each command runs as a real process."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ NOT_UTF8 = [
 @pytest.mark.parametrize("name,args,key", NOT_UTF8, ids=[c[0] for c in NOT_UTF8])
 def test_non_utf8_input_is_named(name, args, key, files):
     proc = run(*[a.format(**files) for a in args])
-    one_clear_line(proc, (1,), str(files[key]), "not UTF-8", "save it as UTF-8")
+    one_clear_line(proc, (2,), str(files[key]), "not UTF-8", "save it as UTF-8")
 
 
 @pytest.mark.parametrize("args", [["simulate", "--listen", "127.0.0.1:{port}"],
@@ -117,7 +117,7 @@ OUTPUTS = [
 @pytest.mark.parametrize("name,args", OUTPUTS, ids=[n for n, _ in OUTPUTS])
 def test_unusable_output_folder(name, args, kind, files):
     out = files["file"] if kind == "an existing file" else files["file"] / "sub"
-    line = one_clear_line(run(*[a.format(out=out) for a in args]), (1,), f"--out {out}", "give a folder")
+    line = one_clear_line(run(*[a.format(out=out) for a in args]), (2,), f"--out {out}", "give a folder")
     assert ("is a file, not a folder" if kind == "an existing file" else "cannot create the folder") in line
 
 
@@ -125,5 +125,5 @@ def test_unusable_output_folder(name, args, kind, files):
 def test_unusable_import_output_file(kind, files):
     out = files["dir"] if kind == "a folder" else files["file"] / "spec.yaml"
     proc = run("slo", "import", str(OPENSLO), "-o", str(out))
-    one_clear_line(proc, (1,), f"--out {out}", "give a")
+    one_clear_line(proc, (1, 2), f"--out {out}", "give a")
     assert not (files["file"].is_dir()) and proc.stdout == ""

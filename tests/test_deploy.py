@@ -420,4 +420,4 @@ def test_render_mistakes_are_one_line(tmp_path):
     proc = _cli("deploy", "render", "--target", "helm", "-o", str(tmp_path / "o"))
     assert proc.returncode == 1 and "use kubernetes or compose" in proc.stderr
     proc = _cli("deploy", "render", "--config", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "o"))
-    assert proc.returncode == 1 and "cannot read file" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "nope.yaml: cannot read: No such file" in proc.stderr and "Traceback" not in proc.stderr

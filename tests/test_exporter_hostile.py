@@ -246,35 +246,40 @@ def go_style(lines: int) -> str:
     return body + 'DCGM_FI_DEV_FB_USED{gpu="x" } 1\n'
 
 
+# Linear time is checked on this process's CPU time (not the wall clock, which other processes stretch) with a
+# bound that is 100x the linear cost and far below the quadratic one (minutes): no test depends on speed.
+LINEAR_CPU_S = 2.0
+
+
 @pytest.mark.parametrize("lines", [8, 40, 2000])
 def test_go_style_integers_then_a_non_canonical_line_parse_in_linear_time(lines):
-    start = time.perf_counter()
+    start = time.process_time()
     fams = split_families(go_style(lines))
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < LINEAR_CPU_S
     assert sum(len(f.samples()) for f in fams) == lines + 1
 
 
 def test_long_values_are_checked_in_linear_time():
     for text in ("x " + "1" * 1_000_000 + "x\n", "# TYPE x gauge\nx " + "1" * 1_000_000 + ".5e+7\n"):
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             split_families(text)
         except Exception:  # noqa: BLE001 - only the time matters here
             pass
-        assert time.perf_counter() - start < 0.5
+        assert time.process_time() - start < LINEAR_CPU_S
 
 
 def test_30000_labels_on_one_line_cost_milliseconds_and_drop_that_sample(normalizer):
     line = "wide{" + ",".join(f'l{i}="v"' for i in range(30000)) + "} 1\n"
-    start = time.perf_counter()
+    start = time.process_time()
     assert len(split_families(line)[0].samples()[0].labels) == 30000
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < LINEAR_CPU_S
     body = ("# TYPE narrow gauge\nnarrow 1\n# TYPE wide gauge\n" + line).encode()
     text, elapsed = run(serve_once({"/wide": static(body), "/wide-canonical": static(body.replace(b'v"}', b'v"} '))},
                                    normalizer))
     assert health(text) == {"wide": "1.0", "wide-canonical": "1.0"}
     assert list(target_samples(text, "wide")) == [("narrow", ())]
-    assert "label_limit" in text and elapsed < 1.5
+    assert "label_limit" in text and elapsed < 10     # a hang detector: the parse is timed on CPU above
 
 
 def test_healthz_answers_while_a_large_body_is_parsed(normalizer):
@@ -284,6 +289,7 @@ def test_healthz_answers_while_a_large_body_is_parsed(normalizer):
         async with RawTargets({"/big": static(body)}) as targets:
             config = make_config({"big": targets.url("/big")}, timeout=5.0)
             async with running_exporter(config, normalizer) as (base, exporter), aiohttp.ClientSession() as session:
+                began = time.monotonic()
                 scraping = asyncio.create_task(scrape(session, base))
                 worst = 0.0
                 while not scraping.done():
@@ -292,11 +298,14 @@ def test_healthz_answers_while_a_large_body_is_parsed(normalizer):
                         assert resp.status == 200
                     worst = max(worst, time.monotonic() - start)
                     await asyncio.sleep(0.02)
-                return worst, await scraping
+                text = await scraping
+                return worst, time.monotonic() - began, text
 
-    worst, text = run(main())
+    worst, took, text = run(main())
     assert health(text) == {"big": "1.0"}
-    assert worst < 0.3, worst  # the parse itself takes about a second here
+    # a parse that held the event loop would make one /healthz wait for all of it; relative to the scrape, so a
+    # loaded machine that slows both does not fail it
+    assert worst < took / 2, (worst, took)
 
 
 # -- 4/5. deadlines and shared fetches ---------------------------------------------------------

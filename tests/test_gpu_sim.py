@@ -62,14 +62,16 @@ def test_follows_a_running_simulator():
     with simulator("vllm", params=params) as (base, _):
         backend = SimulatedBackend(2, "node-1", follow=base + "/metrics", workload=Workload("demo", "vllm-0"))
         idle = _render(backend)
-        body = json.dumps({"model": "m", "prompt": "hello " * 50, "max_tokens": 40}).encode()
+        # answers long enough (400 steps of 50ms) that a loaded machine still sees them running: the wait below is a
+        # condition with a generous deadline, not a bet on how fast requests start
+        body = json.dumps({"model": "m", "prompt": "hello " * 50, "max_tokens": 400}).encode()
         for _ in range(6):
             request = urllib.request.Request(base + "/v1/completions", data=body,
                                              headers={"Content-Type": "application/json"})
             threading.Thread(target=lambda r=request: urllib.request.urlopen(r, timeout=60).read(),
                              daemon=True).start()
-        deadline = time.time() + 10
-        while time.time() < deadline:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             busy = _render(backend)
             if values(busy, "gpu_sm_active_ratio", gpu="0")[0][1] > 0:
                 break

@@ -55,6 +55,16 @@ def _one_objective(tmp_path, name: str, **changes) -> Path:
     return path
 
 
+def test_a_selector_on_target_passes_its_own_tests(tmp_path):
+    """`target` is the normalizing exporter's label for the engine behind it: an SLO pinned to one engine is
+    legal, and its generated tests expect that label on the missing-data alert of a failing scrape."""
+    need("promtool")
+    spec = _one_objective(tmp_path, "answered", selector={"model": "llama-3-70b", "target": "vllm-0"})
+    assert _run("check", spec).returncode == 0
+    proc = _run("test", spec)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_slo_test_runs_the_generated_tests(tmp_path):
     need("promtool")
     proc = _run("test", _one_objective(tmp_path, "answered"))

@@ -21,7 +21,7 @@ def parse_header(text: str) -> tuple[str, str]:
 
 def _connection(url: str, header: list[str], bearer_token_file: Optional[Path], ca_file: Optional[Path],
                 insecure: bool, cert: Optional[Path], key: Optional[Path]):
-    from inferwatch.errors import InferwatchError
+    from inferwatch._files import check_readable, read_input_text
     from inferwatch.triage._fetch import Connection
 
     if not url.startswith(("http://", "https://")):
@@ -34,14 +34,12 @@ def _connection(url: str, header: list[str], bearer_token_file: Optional[Path], 
             raise typer.BadParameter(str(err), param_hint="--header") from None
         headers[name] = value
     if bearer_token_file is not None:
-        try:
-            headers["Authorization"] = "Bearer " + bearer_token_file.read_text(encoding="utf-8").strip()
-        except OSError as err:
-            raise InferwatchError(f"--bearer-token-file {bearer_token_file}: cannot read: {err.strerror}") from None
+        headers["Authorization"] = "Bearer " + read_input_text(bearer_token_file, "--bearer-token-file").strip()
     if insecure and ca_file is not None:
         raise typer.BadParameter("give --ca-file or --insecure, not both", param_hint="--insecure")
-    verify = False if insecure else (str(ca_file) if ca_file else True)
-    client_cert = (str(cert), str(key)) if cert and key else (str(cert) if cert else None)
+    verify = False if insecure else (check_readable(ca_file, "--ca-file") if ca_file else True)
+    cert_file = check_readable(cert, "--cert") if cert else None
+    client_cert = (cert_file, check_readable(key, "--key")) if cert and key else cert_file
     return Connection(url, headers, verify, client_cert)
 
 

@@ -174,6 +174,20 @@ def test_scrapes_read_the_last_pass_and_never_wait_for_the_backend():
         exporter.stop()
 
 
+def test_a_pass_older_than_stale_after_is_served_down_without_gpu_values():
+    """A sampler frozen (an engine trickling its answer, a hung driver call) must not serve its last values as
+    live with gpu_exporter_up 1 (issue 23 §3); the sample age still says how old the pass is."""
+    import dataclasses
+
+    exporter = GpuExporter(NvmlBackend(FakeNvml([hopper()]), "h", sleep=lambda s: None), interval=1.0)
+    exporter.step()
+    assert "gpu_exporter_up 1.0" in exporter.render() and "gpu_power_watts{" in exporter.render()
+    exporter.snapshot = dataclasses.replace(exporter.snapshot, taken_at=time.time() - 60)
+    body = exporter.render()
+    assert "gpu_exporter_up 0.0" in body and "gpu_power_watts{" not in body
+    assert values(body, "inferwatch_gpu_exporter_sample_age_seconds")[0][1] >= 60
+
+
 def test_gpm_samples_are_freed_and_taken_around_the_wait(tmp_path):
     waits = []
     nvml = FakeNvml([hopper()])

@@ -30,8 +30,12 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class GpuExporter:
     """Runs `backend` every `interval` seconds in a thread; `serve()` answers /metrics from the last pass."""
 
-    def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0):
+    def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0,
+                 stale_after: float | None = None):
         self.backend, self.interval, self.retry = backend, interval, retry
+        # A pass older than this is not served as live: one interval late plus 5 s for a slow NVML call or a
+        # follow read at its deadline. Past it the GPU series go and gpu_exporter_up is 0 (a frozen sampler).
+        self.stale_after = stale_after if stale_after is not None else 2 * interval + 5.0
         self.catalog = catalog or load_catalog()
         self.snapshot = Snapshot(False, error="starting")
         self._stop = threading.Event()
@@ -98,9 +102,18 @@ class GpuExporter:
 
     def render(self) -> str:
         start = time.monotonic()
-        snapshot = self.snapshot                     # one reference read: a consistent pass
+        snapshot = self._live(self.snapshot)         # one reference read: a consistent pass
         body = render_snapshot(snapshot, self.catalog)
         return body + render_health(snapshot, time.time(), time.monotonic() - start, self.backend.name)
+
+    def _live(self, snapshot: Snapshot) -> Snapshot:
+        """The snapshot, or, when its pass is older than `stale_after`, its health without its GPU values."""
+        if not snapshot.up or not snapshot.taken_at or time.time() - snapshot.taken_at <= self.stale_after:
+            return snapshot
+        return Snapshot(False, error=f"the last pass is over {self.stale_after:g}s old (sampler stuck)",
+                        taken_at=snapshot.taken_at, duration=snapshot.duration,
+                        errors=snapshot.errors,
+                        pod_list_errors=snapshot.pod_list_errors)
 
     def admin(self, path: str, body: bytes | None) -> tuple[int, dict]:
         """GET/POST /admin/scenario for backends that have scenarios (the simulated one)."""

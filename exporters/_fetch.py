@@ -76,6 +76,10 @@ async def read_body(resp: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -
     if encoding == "identity" and length is not None and length > limit:
         raise FetchError("too_large", f"Content-Length {length} is over {limit} bytes (--max-body)")
     inflater = _Inflater(encoding, limit) if encoding != "identity" else None
+    # A body without Content-Length ends when the connection closes; aiohttp ends it the same way on a reset, so
+    # watch the connection's own close: an error there (a TCP RST) means the body was cut, as the front door's
+    # client reads it. The future is aiohttp's public `ResponseHandler.closed` (3.9+), made before the read.
+    closed = _close_of(resp) if length is None else None
     raw = bytearray()
     received = 0
     try:
@@ -93,7 +97,17 @@ async def read_body(resp: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -
         raise FetchError("truncated", f"body ended early after {received} bytes: {err}") from None
     if length is not None and received < length:
         raise FetchError("truncated", f"body ended after {received} of {length} bytes")
+    if closed is not None and closed.done() and not closed.cancelled() and closed.exception() is not None:
+        raise FetchError("truncated", f"connection reset after {received} bytes of a body without Content-Length: "
+                                      f"{closed.exception()}")
     return inflater.finish() if inflater is not None else bytes(raw)
+
+
+def _close_of(resp: aiohttp.ClientResponse):
+    """The future aiohttp sets when the response's connection closes (an exception when it was not clean)."""
+    connection = resp.connection
+    protocol = getattr(connection, "protocol", None)
+    return getattr(protocol, "closed", None)
 
 
 def decode_text(body: bytes) -> str:

@@ -338,6 +338,10 @@ def exporter_normalize(
     names = [t.name for t in cfg.targets]
     if len(set(names)) != len(names):
         _bad("--target", ValueError(f"target names must be unique, got {names}; use NAME=URL"))
+    if not cfg.target_label and len(cfg.targets) > 1:    # same names from two targets: Prometheus keeps one
+        _bad("--target-label", ValueError(f"'' (no target label) with {len(cfg.targets)} targets would serve their "
+                                          "series under the same labels; keep a target label (default: target) "
+                                          "or run one exporter per target"))
     catalog, mappings = _mappings([Path(m) for m in cfg.mappings])
     normalizer = Normalizer(mappings, catalog, source=cfg.source, drop_unmapped=cfg.drop_unmapped)
     NormalizingExporter(cfg, normalizer).run()

@@ -10,6 +10,8 @@ NormalizingExporter in the same event loop; `promtool_problems` and
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import subprocess
 from contextlib import asynccontextmanager
 
@@ -60,11 +62,17 @@ def chunked(body: bytes, *, pieces: int = 3, pause: float = 0.05, finish: bool =
     return route
 
 
-def dropped(body: bytes, at: int, *, length: bool = True):
-    """Promise all of `body` (Content-Length), send `at` bytes of it, close."""
+def dropped(body: bytes, at: int, *, length: bool = True, reset: bool = False):
+    """Promise all of `body` (Content-Length), send `at` bytes of it, close (with `reset`: abort with a TCP RST,
+    as a crashed engine or a middlebox does)."""
     async def route(writer: asyncio.StreamWriter) -> None:
         writer.write(head(len(body) if length else None) + body[:at])
         await writer.drain()
+        if reset:
+            await asyncio.sleep(0.05)       # the bytes leave before the RST that would discard them
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
     return route
 
 

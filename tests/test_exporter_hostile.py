@@ -75,6 +75,16 @@ def test_a_body_that_ends_early_is_truncated_never_served(normalizer):
     assert not any(target_samples(text, t) for t in ("line-end", "mid-value", "no-length", "no-last-chunk"))
 
 
+def test_a_close_delimited_body_reset_at_a_line_end_is_truncated(normalizer):
+    """A reset is not an end: a body without Content-Length cut by a TCP RST between two lines reads as a whole
+    exposition, but it is a part of one (issue 23)."""
+    at_line_end = VLLM.index(b"\n", len(VLLM) // 2) + 1
+    text, _ = run(serve_once({"/reset": dropped(VLLM, at_line_end, length=False, reset=True)}, normalizer))
+    assert health(text) == {"reset": "0.0"}
+    assert health(text, "last_error_timestamp_seconds") == {"reset": "truncated"}
+    assert not target_samples(text, "reset")
+
+
 def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
     line = b'big_gauge{a="xxxxxxxxxxxxxxxxxxxxxxxx"} 1\n'
     header, block = gzip_bomb_parts()
@@ -230,6 +240,15 @@ def test_target_label_flag_gets_one_clear_line(bad):
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--target", "localhost:1",
                            "--target-label", bad, "--listen", "127.0.0.1:1"], capture_output=True, text=True)
     assert proc.returncode == 2 and "--target-label" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_no_target_label_with_two_targets_is_refused_not_served_as_duplicates():
+    """Two targets without a target label serve the same series twice; Prometheus silently keeps one (issue 23)."""
+    proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--target", "a=localhost:1",
+                           "--target", "b=localhost:2", "--target-label", "", "--listen", "127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=120)     # before the fix it served, never exited
+    assert proc.returncode == 2 and "--target-label" in proc.stderr and "2 targets" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_good_target_labels_pass():

@@ -174,6 +174,20 @@ def test_scrapes_read_the_last_pass_and_never_wait_for_the_backend():
         exporter.stop()
 
 
+def test_a_pass_older_than_stale_after_is_served_down_without_gpu_values():
+    """A sampler frozen (an engine trickling its answer, a hung driver call) must not serve its last values as
+    live with gpu_exporter_up 1 (issue 23 §3); the sample age still says how old the pass is."""
+    import dataclasses
+
+    exporter = GpuExporter(NvmlBackend(FakeNvml([hopper()]), "h", sleep=lambda s: None), interval=1.0)
+    exporter.step()
+    assert "gpu_exporter_up 1.0" in exporter.render() and "gpu_power_watts{" in exporter.render()
+    exporter.snapshot = dataclasses.replace(exporter.snapshot, taken_at=time.time() - 60)
+    body = exporter.render()
+    assert "gpu_exporter_up 0.0" in body and "gpu_power_watts{" not in body
+    assert values(body, "inferwatch_gpu_exporter_sample_age_seconds")[0][1] >= 60
+
+
 def test_gpm_samples_are_freed_and_taken_around_the_wait(tmp_path):
     waits = []
     nvml = FakeNvml([hopper()])
@@ -216,3 +230,68 @@ def test_the_oldest_supported_nvidia_ml_py_without_temperature_v_still_reads_tem
     exporter = GpuExporter(NvmlBackend(nvml, "h", sleep=lambda s: None))
     exporter.step()
     assert values(exporter.render(), "gpu_temperature_celsius")[0][1] == 60.0
+
+
+def _raw(port: int, data: bytes, timeout: float = 10) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _serving(**bounds):
+    from inferwatch.exporters.gpu import SimulatedBackend
+
+    exporter = GpuExporter(SimulatedBackend(1, "h"), interval=0.1)
+    server = exporter.server("127.0.0.1", 0, **bounds)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return exporter, server
+
+
+def test_bad_lengths_and_deep_json_get_400_not_a_traceback_or_a_held_handler():
+    """Issue 23 §3: `Content-Length: abc` and 60,000-deep JSON gave tracebacks and no answer; -1 held the
+    handler."""
+    exporter, server = _serving()
+    port = server.server_address[1]
+    try:
+        for length in (b"abc", b"-1", b"99999999"):
+            answer = _raw(port, b"POST /admin/scenario HTTP/1.1\r\nHost: x\r\nContent-Length: " + length +
+                          b"\r\n\r\n")
+            assert answer.startswith(b"HTTP/1.0 400"), (length, answer[:80])
+        deep = b"[" * 32000 + b"]" * 32000           # 32,000 deep, under the 64 KiB body cap
+        answer = _raw(port, b"POST /admin/scenario HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d"
+                      b"\r\n\r\n" % len(deep) + deep)
+        assert answer.startswith(b"HTTP/1.0 400") and b"scenario" in answer
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_idle_connections_are_closed_and_connections_are_capped():
+    """Issue 23 §3: 500 idle sockets held 502 threads. Over the cap a connection is closed at once (the held
+    ones stay served), and an idle client is closed after the idle timeout."""
+    import socket
+
+    exporter, server = _serving(idle_timeout=60, max_connections=4)
+    port = server.server_address[1]
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(10)]
+    try:
+        for sock in socks[4:]:                      # accepted in order: the first four hold the slots
+            assert sock.recv(1) == b""
+        assert exporter._errors["connections_refused"] == 6
+    finally:
+        for sock in socks:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+    exporter, server = _serving(idle_timeout=0.2)
+    try:
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=30) as sock:
+            assert sock.recv(1) == b""                # closed by the server, well before our 30 s
+    finally:
+        server.shutdown()
+        server.server_close()

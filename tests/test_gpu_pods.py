@@ -191,3 +191,64 @@ def test_one_capped_read_serves_the_pod_list_and_the_followed_engine(kubelet):
     with pytest.raises(TooLarge, match=f"body is over {len(body) - 1} bytes"):
         get_capped(kubelet + "/over-cap", 5, len(body) - 1)
     assert issubclass(TooLarge, ValueError) and _pods.get_capped is _sim.get_capped is get_capped
+
+
+def _raw_server(answer):
+    """A loopback server that runs `answer(conn)` for each connection, in a thread; returns its URL."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                answer(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/metrics", listener
+
+
+def test_a_body_cut_under_its_content_length_is_an_error_not_a_short_body():
+    """urllib returns the bytes it got when the peer closes early; a follow read must be whole (issue 23 §3)."""
+    import http.client
+
+    from inferwatch.exporters.gpu._http import get_capped
+
+    url, listener = _raw_server(lambda c: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+                                                    b"llm_requests_running 3\n"))
+    try:
+        with pytest.raises(http.client.IncompleteRead):
+            get_capped(url, 5, 1 << 20)
+    finally:
+        listener.close()
+
+
+def test_a_trickled_body_fails_at_the_total_deadline_not_per_read():
+    """One byte every 0.2 s never trips a per-read timeout of 1 s; the whole read has a deadline (issue 23 §3)."""
+    import threading
+
+    from inferwatch.exporters.gpu._http import get_capped
+
+    done = threading.Event()
+
+    def trickle(conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        while not done.wait(0.2):
+            try:
+                conn.sendall(b"#")
+            except OSError:
+                return
+
+    url, listener = _raw_server(trickle)
+    try:
+        with pytest.raises(TimeoutError):
+            get_capped(url, 1.0, 1 << 20)
+    finally:
+        done.set()
+        listener.close()

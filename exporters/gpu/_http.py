@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import time
 import urllib.request
 
 __all__ = ["TooLarge", "get_capped", "one_line"]
@@ -12,13 +14,37 @@ class TooLarge(ValueError):
 
 
 def get_capped(url: str, timeout: float, limit: int) -> bytes:
-    """The body at `url`, read up to `limit` bytes plus one: a longer body raises TooLarge (a ValueError), so an
-    endpoint streaming without end cannot exhaust memory. Network failures are urllib's (OSError, HTTPException)."""
+    """The body at `url`, whole, within `timeout` seconds in all, read up to `limit` bytes plus one.
+
+    A longer body raises TooLarge (a ValueError), so an endpoint streaming without end cannot exhaust memory; a
+    body that trickles past the deadline raises TimeoutError (urllib's timeout is per read, so a byte a second
+    would hold the caller for ever); a body that ends under its Content-Length raises IncompleteRead (urllib
+    returns the short body). Other network failures are urllib's (OSError, HTTPException)."""
+    deadline = time.monotonic() + timeout
+    pieces, size = [], 0
     with urllib.request.urlopen(url, timeout=timeout) as resp:
-        body = resp.read(limit + 1)
-    if len(body) > limit:
+        while size <= limit:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no whole body within {timeout:g}s ({size} bytes read)")
+            _read_timeout(resp, left)
+            piece = resp.read1(min(65536, limit + 1 - size))
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+        if size <= limit and resp.length:          # http.client counts down what Content-Length still promises
+            raise http.client.IncompleteRead(b"".join(pieces), resp.length)
+    if size > limit:
         raise TooLarge(f"body is over {limit} bytes")
-    return body
+    return b"".join(pieces)
+
+
+def _read_timeout(resp, seconds: float) -> None:
+    """Bounds the next read by what is left of the deadline (the socket under urllib's response)."""
+    sock = getattr(getattr(resp.fp, "raw", None), "_sock", None)
+    if sock is not None:
+        sock.settimeout(max(0.001, seconds))
 
 
 def one_line(what: object) -> str:

@@ -32,7 +32,8 @@ OWN_FAMILIES = {  # name: (type, help); gpu_exporter_up is in the catalog, so al
     _OWN + "sample_duration_seconds": ("gauge", "Time the last sampling pass spent in backend calls, "
                                                 "the wait between the two GPM samples excluded."),
     _OWN + "sample_age_seconds": ("gauge", "Age of the sampling pass served in this response."),
-    _OWN + "errors_total": ("counter", "Failed backend reads since start, by kind (init, gpu_lost, nvml, follow)."),
+    _OWN + "errors_total": ("counter", "Failed backend reads since start, by kind (init, gpu_lost, nvml, follow; "
+                                      "connections_refused: HTTP connections over the limit)."),
     _OWN + "pod_list_errors_total": ("counter", "Failed reads of the pod list (--pod-list) since start, by kind "
                                                 "(connect, timeout, http, too_large, parse, file); pods are then "
                                                 "named from the kubelet's folders."),

@@ -25,13 +25,23 @@ __all__ = ["GpuExporter"]
 log = logging.getLogger("inferwatch.exporter.gpu")
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# The HTTP server's bounds (one thread per connection, so connections are threads): a client idle this long
+# is closed, at most this many connections are served at once (more are closed at once), and an admin body
+# over this size is refused.
+IDLE_TIMEOUT = 10.0
+MAX_CONNECTIONS = 64
+MAX_ADMIN_BODY = 65536
 
 
 class GpuExporter:
     """Runs `backend` every `interval` seconds in a thread; `serve()` answers /metrics from the last pass."""
 
-    def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0):
+    def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0,
+                 stale_after: float | None = None):
         self.backend, self.interval, self.retry = backend, interval, retry
+        # A pass older than this is not served as live: one interval late plus 5 s for a slow NVML call or a
+        # follow read at its deadline. Past it the GPU series go and gpu_exporter_up is 0 (a frozen sampler).
+        self.stale_after = stale_after if stale_after is not None else 2 * interval + 5.0
         self.catalog = catalog or load_catalog()
         self.snapshot = Snapshot(False, error="starting")
         self._stop = threading.Event()
@@ -98,9 +108,18 @@ class GpuExporter:
 
     def render(self) -> str:
         start = time.monotonic()
-        snapshot = self.snapshot                     # one reference read: a consistent pass
+        snapshot = self._live(self.snapshot)         # one reference read: a consistent pass
         body = render_snapshot(snapshot, self.catalog)
         return body + render_health(snapshot, time.time(), time.monotonic() - start, self.backend.name)
+
+    def _live(self, snapshot: Snapshot) -> Snapshot:
+        """The snapshot, or, when its pass is older than `stale_after`, its health without its GPU values."""
+        if not snapshot.up or not snapshot.taken_at or time.time() - snapshot.taken_at <= self.stale_after:
+            return snapshot
+        return Snapshot(False, error=f"the last pass is over {self.stale_after:g}s old (sampler stuck)",
+                        taken_at=snapshot.taken_at, duration=snapshot.duration,
+                        errors=snapshot.errors,
+                        pod_list_errors=snapshot.pod_list_errors)
 
     def admin(self, path: str, body: bytes | None) -> tuple[int, dict]:
         """GET/POST /admin/scenario for backends that have scenarios (the simulated one)."""
@@ -109,15 +128,36 @@ class GpuExporter:
         if body is not None:
             try:
                 self.backend.set_scenario(json.loads(body)["scenario"])
-            except (ValueError, KeyError, TypeError) as err:
+            except (ValueError, KeyError, TypeError, RecursionError) as err:
                 return 400, {"error": f"give {{\"scenario\": one of {', '.join(self.backend.scenarios)}}}: {err}"}
         return 200, {"scenario": self.backend.scenario, "scenarios": list(self.backend.scenarios)}
 
-    def server(self, host: str, port: int) -> ThreadingHTTPServer:
+    def server(self, host: str, port: int, idle_timeout: float = IDLE_TIMEOUT,
+               max_connections: int = MAX_CONNECTIONS) -> ThreadingHTTPServer:
         """A bound HTTP server (not yet serving); a failed bind is a ListenError."""
         exporter = self
+        slots = threading.BoundedSemaphore(max_connections)
+
+        class Server(ThreadingHTTPServer):
+            def process_request(self, request, client_address):
+                if not slots.acquire(blocking=False):      # over the limit: close it, keep serving the others
+                    exporter._errors["connections_refused"] = exporter._errors.get("connections_refused", 0) + 1
+                    self.shutdown_request(request)
+                    return
+                try:
+                    super().process_request(request, client_address)
+                except BaseException:
+                    slots.release()
+                    raise
+
+            def process_request_thread(self, request, client_address):
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    slots.release()
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = idle_timeout                             # an idle or slow client is closed, its thread ends
             def _send(self, status: int, body: bytes, ctype: str) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -137,8 +177,13 @@ class GpuExporter:
                     self._answer(None)
 
             def do_POST(self):  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
-                self._answer(self.rfile.read(min(length, 65536)))
+                text = (self.headers.get("Content-Length") or "0").strip()
+                if not text.isdigit() or int(text) > MAX_ADMIN_BODY:
+                    self.close_connection = True
+                    self._send(400, json.dumps({"error": f"Content-Length must be 0 to {MAX_ADMIN_BODY}, got "
+                                                         f"{text[:40]!r}"}).encode() + b"\n", "application/json")
+                    return
+                self._answer(self.rfile.read(int(text)))
 
             def _answer(self, body: bytes | None) -> None:
                 status, doc = exporter.admin(self.path, body)
@@ -148,7 +193,7 @@ class GpuExporter:
                 pass
 
         try:
-            server = ThreadingHTTPServer((host, port), Handler)
+            server = Server((host, port), Handler)
         except OSError as err:
             raise ListenError(host, port, err) from None
         server.daemon_threads = True

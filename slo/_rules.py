@@ -353,6 +353,18 @@ def _triage_hint(spec: Spec, window: str) -> str:
     return f"inferwatch triage --prometheus <your Prometheus URL>{model} --since {window}"
 
 
+def _rounded(factor) -> str:
+    """A burn factor for people: three significant digits (13.4, 0.933), never 0.933333."""
+    return f"{float(factor):.3g}"
+
+
+def _burn_phrase(factor) -> str:
+    """'13.4x too fast' above the sustainable rate; a slow tier's factor under 1 is no 'too fast'."""
+    if factor > 1:
+        return f"{_rounded(factor)}x too fast"
+    return f"at {_rounded(factor)}x the sustainable rate"
+
+
 def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
@@ -363,11 +375,11 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
         expr += f"\nand sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}]) >= {m.min_events}"
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
-                   f"{decimal(m.factor)}x too fast ({m.tier.name})",
+                   f"{_burn_phrase(m.factor)} ({m.tier.name})",
         "description": (
             f"Objective: {decimal(objective.target * 100)}% of {objective.sli.means} over "
             f"{window_name(spec.window)}. Over the last {long_w} and {short_w} more than "
-            f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {decimal(m.factor)}x): "
+            f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {_rounded(m.factor)}x): "
             f"{decimal(m.tier.budget_percent)}% of the error budget is gone in {long_w}, all of it in "
             f"{window_name(m.exhaustion)}. What kind of slow or broken: "
             f"`{_triage_hint(spec, long_w)}`."),

@@ -32,7 +32,7 @@ from inferwatch.errors import InferwatchError
 __all__ = ["ApiError", "Client", "ClientOptions", "SHAPES", "check_shape", "DEFAULT_TIMEOUT", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_TIMEOUT = 30.0                 # seconds per call, all of it
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a body after decompression; a month of 1,000 series at 15 s is ~100 MB
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024   # a body after decompression; triage's largest range answer is a few MB
 MAX_REDIRECTS = 5
 _READ = 64 * 1024
 
@@ -187,6 +187,7 @@ class Client:
         self.options = options or ClientOptions()
         self.name = name
         self._context: ssl.SSLContext | None = None
+        self._late: ApiError | None = None      # a call ran out of time: the next ones fail at once, not each late
 
     # -- Prometheus' HTTP API --------------------------------------------------------------------------------
     def api(self, path: str, shape: str, **params) -> Any:
@@ -236,8 +237,16 @@ class Client:
         """GET base+path as JSON within the deadline and size cap; checked against SHAPES[shape] when given."""
         endpoint = self.base + path
         url = endpoint + ("?" + urllib.parse.urlencode(params) if params else "")
+        if self._late is not None:
+            raise ApiError(endpoint, f"not asked: {self._late.endpoint} gave no complete answer within the "
+                                     f"{self.options.timeout:g}s deadline", hint=self._late.hint)
         deadline = _Deadline(self.options.timeout)
-        body, status, ctype = self._fetch(url, endpoint, deadline)
+        try:
+            body, status, ctype = self._fetch(url, endpoint, deadline)
+        except ApiError as err:
+            if deadline.left() <= 0:
+                self._late = err
+            raise
         if status >= 400:
             raise ApiError(endpoint, self._error_text(status, ctype, body), status, self._hint(status))
         try:

@@ -32,7 +32,7 @@ from inferwatch.errors import InferwatchError
 __all__ = ["ApiError", "Client", "ClientOptions", "SHAPES", "check_shape", "DEFAULT_TIMEOUT", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_TIMEOUT = 30.0                 # seconds per call, all of it
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024   # a body after decompression; triage's largest range answer is a few MB
+DEFAULT_MAX_BYTES = 128 * 1024 * 1024  # of the answers read at once, decompressed; triage's are a few MB each
 MAX_REDIRECTS = 5
 _READ = 64 * 1024
 
@@ -60,7 +60,7 @@ class ClientOptions:
     key: str | None = None
     proxy: str | None = None                        # None: HTTP(S)_PROXY / NO_PROXY from the environment
     timeout: float = DEFAULT_TIMEOUT
-    max_bytes: int = DEFAULT_MAX_BYTES
+    max_bytes: int = DEFAULT_MAX_BYTES              # of the answers one Client reads at once (concurrent calls share it)
 
     def request_headers(self) -> dict[str, str]:
         out = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "inferwatch"}
@@ -188,6 +188,8 @@ class Client:
         self.name = name
         self._context: ssl.SSLContext | None = None
         self._late: ApiError | None = None      # a call ran out of time: the next ones fail at once, not each late
+        self._held = 0                          # bytes of the answers being read now, all calls together
+        self._lock = threading.Lock()
 
     # -- Prometheus' HTTP API --------------------------------------------------------------------------------
     def api(self, path: str, shape: str, **params) -> Any:
@@ -371,36 +373,75 @@ class Client:
         if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
             raise ApiError(endpoint, f"answered in content encoding {_printable(encoding.encode(), 30)!r}, which "
                                      "inferwatch does not read")
-        inflate = zlib.decompressobj(47) if encoding != "identity" and encoding else None   # gzip or zlib
-        pieces: list[bytes] = []
+        inflater = _Inflater() if encoding not in ("identity", "") else None
+        body = bytearray()
         size = 0
-        while True:
-            if deadline.left() <= 0:
-                raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
-                               hint="raise --timeout if the server is slow but alive")
-            chunk = resp.read1(_READ)
-            if not chunk:
-                break
-            if inflate is not None:
-                try:
-                    chunk = inflate.decompress(chunk, cap - size + 1)
-                except zlib.error as err:
-                    raise ApiError(endpoint, f"a corrupt {encoding} body ({err})") from None
-                if inflate.unconsumed_tail:
-                    size = cap + 1
-            size += len(chunk)
-            if size > cap:
-                raise ApiError(endpoint, f"answer larger than {cap} bytes" + (" once decompressed" if inflate else ""),
-                               hint="raise --max-bytes, or ask for a shorter window")
-            pieces.append(chunk)
+        try:
+            for piece in _pieces(resp, inflater):
+                if deadline.left() <= 0:
+                    raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
+                                   hint="raise --timeout if the server is slow but alive")
+                with self._lock:
+                    self._held += len(piece)
+                    over = self._held > cap
+                size += len(piece)
+                if over:
+                    what = f"answer larger than {cap} bytes" if size > cap else \
+                        f"answers read at once larger than {cap} bytes (this one {size} so far)"
+                    raise ApiError(endpoint, what + (" once decompressed" if inflater else ""),
+                                   hint="raise --max-bytes, or ask for a shorter window")
+                body += piece
+        except zlib.error as err:
+            body.clear()
+            raise ApiError(endpoint, f"a corrupt {encoding} body ({err})") from None
+        except BaseException:
+            body.clear()        # a traceback kept by the caller (a future's) must not keep the body alive
+            raise
+        finally:
+            with self._lock:
+                self._held -= size
         if deadline.left() <= 0:
             raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
                            hint="raise --timeout if the server is slow but alive")
         if resp.length:
             raise ApiError(endpoint, f"a truncated body ({resp.length} of its Content-Length bytes missing)")
-        if inflate is not None and not inflate.eof and size:
+        if inflater is not None and not inflater.complete:
             raise ApiError(endpoint, f"a truncated {encoding} body")
-        return b"".join(pieces)
+        return bytes(body)
+
+
+class _Inflater:
+    """gzip (one member or several, each valid) or zlib's deflate, inflated at most _STEP bytes at a time, so a
+    bomb is counted against the cap as it inflates, never inflated whole first."""
+
+    def __init__(self):
+        self._z = zlib.decompressobj(47)
+        self.complete = True            # no member begun and left unfinished
+
+    def pieces(self, data: bytes):
+        while data:
+            piece = self._z.decompress(data, _STEP)
+            if self._z.eof:
+                data = self._z.unused_data
+                if data:
+                    self._z = zlib.decompressobj(47)
+            else:
+                data = self._z.unconsumed_tail
+            self.complete = self._z.eof
+            if piece:
+                yield piece
+
+
+_STEP = 1024 * 1024
+
+
+def _pieces(resp, inflater: _Inflater | None):
+    """The body as it arrives, each read returned at once (`read1`: a trickle never blocks past one read)."""
+    while chunk := resp.read1(_READ):
+        if inflater is None:
+            yield chunk
+        else:
+            yield from inflater.pieces(chunk)
 
 
 def _shut(sock) -> None:

@@ -45,7 +45,8 @@ TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", rich_help_panel=_P
                                            help="The most one request may take, all of it (connect, wait, "
                                                 "body).")]
 MaxBytesOpt = Annotated[int, typer.Option(metavar="BYTES", rich_help_panel=_PANEL, min=1,
-                                          help="The largest answer read, after decompression.")]
+                                          help="The most bytes of answers held at once, after "
+                                               "decompression (the concurrent queries share it).")]
 DEFAULTS = {"timeout": DEFAULT_TIMEOUT, "max_bytes": DEFAULT_MAX_BYTES}
 
 

@@ -6,7 +6,8 @@ Stated bounds, asserted here:
 - time: one call ends within its --timeout + 2 s (measured on the client alone, whose own work is trivial; a
   command that waited on a trickle or on silence would instead run into the fake's 120 s stall and the
   subprocess's 60 s limit);
-- memory: a command's peak RSS stays under MEMORY_MB whatever the answer (before: 7.9 GB on a gzip bomb);
+- memory: a command's peak RSS stays under MEMORY_MB whatever the answer (before: 7.9 GB on a gzip bomb), the
+  concurrent queries of triage included;
 - output: one error line for triage, one failed check per broken endpoint for doctor.
 The broad matrix runs in-process (inferwatch.cli.main, every mode); the time and memory bounds run in a fresh
 process for the modes that stress them.
@@ -20,12 +21,13 @@ import time
 
 import pytest
 
+from fakes import hostile_api
 from fakes.hostile_api import MODES, hostile_server
 
 from inferwatch.promapi import ApiError, Client, ClientOptions
 
 TIMEOUT = 1.0            # --timeout given to every command here
-MEMORY_MB = 1024         # peak RSS of one command (the interpreter, pandas and numpy take ~200 MB of it)
+MEMORY_MB = 512          # peak RSS of one command (the interpreter, pandas and numpy take ~100 MB of it)
 MAX_BYTES = 4 << 20      # --max-bytes in the in-process matrix, so a huge answer is refused quickly
 NOT_BUILDINFO = lambda path: path != "/api/v1/status/buildinfo"  # noqa: E731 - doctor gets past its first call
 
@@ -102,9 +104,29 @@ def test_one_call_ends_within_its_deadline(mode):
 
 
 def test_a_gzip_bomb_is_refused_at_the_cap_not_inflated():
-    with hostile_server("gzip_bomb") as url:
+    with hostile_server("gzip_bomb") as url:       # 1 GiB in 1,024 gzip members
         with pytest.raises(ApiError, match="larger than 1048576 bytes once decompressed"):
             Client(url, ClientOptions(max_bytes=1 << 20)).query("up")
+    hostile_api.ANSWERS["one_member_bomb"] = (200, {"Content-Encoding": "gzip"},
+                                              hostile_api.gzip_bomb(64 << 20, members=False))
+    with hostile_server("one_member_bomb") as url:       # 64 MiB in one member
+        with pytest.raises(ApiError, match="larger than 1048576 bytes once decompressed"):
+            Client(url, ClientOptions(max_bytes=1 << 20)).query("up")
+    del hostile_api.ANSWERS["one_member_bomb"]
+
+
+def test_gzip_and_deflate_answers_are_read_whole():
+    """A good compressed answer, in one gzip member, several, or zlib's deflate, reads as the JSON it holds."""
+    import gzip
+    import zlib
+
+    body = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
+    for encoding, data in (("gzip", gzip.compress(body)), ("gzip", gzip.compress(body[:20]) + gzip.compress(body[20:])),
+                           ("deflate", zlib.compress(body))):
+        hostile_api.ANSWERS["good_compressed"] = (200, {"Content-Encoding": encoding}, data)
+        with hostile_server("good_compressed") as url:
+            assert Client(url).query("up") == []
+    del hostile_api.ANSWERS["good_compressed"]
 
 
 # ---- time and memory: the commands, each in a fresh process ----------------------------------------------------
@@ -130,4 +152,14 @@ def test_commands_are_bounded_in_time_and_memory(command, mode):
         done, peak_mb = _command(command, "--prometheus", url, "--timeout", str(TIMEOUT), *args)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done
     assert url in (done.stderr if command == "triage" else done.stdout), done
+    assert peak_mb < MEMORY_MB, (mode, peak_mb)
+
+
+@pytest.mark.parametrize("mode", ["gzip_bomb", "huge_body", "trickle_body"])
+def test_triage_range_queries_read_at_once_share_the_cap(mode):
+    """Eight range queries at once, each answered by a bomb: together they stay under --max-bytes (default), and
+    the first failure cancels the queries not yet sent (a failed future's traceback no longer holds its body)."""
+    with hostile_server(mode, lambda path: path == "/api/v1/query_range") as url:
+        done, peak_mb = _command("triage", "--prometheus", url, "--timeout", str(TIMEOUT), "--since", "10m")
+    assert done.returncode == 1 and done.stderr.startswith(f"error: {url}/api/v1/query_range: "), done
     assert peak_mb < MEMORY_MB, (mode, peak_mb)

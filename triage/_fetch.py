@@ -97,7 +97,12 @@ def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows
             raise
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        answers = dict(pool.map(one, jobs))
+        futures = [pool.submit(one, job) for job in jobs]
+        try:
+            answers = dict(future.result() for future in futures)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)      # the first failure ends the command: ask no more
+            raise
     for (k, promql), answer in list(answers.items()):
         if isinstance(answer, QueryFailed):
             if warnings is not None and f"{answer}; its signals read as not measured" not in warnings:

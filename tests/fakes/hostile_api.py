@@ -72,8 +72,11 @@ SHAPES: dict[str, bytes] = {
 _HTML = b"<html><body><h1>Bad Gateway</h1>" + b"<p>upstream unavailable</p>" * 50 + b"</body></html>"
 
 
-def _gzip_bomb(inflated: int = 1 << 30) -> bytes:
-    """`inflated` zero bytes as gzip (~1 MiB for 1 GiB): compressed once, kept."""
+def gzip_bomb(inflated: int = 1 << 30, members: bool = True) -> bytes:
+    """`inflated` zero bytes as gzip (~1 MiB for 1 GiB): one MiB compressed once and repeated as gzip members
+    (fast to build, and valid gzip), or one member holding all of it (`members=False`, slow to build)."""
+    if members:
+        return gzip.compress(bytes(1 << 20), 9) * (inflated >> 20)
     out = io.BytesIO()
     zeros = bytes(1 << 20)
     with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as file:
@@ -87,7 +90,7 @@ _BOMB: list[bytes] = []
 
 def bomb() -> bytes:
     if not _BOMB:
-        _BOMB.append(_gzip_bomb())
+        _BOMB.append(gzip_bomb())
     return _BOMB[0]
 
 

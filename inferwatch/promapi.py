@@ -14,20 +14,21 @@ Auth (headers, bearer token or token file, basic auth), TLS (CA file, insecure, 
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import math
 import socket
-import ssl
 import threading
 import time
 import urllib.parse
-import urllib.request
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferwatch.errors import InferwatchError
+
+if TYPE_CHECKING:               # ssl and http.client load on the first call, not with the CLI
+    import http.client
+    import ssl
 
 __all__ = ["ApiError", "Client", "ClientOptions", "SHAPES", "check_shape", "DEFAULT_TIMEOUT", "DEFAULT_MAX_BYTES"]
 
@@ -60,7 +61,7 @@ class ClientOptions:
     key: str | None = None
     proxy: str | None = None                        # None: HTTP(S)_PROXY / NO_PROXY from the environment
     timeout: float = DEFAULT_TIMEOUT
-    max_bytes: int = DEFAULT_MAX_BYTES              # of the answers one Client reads at once (concurrent calls share it)
+    max_bytes: int = DEFAULT_MAX_BYTES              # of the answers one Client holds at once, all calls together
 
     def request_headers(self) -> dict[str, str]:
         out = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "inferwatch"}
@@ -73,6 +74,7 @@ class ClientOptions:
 
     def ssl_context(self) -> ssl.SSLContext:
         """The TLS context of these options; ApiError-free: an unreadable file is an InferwatchError naming it."""
+        import ssl
         try:
             context = ssl.create_default_context(cafile=self.ca_file)
             if self.insecure:
@@ -200,7 +202,8 @@ class Client:
         if (wrong := check_shape(answer, SHAPES["envelope"])) is not None:
             raise ApiError(endpoint, f"not a Prometheus API answer ({wrong})", hint=f"check the {self.name} URL")
         if answer["status"] != "success":
-            raise ApiError(endpoint, f"status {answer['status']!r}: {_printable(str(answer.get('error', '')).encode())}")
+            error = _printable(str(answer.get("error", "")).encode())
+            raise ApiError(endpoint, f"status {_printable(answer['status'].encode(), 30)!r}: {error}")
         if (wrong := check_shape(answer["data"], SHAPES[shape], "data")) is not None:
             raise ApiError(endpoint, f"answer of the wrong shape ({wrong})")
         return answer["data"]
@@ -298,6 +301,8 @@ class Client:
                        hint=f"check the {self.name} URL")
 
     def _once(self, url: str, endpoint: str, deadline: _Deadline):
+        import http.client
+        import ssl
         parts = urllib.parse.urlsplit(url)
         conn = self._connection(parts, endpoint, deadline)
         sock = None
@@ -342,6 +347,7 @@ class Client:
         return parts.scheme == "http" and self._proxy_for(parts) is not None
 
     def _proxy_for(self, parts) -> urllib.parse.SplitResult | None:
+        import urllib.request
         if self.options.proxy is not None:
             return urllib.parse.urlsplit(self.options.proxy) if self.options.proxy else None
         if urllib.request.proxy_bypass(parts.hostname or ""):
@@ -350,6 +356,7 @@ class Client:
         return urllib.parse.urlsplit(found if "://" in found else "http://" + found) if found else None
 
     def _connection(self, parts, endpoint: str, deadline: _Deadline) -> http.client.HTTPConnection:
+        import http.client
         timeout = max(0.001, deadline.left())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ApiError(endpoint, "not an http(s) URL")

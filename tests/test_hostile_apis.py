@@ -26,7 +26,7 @@ from fakes.hostile_api import MODES, hostile_server
 
 from inferwatch.promapi import ApiError, Client, ClientOptions
 
-TIMEOUT = 1.0            # --timeout given to the commands run in-process
+TIMEOUT = 2.0            # --timeout given to the commands run in-process
 CMD_TIMEOUT = 5.0        # --timeout of the commands run in a fresh process: generous, the outcome is what counts
 MEMORY_MB = 512          # peak RSS of one command (the interpreter, pandas and numpy take ~100 MB of it)
 MAX_BYTES = 4 << 20      # --max-bytes in the in-process matrix, so a huge answer is refused quickly

@@ -131,9 +131,9 @@ def test_gzip_and_deflate_answers_are_read_whole():
 
 
 # ---- time and memory: the commands, each in a fresh process ----------------------------------------------------
-_PEAK = ("import atexit, resource, runpy, sys; "
-         "atexit.register(lambda: sys.stderr.write("
-         "'PEAK_KB %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+_PEAK = ("import atexit, runpy, sys; "       # VmHWM: this process's own peak (ru_maxrss counts the forking parent's)
+         "atexit.register(lambda: sys.stderr.write('PEAK_KB %s\\n' % [l.split()[1] for l in "
+         "open('/proc/self/status') if l.startswith('VmHWM:')][0])); "
          "sys.argv = ['inferwatch'] + sys.argv[1:]; runpy.run_module('inferwatch', run_name='__main__')")
 
 

@@ -245,10 +245,15 @@ def _handler(mode: str, hostile):
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):      # a client hanging up mid-answer is expected here
+        pass
+
+
 @contextlib.contextmanager
 def hostile_server(mode: str, hostile=lambda path: True):
     """A server answering `mode` on the paths `hostile(path)` picks, healthily elsewhere; yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(mode, hostile))
+    server = _QuietServer(("127.0.0.1", 0), _handler(mode, hostile))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -5,6 +5,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt, HeaderOpt,
+                                     InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
+from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
+from inferwatch.promapi_flags import options as client_options
+
 __all__ = ["register"]
 
 deploy_app = typer.Typer(help="Everything a cluster (or a laptop) needs, from one config.", no_args_is_help=True,
@@ -104,7 +109,11 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
            no_alertmanager: Annotated[bool, typer.Option("--no-alertmanager",
                                                          help="This stack runs no Alertmanager (a laptop, the "
                                                               "demo): report its absence as skipped, not missing.")]
-           = False):
+           = False,
+           header: HeaderOpt = [], bearer_token: BearerTokenOpt = None, bearer_token_file: BearerTokenFileOpt = None,
+           basic_auth: BasicAuthOpt = None, ca_file: CaFileOpt = None, insecure: InsecureOpt = False,
+           cert: CertOpt = None, key: KeyOpt = None, proxy: ProxyOpt = None,
+           timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"], max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"]):
     """Check that every signal the dashboards, SLOs and triage need arrives: one line per check (ok, missing,
     wrong) with the fix; exit 1 when something is missing or wrong.
 
@@ -122,6 +131,8 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     from inferwatch.deploy._files import check_files
 
     urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager)
+    options = client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy,
+                             timeout, max_bytes)
     missing = [str(p) for p in file or [] if not p.exists()]
     if missing:
         raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
@@ -132,7 +143,8 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     results = check_files(deployed, list(file), not no_alertmanager) if file else []
     if "--prometheus" in urls:
         results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
-                              os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager)
+                              os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager,
+                              options=options)
     for result in results:
         typer.echo(str(result))
     typer.echo(summary(results), err=True)

@@ -9,15 +9,15 @@ honor_labels, scrape intervals, rule groups, Alertmanager and Grafana.
 from __future__ import annotations
 
 import json
-import urllib.parse
-import urllib.request
+from dataclasses import replace
 from fractions import Fraction
 
 from inferwatch.deploy._config import Config
 from inferwatch.deploy._result import RENDER, Result
 from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
-from inferwatch.deploy._shape import as_map, dig, yaml_or_none
+from inferwatch.deploy._shape import as_map, yaml_or_none
 from inferwatch.deploy._scrape import MAX_SCRAPE_INTERVAL, check_job, jobs_from_prometheus, seconds
+from inferwatch.promapi import ApiError, Client, ClientOptions
 
 __all__ = ["Result", "run_checks", "summary", "MAX_SCRAPE_INTERVAL"]
 
@@ -31,27 +31,6 @@ _PER_MODEL = (
                                                     "deploy.yaml (a recording rule) or the exporter's "
                                                     "--max-running-requests"),
 )
-
-
-class _Api:
-    """GETs against one server; any failure becomes None, so a check reports it instead of raising."""
-
-    def __init__(self, base: str, token: str | None = None):
-        self.base, self.token, self.error = base, token, ""
-
-    def get(self, path: str, **params):
-        url = self.base + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"} if self.token else {})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as resp:
-                return json.load(resp)
-        except (OSError, ValueError) as err:
-            self.error = str(getattr(err, "reason", err))
-            return None
-
-    def query(self, expr: str) -> list[dict]:
-        answer = self.get("/api/v1/query", query=expr)
-        return answer["data"]["result"] if answer and answer.get("status") == "success" else []
 
 
 def _le(threshold: Fraction) -> str:
@@ -68,16 +47,17 @@ def _specs(config: Config):
             if isinstance(objective.sli, LatencySLI)]
 
 
-def _models(prom: _Api, expr: str) -> set[str]:
+def _models(prom: Client, expr: str) -> set[str]:
     return {r["metric"].get("model", "") for r in prom.query(f"count by (model) ({expr})")}
 
 
-def check_targets(prom: _Api) -> list[Result]:
+def check_targets(prom: Client) -> list[Result]:
     """Active targets that are down or scraped too seldom, and (from the same target list) the engine and GPU jobs
     of the config that find no target at all."""
-    answer = prom.get("/api/v1/targets", state="active") or {"data": {"activeTargets": []}}
-    out = check_config(prom, {t.get("scrapePool") for t in answer["data"]["activeTargets"]})
-    for target in answer["data"]["activeTargets"]:
+    active = prom.api("/api/v1/targets", "targets", state="active")["activeTargets"]
+    out = _guarded("scrape config", check_config, prom, {t.get("scrapePool") for t in active
+                                                       if isinstance(t.get("scrapePool"), str)})
+    for target in active:
         name = f"target {target['labels'].get('job', '')} {target['scrapeUrl']}"
         interval = target.get("scrapeInterval", "")
         if target["health"] == "down":
@@ -90,13 +70,19 @@ def check_targets(prom: _Api) -> list[Result]:
     return out or [Result("ok", "targets", "every active target is up and scraped often enough")]
 
 
-def check_config(prom: _Api, pools: set[str]) -> list[Result]:
+def check_config(prom: Client, pools: set[str]) -> list[Result]:
     """The engine and GPU scrape jobs Prometheus runs, as its config says: jobs that find no target (a monitor whose
     selector, namespace or port matches nothing), and what their relabelings and honor_labels do."""
-    answer = prom.get("/api/v1/status/config")
-    config = yaml_or_none(dig(answer, "data").get("yaml"))
+    try:
+        config = yaml_or_none(prom.api("/api/v1/status/config", "config")["yaml"])
+    except ApiError as err:
+        if err.status not in (404, 405):
+            raise
+        config = None
     if not isinstance(config, dict):
-        return []           # an old or unreachable Prometheus: the target and series checks say what is wrong
+        return [Result("skipped", "scrape config", "Prometheus does not serve its config (an old one, or an agent "
+                                                   "behind a proxy): its jobs' relabelings are not checked; check "
+                                                   "the files with --file")]
     out = []
     for job in jobs_from_prometheus(config):
         if job.job_name not in pools and job.sources:
@@ -106,7 +92,7 @@ def check_config(prom: _Api, pools: set[str]) -> list[Result]:
     return out
 
 
-def check_models(prom: _Api, specs) -> list[Result]:
+def check_models(prom: Client, specs) -> list[Result]:
     models = _models(prom, "llm_requests_running") | _models(prom, "llm_time_to_first_token_seconds_count")
     if not models:
         return [Result("missing", "engine series", "no llm_requests_running from any engine",
@@ -130,7 +116,7 @@ def check_models(prom: _Api, specs) -> list[Result]:
     return out
 
 
-def check_gpus(prom: _Api) -> list[Result]:
+def check_gpus(prom: Client) -> list[Result]:
     if not prom.query("count(gpu_utilization_ratio)"):
         return [Result("missing", "GPU series", "no gpu_utilization_ratio",
                        "scrape dcgm-exporter (its ServiceMonitor) or run the NVML exporter DaemonSet (nvml.enabled)")]
@@ -155,9 +141,8 @@ def check_gpus(prom: _Api) -> list[Result]:
     return out
 
 
-def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
-    answer = prom.get("/api/v1/rules")
-    groups = {g["name"]: g for g in (answer or {"data": {"groups": []}})["data"]["groups"]}
+def check_rules(prom: Client, expected: list[str]) -> list[Result]:
+    groups = {g["name"]: g for g in prom.api("/api/v1/rules", "rules")["groups"]}
     out = []
     lacking = [name for name in expected if name not in groups]
     if lacking:
@@ -167,7 +152,7 @@ def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
         failing = [r for r in group["rules"] if r.get("health") == "err"]
         if failing:
             out.append(Result("wrong", f"rule group {name}", f"{len(failing)} rules fail: "
-                                                             f"{failing[0].get('lastError', '')}",
+                                                             f"{str(failing[0].get('lastError', ''))[:300]}",
                               "fix the expression (promtool check rules), or regenerate with inferwatch build"))
     missed = prom.query("sum by (rule_group) (increase(prometheus_rule_group_iterations_missed_total[1h])) > 0")
     for sample in missed:
@@ -179,11 +164,10 @@ def check_rules(prom: _Api, expected: list[str]) -> list[Result]:
     return out
 
 
-def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True, alerts: dict | None = None) -> \
+def check_alertmanager(prom: Client, am: Client | None, expected: bool = True, alerts: dict | None = None) -> \
         list[Result]:
     """`expected` False: this stack has no Alertmanager (a demo, a laptop); its absence is skipped, not missing."""
-    answer = prom.get("/api/v1/alertmanagers")
-    if answer and answer["data"]["activeAlertmanagers"]:
+    if prom.api("/api/v1/alertmanagers", "alertmanagers")["activeAlertmanagers"]:
         out = [Result("ok", "Prometheus sends alerts")]
     elif not expected:
         out = [Result("skipped", "Prometheus sends alerts", "no Alertmanager in this stack, as told "
@@ -194,18 +178,19 @@ def check_alertmanager(prom: _Api, am: _Api | None, expected: bool = True, alert
                       "--no-alertmanager if this stack has none")]
     if am is None:
         return out
-    status = am.get("/api/v2/status")
-    if status is None:
-        return out + [Result("missing", "Alertmanager", f"cannot reach {am.base}: {am.error}", "check --alertmanager")]
-    config = as_map(yaml_or_none(dig(status, "config").get("original")))
+    try:
+        status = am.get("/api/v2/status", "am_status")
+    except ApiError as err:
+        return out + [Result("missing", "Alertmanager", str(err), "check --alertmanager")]
+    config = as_map(yaml_or_none(status["config"]["original"]))
     return out + check_alertmanager_config(config, "", alerts or {})
 
 
-def check_grafana(grafana: _Api, uids: dict[str, str]) -> list[Result]:
-    found = grafana.get("/api/search", type="dash-db")
-    if found is None:
-        return [Result("missing", "Grafana", f"cannot search {grafana.base}: {grafana.error}",
-                       "check --grafana and GRAFANA_TOKEN")]
+def check_grafana(grafana: Client, uids: dict[str, str]) -> list[Result]:
+    try:
+        found = grafana.get("/api/search", "grafana_search", type="dash-db")
+    except ApiError as err:
+        return [Result("missing", "Grafana", str(err), "check --grafana and GRAFANA_TOKEN")]
     have = {board.get("uid") for board in found}
     lacking = [title for uid, title in uids.items() if uid not in have]
     return [Result("missing", "Grafana dashboards", ", ".join(lacking), "apply the dashboard ConfigMaps (Grafana "
@@ -215,24 +200,42 @@ def check_grafana(grafana: _Api, uids: dict[str, str]) -> list[Result]:
 
 def run_checks(config: Config, prometheus: str, alertmanager: str | None = None, grafana: str | None = None,
                token: str | None = None, rule_groups: list[str] | None = None,
-               alertmanager_expected: bool = True) -> list[Result]:
-    """Every check against the servers given. The rule groups expected are the config's, unless `rule_groups`
-    names them (a stack that loads other rule files, such as the demo's); `alertmanager_expected` False says the
-    stack has none."""
+               alertmanager_expected: bool = True, options: ClientOptions | None = None) -> list[Result]:
+    """Every check against the servers given, each call bounded by `options` (auth, TLS, deadline, size cap; one
+    set for every server, Grafana's bearer token from `token` when given). The rule groups expected are the
+    config's, unless `rule_groups` names them (a stack that loads other rule files, such as the demo's);
+    `alertmanager_expected` False says the stack has none. A server that answers a check wrongly fails that
+    check, in one line naming the endpoint, and the other checks still run."""
     from inferwatch.deploy._inputs import gather_inputs
 
-    prom = _Api(prometheus)
-    if prom.get("/api/v1/status/buildinfo") is None:
-        return [Result("missing", "Prometheus", f"cannot reach {prometheus}: {prom.error}", "check --prometheus")]
+    options = options or ClientOptions()
+    prom = Client(prometheus, options, "Prometheus")
+    try:
+        prom.api("/api/v1/status/buildinfo", "buildinfo")
+    except ApiError as err:
+        return [Result("missing", "Prometheus", str(err), "check --prometheus")]
     inputs = gather_inputs(config)
     expected = rule_groups if rule_groups is not None else [g["name"] for rules in inputs.rules for g in rules.groups]
-    results = check_targets(prom) + check_models(prom, _specs(config)) + check_gpus(prom) + \
-        check_rules(prom, expected) + check_alertmanager(prom, _Api(alertmanager) if alertmanager else None,
-                                                         alertmanager_expected, slo_alerts(inputs))
+    am = Client(alertmanager, options, "Alertmanager") if alertmanager else None
+    results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom,
+                                                                  _specs(config)) + \
+        _guarded("GPU series", check_gpus, prom) + _guarded("rule groups", check_rules, prom, expected) + \
+        _guarded("Prometheus sends alerts", check_alertmanager, prom, am, alertmanager_expected, slo_alerts(inputs))
     if grafana:
         uids = {board["uid"]: board["title"] for board in map(json.loads, inputs.dashboards.values())}
-        results += check_grafana(_Api(grafana, token), uids)
+        grafana_options = replace(options, bearer_token=token, basic_auth=None) if token else options
+        results += check_grafana(Client(grafana, grafana_options, "Grafana"), uids)
     return results
+
+
+def _guarded(name: str, check, *args) -> list[Result]:
+    """`check(*args)`, or one line saying which answer made it impossible: a hostile or broken server fails the
+    check it broke, not the command."""
+    try:
+        return check(*args)
+    except ApiError as err:
+        return [Result("wrong", name, f"cannot check: {err}", "check that the URL is the server's own API (not "
+                                                                "a proxy's or login page), or raise --timeout")]
 
 
 def summary(results: list[Result]) -> str:

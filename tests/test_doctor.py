@@ -134,7 +134,8 @@ def test_doctor_told_no_alertmanager_skips_it_and_still_fails_on_the_rest(stacks
 
 def test_doctor_without_prometheus_is_one_line():
     proc = _doctor("--prometheus", "127.0.0.1:1")
-    assert proc.returncode == 1 and proc.stdout.startswith("missing Prometheus: cannot reach http://127.0.0.1:1")
+    assert proc.returncode == 1 and proc.stdout.startswith(
+        "missing Prometheus: http://127.0.0.1:1/api/v1/status/buildinfo: cannot reach Prometheus")
     assert "Traceback" not in proc.stderr
     proc = _doctor("--prometheus", "nowhere")
     assert proc.returncode == 2 and "not an http(s) URL" in proc.stderr

@@ -123,7 +123,7 @@ def test_a_model_without_series_is_exit_1_naming_the_missing_series(prom):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--prometheus", "http://127.0.0.1:1"), "cannot reach Prometheus at http://127.0.0.1:1"),
+    (("--prometheus", "http://127.0.0.1:1"), "http://127.0.0.1:1/api/v1/query: cannot reach Prometheus"),
     (("--start", "yesterday"), "--start 'yesterday': not a time"),
     (("--since", "10m", "--baseline", "sometimes"), "--baseline 'sometimes'"),
     (("--since", "20m", "--end", f"{NOW:.0f}", "--model", "m-quiet", "--plot", "/nonexistent/x.png"),

@@ -283,7 +283,7 @@ def test_json_shape():
 
 def test_connection_defaults():
     conn = Connection("http://prom:9090")
-    assert conn.verify is True and conn.headers == {}
+    assert not conn.options.insecure and conn.options.headers == () and conn.options.bearer_token is None
 
 
 def test_text_and_rich_reports():

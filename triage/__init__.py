@@ -7,7 +7,7 @@ query per signal for every model, rewritten through the mappings to the engines'
 own names where Prometheus holds no vocabulary series (`_sources`); the kinds (kinds.yaml) are weighted conditions
 on how each signal changed from a baseline window to the incident. Summing up
 (`summarise`) and judging (`judge`, `assess`) are pure functions on pandas
-frames; `triage` reads Prometheus with prometheus-api-client. Every name is
+frames; `triage` reads Prometheus with inferwatch.promapi. Every name is
 loaded on first use, so the CLI pays nothing for pandas or matplotlib until a
 command runs.
 """

@@ -8,39 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-__all__ = ["register", "parse_header"]
+from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt,
+                                     HeaderOpt, InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
+from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
+from inferwatch.promapi_flags import options as client_options
 
-
-def parse_header(text: str) -> tuple[str, str]:
-    """`Name: value` into (name, value); ValueError with an example otherwise."""
-    name, sep, value = text.partition(":")
-    if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
-        raise ValueError(f"{text!r} is not a header; write 'Name: value', e.g. 'Authorization: Bearer TOKEN'")
-    return name.strip(), value.strip()
-
-
-def _connection(url: str, header: list[str], bearer_token_file: Optional[Path], ca_file: Optional[Path],
-                insecure: bool, cert: Optional[Path], key: Optional[Path]):
-    from inferwatch._files import check_readable, read_input_text
-    from inferwatch.triage._fetch import Connection
-
-    if not url.startswith(("http://", "https://")):
-        raise typer.BadParameter(f"{url!r}: give an http(s) URL, e.g. http://localhost:9090", param_hint="--prometheus")
-    headers = {}
-    for text in header:
-        try:
-            name, value = parse_header(text)
-        except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint="--header") from None
-        headers[name] = value
-    if bearer_token_file is not None:
-        headers["Authorization"] = "Bearer " + read_input_text(bearer_token_file, "--bearer-token-file").strip()
-    if insecure and ca_file is not None:
-        raise typer.BadParameter("give --ca-file or --insecure, not both", param_hint="--insecure")
-    verify = False if insecure else (check_readable(ca_file, "--ca-file") if ca_file else True)
-    cert_file = check_readable(cert, "--cert") if cert else None
-    client_cert = (cert_file, check_readable(key, "--key")) if cert and key else cert_file
-    return Connection(url, headers, verify, client_cert)
+__all__ = ["register"]
 
 
 def triage(
@@ -66,17 +39,17 @@ def triage(
                                                      "shaded and baseline faint, into this PNG.")] = None,
         rules: Annotated[list[Path], typer.Option(metavar="FILE", help="Kinds to add or replace (kinds.yaml's "
                                                   "format; repeatable).")] = [],
-        header: Annotated[list[str], typer.Option(metavar="'NAME: VALUE'", help="An HTTP header for Prometheus, "
-                                                  "e.g. 'Authorization: Bearer TOKEN' (repeatable).")] = [],
-        bearer_token_file: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Send this file's token "
-                                                                  "as 'Authorization: Bearer'.")] = None,
-        ca_file: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Verify Prometheus' TLS certificate "
-                                                        "with this CA bundle.")] = None,
-        insecure: Annotated[bool, typer.Option("--insecure", help="Do not verify Prometheus' TLS certificate.")]
-        = False,
-        cert: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Client certificate (PEM) for mutual "
-                                                     "TLS.")] = None,
-        key: Annotated[Optional[Path], typer.Option(metavar="FILE", help="The client certificate's key.")] = None):
+        header: HeaderOpt = [],
+        bearer_token: BearerTokenOpt = None,
+        bearer_token_file: BearerTokenFileOpt = None,
+        basic_auth: BasicAuthOpt = None,
+        ca_file: CaFileOpt = None,
+        insecure: InsecureOpt = False,
+        cert: CertOpt = None,
+        key: KeyOpt = None,
+        proxy: ProxyOpt = None,
+        timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
+        max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"]):
     """Name the kind of slow from Prometheus: each model's incident against a baseline, with evidence.
 
     Kinds: queueing, long-prompts, prefix-cache-loss, kv-pressure, slow-decode,
@@ -100,7 +73,15 @@ def triage(
     from inferwatch.triage._triage import triage as run
     from inferwatch.triage._window import incident_window
 
-    conn = _connection(prometheus, header, bearer_token_file, ca_file, insecure, cert, key)
+    from inferwatch._urls import http_url
+    from inferwatch.triage._fetch import Connection
+
+    try:
+        url = http_url(prometheus, "http://localhost:9090")
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--prometheus") from None
+    conn = Connection(url, client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure,
+                                          cert, key, proxy, timeout, max_bytes))
     window = incident_window(since, start, end, time.time())
     report = run(conn, window, baseline, tuple(dict.fromkeys(model)), tuple(rules))
     if plot is not None:

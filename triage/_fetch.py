@@ -1,14 +1,14 @@
-"""Reading Prometheus with prometheus-api-client: one range query per signal part for every model at once, into
-long pandas frames (part, model, pod, le, t, v). Foreign errors become one InferwatchError naming the cause."""
+"""Reading Prometheus through inferwatch.promapi (bounded calls, answers checked before use): one range query
+per signal part for every model at once, into long pandas frames (part, model, pod, le, t, v). Every failure is
+one InferwatchError naming the endpoint and the cause."""
 
 from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
-from inferwatch.errors import InferwatchError
+from inferwatch.promapi import ApiError, Client, ClientOptions
 from inferwatch.triage._signals import DEPLOYMENT
 
 __all__ = ["Connection", "connect", "fetch_windows", "instant", "COLUMNS"]
@@ -19,51 +19,15 @@ WORKERS = 8
 
 @dataclass(frozen=True)
 class Connection:
-    """How to reach Prometheus: URL, extra headers (auth), TLS verification and client certificate."""
+    """How to reach Prometheus: its URL and the client options (auth, TLS, proxy, deadline, size cap)."""
 
     url: str
-    headers: dict = field(default_factory=dict)
-    verify: bool | str = True        # False: no verification; a path: this CA bundle
-    cert: str | tuple | None = None  # client certificate (file, or (cert, key))
-    timeout: float = 30.0
+    options: ClientOptions = field(default_factory=ClientOptions)
 
 
-def connect(conn: Connection):
-    """A PrometheusConnect on a session that carries the TLS options; few retries, so a dead URL fails fast."""
-    import requests
-    from prometheus_api_client import PrometheusConnect
-    from urllib3.util.retry import Retry
-
-    session = requests.Session()
-    session.verify = conn.verify
-    session.cert = conn.cert
-    retry = Retry(total=2, connect=0, backoff_factor=0.2, status_forcelist=(502, 503, 504))
-    return PrometheusConnect(url=conn.url.rstrip("/"), headers=dict(conn.headers) or None, retry=retry,
-                             session=session, timeout=conn.timeout)
-
-
-def _translate(err: Exception, url: str) -> InferwatchError:
-    """The client's and requests' errors in the user's terms, with the flag that fixes them."""
-    import requests
-    from prometheus_api_client.exceptions import PrometheusApiClientException
-
-    text = str(err)
-    if isinstance(err, requests.exceptions.SSLError):
-        return InferwatchError(f"Prometheus at {url}: TLS failed ({text[:200]}); give --ca-file, or --insecure")
-    if isinstance(err, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
-        return InferwatchError(f"cannot reach Prometheus at {url}: {type(err).__name__}; check --prometheus "
-                               "(e.g. http://localhost:9090)")
-    if isinstance(err, PrometheusApiClientException):
-        if "401" in text or "403" in text:
-            return InferwatchError(f"Prometheus at {url} refused the request ({text[:120]}); pass credentials with "
-                                   "--header 'Authorization: Bearer TOKEN' or --bearer-token-file FILE")
-        return InferwatchError(f"Prometheus at {url} answered an error: {text[:300]}")
-    if isinstance(err, (ValueError, KeyError)):
-        return InferwatchError(f"{url} did not answer like Prometheus' HTTP API ({type(err).__name__}); check "
-                               "--prometheus")
-    if isinstance(err, requests.exceptions.RequestException):
-        return InferwatchError(f"Prometheus at {url}: {text[:300]}")
-    raise err
+def connect(conn: Connection) -> Client:
+    """The one client for Prometheus-like APIs, on this URL with these options."""
+    return Client(conn.url, conn.options, "Prometheus")
 
 
 def _bound(le: str | None) -> float | None:
@@ -107,13 +71,9 @@ class QueryFailed(str):
     """A query Prometheus could not run on this data (HTTP 422, e.g. a join that is not one-to-one here)."""
 
 
-def _query_failed(err: Exception, promql: str) -> QueryFailed | None:
-    from prometheus_api_client.exceptions import PrometheusApiClientException
-
-    text = str(err)
-    if isinstance(err, PrometheusApiClientException) and "422" in text:
-        reason = text.split('"error":"', 1)[-1].split('"}', 1)[0][:200]
-        return QueryFailed(f"Prometheus could not run {promql[:80]}...: {reason}")
+def _query_failed(err: ApiError, promql: str) -> QueryFailed | None:
+    if err.status == 422:
+        return QueryFailed(f"Prometheus could not run {promql[:80]}...: {err.what[:200]}")
     return None
 
 
@@ -128,17 +88,21 @@ def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows
 
     def one(job):
         k, window, promql = job
-        begin, finish = (datetime.fromtimestamp(x, timezone.utc) for x in (window.start, window.end))
         try:
-            return (k, promql), client.custom_query_range(promql, begin, finish, f"{step:g}s")
-        except Exception as err:  # noqa: BLE001 - translated into the user's terms, or re-raised
+            return (k, promql), client.query_range(promql, window.start, window.end, step)
+        except ApiError as err:
             failed = _query_failed(err, promql)
             if failed is not None:
                 return (k, promql), failed
-            raise _translate(err, url) from None
+            raise
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        answers = dict(pool.map(one, jobs))
+        futures = [pool.submit(one, job) for job in jobs]
+        try:
+            answers = dict(future.result() for future in futures)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)      # the first failure ends the command: ask no more
+            raise
     for (k, promql), answer in list(answers.items()):
         if isinstance(answer, QueryFailed):
             if warnings is not None and f"{answer}; its signals read as not measured" not in warnings:
@@ -152,8 +116,5 @@ def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows
 
 
 def instant(client, url: str, promql: str, at: float) -> list[dict]:
-    """One instant query at `at`."""
-    try:
-        return client.custom_query(promql, params={"time": f"{at:.3f}"})
-    except Exception as err:  # noqa: BLE001
-        raise _translate(err, url) from None
+    """One instant query at `at`: its series, each checked (`metric`, and `value` or `values`)."""
+    return client.query(promql, at)

@@ -204,7 +204,7 @@ def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: froze
     for window in choices[:-1]:
         seconds = max(1, int(window.seconds))
         result = instant(client, url, f"count({_running(sel, raw, 'count_over_time', f'{seconds}s')})", window.end)
-        if result and float(result[0]["value"][1]) > 0:
+        if result and "value" in result[0] and float(result[0]["value"][1]) > 0:
             return window
     return choices[-1]
 

@@ -373,6 +373,14 @@ def exporter_gpu(
         workload: Annotated[Optional[str], typer.Option(metavar="NS/POD[/CONTAINER]",
                                                         help="Simulated: the pod the GPUs are labelled with.")]
         = None,
+        stale_after: Annotated[Optional[str], typer.Option(
+            metavar="DURATION", help="A sampling pass older than this is served as down (gpu_exporter_up 0, no "
+                                     "GPU values), never as live [default: 2 intervals + 5s].")] = None,
+        idle_timeout: Annotated[str, typer.Option(metavar="DURATION", help="An idle client connection is closed "
+                                                                           "after this.")] = "10s",
+        max_connections: Annotated[int, typer.Option(
+            metavar="N", help="Client connections served at once; more are closed at once and counted in "
+                              "inferwatch_gpu_exporter_errors_total{kind=\"connections_refused\"}.")] = 64,
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Serve the common GPU vocabulary from NVML (or simulated GPUs), labelled with the pod using each GPU.
 
@@ -390,7 +398,7 @@ def exporter_gpu(
         _bad("--log-level", ValueError(f"{log_level!r}: use debug, info, warning or error"))
     try:
         config = gpu_config(listen, interval, backend, gpus, follow, scenario, hostname, workload, proc_root,
-                            kubelet_pods_dir, pod_list)
+                            kubelet_pods_dir, pod_list, stale_after, idle_timeout, max_connections)
     except BadOption as err:
         _bad(err.flag, err)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

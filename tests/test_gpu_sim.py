@@ -192,6 +192,8 @@ def test_cli_serves_simulated_gpus_switches_scenario_and_survives_a_missing_engi
     (["--backend", "simulated", "--scenario", "melt"], "--scenario"), (["--backend", "simulated", "--gpus", "0"],
                                                                        "--gpus"),
     (["--backend", "simulated", "--workload", "podonly"], "--workload"), (["--log-level", "loud"], "--log-level"),
+    (["--stale-after", "100ms"], "--stale-after"), (["--idle-timeout", "0s"], "--idle-timeout"),
+    (["--max-connections", "0"], "--max-connections"),
 ])
 def test_cli_mistakes_are_one_line(args, flag):
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "gpu", *args], capture_output=True,
@@ -292,3 +294,13 @@ def test_an_engine_body_over_the_limit_is_a_counted_follow_failure_not_parsed_cu
     assert values(text, "inferwatch_gpu_exporter_errors_total", kind="follow")[0][1] == 2.0
     said = [r.message for r in caplog.records if "--follow" in r.message]
     assert len(said) == 1 and f"over {MAX_BODY_BYTES} bytes" in said[0], said
+
+
+def test_the_limits_flags_reach_the_exporter():
+    """--stale-after, --idle-timeout and --max-connections (issue 23 §3: every limit has a flag)."""
+    from inferwatch.exporters.gpu._config import build_exporter, gpu_config
+
+    config = gpu_config(backend="simulated", stale_after="9s", idle_timeout="3s", max_connections=5)
+    exporter = build_exporter(config)
+    assert (exporter.stale_after, exporter.idle_timeout, exporter.max_connections) == (9.0, 3.0, 5)
+    assert build_exporter(gpu_config(backend="simulated", interval="2s")).stale_after == 9.0   # 2 intervals + 5 s

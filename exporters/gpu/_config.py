@@ -40,6 +40,9 @@ class GpuExporterConfig:
     proc_root: str = "/proc"
     kubelet_pods_dir: str = "/var/lib/kubelet/pods"
     pod_list: str | None = None
+    stale_after: float | None = None          # None: two intervals plus 5 s
+    idle_timeout: float = 10.0                # an idle client connection is closed after this
+    max_connections: int = 64                 # connections served at once; more are closed and counted
 
 
 def default_hostname() -> str:
@@ -50,7 +53,9 @@ def default_hostname() -> str:
 def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str = "nvml", gpus: int = 1,
                follow: str | None = None, scenario: str = "normal", hostname: str | None = None,
                workload: str | None = None, proc_root: str = "/proc",
-               kubelet_pods_dir: str = "/var/lib/kubelet/pods", pod_list: str | None = None) -> GpuExporterConfig:
+               kubelet_pods_dir: str = "/var/lib/kubelet/pods", pod_list: str | None = None,
+               stale_after: str | None = None, idle_timeout: str = "10s",
+               max_connections: int = 64) -> GpuExporterConfig:
     """The options as typed; raises BadOption naming the flag."""
     try:
         host, port = parse_listen(listen)
@@ -81,9 +86,23 @@ def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str 
             raise BadOption("--follow", str(err)) from None
         if follow.rstrip("/").count("/") == 2:            # no path: the simulator's /metrics
             follow = follow.rstrip("/") + "/metrics"
+    stale = _seconds("--stale-after", stale_after, float(seconds)) if stale_after is not None else None
+    idle = _seconds("--idle-timeout", idle_timeout, 0.1)
+    if not 1 <= max_connections <= 65536:
+        raise BadOption("--max-connections", f"{max_connections}: use 1 to 65536")
     return GpuExporterConfig(host, port, float(seconds), backend, gpus, follow, scenario,
                              hostname or default_hostname(), _workload(workload), proc_root, kubelet_pods_dir,
-                             pod_list)
+                             pod_list, stale, idle, max_connections)
+
+
+def _seconds(flag: str, text: str, least: float) -> float:
+    try:
+        seconds = float(parse_duration(text))
+    except ValueError as err:
+        raise BadOption(flag, str(err)) from None
+    if seconds < least:
+        raise BadOption(flag, f"{text!r}: use at least {least:g}s")
+    return seconds
 
 
 def _workload(text: str | None) -> Workload | None:
@@ -111,4 +130,5 @@ def build_exporter(config: GpuExporterConfig, nvml=None):
             import pynvml as nvml     # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
         pods = PodResolver(Path(config.proc_root), Path(config.kubelet_pods_dir), config.pod_list)
         backend = NvmlBackend(nvml, config.hostname, pods)
-    return GpuExporter(backend, config.interval)
+    return GpuExporter(backend, config.interval, stale_after=config.stale_after, idle_timeout=config.idle_timeout,
+                       max_connections=config.max_connections)

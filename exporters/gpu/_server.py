@@ -37,8 +37,10 @@ class GpuExporter:
     """Runs `backend` every `interval` seconds in a thread; `serve()` answers /metrics from the last pass."""
 
     def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0,
-                 stale_after: float | None = None):
+                 stale_after: float | None = None, idle_timeout: float = IDLE_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS):
         self.backend, self.interval, self.retry = backend, interval, retry
+        self.idle_timeout, self.max_connections = idle_timeout, max_connections
         # A pass older than this is not served as live: one interval late plus 5 s for a slow NVML call or a
         # follow read at its deadline. Past it the GPU series go and gpu_exporter_up is 0 (a frozen sampler).
         self.stale_after = stale_after if stale_after is not None else 2 * interval + 5.0
@@ -201,7 +203,7 @@ class GpuExporter:
 
     def run(self, host: str, port: int) -> None:
         """Bind, start sampling, serve until interrupted."""
-        server = self.server(host, port)
+        server = self.server(host, port, self.idle_timeout, self.max_connections)
         self.start()
         log.info("serving on http://%s:%d/metrics (%s backend, every %gs)", host, port, self.backend.name,
                  self.interval)

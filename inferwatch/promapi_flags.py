@@ -59,21 +59,14 @@ def parse_header(text: str) -> tuple[str, str]:
 
 
 def _token(path: Path) -> str:
-    from inferwatch.errors import InferwatchError
+    """The token in a file, read as every named input is (inferwatch/_files.py): a file that cannot be read, is
+    too large for a token or is not text is one line naming it, exit 2."""
+    from inferwatch._files import read_input_text
+    from inferwatch.errors import InputError
 
-    try:
-        with open(path, "rb") as file:
-            data = file.read(_TOKEN_MAX + 1)
-    except OSError as err:
-        raise InferwatchError(f"--bearer-token-file {path}: cannot read: {err.strerror or err}") from None
-    if len(data) > _TOKEN_MAX:
-        raise InferwatchError(f"--bearer-token-file {path}: larger than {_TOKEN_MAX} bytes; is it the token?")
-    try:
-        token = data.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise InferwatchError(f"--bearer-token-file {path}: not UTF-8 text; is it the token?") from None
+    token = read_input_text(path, "--bearer-token-file", _TOKEN_MAX).strip()
     if not token or any(not c.isprintable() for c in token):
-        raise InferwatchError(f"--bearer-token-file {path}: want one line holding the token")
+        raise InputError(f"--bearer-token-file {path}: want one line holding the token")
     return token
 
 
@@ -98,9 +91,11 @@ def options(header: list[str], bearer_token: str | None, bearer_token_file: Path
         raise typer.BadParameter("give --ca-file or --insecure, not both", param_hint="--insecure")
     if key is not None and cert is None:
         raise typer.BadParameter("--key goes with --cert FILE", param_hint="--key")
+    from inferwatch._files import check_readable
+
     for flag, path in (("--ca-file", ca_file), ("--cert", cert), ("--key", key)):
-        if path is not None and not path.is_file():
-            raise typer.BadParameter(f"{path}: no such file", param_hint=flag)
+        if path is not None:
+            check_readable(path, flag)           # a missing, unreadable or oversized file: one line, exit 2
     if proxy:
         from inferwatch._urls import http_url
 

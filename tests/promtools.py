@@ -40,7 +40,13 @@ def serve(routes: dict[str, object]):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as base:
+        yield base
+
+
+@contextmanager
+def serving(server: ThreadingHTTPServer):
+    """Run `server` (bound on loopback) in a thread; yields its base URL and shuts it down after."""
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

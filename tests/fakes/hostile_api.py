@@ -15,11 +15,12 @@ import gzip
 import io
 import json
 import socket
-import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from promtools import serving
 
 STALL_S = 120.0          # the longest an endless answer lasts; far past any deadline the tests give
 TRICKLE_S = 0.05         # one byte this often
@@ -253,12 +254,5 @@ class _QuietServer(ThreadingHTTPServer):
 @contextlib.contextmanager
 def hostile_server(mode: str, hostile=lambda path: True):
     """A server answering `mode` on the paths `hostile(path)` picks, healthily elsewhere; yields its base URL."""
-    server = _QuietServer(("127.0.0.1", 0), _handler(mode, hostile))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_QuietServer(("127.0.0.1", 0), _handler(mode, hostile))) as base:
+        yield base

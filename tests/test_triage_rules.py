@@ -211,7 +211,8 @@ def test_times_rfc3339_or_unix(text, expected):
 @pytest.mark.parametrize("since, start, end, message", [
     (None, "yesterday", None, "--start 'yesterday': not a time"), ("5x", None, None, "--since '5x'"),
     ("30m", "1000", None, "not both"), (None, "2000", "1000", "the incident window is empty"),
-    (None, "1000", "9999999999", "in the future")])
+    (None, "1000", "9999999999", "in the future"),
+    ("30", None, None, r"--since '30': give a unit, e.g. 30m or 30s"), ("2.5", None, None, "give a unit")])
 def test_bad_times_are_one_clear_error(since, start, end, message):
     with pytest.raises(InferwatchError, match=message):
         incident_window(since, start, end, now=1_800_000_000)

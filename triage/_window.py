@@ -54,6 +54,10 @@ def parse_time(text: str, flag: str = "--start") -> float:
 
 
 def _duration(text: str, flag: str) -> float:
+    """A duration with its unit: a bare number (`--since 30`) is ambiguous (seconds? minutes?) and refused."""
+    if text.strip().replace(".", "", 1).isdigit():
+        raise InferwatchError(f"{flag} {text!r}: give a unit, e.g. {text.strip()}m or {text.strip()}s "
+                              "(units: s, m, h, d, w; combined: 1h30m)")
     try:
         return float(parse_duration(text, "s m h d w"))
     except ValueError as err:

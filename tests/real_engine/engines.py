@@ -30,3 +30,13 @@ def engine_url(request) -> str:
         pytest.skip(f"real vLLM unavailable: {err}")
     request.addfinalizer(engine.stop)
     return engine.url
+
+
+@pytest.fixture
+def shared_flags(request) -> tuple[str, ...]:
+    """The flags the shared engine was started with; a test that relies on them is skipped against --engine-url,
+    whose flags are unknown."""
+    if request.config.getoption("--engine-url"):
+        pytest.skip("relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
+                    "an engine started with its own")
+    return SHARED_FLAGS

@@ -20,7 +20,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ROOT, need
-from engines import engine_url  # noqa: F401 - the fixture
+from engines import engine_url, shared_flags  # noqa: F401 - fixtures
 from harness import free_port, get
 from inferwatch.mappings import renamed_by_relabel
 from promtools import prometheus, query, wait_for
@@ -122,7 +122,7 @@ def test_a_client_that_disconnects_mid_stream_moves_no_abort_counter(engine_url)
             _sum(before, "vllm:request_success_total", finished_reason=reason), reason
 
 
-def test_a_full_queue_refuses_with_503_and_counts_the_rejection(engine_url):
+def test_a_full_queue_refuses_with_503_and_counts_the_rejection(engine_url, shared_flags):
     """More clients at once than running slots plus --max-num-queued-reqs: the rest get 503 at once, each
     counted in admission_rejections_total{reason="max_num_queued_reqs"} (0.32+), none as a finished request."""
     from concurrent.futures import ThreadPoolExecutor

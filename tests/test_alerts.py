@@ -15,7 +15,8 @@ RULE_FILES = sorted(ALERTS.glob("*.rules.yaml"))
 # the front-door variant of the default SLOs: apart, so `rule_files: [alerts/*.yaml]` does not load it
 FRONTDOOR_RULE_FILES = sorted((ALERTS / "frontdoor").glob("*.rules.yaml"))
 # series that are not engine or GPU metrics but that alerts may read
-NON_VOCABULARY = {"up", "inferwatch_exporter_target_up", "ALERTS", "llm_frontdoor_requests_total"}   # the front door's own
+NON_VOCABULARY = {"up", "inferwatch_exporter_target_up", "inferwatch_exporter_target_source_info", "ALERTS",
+                  "llm_frontdoor_requests_total"}   # the exporter's and the front door's own
 PROMQL_WORDS = {"and", "or", "unless", "on", "by", "without", "group_left", "group_right", "ignoring", "bool",
                 "offset"}
 
@@ -70,6 +71,16 @@ def test_operational_alerts_read_only_the_vocabulary(catalog):
         metrics -= {i for i in idents if i.startswith("llm_slo:")}
         assert metrics <= known, metrics - known
 
+
+def test_target_down_leaves_out_exactly_the_gpu_sources():
+    """Behind the normalizing exporter LLMEngineTargetDown fires for a target whose fetches found an engine: it leaves
+    out the sources that map no llm_ signal (dcgm-exporter), so a new engine's mapping is covered as it is."""
+    from inferwatch.mappings import load_mappings
+
+    gpu_only = {m.source for m in load_mappings() if not any(e.name.startswith("llm_") for e in m.entries)}
+    rule = next(r for _, r in _alerts() if r["alert"] == "LLMEngineTargetDown")
+    excluded = re.findall(r'inferwatch_exporter_target_source_info\{source![=~]"([^"]*)"\}', rule["expr"])
+    assert gpu_only and excluded and set(excluded[0].split("|")) == gpu_only
 
 def test_groups_stay_portable():
     for path in RULE_FILES + FRONTDOOR_RULE_FILES:

@@ -104,6 +104,10 @@ def test_union_of_targets_in_the_vocabulary(exporter):
     series_in = {dict(l)["target"]: float(v) for (n, l), v in samples.items()
                  if n == "inferwatch_exporter_target_series_in"}
     assert series_in["vllm"] == 379
+    # what LLMEngineTargetDown reads to name an engine behind the exporter and to leave its GPU target out
+    sources = {(dict(l)["target"], dict(l)["source"]) for (n, l), _ in samples.items()
+               if n == "inferwatch_exporter_target_source_info"}
+    assert sources == {("vllm", "vllm"), ("sglang", "sglang"), ("dcgm", "dcgm")}
 
 
 def test_failures_are_logged(exporter):

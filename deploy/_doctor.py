@@ -188,16 +188,19 @@ def _names(pods: set[tuple[str, str]], most: int = 5) -> str:
     return ", ".join(text[:most]) + (f" and {len(text) - most} more" if len(text) > most else "")
 
 
-def check_model_label(prom: Client) -> list[Result]:
-    """Every engine series carries `model`: dashboards, SLOs and triage group by it, so a series without one falls
-    out of every per-model view (and the cap alert's `on (model)` join)."""
-    # scraped series only: recording rules (a `:` in the name) may aggregate model away on purpose
-    lacking = prom.query('count by (__name__, job) ({__name__=~"llm_[^:]+", model=""})')
+def check_model_label(prom: Client, specs) -> list[Result]:
+    """The engine series read per model (the table above, the engine SLOs' histograms) carry `model` on every
+    series: dashboards, SLOs and triage group by it, so one without falls out of every per-model view (and the cap
+    alert's `on (model)` join). Series no view reads by model (vLLM's HTTP counters) may lack it."""
+    names = sorted({series for _, series, _ in _PER_MODEL} | {f"{o.sli.metric}_bucket" for spec, o in specs
+                                                              if spec.source == "engine"})
+    lacking = prom.query(f'count by (__name__, job) ({{__name__=~"{"|".join(names)}", model=""}})')
     if not lacking:
-        return [Result("ok", "model label", "every llm_* series names its model")]
-    names = sorted({f"{r['metric'].get('__name__', '')} (job {r['metric'].get('job', '')})" for r in lacking})
-    return [Result("wrong", "model label", f"{len(names)} llm_* series without model: {', '.join(names[:5])}"
-                                           + (f" and {len(names) - 5} more" if len(names) > 5 else ""),
+        return [Result("ok", "model label", "every engine series read per model names its model")]
+    found = sorted({f"{r['metric'].get('__name__', '')} (job {r['metric'].get('job', '')})" for r in lacking})
+    return [Result("wrong", "model label", f"{len(found)} engine series without model: "
+                                           f"{', '.join(found[:5])}" + (f" and {len(found) - 5} more"
+                                                                       if len(found) > 5 else ""),
                    "scrape with the mapping's relabelings (they copy the engine's model name to model) or load the "
                    "inferwatch-mappings rules; behind a proxy, keep the engine's model label")]
 
@@ -318,9 +321,9 @@ def run_checks(config: Config, prometheus: str, alertmanager: str | None = None,
     inputs = gather_inputs(config)
     expected = rule_groups if rule_groups is not None else [g["name"] for rules in inputs.rules for g in rules.groups]
     am = Client(alertmanager, options, "Alertmanager") if alertmanager else None
-    results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom,
-                                                                  _specs(config)) + \
-        _guarded("model label", check_model_label, prom) + \
+    specs = _specs(config)
+    results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom, specs) + \
+        _guarded("model label", check_model_label, prom, specs) + \
         _guarded("concurrency cap", check_cap, prom, configured_caps(config)) + \
         _guarded("GPU series", check_gpus, prom) + _guarded("GPU <-> engine join", check_join, prom) + \
         _guarded("rule groups", check_rules, prom, expected) + \

@@ -171,7 +171,7 @@ def test_doctor_on_the_laptop_path_notes_the_cap_and_names_the_join_and_model(st
             "LLMQueueSaturated cannot fire for it (the KV-cache part still can) (fix: ") in out
     assert ("wrong   GPU <-> engine join: no GPU series' pod (vllm-0) matches an engine series' pod (vllm-7): triage "
             "cannot join GPUs to engines") in out
-    assert "wrong   model label: 1 llm_* series without model: llm_requests_waiting (job engine)" in out
+    assert "wrong   model label: 1 engine series without model: llm_requests_waiting (job engine)" in out
     assert " ok, 1 note, " in proc.stderr
 
 

@@ -2,8 +2,10 @@
 signal the dashboards, SLOs and triage read arrives, and says how to fix what does not.
 
 Each check is a small function from what the servers answered to `Result`s, so the list reads like the issue's:
-engine targets, per-model signals, SLO thresholds as buckets, the cap, GPU activity with a workload pod,
-honor_labels, scrape intervals, rule groups, Alertmanager and Grafana.
+engine targets, per-model signals, `model` on every engine series, SLO thresholds as buckets, the cap where an
+alert reads it, GPU activity with a workload pod, the GPU <-> engine join on pod that triage runs, honor_labels,
+scrape intervals, rule groups, Alertmanager and Grafana. A check that cannot run, or is not asked for, says
+`skipped` and why; `note` is a part that cannot work as set up but needs no fix (a cap nobody gave).
 """
 
 from __future__ import annotations

@@ -225,11 +225,10 @@ def check_cap(prom: Client, configured: set[str]) -> list[Result]:
     lacking = models - _models(prom, CAP)
     out = []
     if lacking & configured:
-        out.append(Result("missing", "concurrency cap", f"{CAP} absent for model {', '.join(sorted(lacking & configured))}"
-                                                        f" though deploy.yaml sets it: {', '.join(alerts)} cannot "
-                                                        "fire on the cap", f"load the {CAP_GROUP} rules ({RENDER}), "
-                                                                           "or pass the exporter's "
-                                                                           "--max-running-requests"))
+        out.append(Result("missing", "concurrency cap", f"{CAP} absent for model "
+                                                        f"{', '.join(sorted(lacking & configured))} though deploy.yaml "
+                                                        f"sets it: {', '.join(alerts)} cannot fire on the cap",
+                          f"load the {CAP_GROUP} rules ({RENDER}), or pass the exporter's --max-running-requests"))
     if lacking - configured:
         out.append(Result("note", "concurrency cap", f"no {CAP} for model {', '.join(sorted(lacking - configured))}: "
                                                      f"the cap part of {', '.join(alerts)} cannot fire for it (the "

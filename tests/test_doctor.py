@@ -111,7 +111,15 @@ def stacks(tmp_path_factory):
         wait_for(lambda: query(laptop, "gpu_tensor_active_ratio") and query(laptop, 'llm_requests_waiting{model=""}'))
         wait_for(lambda: "LLMQueueSaturated" in __import__("urllib.request").request.urlopen(
             laptop + "/api/v1/rules").read().decode())
-        yield {"good": (good, am, good_targets), "broken": broken, "laptop": laptop, "config": tmp / "deploy.yaml",
+        # two engine pods, a GPU series for one of them only
+        partial_config = _config(tmp, [], laptop_targets, None, engine_pod="vllm-0")
+        partial_config["scrape_configs"].append({"job_name": "engine-b", "static_configs": [{
+            "targets": [laptop_targets.removeprefix("http://")], "labels": {"pod": "vllm-9"}}]})
+        (tmp / "partial").mkdir()
+        partial = stack.enter_context(prometheus(need("prometheus"), partial_config, tmp / "partial"))
+        wait_for(lambda: len(query(partial, 'llm_requests_running{pod!=""}')) == 2
+                 and query(partial, "gpu_utilization_ratio"))
+        yield {"good": (good, am, good_targets), "broken": broken, "laptop": laptop, "partial": partial, "config": tmp / "deploy.yaml",
                "capped": tmp / "capped.yaml"}
 
 
@@ -191,3 +199,9 @@ def test_doctor_without_prometheus_is_one_line():
     assert proc.returncode == 2 and "not an http(s) URL" in proc.stderr
     proc = _doctor("--prometheus", "127.0.0.1:1", "--alertmanager", "127.0.0.1:2", "--no-alertmanager")
     assert proc.returncode == 2 and "contradict" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_doctor_names_the_engine_pods_no_gpu_series_joins(stacks):
+    proc = _doctor("--prometheus", stacks["partial"], "--no-alertmanager")
+    assert ("missing GPU <-> engine join: engine pods vllm-9 match no GPU series' pod: triage and the GPU dashboard "
+            "show no GPU for them (fix: ") in proc.stdout, proc.stdout

@@ -114,8 +114,8 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
            basic_auth: BasicAuthOpt = None, ca_file: CaFileOpt = None, insecure: InsecureOpt = False,
            cert: CertOpt = None, key: KeyOpt = None, proxy: ProxyOpt = None,
            timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"], max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"]):
-    """Check that every signal the dashboards, SLOs and triage need arrives: one line per check (ok, missing,
-    wrong) with the fix; exit 1 when something is missing or wrong.
+    """Check that every signal the dashboards, SLOs and triage need arrives, and their joins work: one line per
+    check (ok, note, skipped and why, missing, wrong) with the fix; exit 1 when something is missing or wrong.
 
     \b
     Examples:

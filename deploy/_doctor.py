@@ -2,8 +2,10 @@
 signal the dashboards, SLOs and triage read arrives, and says how to fix what does not.
 
 Each check is a small function from what the servers answered to `Result`s, so the list reads like the issue's:
-engine targets, per-model signals, SLO thresholds as buckets, the cap, GPU activity with a workload pod,
-honor_labels, scrape intervals, rule groups, Alertmanager and Grafana.
+engine targets, per-model signals, `model` on every engine series, SLO thresholds as buckets, the cap where an
+alert reads it, GPU activity with a workload pod, the GPU <-> engine join on pod that triage runs, honor_labels,
+scrape intervals, rule groups, Alertmanager and Grafana. A check that cannot run, or is not asked for, says
+`skipped` and why; `note` is a part that cannot work as set up but needs no fix (a cap nobody gave).
 """
 
 from __future__ import annotations
@@ -27,9 +29,6 @@ _PER_MODEL = (
     ("running requests", "llm_requests_running", "scrape the engine with the mapping's relabelings (" + RENDER + ")"),
     ("waiting requests", "llm_requests_waiting", "scrape the engine with the mapping's relabelings"),
     ("KV-cache usage", "llm_kv_cache_usage_ratio", "load the inferwatch-mappings rules (old engines need them)"),
-    ("concurrency cap", "llm_max_running_requests", "no engine exports it: set engines[].max_running_requests in "
-                                                    "deploy.yaml (a recording rule) or the exporter's "
-                                                    "--max-running-requests"),
 )
 
 
@@ -48,7 +47,12 @@ def _specs(config: Config):
 
 
 def _models(prom: Client, expr: str) -> set[str]:
-    return {r["metric"].get("model", "") for r in prom.query(f"count by (model) ({expr})")}
+    """The models `expr` has series for; series without `model` are check_model_label's."""
+    return {r["metric"]["model"] for r in prom.query(f"count by (model) ({expr})") if r["metric"].get("model")}
+
+
+def _engine_models(prom: Client) -> set[str]:
+    return _models(prom, "llm_requests_running") | _models(prom, "llm_time_to_first_token_seconds_count")
 
 
 def check_targets(prom: Client) -> list[Result]:
@@ -93,10 +97,11 @@ def check_config(prom: Client, pools: set[str]) -> list[Result]:
 
 
 def check_models(prom: Client, specs) -> list[Result]:
-    models = _models(prom, "llm_requests_running") | _models(prom, "llm_time_to_first_token_seconds_count")
+    models = _engine_models(prom)
     if not models:
-        return [Result("missing", "engine series", "no llm_requests_running from any engine",
-                       f"apply the engine monitors ({RENDER}) and check their relabelings")]
+        return [Result("missing", "engine series", "no llm_requests_running with a model from any engine",
+                       f"apply the engine monitors ({RENDER}) and check their relabelings"),
+                Result("skipped", "per-model signals and SLO thresholds", "no engine series to check them on")]
     out = []
     for signal, series, fix in _PER_MODEL:
         lacking = sorted(models - _models(prom, series))
@@ -104,6 +109,8 @@ def check_models(prom: Client, specs) -> list[Result]:
                    else Result("ok", signal, f"{series} for {len(models)} models"))
     for spec, objective in specs:
         if spec.source != "engine":
+            out.append(Result("skipped", f"SLO {spec.service}/{objective.name} threshold",
+                              f"source {spec.source}: its buckets are inferwatch's own, not the engines'"))
             continue
         sli = objective.sli
         series = f'{sli.metric}_bucket{{le=~"{_le(sli.threshold)}"}}'
@@ -141,10 +148,107 @@ def check_gpus(prom: Client) -> list[Result]:
     return out
 
 
+# what an engine series behind the normalizing exporter, or a GPU series scraped without honor_labels, lacks
+_JOIN_FIX = ("engine series need the pod they come from: scrape the engines' pods (scrape_mode relabel or sidecar: "
+             "the monitor's pod target label), or behind the normalizing exporter name each --target after its pod "
+             "and copy `target` to `pod` (metric_relabel_configs); GPU series need the pod using the GPU "
+             "(honor_labels: true on the GPU scrape)")
+
+
+def _pods(prom: Client, series: str) -> set[tuple[str, str]]:
+    return {(r["metric"].get("namespace", ""), r["metric"]["pod"])
+            for r in prom.query(f'count by (namespace, pod) ({series}{{pod!=""}})')}
+
+
+def check_join(prom: Client) -> list[Result]:
+    """The GPU <-> engine join triage and the GPU dashboard run: GPU series (per the workload pod using them) meet
+    engine series on namespace and pod. GPUs used by other workloads match nothing, so only engine pods no GPU
+    series names are named; no match at all means the join cannot work (engines behind the normalizing exporter
+    carry the exporter's pod, or none)."""
+    name = "GPU <-> engine join"
+    gpus = _pods(prom, "gpu_utilization_ratio")
+    if not gpus:
+        reason = ("no gpu_utilization_ratio" if not prom.query("count(gpu_utilization_ratio)")
+                  else "no GPU series names the pod using it")
+        return [Result("skipped", name, f"{reason}: nothing to join to the engines")]
+    engines = _pods(prom, "llm_requests_running")
+    if not engines:
+        return [Result("wrong", name, "no engine series (llm_requests_running) carries pod: triage cannot join GPUs "
+                                      "to engines, and the GPU dashboard shows no model", _JOIN_FIX)]
+    unjoined = sorted(engines - gpus)
+    if unjoined == sorted(engines):
+        return [Result("wrong", name, f"no GPU series' pod ({_names(gpus)}) matches an engine series' pod "
+                                      f"({_names(engines)}): triage cannot join GPUs to engines", _JOIN_FIX)]
+    if unjoined:
+        return [Result("missing", name, f"engine pods {_names(set(unjoined))} match no GPU series' pod: triage and "
+                                         "the GPU dashboard show no GPU for them", _JOIN_FIX)]
+    return [Result("ok", name, f"{len(engines)} engine pods joined to their GPUs")]
+
+
+def _names(pods: set[tuple[str, str]], most: int = 5) -> str:
+    text = sorted(f"{ns}/{pod}" if ns else pod for ns, pod in pods)
+    return ", ".join(text[:most]) + (f" and {len(text) - most} more" if len(text) > most else "")
+
+
+def check_model_label(prom: Client, specs) -> list[Result]:
+    """The engine series read per model (the table above, the engine SLOs' histograms) carry `model` on every
+    series: dashboards, SLOs and triage group by it, so one without falls out of every per-model view (and the cap
+    alert's `on (model)` join). Series no view reads by model (vLLM's HTTP counters) may lack it."""
+    names = sorted({series for _, series, _ in _PER_MODEL} | {f"{o.sli.metric}_bucket" for spec, o in specs
+                                                              if spec.source == "engine"})
+    lacking = prom.query(f'count by (__name__, job) ({{__name__=~"{"|".join(names)}", model=""}})')
+    if not lacking:
+        return [Result("ok", "model label", "every engine series read per model names its model")]
+    found = sorted({f"{r['metric'].get('__name__', '')} (job {r['metric'].get('job', '')})" for r in lacking})
+    return [Result("wrong", "model label", f"{len(found)} engine series without model: "
+                                           f"{', '.join(found[:5])}" + (f" and {len(found) - 5} more"
+                                                                       if len(found) > 5 else ""),
+                   "scrape with the mapping's relabelings (they copy the engine's model name to model) or load the "
+                   "inferwatch-mappings rules; behind a proxy, keep the engine's model label")]
+
+
+CAP = "llm_max_running_requests"
+CAP_GROUP = "inferwatch-caps"      # the cap as recording rules; the normalizing exporter may serve it instead
+
+
+def check_cap(prom: Client, configured: set[str]) -> list[Result]:
+    """The cap where an alert reads it (LLMQueueSaturated): a model whose cap `configured` names (the user's
+    deploy.yaml, not the embedded example) must have it; one no one gave a cap is a note: that alert's cap part
+    cannot fire for it, its KV-cache part still can."""
+    alerts = sorted({r["name"] for g in prom.api("/api/v1/rules", "rules")["groups"] for r in g["rules"]
+                     if r.get("type") == "alerting" and CAP in str(r.get("query", ""))})
+    models = _engine_models(prom)
+    if not alerts:
+        return [Result("skipped", "concurrency cap", f"no loaded alert reads {CAP}: not checked")]
+    if not models:
+        return [Result("skipped", "concurrency cap", "no engine series to check it on")]
+    lacking = models - _models(prom, CAP)
+    out = []
+    if lacking & configured:
+        out.append(Result("missing", "concurrency cap", f"{CAP} absent for model "
+                                                        f"{', '.join(sorted(lacking & configured))} though deploy.yaml "
+                                                        f"sets it: {', '.join(alerts)} cannot fire on the cap",
+                          f"load the {CAP_GROUP} rules ({RENDER}), or pass the exporter's --max-running-requests"))
+    if lacking - configured:
+        out.append(Result("note", "concurrency cap", f"no {CAP} for model {', '.join(sorted(lacking - configured))}: "
+                                                     f"the cap part of {', '.join(alerts)} cannot fire for it (the "
+                                                     "KV-cache part still can)",
+                          "no engine exports the cap: set engines[].max_running_requests in deploy.yaml (a recording "
+                          "rule) or the exporter's --max-running-requests"))
+    return out or [Result("ok", "concurrency cap", f"{CAP} for {len(models)} models")]
+
+
+def configured_caps(config: Config) -> set[str]:
+    """The models whose cap the user's config sets: the embedded defaults' example cap is nobody's."""
+    if config.engines == Config().engines:
+        return set()
+    return {model for engine in config.engines for model, _ in engine.max_running_requests}
+
+
 def check_rules(prom: Client, expected: list[str]) -> list[Result]:
     groups = {g["name"]: g for g in prom.api("/api/v1/rules", "rules")["groups"]}
     out = []
-    lacking = [name for name in expected if name not in groups]
+    lacking = [name for name in expected if name not in groups and name != CAP_GROUP]
     if lacking:
         out.append(Result("missing", "rule groups", ", ".join(lacking),
                           f"apply the PrometheusRules ({RENDER}) with the `release` label your Prometheus selects"))
@@ -160,7 +264,7 @@ def check_rules(prom: Client, expected: list[str]) -> list[Result]:
                                                                                          "the last hour",
                           "give Prometheus more CPU or a longer group interval"))
     if not lacking and not out:
-        out.append(Result("ok", "rule groups", f"{len(expected)} loaded, none failing"))
+        out.append(Result("ok", "rule groups", f"{sum(n in groups for n in expected)} loaded, none failing"))
     return out
 
 
@@ -177,7 +281,8 @@ def check_alertmanager(prom: Client, am: Client | None, expected: bool = True, a
                       "set alerting.alertmanagers in prometheus.yml (kube-prometheus-stack does), or pass "
                       "--no-alertmanager if this stack has none")]
     if am is None:
-        return out
+        return out + ([Result("skipped", "Alertmanager routing", "no --alertmanager given: its routes and inhibit "
+                                                               "rules are not checked")] if expected else [])
     try:
         status = am.get("/api/v2/status", "am_status")
     except ApiError as err:
@@ -217,14 +322,19 @@ def run_checks(config: Config, prometheus: str, alertmanager: str | None = None,
     inputs = gather_inputs(config)
     expected = rule_groups if rule_groups is not None else [g["name"] for rules in inputs.rules for g in rules.groups]
     am = Client(alertmanager, options, "Alertmanager") if alertmanager else None
-    results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom,
-                                                                  _specs(config)) + \
-        _guarded("GPU series", check_gpus, prom) + _guarded("rule groups", check_rules, prom, expected) + \
+    specs = _specs(config)
+    results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom, specs) + \
+        _guarded("model label", check_model_label, prom, specs) + \
+        _guarded("concurrency cap", check_cap, prom, configured_caps(config)) + \
+        _guarded("GPU series", check_gpus, prom) + _guarded("GPU <-> engine join", check_join, prom) + \
+        _guarded("rule groups", check_rules, prom, expected) + \
         _guarded("Prometheus sends alerts", check_alertmanager, prom, am, alertmanager_expected, slo_alerts(inputs))
     if grafana:
         uids = {board["uid"]: board["title"] for board in map(json.loads, inputs.dashboards.values())}
         grafana_options = replace(options, bearer_token=token, basic_auth=None) if token else options
         results += check_grafana(Client(grafana, grafana_options, "Grafana"), uids)
+    else:
+        results.append(Result("skipped", "Grafana dashboards", "no --grafana given: not checked"))
     return results
 
 
@@ -239,7 +349,9 @@ def _guarded(name: str, check, *args) -> list[Result]:
 
 
 def summary(results: list[Result]) -> str:
-    """`9 ok, 1 skipped, 2 to fix`: the line after the checks."""
+    """`9 ok, 1 note, 1 skipped, 2 to fix`: the line after the checks."""
+    notes = sum(r.status == "note" for r in results)
     skipped = sum(r.status == "skipped" for r in results)
     bad = sum(r.bad for r in results)
-    return f"{len(results) - skipped - bad} ok, " + (f"{skipped} skipped, " if skipped else "") + f"{bad} to fix"
+    return (f"{len(results) - notes - skipped - bad} ok, " + (f"{notes} note{'s' * (notes > 1)}, " if notes else "")
+            + (f"{skipped} skipped, " if skipped else "") + f"{bad} to fix")

@@ -30,7 +30,8 @@ def test_demo_detects_the_incident(tmp_path):
     assert "Traceback" not in out
     # it ends by running doctor against itself, with the deploy config it wrote: every check ok or skipped
     doctor = out[out.index("== inferwatch doctor --prometheus"):]
-    assert "ok, 1 skipped, 0 to fix" in doctor and "ok      GPU workload pod" in doctor, doctor
+    assert "skipped, 0 to fix" in doctor and "ok      GPU workload pod" in doctor, doctor
+    assert "ok      GPU <-> engine join" in doctor and "ok      model label" in doctor, doctor
     assert "skipped Prometheus sends alerts" in doctor and (tmp_path / "deploy.yaml").is_file()
     logs = sorted(p.name for p in tmp_path.glob("*.log"))
     assert logs == ["exporter.log", "frontdoor-sglang.log", "frontdoor-vllm.log", "prometheus.log", "sglang.log",

@@ -40,14 +40,18 @@ GPU = 'gpu_utilization_ratio{uuid="GPU-0",pod="vllm-0"} 0.9\n'
 PROFILING = ('gpu_sm_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.7\n'
              'gpu_tensor_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.4\n')
 EXPORTED = 'gpu_utilization_ratio{uuid="GPU-1",exported_pod="vllm-1"} 0.5\n'   # scraped without honor_labels
+NO_MODEL = 'llm_requests_waiting{engine="vllm"} 0\n'    # a series that falls out of every per-model view
 FAILING = {"groups": [{"name": "broken", "interval": "1s", "rules": [{"record": "x", "expr": "up + on() vector(1)"}]}]}
 
 
 def _config(tmp: Path, rule_files: list[str], target: str, alertmanager_url: str | None,
-            broken: bool = False) -> dict:
+            broken: bool = False, engine_pod: str | None = None) -> dict:
+    """`engine_pod`: the engine series' pod (a target label, as a PodMonitor gives); None: none, as behind the
+    normalizing exporter."""
     host = target.removeprefix("http://")
+    engine = {"targets": [host]} | ({"labels": {"pod": engine_pod}} if engine_pod else {})
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rule_files,
-              "scrape_configs": [{"job_name": "engine", "static_configs": [{"targets": [host]}]},
+              "scrape_configs": [{"job_name": "engine", "static_configs": [engine]},
                                  {"job_name": "gpu", "honor_labels": True, "metrics_path": "/gpu",
                                   "static_configs": [{"targets": [host]}]}]}
     if broken:      # an SGLang started without --enable-metrics, and a job scraped too rarely for the SLO rules
@@ -73,6 +77,15 @@ def stacks(tmp_path_factory):
     (tmp / "broken").mkdir()
     (tmp / "broken" / "broken.yaml").write_text(json.dumps(FAILING))
     (tmp / "deploy.yaml").write_text(CONFIG)
+    # the laptop: the default config's render without the caps it never installs, engines on another pod than the
+    # GPUs' (as behind the normalizing exporter), no Alertmanager or Grafana given
+    laptop_files = render(Config(), "compose")
+    for path, text in laptop_files.items():
+        if path.startswith("prometheus/rules/") and "caps" not in path:
+            (tmp / "laptop" / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / "laptop" / path).write_text(text)
+    (tmp / "capped.yaml").write_text(CONFIG + f"engines:\n  - {{name: llama, engine: vllm, namespace: llm, selector: "
+                                              f"{{app: llama}}, max_running_requests: {{{MODEL}: 64}}}}\n")
     boards = [{"uid": json.loads(text)["uid"]} for path, text in files.items() if path.endswith(".json")]
     with ExitStack() as stack:
         good_targets = stack.enter_context(serve({"/metrics": ENGINE, "/gpu": GPU + PROFILING,
@@ -81,7 +94,8 @@ def stacks(tmp_path_factory):
         am = stack.enter_context(alertmanager(need("prometheus-alertmanager"),
                                               tmp / "good" / "alertmanager" / "alertmanager.yml", tmp / "good"))
         good = stack.enter_context(prometheus(need("prometheus"), _config(
-            tmp, [str(tmp / "good" / "prometheus" / "rules" / "*.yaml")], good_targets, am), tmp / "good"))
+            tmp, [str(tmp / "good" / "prometheus" / "rules" / "*.yaml")], good_targets, am, engine_pod="vllm-0"),
+            tmp / "good"))
         broken = stack.enter_context(prometheus(need("prometheus"), _config(
             tmp, [str(tmp / "broken" / "broken.yaml")], broken_targets, None, broken=True), tmp / "broken"))
         wait_for(lambda: query(good, "llm_max_running_requests") and query(good, "gpu_tensor_active_ratio"))
@@ -90,7 +104,23 @@ def stacks(tmp_path_factory):
         wait_for(lambda: query(broken, "gpu_utilization_ratio") and query(broken, 'up{job="sglang"} == 0'))
         wait_for(lambda: '"err"' in __import__("urllib.request").request.urlopen(broken + "/api/v1/rules")
                  .read().decode())
-        yield {"good": (good, am, good_targets), "broken": broken, "config": tmp / "deploy.yaml"}
+        laptop_targets = stack.enter_context(serve({"/metrics": ENGINE + NO_MODEL, "/gpu": GPU + PROFILING}))
+        laptop = stack.enter_context(prometheus(need("prometheus"), _config(
+            tmp, [str(tmp / "laptop" / "prometheus" / "rules" / "*.yaml")], laptop_targets, None, engine_pod="vllm-7"),
+            tmp / "laptop"))
+        wait_for(lambda: query(laptop, "gpu_tensor_active_ratio") and query(laptop, 'llm_requests_waiting{model=""}'))
+        wait_for(lambda: "LLMQueueSaturated" in __import__("urllib.request").request.urlopen(
+            laptop + "/api/v1/rules").read().decode())
+        # two engine pods, a GPU series for one of them only
+        partial_config = _config(tmp, [], laptop_targets, None, engine_pod="vllm-0")
+        partial_config["scrape_configs"].append({"job_name": "engine-b", "static_configs": [{
+            "targets": [laptop_targets.removeprefix("http://")], "labels": {"pod": "vllm-9"}}]})
+        (tmp / "partial").mkdir()
+        partial = stack.enter_context(prometheus(need("prometheus"), partial_config, tmp / "partial"))
+        wait_for(lambda: len(query(partial, 'llm_requests_running{pod!=""}')) == 2
+                 and query(partial, "gpu_utilization_ratio"))
+        yield {"good": (good, am, good_targets), "broken": broken, "laptop": laptop, "partial": partial, "config": tmp / "deploy.yaml",
+               "capped": tmp / "capped.yaml"}
 
 
 def _doctor(*args):
@@ -105,7 +135,8 @@ def test_doctor_reads_all_ok_where_every_signal_arrives(stacks):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert all(line.startswith("ok ") for line in lines), proc.stdout
     checks = {line.split(":")[0][8:] for line in lines}
-    assert {"concurrency cap", "gpu_sm_active_ratio", "GPU workload pod", "rule groups",
+    assert {"concurrency cap", "gpu_sm_active_ratio", "GPU workload pod", "GPU <-> engine join", "model label",
+            "rule groups",
             "Alertmanager routing", "Grafana dashboards", "SLO llm/responsive threshold"} <= checks
 
 
@@ -113,7 +144,11 @@ def test_doctor_names_the_missing_cap_profiling_fields_and_failing_group(stacks)
     proc = _doctor("--prometheus", stacks["broken"], "--config", str(stacks["config"]))
     assert proc.returncode == 1
     out = proc.stdout
-    assert f"missing concurrency cap: llm_max_running_requests absent for model {MODEL}" in out
+    assert "skipped concurrency cap: no loaded alert reads llm_max_running_requests: not checked" in out
+    assert ("wrong   GPU <-> engine join: no engine series (llm_requests_running) carries pod: triage cannot join "
+            "GPUs to engines") in out and "honor_labels: true on the GPU scrape" in out
+    assert "skipped Grafana dashboards: no --grafana given" in out
+    assert "skipped Alertmanager routing: no --alertmanager given" in out
     assert "missing gpu_sm_active_ratio: GPU-Util arrives but not the profiling fields" in out
     assert "counters.csv" in out
     assert "wrong   rule group broken: 1 rules fail: " in out and "group_left" in out
@@ -129,7 +164,30 @@ def test_doctor_told_no_alertmanager_skips_it_and_still_fails_on_the_rest(stacks
     proc = _doctor("--prometheus", stacks["broken"], "--config", str(stacks["config"]), "--no-alertmanager")
     assert proc.returncode == 1
     assert "skipped Prometheus sends alerts: no Alertmanager in this stack, as told (--no-alertmanager)" in proc.stdout
-    assert "missing Prometheus sends alerts" not in proc.stdout and "ok, 1 skipped, " in proc.stderr
+    assert "missing Prometheus sends alerts" not in proc.stdout and "ok, 3 skipped, " in proc.stderr
+    assert "Alertmanager routing" not in proc.stdout       # the line above says why
+
+
+def test_doctor_on_the_laptop_path_notes_the_cap_and_names_the_join_and_model(stacks):
+    """The README's laptop path (no deploy.yaml, no caps installed): the cap alert's cap part is a note, not a
+    missing rule group; GPUs on a pod no engine series names, and an engine series without model, are wrong."""
+    proc = _doctor("--prometheus", stacks["laptop"], "--no-alertmanager")
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "inferwatch-caps" not in out and "missing rule groups" not in out
+    assert (f"note    concurrency cap: no llm_max_running_requests for model {MODEL}: the cap part of "
+            "LLMQueueSaturated cannot fire for it (the KV-cache part still can) (fix: ") in out
+    assert ("wrong   GPU <-> engine join: no GPU series' pod (vllm-0) matches an engine series' pod (vllm-7): triage "
+            "cannot join GPUs to engines") in out
+    assert "wrong   model label: 1 engine series without model: llm_requests_waiting (job engine)" in out
+    assert " ok, 1 note, " in proc.stderr
+
+
+def test_doctor_names_a_cap_the_config_sets_that_does_not_arrive(stacks):
+    proc = _doctor("--prometheus", stacks["laptop"], "--no-alertmanager", "--config", str(stacks["capped"]))
+    assert (f"missing concurrency cap: llm_max_running_requests absent for model {MODEL} though deploy.yaml sets it: "
+            "LLMQueueSaturated cannot fire on the cap (fix: load the inferwatch-caps rules") in proc.stdout
+    assert "note    concurrency cap" not in proc.stdout and "missing rule groups: inferwatch-caps" not in proc.stdout
 
 
 def test_doctor_without_prometheus_is_one_line():
@@ -141,3 +199,9 @@ def test_doctor_without_prometheus_is_one_line():
     assert proc.returncode == 2 and "not an http(s) URL" in proc.stderr
     proc = _doctor("--prometheus", "127.0.0.1:1", "--alertmanager", "127.0.0.1:2", "--no-alertmanager")
     assert proc.returncode == 2 and "contradict" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_doctor_names_the_engine_pods_no_gpu_series_joins(stacks):
+    proc = _doctor("--prometheus", stacks["partial"], "--no-alertmanager")
+    assert ("missing GPU <-> engine join: engine pods vllm-9 match no GPU series' pod: triage and the GPU dashboard "
+            "show no GPU for them (fix: ") in proc.stdout, proc.stdout

@@ -50,6 +50,18 @@ def _has_data(prom: str, expr: str) -> bool:
     return any(r["value"][1] not in ("NaN", "+Inf", "-Inf") for r in query(prom, expr))
 
 
+def fast_slo_rules(workdir) -> list[str]:
+    """The default SLO rule files, written to `workdir` with the demo's compression and each group evaluated every
+    second (the demo's 10 s made the recordings first appear 14 s and the SLI 18 s into the load; the panels only
+    need data)."""
+    rules = []
+    for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
+        text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", _compress(path.read_text()))
+        (workdir / path.name).write_text(text)
+        rules.append(str(workdir / path.name))
+    return rules
+
+
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
     need("prometheus")
@@ -65,13 +77,7 @@ def prom(tmp_path_factory):
                                      f"127.0.0.1:{port}", *[a for t in targets for a in ("--target", t)],
                                      *[a for m in MODELS.values() for a in ("--max-running-requests", f"{m}=8")]],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        rules = []
-        for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
-            # the demo's compression, each group evaluated every second (the demo's 10 s made the recordings
-            # first appear 14 s and the SLI 18 s into the load; the panels only need data)
-            text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", _compress(path.read_text()))
-            (workdir / path.name).write_text(text)
-            rules.append(str(workdir / path.name))
+        rules = fast_slo_rules(workdir)
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rules,
                   "scrape_configs": [{"job_name": "inferwatch", "honor_labels": True,
                                       "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]}
@@ -111,7 +117,8 @@ def test_front_door_exemption_only_covers_front_door_panels():
         assert any("llm_frontdoor_" in t["expr"] for t in panel["targets"]), panel["title"]
 
 
-def _cases():
+def panel_cases():
+    """Every panel of the four dashboards but rows and front-door-only ones, as (board, panel) params."""
     for name, text in build().items():
         board = json.loads(text)
         for panel in board["panels"]:
@@ -119,7 +126,7 @@ def _cases():
                 yield pytest.param(board, panel, id=f"{name}:{panel['title']}")
 
 
-@pytest.mark.parametrize("board, panel", list(_cases()))
+@pytest.mark.parametrize("board, panel", list(panel_cases()))
 def test_panel_has_data_for_both_engines(board, panel, prom):
     exprs = [t["expr"] for t in panel["targets"]]
     per_engine = any("$engine" in e or "$model" in e for e in exprs)

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 import sys
 import threading
 
 import pytest
 
-from conftest import ROOT, need
+from conftest import need
 from engines import engine_url  # noqa: F401 - the fixture
 from harness import free_port, get
-from inferwatch.dashboards._build import build
 from inferwatch.sim import LoadConfig, run_load
-from inferwatch.sim._demo import _compress
 from promtools import prometheus, query, wait_for
-from test_dashboards_data import _front_door_only, _has_data, _substitute
+from test_dashboards_data import _has_data, _substitute, fast_slo_rules, panel_cases
 
 pytestmark = pytest.mark.real_engine
 
@@ -52,11 +49,7 @@ def loaded(engine_url, tmp_path_factory):  # noqa: F811 - the fixture above
                                  f"127.0.0.1:{port}", "--target", f"vllm={engine_url}/metrics", "--timeout", "20s",
                                  "--max-running-requests", f"{model}=2"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rules = []
-    for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
-        text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", _compress(path.read_text()))
-        (workdir / path.name).write_text(text)
-        rules.append(str(workdir / path.name))
+    rules = fast_slo_rules(workdir)
     config = {"global": {"scrape_interval": "5s", "scrape_timeout": "5s", "evaluation_interval": "1s"},
               "rule_files": rules,
               "scrape_configs": [{"job_name": "inferwatch", "honor_labels": True,
@@ -84,15 +77,7 @@ def loaded(engine_url, tmp_path_factory):  # noqa: F811 - the fixture above
         exporter.wait(30)
 
 
-def _cases():
-    for name, text in build().items():
-        board = json.loads(text)
-        for panel in board["panels"]:
-            if panel["type"] != "row" and not _front_door_only(panel):
-                yield pytest.param(board, panel, id=f"{name}:{panel['title']}")
-
-
-@pytest.mark.parametrize("board, panel", list(_cases()))
+@pytest.mark.parametrize("board, panel", list(panel_cases()))
 def test_panel_has_data_on_the_real_engine(board, panel, loaded):
     prom, model = loaded
     why = _why_empty(panel)

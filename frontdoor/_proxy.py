@@ -583,10 +583,9 @@ class Frontdoor:
             if f.first_visible is not None:
                 times["ttft"] = f.first_visible - ex.start
                 if visible and visible >= 2:
-                    # to the stream's end, not the last visible read: tokens that all came in one read (a fast
-                    # engine, a batching gateway) are a sample too, or the fast-enough SLO would drop them
-                    end = max(f.last_visible or f.first_visible, f.last_event or f.first_visible)
-                    times["tpot"] = (end - f.first_visible) / (visible - 1)
+                    # to the stream's last event, not the last visible read: tokens that all came in one read (a
+                    # fast engine, a batching gateway) are a sample too, or the fast-enough SLO would drop them
+                    times["tpot"] = (f.last_event - f.first_visible) / (visible - 1)
             if metered:
                 self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning))
             if self.access:

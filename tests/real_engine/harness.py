@@ -193,7 +193,8 @@ def main() -> int:
     args, flags = parser.parse_known_args()
     try:
         if args.what == "install":
-            print(f"ready: {install()} and {model(install())}")
+            python = install()
+            print(f"ready: {python} and {model(python)}")
             return 0
         stop_on = {signal.SIGINT, signal.SIGTERM}
         signal.pthread_sigmask(signal.SIG_BLOCK, stop_on)      # held for sigwait, so the group is always stopped

@@ -69,6 +69,9 @@ def frontdoor(
             "Open client connections; more get 503 and are closed."))] = 4096,
         max_client_connections: Annotated[int, typer.Option(metavar="N", help=(
             "Open client connections from one address; more get 503 and are closed."))] = 1024,
+        max_pipelined: Annotated[int, typer.Option(metavar="N", help=(
+            "Requests a client may send ahead on one connection while one is answered (HTTP/1.1 pipelining); "
+            "more closes the connection."))] = 16,
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Proxy an OpenAI-compatible engine and meter what users feel, on its own /metrics.
 
@@ -106,14 +109,18 @@ def frontdoor(
         if value < 0:
             raise typer.BadParameter(f"{value}: must be 0 or more", param_hint=flag)
     for flag, value in (("--max-connections", max_connections), ("--max-client-connections",
-                                                                 max_client_connections)):
+                                                                 max_client_connections),
+                        ("--max-pipelined", max_pipelined)):
         if value < 1:
             raise typer.BadParameter(f"{value}: must be 1 or more", param_hint=flag)
     limits = Limits(head_timeout=_parsed(parse_seconds, head_timeout, "--head-timeout"),
                     max_head=_parsed(parse_size, max_head, "--max-head"),
                     keepalive_timeout=_parsed(parse_seconds, keepalive_timeout, "--keepalive-timeout"),
-                    max_connections=max_connections, max_client_connections=max_client_connections)
-    refresh = _parsed(parse_seconds, models_refresh, "--models-refresh")
+                    max_connections=max_connections, max_client_connections=max_client_connections,
+                    max_pipelined=max_pipelined)
+    # `0` (the help's "never") is no duration for parse_seconds, which refuses a zero
+    refresh = 0.0 if models_refresh.strip() in ("0", "0s") else _parsed(parse_seconds, models_refresh,
+                                                                          "--models-refresh")
     if refresh < 0 or limits.head_timeout <= 0 or limits.keepalive_timeout <= 0:
         raise typer.BadParameter("durations must be above 0",
                                  param_hint="--models-refresh, --head-timeout, --keepalive-timeout")

@@ -36,6 +36,7 @@ class Limits:
     keepalive_timeout: float = 75.0         # a connection with no request in progress, new or kept alive
     max_connections: int = 4096             # open client connections, all addresses together
     max_client_connections: int = 1024      # open client connections from one address
+    max_pipelined: int = 16                 # requests a client sends ahead on one connection before answers
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,19 @@ timer after a response; from the connection's start, this one's too, as
 aiohttp before 3.10 had none there). Each refusal or close is
 counted by reason (`llm_frontdoor_refused_total`).
 
+While a request is handled, what the client sends ahead on the same connection
+(HTTP/1.1 pipelining) is bounded too: at most `max_pipelined` parsed requests
+wait, and the bytes that come meanwhile may be the request's body (`max_body`)
+and that many heads (`max_head` each), no more; past either the connection is
+closed. A body the handler has not read yet is held back by aiohttp's own flow
+control (it stops reading the socket).
+
 The guard reads aiohttp's RequestHandler from the inside (`_messages`, the queue
-its parser fills, and `_handle_request`): a head is complete when the parser
-queued a message, and the connection waits for the next head again once its
-requests are handled. Bytes of a pipelined request that come while another is
-handled are left to aiohttp's own limits.
+its parser fills, `_handle_request` and `_process_keepalive`; the Server's
+`_loop` and `_kwargs`): a head is complete when the parser queued a message, and
+the connection waits for the next head again once its requests are handled.
+`check_aiohttp()` fails at start-up, with the version to use, when an aiohttp
+release no longer has them, so the bounds can never be silently off.
 """
 
 from __future__ import annotations
@@ -29,7 +37,11 @@ from aiohttp.web_protocol import RequestHandler
 
 from inferwatch.frontdoor._config import Limits
 
-__all__ = ["ConnectionGuard", "GuardedSite"]
+__all__ = ["ConnectionGuard", "GuardedSite", "check_aiohttp", "fit_open_files", "SPARE_FILES"]
+
+# what the process holds besides client connections and their upstream sockets: listeners, the access log, the
+# upstreams' /v1/models refresh, the admin listener's scrapes
+SPARE_FILES = 64
 
 # each reason given to on_refused is a key of _metrics.REFUSED (llm_frontdoor_refused_total's `reason`)
 _BUSY_TEXT = b"too many connections to the front door; retry\n"
@@ -40,8 +52,10 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConte
 class ConnectionGuard:
     """Counts open connections, globally and per address, and refusals by reason (`on_refused(reason)`)."""
 
-    def __init__(self, limits: Limits, on_refused: Callable[[str], None]):
+    def __init__(self, limits: Limits, on_refused: Callable[[str], None], max_body: int = 1 << 20):
         self.limits, self.on_refused = limits, on_refused
+        # the bytes one connection may send while a request of it is handled: its body and the heads sent ahead
+        self.max_ahead = max_body + limits.max_pipelined * limits.max_head
         self.open = 0
         self.by_address: Counter[str] = Counter()
 
@@ -65,12 +79,14 @@ class ConnectionGuard:
 class _GuardedHandler(RequestHandler):
     """aiohttp's connection handler, admitted by the guard, its heads bounded in time and size."""
 
-    __slots__ = ("_guard", "_address", "_refused", "_head_bytes", "_head_timer", "_busy", "_idle_timer")
+    __slots__ = ("_guard", "_address", "_refused", "_head_bytes", "_head_timer", "_busy", "_idle_timer",
+                 "_ahead_bytes")
 
     def __init__(self, manager, guard: ConnectionGuard, **kwargs):
         super().__init__(manager, **kwargs)
         self._guard, self._address, self._refused = guard, "", False
         self._head_bytes, self._head_timer, self._busy, self._idle_timer = 0, None, False, None
+        self._ahead_bytes = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -98,7 +114,11 @@ class _GuardedHandler(RequestHandler):
         if self._refused:
             return
         if self._busy or self.transport is None:
+            self._ahead_bytes += len(data)
             super().data_received(data)
+            if self._busy and (len(self._messages) > self._guard.limits.max_pipelined
+                               or self._ahead_bytes > self._guard.max_ahead):
+                self._refuse("pipelined")
             return
         first = not self._head_bytes
         if first and data:
@@ -106,7 +126,7 @@ class _GuardedHandler(RequestHandler):
         self._head_bytes += len(data)
         super().data_received(data)
         if self._messages:                            # the head is complete (a body may follow)
-            self._busy, self._head_bytes = True, 0
+            self._busy, self._head_bytes, self._ahead_bytes = True, 0, 0
             self._stop_head_timer()
         elif self._head_bytes > self._guard.limits.max_head:
             self._refuse("head_too_large")
@@ -118,6 +138,8 @@ class _GuardedHandler(RequestHandler):
             return await super()._handle_request(request, start_time, request_handler)
         finally:
             self._busy = bool(self._messages)         # a pipelined request already parsed is handled next
+            if not self._busy:
+                self._ahead_bytes = 0
 
     def _head_expired(self) -> None:
         self._head_timer = None
@@ -170,3 +192,31 @@ class GuardedSite(web.TCPSite):
             handler, self._host, self._port, backlog=self._backlog, reuse_address=self._reuse_address,
             reuse_port=self._reuse_port)
         self._bound_port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self._port
+
+
+def check_aiohttp() -> None:
+    """Raise RuntimeError when this aiohttp lacks the internals the guard reads (see the module's docstring)."""
+    import aiohttp
+    from aiohttp.web_server import Server
+
+    missing = [name for name in ("_messages",) if name not in getattr(RequestHandler, "__slots__", ())]
+    missing += [name for name in ("_handle_request", "_process_keepalive", "force_close")
+                if not callable(getattr(RequestHandler, name, None))]
+    source = Server.__init__.__code__.co_names
+    missing += [f"Server.{name}" for name in ("_loop", "_kwargs") if name not in source]
+    if missing:
+        raise RuntimeError(f"aiohttp {aiohttp.__version__} has no {', '.join(missing)}: the front door's connection "
+                           f"limits cannot work with it; install an aiohttp release from 3.9 to 3.14")
+
+
+def fit_open_files(limits: Limits, open_files: int) -> Limits:
+    """`limits` with at most as many client connections as `open_files` allows: two sockets each (the client's
+    and its upstream's) and SPARE_FILES for the rest. Past it, accept() would fail for everyone at once (EMFILE)
+    instead of the flooder getting a 503."""
+    import dataclasses
+
+    most = max(1, (open_files - SPARE_FILES) // 2)
+    if limits.max_connections <= most:
+        return limits
+    return dataclasses.replace(limits, max_connections=most,
+                               max_client_connections=min(limits.max_client_connections, most))

@@ -19,6 +19,8 @@ REFUSED = {
     "client_connections": "a connection over --max-client-connections from one address (503, closed)",
     "head_timeout": "a request head unfinished --head-timeout after its first byte (closed)",
     "head_too_large": "a request head over --max-head bytes (closed)",
+    "pipelined": "more than --max-pipelined requests sent ahead on one connection, or their bytes over "
+                 "--max-body plus that many --max-head (closed)",
     "idle_timeout": "a connection with no request for --keepalive-timeout (closed)",
     "path": "a path no --allow-path names (404)",
     "bad_path": "a path with a dot segment, a backslash or a NUL, encoded or not (400)",

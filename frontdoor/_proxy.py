@@ -36,6 +36,7 @@ import socket
 import struct
 import time
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -48,7 +49,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from inferwatch.errors import InferwatchError
 from inferwatch.frontdoor._accesslog import AccessLog, access_record
 from inferwatch.frontdoor._config import FrontdoorConfig, Upstream
-from inferwatch.frontdoor._guard import ConnectionGuard, GuardedSite
+from inferwatch.frontdoor._guard import SPARE_FILES, ConnectionGuard, GuardedSite, check_aiohttp, fit_open_files
 from inferwatch.frontdoor._idle import IdleWatch
 from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
 from inferwatch.frontdoor._labels import Callers, Models
@@ -231,7 +232,8 @@ class Frontdoor:
         self.metrics = FrontdoorMetrics()
         self.callers = Callers(config.caller_header, config.caller_salt, config.max_callers, config.callers_file)
         self.models = Models(tuple(m for m, _ in config.routes) + config.models, config.max_models)
-        self.guard = ConnectionGuard(config.limits, lambda reason: self.metrics.refused.labels(reason).inc())
+        self.guard = ConnectionGuard(config.limits, lambda reason: self.metrics.refused.labels(reason).inc(),
+                                     config.max_body)
         self.admin: web.AppRunner | None = None            # the admin listener's runner, once started
         self._models_task: asyncio.Task | None = None
         self.session: aiohttp.ClientSession | None = None
@@ -646,9 +648,23 @@ async def start(config: FrontdoorConfig, app: web.Application | None = None) -> 
 
 
 def serve(config: FrontdoorConfig) -> None:
-    """Serve until SIGINT or SIGTERM; a failed bind or access log is one clear InferwatchError."""
-    from inferwatch.frontdoor._serve import serve_app
+    """Serve until SIGINT or SIGTERM; a failed bind or access log is one clear InferwatchError. --max-connections
+    is lowered to what the open-files limit allows, with a warning."""
+    from inferwatch.frontdoor._serve import raise_open_files_limit, serve_app
 
+    try:
+        check_aiohttp()
+    except RuntimeError as err:
+        raise InferwatchError(str(err)) from None
+    files = raise_open_files_limit()
+    fitted = fit_open_files(config.limits, files)
+    if fitted != config.limits:
+        log.warning("--max-connections %d needs about %d open files (two per connection and %d spare), but the "
+                    "limit is %d (ulimit -n): serving at most %d connections, %d from one address; raise the "
+                    "limit to allow more", config.limits.max_connections,
+                    2 * config.limits.max_connections + SPARE_FILES, SPARE_FILES, files, fitted.max_connections,
+                    fitted.max_client_connections)
+        config = dataclasses.replace(config, limits=fitted)
     try:
         app = make_app(config)
     except OSError as err:

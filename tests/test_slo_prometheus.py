@@ -139,7 +139,9 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
             wait_for(lambda: all(scrapes[p.stem] >= 3 for p in ENGINES), timeout=30)
             for p, text in normalized.items():
                 lines = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
-                got = query(prom, f'scrape_samples_scraped{{job="{p.stem}"}}')
+                # a scrape may miss its 1 s timeout on a busy machine (0 samples, up 0): wait for one that did not
+                samples = f'scrape_samples_scraped{{job="{p.stem}"}} and on (job, instance) up == 1'
+                got = wait_for(lambda: query(prom, samples), timeout=60)
                 assert [int(float(r["value"][1])) for r in got] == [lines], p.name
                 got = query(prom, f'count({{job="{p.stem}", __name__!~"up|scrape_.+"}})')
                 assert int(float(got[0]["value"][1])) == lines, p.name

@@ -6,6 +6,10 @@ names. One `sample(wait)` is one pass: a GPM sample of every GPU that has GPM,
 tensor and DRAM activity (Hopper and newer; percentages, served as 0-1 ratios).
 A read the GPU does not support is left out; a GPU that is lost answers
 `gpu_up 0` while the others keep serving.
+
+Each GPU's workloads come from the kubelet's PodResources API (`pod_resources`)
+when it lists the GPU, else from its processes (`pods`, a PodResolver); the
+reading says which (model.ATTRIBUTION_SOURCES).
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class _Device:
     parent: object | None = None    # a MIG instance's GPU
     gpu_instance: int | None = None
     gpm: bool = False               # take GPM samples of it
+    keys: tuple[str, ...] = ()      # the IDs a device plugin may list it by (PodResources device_key)
     profiling: bool | None = None   # what gpu_profiling_supported says; None on a GPU whose MIG instances answer
 
 
@@ -87,8 +92,10 @@ class NvmlBackend:
 
     name = "nvml"
 
-    def __init__(self, nvml, hostname: str, pods=None, sleep=time.sleep):
+    def __init__(self, nvml, hostname: str, pods=None, sleep=time.sleep, pod_resources=None):
         self.nv, self.hostname, self.pods, self.sleep = nvml, hostname, pods, sleep
+        self.pod_resources = pod_resources
+        self._unresolved: set[Labels] = set()   # devices whose processes named no pod, said once each
         self.errors: Counter = Counter()
         self.xids: Counter = Counter()        # (uuid, xid) -> count since start
         self._events = None
@@ -123,6 +130,7 @@ class NvmlBackend:
     def sample(self, wait: float) -> Snapshot:
         started = time.monotonic()
         devices = self._discover()
+        allocated = self.pod_resources.devices() if self.pod_resources is not None else None
         gpm = [d for d in devices if d.gpm]
         first = self._gpm_samples(gpm)
         busy = time.monotonic() - started
@@ -133,14 +141,16 @@ class NvmlBackend:
         readings = []
         for device in devices:
             readings.append(self._reading(device, first.get(device.index, {}).get(device.identity),
-                                          second.get(device.index, {}).get(device.identity)))
+                                          second.get(device.index, {}).get(device.identity), allocated))
         for samples in (first, second):
             for per_device in samples.values():
                 for sample in per_device.values():
                     self._free(sample)
         return Snapshot(True, tuple(readings), taken_at=time.time(),
                         duration=busy + time.monotonic() - started, errors=dict(self.errors),
-                        pod_list_errors=dict(getattr(self.pods, "errors", {})))
+                        pod_list_errors=dict(getattr(self.pods, "errors", {})),
+                        pod_resources_errors=dict(getattr(self.pod_resources, "errors", {})),
+                        pod_resources_up=getattr(self.pod_resources, "up", None))
 
     # -- discovery ----------------------------------------------------------------------------------------
 
@@ -160,7 +170,8 @@ class NvmlBackend:
             self._register_events(handle, uuid)
             gpm = self._optional(lambda: bool(nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice), False)
             migs = self._mig_instances(handle, index, identity, gpm)
-            devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm))
+            devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm,
+                                   keys=(uuid,)))
             devices.extend(migs)
         return devices
 
@@ -181,8 +192,11 @@ class NvmlBackend:
                 self._count(err)
                 continue
             profile = f"{attrs.gpuInstanceSliceCount}g.{math.ceil(attrs.memorySizeMB / 1024)}gb"  # 9.5 GiB: 1g.10gb
+            # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci
+            keys = (self._optional(lambda: nv.nvmlDeviceGetUUID(mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}")
             found.append(_Device(index, mig, identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
-                                 parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm))
+                                 parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm,
+                                 keys=tuple(k for k in keys if k)))
         return found
 
     def _register_events(self, handle, uuid: str) -> None:
@@ -242,21 +256,21 @@ class NvmlBackend:
 
     # -- plain reads --------------------------------------------------------------------------------------
 
-    def _reading(self, device: _Device, first, second) -> Reading:
+    def _reading(self, device: _Device, first, second, allocated: dict | None) -> Reading:
         if device.handle is None:
             return Reading(device.identity, up=False)
         try:
             samples = self._plain(device)
             if first is not None and second is not None:
                 samples += self._read(lambda: self._gpm_values(first, second), [])
-            workloads = self._workloads(device)
+            workloads, source = self._workloads(device, allocated)
         except _Lost:
             return Reading(device.identity, up=False)
         uuid = dict(device.identity).get("uuid", "")
         if device.parent is None:
             samples += [("gpu_xid_errors_total", (("xid", str(xid)),), float(n))
                         for (u, xid), n in sorted(self.xids.items()) if u == uuid]
-        return Reading(device.identity, True, device.profiling, tuple(samples), workloads)
+        return Reading(device.identity, True, device.profiling, tuple(samples), workloads, source)
 
     def _plain(self, device: _Device) -> list[tuple[str, Labels, float]]:
         nv, h, rows = self.nv, device.handle, []
@@ -294,11 +308,27 @@ class NvmlBackend:
             multiply=1024)   # KB/s
         return rows
 
-    def _workloads(self, device: _Device) -> tuple[Workload, ...]:
+    def _workloads(self, device: _Device, allocated: dict | None) -> tuple[tuple[Workload, ...], str]:
+        """The containers using the device, and the ATTRIBUTION_SOURCES name of what said so."""
+        if allocated:
+            held = {w for key in device.keys for w in allocated.get(key, ())}
+            if held:
+                self._unresolved.discard(device.identity)
+                return tuple(sorted(held)), "pod_resources"
         if self.pods is None:
-            return ()
+            return (), "" if self.pod_resources is None else "none"
         procs = self._read(lambda: self.nv.nvmlDeviceGetComputeRunningProcesses(device.handle), [])
-        return self.pods.workloads(sorted({p.pid for p in procs}))
+        pids = sorted({p.pid for p in procs})
+        found = self.pods.workloads(pids)
+        if found or not pids:
+            self._unresolved.discard(device.identity)
+            return found, "process" if found else "none"
+        if device.identity not in self._unresolved:
+            self._unresolved.add(device.identity)
+            log.warning("GPU %s: %d processes (pid %s) but none traced to a pod: is /proc/PID/cgroup readable "
+                        "(hostPID)? Its series carry no pod label", dict(device.identity).get("uuid", "?"),
+                        len(pids), pids[0])
+        return (), "unresolved"
 
     def _drain_xids(self) -> None:
         """Count the XID events queued since the last pass, without waiting."""

@@ -325,9 +325,11 @@ class NvmlBackend:
             return found, "process" if found else "none"
         if device.identity not in self._unresolved:
             self._unresolved.add(device.identity)
-            log.warning("GPU %s: %d processes (pid %s) but none traced to a pod: is /proc/PID/cgroup readable "
-                        "(hostPID)? Its series carry no pod label", dict(device.identity).get("uuid", "?"),
-                        len(pids), pids[0])
+            ident = dict(device.identity)
+            where = ident.get("uuid", "?") + (f" MIG {ident['GPU_I_ID']}" if "GPU_I_ID" in ident else "")
+            log.warning("GPU %s: %d processes (pid %s) but none traced to a pod and the kubelet lists no pod for "
+                        "it: is /proc/PID/cgroup readable (hostPID)? Its series carry no pod label", where, len(pids),
+                        pids[0])
         return (), "unresolved"
 
     def _drain_xids(self) -> None:

@@ -1,9 +1,10 @@
 """A Snapshot as Prometheus text: the common GPU vocabulary first, then the exporter's own health.
 
 Names, types and help come from the catalog (mappings/catalog.yaml), so this
-exporter cannot drift from what the DCGM mapping produces. A GPU used by
-processes of several pods is written once per pod: each engine then joins its
-GPU on `pod` (aggregate with `max by (uuid)` to count a GPU once).
+exporter cannot drift from what the DCGM mapping produces. A GPU held by several
+containers (time-slicing) or used by processes of several pods is written once
+per container: each engine then joins its GPU on `pod` (aggregate with
+`max by (uuid)` to count a GPU once).
 """
 
 from __future__ import annotations

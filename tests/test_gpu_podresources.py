@@ -85,6 +85,10 @@ def client(path, **kw) -> PodResourcesClient:
     (MIG1, MIG1),                                                         # a MIG instance (R470 on)
     (f"{MIG1}::1", MIG1),                                                 # a time-sliced MIG instance
     (f"MIG-{GPU2}/1/0", f"MIG-{GPU2}/1"),                                 # a MIG instance before R470
+    ("nvidia0", "nvidia0"),                                               # GKE: by device node
+    ("nvidia0/vgpu3", "nvidia0"),                                         # GKE time-sharing
+    ("nvidia2/gi1", "nvidia2/gi1"),                                       # GKE MIG
+    ("nvidia2/gi1/vgpu0", "nvidia2/gi1"),
 ])
 def test_device_ids_are_keyed_as_nvml_names_the_device(device_id, key):
     assert device_key(device_id) == key
@@ -290,6 +294,19 @@ def test_the_exporter_labels_gpus_with_the_kubelets_pods(tmp_path, kubelet):
                               ("2", "1"): "pod_resources", ("2", "2"): "none"}
     assert values(text, OWN + "pod_resources_up") == [({}, 1.0)]
     assert not values(text, OWN + "pod_resources_errors_total")
+
+
+def test_gke_device_ids_name_gpus_by_device_node(tmp_path, kubelet):
+    """GKE's device plugin lists /dev/nvidia<minor> and <minor>/gi<gi>, shared ones with /vgpu<N>."""
+    kubelet.answer = answer(pod("inference", "llama-0", ("vllm", [("nvidia.com/gpu", ["nvidia0/vgpu0"])])),
+                            pod("inference", "llama-1", ("vllm", [("nvidia.com/gpu", ["nvidia0/vgpu1"])])),
+                            pod("research", "mig-job-0", ("trainer", [("nvidia.com/gpu", ["nvidia2/gi2"])])))
+    exporter = _node(tmp_path, kubelet.path)
+    exporter.step()
+    text = exporter.render()
+    assert sorted(w["pod"] for w, _ in values(text, "gpu_utilization_ratio", gpu="0")) == ["llama-0", "llama-1"]
+    assert [w["pod"] for w, _ in values(text, "gpu_memory_used_bytes", GPU_I_ID="2")] == ["mig-job-0"]
+    assert _sources(text)[("0", None)] == _sources(text)[("2", "2")] == "pod_resources"
 
 
 def test_without_the_socket_the_exporter_falls_back_and_says_so(tmp_path, sock_dir, caplog):

@@ -51,6 +51,7 @@ THROTTLE_REASONS = (
 # Every pynvml name this backend uses; a test checks each against the installed nvidia-ml-py.
 NVML_NAMES = (
     "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetUUID",
+    "nvmlDeviceGetMinorNumber",
     "nvmlDeviceGetName", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage",
     "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature",
     "nvmlDeviceGetClockInfo",
@@ -169,13 +170,16 @@ class NvmlBackend:
             self._known[index] = identity
             self._register_events(handle, uuid)
             gpm = self._optional(lambda: bool(nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice), False)
-            migs = self._mig_instances(handle, index, identity, gpm)
+            # GKE's device plugin names GPUs by their device node, /dev/nvidia<minor>
+            minor = self._optional(lambda: nv.nvmlDeviceGetMinorNumber(handle), None)
+            gke = f"nvidia{minor}" if minor is not None else ""
+            migs = self._mig_instances(handle, index, identity, gpm, gke)
             devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm,
-                                   keys=(uuid,)))
+                                   keys=tuple(k for k in (uuid, gke) if k)))
             devices.extend(migs)
         return devices
 
-    def _mig_instances(self, handle, index: int, identity: Labels, gpm: bool) -> list[_Device]:
+    def _mig_instances(self, handle, index: int, identity: Labels, gpm: bool, gke: str) -> list[_Device]:
         nv = self.nv
         mode = self._optional(lambda: nv.nvmlDeviceGetMigMode(handle)[0], 0)
         if mode != nv.NVML_DEVICE_MIG_ENABLE:
@@ -192,8 +196,10 @@ class NvmlBackend:
                 self._count(err)
                 continue
             profile = f"{attrs.gpuInstanceSliceCount}g.{math.ceil(attrs.memorySizeMB / 1024)}gb"  # 9.5 GiB: 1g.10gb
-            # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci
-            keys = (self._optional(lambda: nv.nvmlDeviceGetUUID(mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}")
+            # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci;
+            # GKE's as nvidia<minor>/gi<gi>
+            keys = (self._optional(lambda: nv.nvmlDeviceGetUUID(mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}",
+                    f"{gke}/gi{gi}" if gke else "")
             found.append(_Device(index, mig, identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
                                  parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm,
                                  keys=tuple(k for k in keys if k)))

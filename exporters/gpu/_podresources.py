@@ -38,8 +38,8 @@ TIMEOUT = 2.0
 TTL = 10.0                 # seconds a List answer (or failure) stands
 # 110 pods of a few containers, each device ID ~45 bytes: tens of KiB. 16 MiB is generous and still bounds memory.
 MAX_ANSWER_BYTES = 16 * 2**20
-# Resources whose device IDs are GPUs: the NVIDIA device plugin's, a renamed shared one (time-slicing's
-# `renameByDefault` gives nvidia.com/gpu.shared), and MIG profiles under the mixed strategy.
+# Resources whose device IDs are GPUs: the NVIDIA device plugin's (GKE's too), a renamed shared one
+# (time-slicing's `renameByDefault` gives nvidia.com/gpu.shared), and MIG profiles under the mixed strategy.
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.*", "nvidia.com/mig-*")
 # Why the PodResources API could not be read: a bounded set, as it is a label value.
 POD_RESOURCES_ERRORS = {
@@ -53,12 +53,14 @@ POD_RESOURCES_ERRORS = {
 }
 # MIG device IDs of drivers before R470: MIG-GPU-<parent uuid>/<GPU instance>/<compute instance>
 _LEGACY_MIG = re.compile(r"^MIG-(GPU-[^/]+)/(\d+)/\d+$")
+_GKE_SHARED = re.compile(r"/vgpu\d+$")       # GKE's device plugin: nvidia<minor>[/gi<GPU instance>][/vgpu<N>]
 
 
 def device_key(device_id: str) -> str:
-    """The name NVML knows a device ID's device by: its GPU-/MIG- UUID without time-slicing's `::N` replica
-    suffix; a pre-R470 MIG ID `MIG-GPU-<uuid>/<gi>/<ci>` as `MIG-GPU-<uuid>/<gi>` (its GPU instance)."""
-    base = device_id.split("::", 1)[0]
+    """The name NVML knows a device ID's device by (NvmlBackend's device keys): its GPU-/MIG- UUID without
+    time-slicing's `::N` replica suffix; a pre-R470 MIG ID `MIG-GPU-<uuid>/<gi>/<ci>` as `MIG-GPU-<uuid>/<gi>`
+    (its GPU instance); GKE's `nvidia<minor>[/gi<gi>]` without its `/vgpu<N>` sharing suffix."""
+    base = _GKE_SHARED.sub("", device_id.split("::", 1)[0])
     legacy = _LEGACY_MIG.match(base)
     return f"MIG-{legacy.group(1)}/{legacy.group(2)}" if legacy else base
 

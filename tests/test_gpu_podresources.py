@@ -85,6 +85,7 @@ def client(path, **kw) -> PodResourcesClient:
     (MIG1, MIG1),                                                         # a MIG instance (R470 on)
     (f"{MIG1}::1", MIG1),                                                 # a time-sliced MIG instance
     (f"MIG-{GPU2}/1/0", f"MIG-{GPU2}/1"),                                 # a MIG instance before R470
+    ("1", "1"), ("1::2", "1"), ("2:0", "2:0"), ("2:0::1", "2:0"),         # deviceIDStrategy=index
     ("nvidia0", "nvidia0"),                                               # GKE: by device node
     ("nvidia0/vgpu3", "nvidia0"),                                         # GKE time-sharing
     ("nvidia2/gi1", "nvidia2/gi1"),                                       # GKE MIG
@@ -307,6 +308,18 @@ def test_gke_device_ids_name_gpus_by_device_node(tmp_path, kubelet):
     assert sorted(w["pod"] for w, _ in values(text, "gpu_utilization_ratio", gpu="0")) == ["llama-0", "llama-1"]
     assert [w["pod"] for w, _ in values(text, "gpu_memory_used_bytes", GPU_I_ID="2")] == ["mig-job-0"]
     assert _sources(text)[("0", None)] == _sources(text)[("2", "2")] == "pod_resources"
+
+
+def test_index_device_ids_name_gpus_by_nvml_index(tmp_path, kubelet):
+    """The NVIDIA device plugin with deviceIDStrategy=index (Bottlerocket's default) lists <index> and
+    <index>:<MIG index>; GPU 2's second MIG slot is its GPU instance 2."""
+    kubelet.answer = answer(pod("batch", "embed-0", ("embed", [("nvidia.com/gpu", ["1::0"])])),
+                            pod("research", "mig-job-0", ("trainer", [("nvidia.com/mig-3g.40gb", ["2:1"])])))
+    exporter = _node(tmp_path, kubelet.path)
+    exporter.step()
+    text = exporter.render()
+    assert [w["pod"] for w, _ in values(text, "gpu_utilization_ratio", gpu="1")] == ["embed-0"]
+    assert [w["pod"] for w, _ in values(text, "gpu_memory_used_bytes", GPU_I_ID="2")] == ["mig-job-0"]
 
 
 def test_without_the_socket_the_exporter_falls_back_and_says_so(tmp_path, sock_dir, caplog):

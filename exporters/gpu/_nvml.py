@@ -170,12 +170,13 @@ class NvmlBackend:
             self._known[index] = identity
             self._register_events(handle, uuid)
             gpm = self._optional(lambda: bool(nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice), False)
-            # GKE's device plugin names GPUs by their device node, /dev/nvidia<minor>
+            # device plugins list a GPU by UUID; with deviceIDStrategy=index (Bottlerocket's default) by NVML
+            # index; GKE's by device node, /dev/nvidia<minor>
             minor = self._optional(lambda: nv.nvmlDeviceGetMinorNumber(handle), None)
             gke = f"nvidia{minor}" if minor is not None else ""
             migs = self._mig_instances(handle, index, identity, gpm, gke)
             devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm,
-                                   keys=tuple(k for k in (uuid, gke) if k)))
+                                   keys=tuple(k for k in (uuid, str(index), gke) if k)))
             devices.extend(migs)
         return devices
 
@@ -197,9 +198,9 @@ class NvmlBackend:
                 continue
             profile = f"{attrs.gpuInstanceSliceCount}g.{math.ceil(attrs.memorySizeMB / 1024)}gb"  # 9.5 GiB: 1g.10gb
             # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci;
-            # GKE's as nvidia<minor>/gi<gi>
+            # with deviceIDStrategy=index as <GPU index>:<MIG index>; GKE's as nvidia<minor>/gi<gi>
             keys = (self._optional(lambda: nv.nvmlDeviceGetUUID(mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}",
-                    f"{gke}/gi{gi}" if gke else "")
+                    f"{index}:{i}", f"{gke}/gi{gi}" if gke else "")
             found.append(_Device(index, mig, identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
                                  parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm,
                                  keys=tuple(k for k in keys if k)))

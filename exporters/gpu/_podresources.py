@@ -57,9 +57,10 @@ _GKE_SHARED = re.compile(r"/vgpu\d+$")       # GKE's device plugin: nvidia<minor
 
 
 def device_key(device_id: str) -> str:
-    """The name NVML knows a device ID's device by (NvmlBackend's device keys): its GPU-/MIG- UUID without
-    time-slicing's `::N` replica suffix; a pre-R470 MIG ID `MIG-GPU-<uuid>/<gi>/<ci>` as `MIG-GPU-<uuid>/<gi>`
-    (its GPU instance); GKE's `nvidia<minor>[/gi<gi>]` without its `/vgpu<N>` sharing suffix."""
+    """The name NVML knows a device ID's device by (NvmlBackend's device keys): its GPU-/MIG- UUID, or its
+    `<index>[:<MIG index>]` (deviceIDStrategy=index), without time-slicing's `::N` replica suffix; a pre-R470 MIG
+    ID `MIG-GPU-<uuid>/<gi>/<ci>` as `MIG-GPU-<uuid>/<gi>` (its GPU instance); GKE's `nvidia<minor>[/gi<gi>]`
+    without its `/vgpu<N>` sharing suffix."""
     base = _GKE_SHARED.sub("", device_id.split("::", 1)[0])
     legacy = _LEGACY_MIG.match(base)
     return f"MIG-{legacy.group(1)}/{legacy.group(2)}" if legacy else base

@@ -214,6 +214,7 @@ def test_a_socket_that_does_not_speak_grpc(sock_dir):
 
 def test_a_kubelet_going_away_and_coming_back(sock_dir, caplog):
     """A kubelet restart: each new failure said once, then the next List after the TTL reads the new kubelet."""
+    caplog.set_level(logging.INFO, logger="inferwatch.exporter.gpu")
     path, clock = sock_dir / "kubelet.sock", Clock()
     first = Kubelet(path).start()
     first.answer = node_answer()

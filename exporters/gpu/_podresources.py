@@ -102,7 +102,7 @@ class PodResourcesClient:
     up: bool | None = None                                   # None: not asked yet
     _index: dict | None = None
     _asked: float = float("-inf")
-    _problem: str | None = None
+    _problem: str | None = None                              # the kind of the last failure, said once
 
     def devices(self) -> dict[str, tuple[Workload, ...]] | None:
         now = self.clock()
@@ -114,14 +114,13 @@ class PodResourcesClient:
         except _Failed as err:
             self._index, self.up = None, False
             self.errors[err.kind] = self.errors.get(err.kind, 0) + 1
-            problem = f"PodResources API at {self.socket_path}: {err.kind}: {err}"
-            if problem != self._problem:            # once per new problem, not once per pass
-                log.warning("%s (%s); attributing GPUs by their processes (/proc) instead", problem,
-                            POD_RESOURCES_ERRORS[err.kind])
-            self._problem = problem
+            if err.kind != self._problem:           # once per new kind of problem, not once per pass
+                log.warning("PodResources API at %s: %s: %s (%s); attributing GPUs by their processes (/proc) "
+                            "instead", self.socket_path, err.kind, err, POD_RESOURCES_ERRORS[err.kind])
+            self._problem = err.kind
             return None
         if self._problem is not None:
-            log.warning("PodResources API at %s answers again", self.socket_path)
+            log.info("PodResources API at %s answers again", self.socket_path)
         self._problem, self.up = None, True
         return self._index
 

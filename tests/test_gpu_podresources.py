@@ -103,6 +103,31 @@ def test_what_protobuf_encodes_decodes_to_each_gpus_containers():
     assert index_pod_resources(decode(b"")) == {}                         # a node without pods
 
 
+def test_random_answers_decode_as_protobuf_reads_them():
+    """Seeded random answers (any Unicode in names, empty fields, long IDs) read the same through our decoder as
+    through protobuf's own parser."""
+    import random
+
+    from kubelet_tools import api
+
+    rng = random.Random(29)
+    text = lambda: "".join(rng.choice("aZ-0.é漢\u200b/:") for _ in range(rng.randint(0, 12)))  # noqa: E731
+    for _ in range(50):
+        message = answer(*(pod(text(), text(), *((text(), [(rng.choice(["nvidia.com/gpu", "nvidia.com/mig-1g.5gb",
+                                                                        text()]),
+                                                             [text() * rng.randint(1, 30) for _ in range(3)])
+                                                            for _ in range(rng.randint(0, 3))])
+                                                 for _ in range(rng.randint(0, 3))))
+                           for _ in range(rng.randint(0, 5))))
+        parsed = api().ListPodResourcesResponse.FromString(message.SerializeToString())
+        expected = {"pod_resources": [
+            {"name": p.name, "namespace": p.namespace, "containers": [
+                {"name": c.name, "devices": [{"resource_name": d.resource_name, "device_ids": list(d.device_ids)}
+                                             for d in c.devices]} for c in p.containers]}
+            for p in parsed.pod_resources]}
+        assert decode(message.SerializeToString()) == expected
+
+
 @pytest.mark.parametrize("data", [
     b"\x0a\x05ab",                      # a length past the end
     b"\x0a",                            # a tag with nothing after it

@@ -2,8 +2,8 @@
 
 Four messages of the kubelet's podresources v1 API are read, each for two or
 three fields (`POD_RESOURCES` below, from its api.proto); everything else is
-skipped by wire type, so fields a newer kubelet adds (cpu_ids, memory, DRA
-claims) cost nothing. A length or tag that runs past its message raises
+skipped by wire type, so the fields a newer kubelet adds (cpu_ids, memory, DRA
+claims) are stepped over. A length or tag that runs past its message raises
 WireError: a cut or foreign answer is refused whole, never half-read.
 """
 

@@ -6,7 +6,9 @@ grpcio-tools' protoc, so what the exporter decodes was encoded by protobuf itsel
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import shutil
 import sys
 import tempfile
 import threading
@@ -27,6 +29,7 @@ def api():
         from grpc_tools import protoc
 
         out = Path(tempfile.mkdtemp(prefix="iw-podres-pb-"))
+        atexit.register(shutil.rmtree, out, True)
         rc = protoc.main(["protoc", f"-I{PROTO.parent}", f"--python_out={out}", str(PROTO)])
         assert rc == 0, f"protoc failed on {PROTO}"
         sys.path.insert(0, str(out))

@@ -278,6 +278,8 @@ def test_a_user_who_may_not_connect_gets_a_permission_error(kubelet):
             "assert c.devices() is None; print(sorted(c.errors.items()))")
     proc = subprocess.run(["setpriv", "--bounding-set", "-all", "--inh-caps", "-all", sys.executable, "-c", code,
                            str(kubelet.path)], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0 and proc.stderr.startswith("setpriv:"):
+        pytest.skip(f"setpriv cannot drop capabilities here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[('permission', 1)]"
     assert "permission" in proc.stderr and "UID 0" in proc.stderr       # the warning says what to change

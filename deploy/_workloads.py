@@ -1,5 +1,6 @@
 """Hardened pods: every inferwatch container runs non-root on a read-only root filesystem, with resources,
-probes and no capabilities; the one exception (hostPID for the NVML exporter) says why where it is set."""
+probes and no capabilities; the exceptions (the NVML exporter's hostPID, and its UID 0 for the kubelet's root-owned
+PodResources socket, still without capabilities) say why where they are set."""
 
 from __future__ import annotations
 

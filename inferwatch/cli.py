@@ -363,6 +363,9 @@ def exporter_gpu(
         = "/var/lib/kubelet/pods",
         proc_root: Annotated[str, typer.Option(metavar="DIR", help="The host's /proc (mounted in a container).")]
         = "/proc",
+        pod_resources_socket: Annotated[str, typer.Option(
+            metavar="PATH", help="The kubelet's PodResources API socket: GPU -> pod, tried before the processes "
+                                 "(/proc); '' turns it off.")] = "/var/lib/kubelet/pod-resources/kubelet.sock",
         gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
         follow: Annotated[Optional[str], typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` "
                                                                           "server whose load the GPUs follow.")]
@@ -398,7 +401,8 @@ def exporter_gpu(
         _bad("--log-level", ValueError(f"{log_level!r}: use debug, info, warning or error"))
     try:
         config = gpu_config(listen, interval, backend, gpus, follow, scenario, hostname, workload, proc_root,
-                            kubelet_pods_dir, pod_list, stale_after, idle_timeout, max_connections)
+                            kubelet_pods_dir, pod_list, stale_after, idle_timeout, max_connections,
+                            pod_resources_socket)
     except BadOption as err:
         _bad(err.flag, err)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -157,9 +157,13 @@ def test_every_workload_is_hardened_and_pinned(renders):
                                                           "inferwatch-frontdoor"}
     for workload in workloads:
         pod = workload["spec"]["template"]["spec"]
-        assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] > 0
+        # the one root: the GPU exporter, for the kubelet's root-owned PodResources socket, with no capability
+        root = workload["metadata"]["name"] == "inferwatch-gpu-exporter"
+        sec = pod["securityContext"]
+        assert sec["runAsNonRoot"] is not root and (sec["runAsUser"] == 0) is root
         for ctr in pod["containers"]:
             sec = ctr["securityContext"]
+            assert sec["runAsNonRoot"] is not root and (sec["runAsUser"] == 0) is root
             assert sec["readOnlyRootFilesystem"] and not sec["allowPrivilegeEscalation"]
             assert sec["capabilities"] == {"drop": ["ALL"]} and "privileged" not in sec
             assert ctr["image"] == "registry.example.com/inferwatch:0.1.0"
@@ -173,6 +177,22 @@ def test_the_gpu_daemonset_runs_on_gpu_nodes_with_the_nvidia_runtime(renders):
     assert pod["runtimeClassName"] == "nvidia" and pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert pod["hostPID"] is True         # said why in the file; never privileged
     assert "hostPID" in renders["full-kubernetes"]["gpu-exporter/daemonset.yaml"].split("apiVersion")[0]
+
+
+def test_the_gpu_daemonset_can_ask_the_kubelet_which_pod_holds_each_gpu(renders):
+    """The kubelet's PodResources socket folder mounted read-only at the path the exporter is told, as root (the
+    socket's owner) without capabilities; why is said in the file."""
+    text = renders["full-kubernetes"]["gpu-exporter/daemonset.yaml"]
+    pod = yaml.safe_load(text)["spec"]["template"]["spec"]
+    ctr = pod["containers"][0]
+    volume = {v["name"]: v for v in pod["volumes"]}["pod-resources"]
+    assert volume["hostPath"] == {"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}
+    mount = {m["name"]: m for m in ctr["volumeMounts"]}["pod-resources"]
+    assert mount == {"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources", "readOnly": True}
+    socket = ctr["args"][ctr["args"].index("--pod-resources-socket") + 1]
+    assert socket == mount["mountPath"] + "/kubelet.sock"
+    assert ctr["securityContext"]["runAsUser"] == 0 and ctr["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert "PodResources" in text.split("apiVersion")[0]
 
 
 def test_monitors_carry_the_release_label_relabelings_and_honor_labels(renders):

@@ -16,6 +16,8 @@ __all__ = ["GpuExporterConfig", "BadOption", "gpu_config", "build_exporter", "de
 
 BACKENDS = ("nvml", "simulated")
 MIN_INTERVAL, MAX_INTERVAL = 0.1, 3600.0    # GPM needs ~100 ms between its two samples
+POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+MAX_SOCKET_PATH = 107                       # bytes in sockaddr_un.sun_path, less its terminating NUL
 
 
 class BadOption(ValueError):
@@ -43,6 +45,7 @@ class GpuExporterConfig:
     stale_after: float | None = None          # None: two intervals plus 5 s
     idle_timeout: float = 10.0                # an idle client connection is closed after this
     max_connections: int = 64                 # connections served at once; more are closed and counted
+    pod_resources_socket: str = POD_RESOURCES_SOCKET     # the kubelet's PodResources API; '' turns it off
 
 
 def default_hostname() -> str:
@@ -55,7 +58,8 @@ def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str 
                workload: str | None = None, proc_root: str = "/proc",
                kubelet_pods_dir: str = "/var/lib/kubelet/pods", pod_list: str | None = None,
                stale_after: str | None = None, idle_timeout: str = "10s",
-               max_connections: int = 64) -> GpuExporterConfig:
+               max_connections: int = 64,
+               pod_resources_socket: str = POD_RESOURCES_SOCKET) -> GpuExporterConfig:
     """The options as typed; raises BadOption naming the flag."""
     try:
         host, port = parse_listen(listen)
@@ -92,7 +96,7 @@ def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str 
         raise BadOption("--max-connections", f"{max_connections}: use 1 to 65536")
     return GpuExporterConfig(host, port, float(seconds), backend, gpus, follow, scenario,
                              hostname or default_hostname(), _workload(workload), proc_root, kubelet_pods_dir,
-                             pod_list, stale, idle, max_connections)
+                             pod_list, stale, idle, max_connections, _socket(pod_resources_socket))
 
 
 def _seconds(flag: str, text: str, least: float) -> float:
@@ -103,6 +107,17 @@ def _seconds(flag: str, text: str, least: float) -> float:
     if seconds < least:
         raise BadOption(flag, f"{text!r}: use at least {least:g}s")
     return seconds
+
+
+def _socket(path: str) -> str:
+    """An absolute unix socket path a connect can take, or '' (off)."""
+    if not path:
+        return ""
+    full = os.path.abspath(path)
+    if len(os.fsencode(full)) > MAX_SOCKET_PATH:
+        raise BadOption("--pod-resources-socket", f"{path!r}: a unix socket path is at most {MAX_SOCKET_PATH} "
+                                                  "bytes; use a shorter one (or '' to turn the API off)")
+    return full
 
 
 def _workload(text: str | None) -> Workload | None:
@@ -128,7 +143,10 @@ def build_exporter(config: GpuExporterConfig, nvml=None):
 
         if nvml is None:
             import pynvml as nvml     # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
+        from inferwatch.exporters.gpu._podresources import PodResourcesClient
+
         pods = PodResolver(Path(config.proc_root), Path(config.kubelet_pods_dir), config.pod_list)
-        backend = NvmlBackend(nvml, config.hostname, pods)
+        kubelet = PodResourcesClient(config.pod_resources_socket) if config.pod_resources_socket else None
+        backend = NvmlBackend(nvml, config.hostname, pods, pod_resources=kubelet)
     return GpuExporter(backend, config.interval, stale_after=config.stale_after, idle_timeout=config.idle_timeout,
                        max_connections=config.max_connections)

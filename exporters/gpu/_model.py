@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Labels", "Reading", "Snapshot", "Workload"]
+__all__ = ["Labels", "Reading", "Snapshot", "Workload", "ATTRIBUTION_SOURCES"]
 
 Labels = tuple[tuple[str, str], ...]
+# How a GPU's workloads were found, best first: a bounded set, as it is a label value.
+ATTRIBUTION_SOURCES = {
+    "pod_resources": "the kubelet's PodResources API lists the GPU as allocated to these containers",
+    "process": "the GPU is not allocated through the kubelet: its processes were traced to pods by /proc",
+    "unresolved": "processes run on the GPU but none could be traced to a pod (/proc unreadable, no hostPID)",
+    "none": "no container holds the GPU and no process runs on it",
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -37,6 +44,7 @@ class Reading:
     profiling: bool | None = None          # None: not a question for this reading (a lost GPU)
     samples: tuple[tuple[str, Labels, float], ...] = ()
     workloads: tuple[Workload, ...] = ()
+    source: str = ""                       # which ATTRIBUTION_SOURCES named the workloads; '' when not asked
 
 
 @dataclass(frozen=True)
@@ -50,3 +58,5 @@ class Snapshot:
     duration: float = 0.0                  # seconds of backend calls, the GPM wait excluded
     errors: dict[str, int] = field(default_factory=dict)   # failed reads by kind, since start
     pod_list_errors: dict[str, int] = field(default_factory=dict)   # failed reads of the pod list by kind
+    pod_resources_errors: dict[str, int] = field(default_factory=dict)   # failed PodResources Lists by kind
+    pod_resources_up: bool | None = None   # the last List answered; None: the API is off or not asked yet

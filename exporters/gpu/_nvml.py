@@ -6,6 +6,10 @@ names. One `sample(wait)` is one pass: a GPM sample of every GPU that has GPM,
 tensor and DRAM activity (Hopper and newer; percentages, served as 0-1 ratios).
 A read the GPU does not support is left out; a GPU that is lost answers
 `gpu_up 0` while the others keep serving.
+
+Each GPU's workloads come from the kubelet's PodResources API (`pod_resources`)
+when it lists the GPU, else from its processes (`pods`, a PodResolver); the
+reading says which (model.ATTRIBUTION_SOURCES).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ THROTTLE_REASONS = (
 # Every pynvml name this backend uses; a test checks each against the installed nvidia-ml-py.
 NVML_NAMES = (
     "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetUUID",
+    "nvmlDeviceGetMinorNumber",
     "nvmlDeviceGetName", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage",
     "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature",
     "nvmlDeviceGetClockInfo",
@@ -79,6 +84,7 @@ class _Device:
     parent: object | None = None    # a MIG instance's GPU
     gpu_instance: int | None = None
     gpm: bool = False               # take GPM samples of it
+    keys: tuple[str, ...] = ()      # the IDs a device plugin may list it by (PodResources device_key)
     profiling: bool | None = None   # what gpu_profiling_supported says; None on a GPU whose MIG instances answer
 
 
@@ -87,8 +93,10 @@ class NvmlBackend:
 
     name = "nvml"
 
-    def __init__(self, nvml, hostname: str, pods=None, sleep=time.sleep):
+    def __init__(self, nvml, hostname: str, pods=None, sleep=time.sleep, pod_resources=None):
         self.nv, self.hostname, self.pods, self.sleep = nvml, hostname, pods, sleep
+        self.pod_resources = pod_resources
+        self._unresolved: set[Labels] = set()   # devices whose processes named no pod, said once each
         self.errors: Counter = Counter()
         self.xids: Counter = Counter()        # (uuid, xid) -> count since start
         self._events = None
@@ -123,6 +131,7 @@ class NvmlBackend:
     def sample(self, wait: float) -> Snapshot:
         started = time.monotonic()
         devices = self._discover()
+        allocated = self.pod_resources.devices() if self.pod_resources is not None else None
         gpm = [d for d in devices if d.gpm]
         first = self._gpm_samples(gpm)
         busy = time.monotonic() - started
@@ -133,14 +142,16 @@ class NvmlBackend:
         readings = []
         for device in devices:
             readings.append(self._reading(device, first.get(device.index, {}).get(device.identity),
-                                          second.get(device.index, {}).get(device.identity)))
+                                          second.get(device.index, {}).get(device.identity), allocated))
         for samples in (first, second):
             for per_device in samples.values():
                 for sample in per_device.values():
                     self._free(sample)
         return Snapshot(True, tuple(readings), taken_at=time.time(),
                         duration=busy + time.monotonic() - started, errors=dict(self.errors),
-                        pod_list_errors=dict(getattr(self.pods, "errors", {})))
+                        pod_list_errors=dict(getattr(self.pods, "errors", {})),
+                        pod_resources_errors=dict(getattr(self.pod_resources, "errors", {})),
+                        pod_resources_up=getattr(self.pod_resources, "up", None))
 
     # -- discovery ----------------------------------------------------------------------------------------
 
@@ -159,12 +170,17 @@ class NvmlBackend:
             self._known[index] = identity
             self._register_events(handle, uuid)
             gpm = self._optional(lambda: bool(nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice), False)
-            migs = self._mig_instances(handle, index, identity, gpm)
-            devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm))
+            # device plugins list a GPU by UUID; with deviceIDStrategy=index (Bottlerocket's default) by NVML
+            # index; GKE's by device node, /dev/nvidia<minor>
+            minor = self._optional(lambda: nv.nvmlDeviceGetMinorNumber(handle), None)
+            gke = f"nvidia{minor}" if minor is not None else ""
+            migs = self._mig_instances(handle, index, identity, gpm, gke)
+            devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm,
+                                   keys=tuple(k for k in (uuid, str(index), gke) if k)))
             devices.extend(migs)
         return devices
 
-    def _mig_instances(self, handle, index: int, identity: Labels, gpm: bool) -> list[_Device]:
+    def _mig_instances(self, handle, index: int, identity: Labels, gpm: bool, gke: str) -> list[_Device]:
         nv = self.nv
         mode = self._optional(lambda: nv.nvmlDeviceGetMigMode(handle)[0], 0)
         if mode != nv.NVML_DEVICE_MIG_ENABLE:
@@ -181,8 +197,13 @@ class NvmlBackend:
                 self._count(err)
                 continue
             profile = f"{attrs.gpuInstanceSliceCount}g.{math.ceil(attrs.memorySizeMB / 1024)}gb"  # 9.5 GiB: 1g.10gb
+            # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci;
+            # with deviceIDStrategy=index as <GPU index>:<MIG index>; GKE's as nvidia<minor>/gi<gi>
+            keys = (self._optional(lambda: nv.nvmlDeviceGetUUID(mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}",
+                    f"{index}:{i}", f"{gke}/gi{gi}" if gke else "")
             found.append(_Device(index, mig, identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
-                                 parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm))
+                                 parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm,
+                                 keys=tuple(k for k in keys if k)))
         return found
 
     def _register_events(self, handle, uuid: str) -> None:
@@ -242,21 +263,21 @@ class NvmlBackend:
 
     # -- plain reads --------------------------------------------------------------------------------------
 
-    def _reading(self, device: _Device, first, second) -> Reading:
+    def _reading(self, device: _Device, first, second, allocated: dict | None) -> Reading:
         if device.handle is None:
             return Reading(device.identity, up=False)
         try:
             samples = self._plain(device)
             if first is not None and second is not None:
                 samples += self._read(lambda: self._gpm_values(first, second), [])
-            workloads = self._workloads(device)
+            workloads, source = self._workloads(device, allocated)
         except _Lost:
             return Reading(device.identity, up=False)
         uuid = dict(device.identity).get("uuid", "")
         if device.parent is None:
             samples += [("gpu_xid_errors_total", (("xid", str(xid)),), float(n))
                         for (u, xid), n in sorted(self.xids.items()) if u == uuid]
-        return Reading(device.identity, True, device.profiling, tuple(samples), workloads)
+        return Reading(device.identity, True, device.profiling, tuple(samples), workloads, source)
 
     def _plain(self, device: _Device) -> list[tuple[str, Labels, float]]:
         nv, h, rows = self.nv, device.handle, []
@@ -294,11 +315,29 @@ class NvmlBackend:
             multiply=1024)   # KB/s
         return rows
 
-    def _workloads(self, device: _Device) -> tuple[Workload, ...]:
+    def _workloads(self, device: _Device, allocated: dict | None) -> tuple[tuple[Workload, ...], str]:
+        """The containers using the device, and the ATTRIBUTION_SOURCES name of what said so."""
+        if allocated:
+            held = {w for key in device.keys for w in allocated.get(key, ())}
+            if held:
+                self._unresolved.discard(device.identity)
+                return tuple(sorted(held)), "pod_resources"
         if self.pods is None:
-            return ()
+            return (), "" if self.pod_resources is None else "none"
         procs = self._read(lambda: self.nv.nvmlDeviceGetComputeRunningProcesses(device.handle), [])
-        return self.pods.workloads(sorted({p.pid for p in procs}))
+        pids = sorted({p.pid for p in procs})
+        found = self.pods.workloads(pids)
+        if found or not pids:
+            self._unresolved.discard(device.identity)
+            return found, "process" if found else "none"
+        if device.identity not in self._unresolved:
+            self._unresolved.add(device.identity)
+            ident = dict(device.identity)
+            where = ident.get("uuid", "?") + (f" MIG {ident['GPU_I_ID']}" if "GPU_I_ID" in ident else "")
+            log.warning("GPU %s: %d processes (pid %s) but none traced to a pod and the kubelet lists no pod for "
+                        "it: is /proc/PID/cgroup readable (hostPID)? Its series carry no pod label", where, len(pids),
+                        pids[0])
+        return (), "unresolved"
 
     def _drain_xids(self) -> None:
         """Count the XID events queued since the last pass, without waiting."""

@@ -1,9 +1,10 @@
 """A Snapshot as Prometheus text: the common GPU vocabulary first, then the exporter's own health.
 
 Names, types and help come from the catalog (mappings/catalog.yaml), so this
-exporter cannot drift from what the DCGM mapping produces. A GPU used by
-processes of several pods is written once per pod: each engine then joins its
-GPU on `pod` (aggregate with `max by (uuid)` to count a GPU once).
+exporter cannot drift from what the DCGM mapping produces. A GPU held by several
+containers (time-slicing) or used by processes of several pods is written once
+per container: each engine then joins its GPU on `pod` (aggregate with
+`max by (uuid)` to count a GPU once).
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ OWN_FAMILIES = {  # name: (type, help); gpu_exporter_up is in the catalog, so al
     _OWN + "pod_list_errors_total": ("counter", "Failed reads of the pod list (--pod-list) since start, by kind "
                                                 "(connect, timeout, http, too_large, parse, file); pods are then "
                                                 "named from the kubelet's folders."),
+    _OWN + "attribution_info": ("gauge", "1 per GPU (or MIG instance): which source named its pod (pod_resources: "
+                                         "the kubelet's PodResources API; process: its processes, by /proc; "
+                                         "unresolved: processes that no pod could be traced to; none: no pod "
+                                         "holds it)."),
+    _OWN + "pod_resources_up": ("gauge", "1 when the last List of the kubelet's PodResources API "
+                                         "(--pod-resources-socket) answered, else 0; absent when it is off."),
+    _OWN + "pod_resources_errors_total": ("counter", "Failed Lists of the kubelet's PodResources API since start, by "
+                                                     "kind (absent, permission, connect, timeout, status, too_large, "
+                                                     "parse); GPUs are then attributed by their processes."),
     _OWN + "build_info": ("gauge", "inferwatch version and the backend in use."),
 }
 
@@ -82,6 +92,11 @@ def render_health(snapshot: Snapshot, now: float, scrape_seconds: float, backend
         _OWN + "sample_age_seconds": [((), max(0.0, now - snapshot.taken_at))] if snapshot.taken_at else [],
         _OWN + "errors_total": by_kind(snapshot.errors),
         _OWN + "pod_list_errors_total": by_kind(snapshot.pod_list_errors),
+        _OWN + "attribution_info": [(r.identity + (("source", r.source),), 1.0) for r in snapshot.readings
+                                    if r.source],
+        _OWN + "pod_resources_up": [] if snapshot.pod_resources_up is None else
+                                   [((), 1.0 if snapshot.pod_resources_up else 0.0)],
+        _OWN + "pod_resources_errors_total": by_kind(snapshot.pod_resources_errors),
         _OWN + "build_info": [((("backend", backend), ("version", __version__)), 1.0)],
     }
     out = []

@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from inferwatch import __version__
@@ -85,8 +86,7 @@ class GpuExporter:
         if self._last_error is not None:
             log.info("%s backend is back", self.backend.name)
             self._last_error = None
-        self.snapshot = Snapshot(snapshot.up, snapshot.readings, snapshot.error, snapshot.taken_at,
-                                 snapshot.duration, {**self._errors, **snapshot.errors}, snapshot.pod_list_errors)
+        self.snapshot = replace(snapshot, errors={**self._errors, **snapshot.errors})
         return self.snapshot
 
     def _fail(self, kind: str, message: str) -> None:
@@ -94,8 +94,7 @@ class GpuExporter:
         if message != self._last_error:
             log.error("%s; serving gpu_exporter_up 0, retrying every %gs", message, self.retry)
         self._last_error = message
-        self.snapshot = Snapshot(False, error=message, errors=dict(self._errors),   # no pass: no age, no duration
-                                 pod_list_errors=self.snapshot.pod_list_errors)      # a counter never goes back
+        self.snapshot = self._health(self.snapshot, message, dict(self._errors))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -118,10 +117,16 @@ class GpuExporter:
         """The snapshot, or, when its pass is older than `stale_after`, its health without its GPU values."""
         if not snapshot.up or not snapshot.taken_at or time.time() - snapshot.taken_at <= self.stale_after:
             return snapshot
-        return Snapshot(False, error=f"the last pass is over {self.stale_after:g}s old (sampler stuck)",
-                        taken_at=snapshot.taken_at, duration=snapshot.duration,
-                        errors=snapshot.errors,
-                        pod_list_errors=snapshot.pod_list_errors)
+        return replace(self._health(snapshot, f"the last pass is over {self.stale_after:g}s old (sampler stuck)",
+                                    snapshot.errors), taken_at=snapshot.taken_at, duration=snapshot.duration)
+
+    @staticmethod
+    def _health(snapshot: Snapshot, error: str, errors: dict[str, int]) -> Snapshot:
+        """A down snapshot with no pass (no age, no duration, no GPU), keeping the attribution health of
+        `snapshot`: a counter never goes back."""
+        return Snapshot(False, error=error, errors=errors, pod_list_errors=snapshot.pod_list_errors,
+                        pod_resources_errors=snapshot.pod_resources_errors,
+                        pod_resources_up=snapshot.pod_resources_up)
 
     def admin(self, path: str, body: bytes | None) -> tuple[int, dict]:
         """GET/POST /admin/scenario for backends that have scenarios (the simulated one)."""

@@ -54,11 +54,13 @@ def _gpm_pair(nv, index: int, interval: float) -> str:
 
 
 def _scrape(nv, interval: float) -> str:
-    from inferwatch.exporters.gpu import GpuExporter, NvmlBackend, PodResolver
+    from inferwatch.exporters.gpu import GpuExporter, NvmlBackend, PodResolver, PodResourcesClient
     from inferwatch.exporters import split_families
     from inferwatch.mappings import load_catalog
 
-    exporter = GpuExporter(NvmlBackend(nv, socket.gethostname(), PodResolver()), interval)
+    # the kubelet's socket where this is a Kubernetes node; elsewhere attribution_info says which source named what
+    backend = NvmlBackend(nv, socket.gethostname(), PodResolver(), pod_resources=PodResourcesClient())
+    exporter = GpuExporter(backend, interval)
     snapshot = exporter.step()                  # nvmlInit again: NVML counts references
     text = exporter.render()
     exporter.stop()

@@ -60,6 +60,7 @@ class FakeGpu:
     migs: list[FakeMig] | None = None
     lost: bool = False
     xids: list[int] = field(default_factory=list)
+    minor: int | None = None                    # /dev/nvidiaN; None: its index
 
 
 class _Handle:
@@ -125,6 +126,10 @@ class FakeNvml:
         if not 0 <= index < len(self.gpus):
             _fail(_real.NVML_ERROR_INVALID_ARGUMENT)
         return _Handle(self.gpus[index])
+
+    def nvmlDeviceGetMinorNumber(self, handle):
+        gpu = self._gpu(handle)
+        return gpu.minor if gpu.minor is not None else self.gpus.index(gpu)     # /dev/nvidiaN
 
     def nvmlDeviceGetUUID(self, handle):
         gpu = self._gpu(handle)

@@ -287,9 +287,12 @@ def test_an_engine_body_over_the_limit_is_a_counted_follow_failure_not_parsed_cu
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     with serve_app(app) as base:
-        backend = SimulatedBackend(1, "n", follow=base + "/metrics")
-        _render(backend)
-        text = _render(backend)
+        # a 2 s interval, unslept: the follow's deadline is 2 s, not 0.5, as 16 MiB may take a busy machine longer
+        backend = SimulatedBackend(1, "n", follow=base + "/metrics", sleep=lambda seconds: None)
+        exporter = GpuExporter(backend, interval=2)
+        exporter.step()
+        exporter.step()
+        text = exporter.render()
     assert values(text, "gpu_up")[0][1] == 1.0 and values(text, "gpu_utilization_ratio")[0][1] == 0.0
     assert values(text, "inferwatch_gpu_exporter_errors_total", kind="follow")[0][1] == 2.0
     said = [r.message for r in caplog.records if "--follow" in r.message]

@@ -91,7 +91,7 @@ class PodResolver:
     errors: dict[str, int] = field(default_factory=dict)    # failed reads of the pod list by POD_LIST_ERRORS kind
     _index: dict | None = None
     _fetched: float = float("-inf")
-    _last_problem: str | None = None
+    _last_problem: str | None = None   # the kind last said: said again only when it changes
 
     def workload(self, pid: int) -> Workload | None:
         cgroup = _read(self.proc_root / str(pid) / "cgroup")
@@ -132,9 +132,10 @@ class PodResolver:
                 kind = self._kind(err)
                 self.errors[kind] = self.errors.get(kind, 0) + 1
                 problem = f"pod list {self.pod_list}: {kind}: {type(err).__name__}: {one_line(err)}"
-                if problem != self._last_problem:
+                # once per kind: the detail of one kind varies (a connect or a read timing out on a busy node)
+                if kind != self._last_problem:
                     log.warning("%s; falling back to %s", problem, self.kubelet_pods_dir)
-                self._last_problem = problem
+                self._last_problem = kind
                 self._index = self._index or {}
         return self._index
 

@@ -21,11 +21,13 @@ and the alerts, and a long-window group evaluated every 10 minutes.
    over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 10 minutes. A window without
    events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
-   events in its long window that `min_bad_events` bad requests cannot fire it. Where the long window is no
+   events in its long window that `min_bad_events` bad requests cannot fire it. The page tiers sum their
+   windows from the per-minute counts themselves (one hop of records: on vmalert, which sees a record one
+   evaluation late, a page comes one evaluation after Prometheus', not two). Where the long window is no
    tier's short window, the guard is the window ratio's own denominator (`>= N`, recorded and raw alike: no
    ratio at all below N events), so the alert sums nothing inline; elsewhere (6h) the alert sums the
    per-minute counts of its long window.
-4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
+4. Missing data (`LLMSLIDataMissing`): no raw series at all, events without the
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
 5. Label templates. An annotation's `{{ $labels.X }}` is rendered by Prometheus from the labels of the alert's

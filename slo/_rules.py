@@ -21,11 +21,13 @@ and the alerts, and a long-window group evaluated every 10 minutes.
    over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 10 minutes. A window without
    events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
-   events in its long window that `min_bad_events` bad requests cannot fire it. Where the long window is no
+   events in its long window that `min_bad_events` bad requests cannot fire it. The page tiers sum their
+   windows from the per-minute counts themselves (one hop of records: on vmalert, which sees a record one
+   evaluation late, a page comes one evaluation after Prometheus', not two). Where the long window is no
    tier's short window, the guard is the window ratio's own denominator (`>= N`, recorded and raw alike: no
    ratio at all below N events), so the alert sums nothing inline; elsewhere (6h) the alert sums the
    per-minute counts of its long window.
-4. Missing data (`LLMSLIDataMissing`): no series at all, events without the
+4. Missing data (`LLMSLIDataMissing`): no raw series at all, events without the
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
 5. Label templates. An annotation's `{{ $labels.X }}` is rendered by Prometheus from the labels of the alert's
@@ -49,7 +51,7 @@ from inferwatch.slo._selector import le_matcher
 __all__ = ["RuleSet", "compile_spec", "window_name", "BURN_ALERT", "MISSING_ALERT", "DEFAULT_RUNBOOKS",
            "runbook_url", "record", "literal", "LITERAL_BRACES", "ratio_ref", "raw_fallback_inline",
            "long_group_name", "TOTAL_1M", "GOOD_1M", "SLI_RATIO", "COVERAGE", "LONG_INTERVAL",
-           "INLINE_FALLBACK_MAX", "folded_guard", "guarded_windows"]
+           "INLINE_FALLBACK_MAX", "folded_guard", "guarded_windows", "reads_counts_inline"]
 
 BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
@@ -157,9 +159,12 @@ def _count(spec: Spec, selector: Selector) -> str:
 
     The fallback is joined to the series' own freshness on all its labels (both sides drop only the metric
     name), so one dead engine stops counting while its live neighbours in the same group go on; `on ()`
-    would let any fresh series keep every stale one counting."""
+    would let any fresh series keep every stale one counting. Fresh is two conditions, each meaning the same
+    in PromQL and MetricsQL: `and x`, the series itself, is gone at once after a staleness marker on both
+    (MetricsQL's `timestamp(x)` alone would still return the last real sample's time for 90 s: phantom
+    requests on VictoriaMetrics), and the timestamp bounds a series that ends without a marker."""
     text = selector.render()
-    return _sum(spec, f"increase({text}[1m])\n  or (rate({text}[5m]) * 60 and (time() - timestamp({text}) < "
+    return _sum(spec, f"increase({text}[1m])\n  or (rate({text}[5m]) * 60 and {text} and (time() - timestamp({text}) < "
                       f"{FRESH_SECONDS}))")
 
 
@@ -336,6 +341,26 @@ def ratio_ref(spec: Spec, objective: Objective, seconds) -> str:
     return f"({ratio} or last_over_time({raw}[{format_duration(2 * LONG_INTERVAL)}]))"
 
 
+def reads_counts_inline(tier) -> bool:
+    """A tier whose windows all fall back to the raw counters inline (both up to 6h: the page tiers) sums the
+    per-minute counts in its own expression instead of reading the window ratios recorded beside it. A ruler
+    that evaluates each rule on what the previous ones wrote only once it is stored (vmalert: remote write,
+    then the query API) sees a record one evaluation late; counts -> ratio -> alert would make that two. So a
+    page reads one hop of records on every ruler: on Prometheus the counts of the same evaluation, on vmalert
+    those of the one before (one interval later). Slower tiers read the ratios (two hops: they wait hours
+    anyway)."""
+    return raw_fallback_inline(tier.long) and raw_fallback_inline(tier.short)
+
+
+def _alert_ratio(spec: Spec, objective: Objective, seconds, inline: bool) -> str:
+    """The window's error ratio as an alert reads it: the recorded ratio, or (inline) the ratio summed here
+    from the per-minute counts where they cover the window, else the recorded ratio (its raw fallback)."""
+    if not inline:
+        return ratio_ref(spec, objective, seconds)
+    recorded = f"{_recorded_ratio(spec, objective, seconds)}\n  and {_on(spec)} {_covered(spec, objective, seconds)}"
+    return f"(\n  {recorded}\n  or {_on(spec)} {ratio_ref(spec, objective, seconds)}\n)"
+
+
 # --- stage 3: burn-rate alerts -----------------------------------------------------------------------------
 
 def _group_phrase(spec: Spec) -> str:
@@ -368,8 +393,9 @@ def _burn_phrase(factor) -> str:
 def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
-    expr = (f"{ratio_ref(spec, objective, m.tier.long)} > {threshold}\n"
-            f"and {ratio_ref(spec, objective, m.tier.short)} > {threshold}")
+    inline = reads_counts_inline(m.tier)
+    expr = (f"{_alert_ratio(spec, objective, m.tier.long, inline)} > {threshold}\n"
+            f"and {_alert_ratio(spec, objective, m.tier.short, inline)} > {threshold}")
     guard = folded_guard(spec, objective, m.tier.long)
     if guard is None or guard < m.min_events:       # not folded into the long window's ratio: summed here
         expr += f"\nand sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}]) >= {m.min_events}"
@@ -400,7 +426,10 @@ def _missing_alert(spec: Spec, objective: Objective) -> dict:
     by = f"group by ({', '.join(dict.fromkeys([*spec.group_by, 'job', 'instance', 'target']))})"
     # the sources that served the SLI within the hour and serve it no more, from the raw series
     gone = f"({by} (last_over_time({raw}[{MISSING_LOOKBACK}]))\n    unless {by} ({raw}))"
-    expr = (f"absent_over_time({total}[{MISSING_LOOKBACK}])\n"
+    # "no series at all" reads the raw series, not our records: a ruler that sees its records an evaluation
+    # late (vmalert) or a fresh deployment must not page before the first record exists; `group` drops the
+    # selector's equality labels, so the alert keeps the labels it always had
+    expr = (f"group(absent_over_time({raw}[{MISSING_LOOKBACK}]))\n"
             f"or ({total} unless {good})\n"
             f"or ({gone}\n    and on (job, instance) (up == 0))\n"
             f"or ({gone}\n    and on (job, instance, target) (inferwatch_exporter_target_up == 0))\n"

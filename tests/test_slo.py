@@ -170,10 +170,12 @@ def test_zero_traffic_guard_and_event_weighting():
     assert ratios["5m"].count(" > 0)") == 2 and ratios["6h"].count(" > 0)") == 2
     # a window that is only ever a long one carries its tiers' min_events guard itself, recorded and raw
     alerts = {r["labels"]["tier"]: r["expr"] for r in rules if r.get("alert") == "LLMErrorBudgetBurn"}
+    # (page tiers sum their windows' ratios from the counts inline, guard included: no guard line of their own)
     for window, tier in (("1h", "page_fast"), ("1d", "ticket_fast"), ("3d", "ticket_slow")):
         assert " > 0)" not in ratios[window] and ">= " in ratios[window]
-        assert "sum_over_time(llm_slo:total" not in alerts[tier]
-    assert "sum_over_time(llm_slo:total" in alerts["page_slow"]
+        assert "\nand sum_over_time(llm_slo:total" not in alerts[tier]
+    assert "[59m30s]) >= 15)" in alerts["page_fast"]
+    assert "\nand sum_over_time(llm_slo:total" in alerts["page_slow"]
 
 
 def test_alert_labels_and_annotations():

@@ -1,0 +1,150 @@
+"""Running the real VictoriaMetrics (single node) and vmalert in tests, and writing the same samples into it and
+into a real Prometheus by remote write, staleness markers included.
+
+Both stores take the same protobuf bytes on /api/v1/write, so an expression evaluated on both at the same
+instant reads exactly the same samples: the way to prove a rule construct means the same in PromQL and in
+MetricsQL. The write request is encoded here (a few protobuf fields, snappy literals only) rather than with a
+protobuf and snappy library, which nothing else in inferwatch needs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from inferwatch.sim._demo import free_port
+
+STALE = "stale"         # a sample value: Prometheus' staleness marker (the NaN with bits 0x7ff0000000000002)
+_STALE_BITS = 0x7FF0000000000002
+
+
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1                       # int64 timestamps, two's complement, as protobuf writes them
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _sample(value, ms: int) -> bytes:
+    bits = _STALE_BITS if value == STALE else struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    return _varint(1 << 3 | 1) + struct.pack("<Q", bits) + _varint(2 << 3) + _varint(ms)
+
+
+def write_request(series: list[tuple[dict[str, str], list[tuple[float, object]]]]) -> bytes:
+    """A Prometheus remote-write WriteRequest: [(labels with __name__, [(unix seconds, value or STALE)])]."""
+    body = b""
+    for labels, samples in series:
+        ts = b"".join(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in sorted(labels.items()))
+        ts += b"".join(_field(2, _sample(v, round(t * 1000))) for t, v in samples)
+        body += _field(1, ts)
+    return body
+
+
+def snappy_block(data: bytes) -> bytes:
+    """Snappy's block format with literals only: valid, uncompressed, what every decoder reads."""
+    out = bytearray(_varint(len(data)))
+    for start in range(0, len(data), 65536):
+        chunk = data[start:start + 65536]
+        n = len(chunk) - 1
+        if n < 60:
+            out.append(n << 2)
+        elif n < 256:
+            out += bytes([60 << 2, n])
+        else:
+            out += bytes([61 << 2]) + struct.pack("<H", n)
+        out += chunk
+    return bytes(out)
+
+
+def remote_write(base: str, series, path: str = "/api/v1/write") -> None:
+    """Send `series` (see write_request) to a remote-write receiver."""
+    req = urllib.request.Request(base + path, data=snappy_block(write_request(series)), method="POST", headers={
+        "Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+        "X-Prometheus-Remote-Write-Version": "0.1.0"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status in (200, 204), resp.status
+
+
+def instant(base: str, expr: str, at: float, **params) -> dict[tuple, float]:
+    """{sorted label items (without __name__): value} of `expr` at unix time `at`. `nocache=1` keeps
+    VictoriaMetrics from moving a recent `time` back by its -search.latencyOffset (Prometheus ignores it)."""
+    query = {"query": expr, "time": f"{at:.3f}", "nocache": "1", **params}
+    with urllib.request.urlopen(f"{base}/api/v1/query?" + urllib.parse.urlencode(query), timeout=10) as resp:
+        data = json.load(resp)
+    assert data["status"] == "success", data
+    result = data["data"]["result"]
+    if data["data"]["resultType"] == "scalar":
+        return {(): float(result[1])}
+    return {tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")): float(r["value"][1])
+            for r in result if not math.isnan(float(r["value"][1]))}
+
+
+def wait_ready(base: str, path: str, proc: subprocess.Popen, log: Path, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(base + path, timeout=1)
+            return
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"{proc.args[0]} did not start: {log.read_text()[-3000:]}")
+            time.sleep(0.1)
+
+
+@contextmanager
+def process(args: list[str], log: Path, ready: str | None = None, ready_path: str = "/health"):
+    """A real server process logging to `log`; waits for `ready` + `ready_path` to answer, stops it after."""
+    out = open(log, "w")
+    proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        if ready:
+            wait_ready(ready, ready_path, proc, log)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        out.close()
+
+
+@contextmanager
+def victoria_metrics(binary: str, workdir: Path, *flags: str):
+    """A real VictoriaMetrics single node on loopback; yields its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    with process([binary, f"-storageDataPath={workdir / 'vm-data'}", f"-httpListenAddr=127.0.0.1:{port}",
+                  "-retentionPeriod=100y", "-search.disableCache", *flags], workdir / "victoria-metrics.log",
+                 ready=base):
+        yield base
+
+
+@contextmanager
+def prometheus_receiver(binary: str, workdir: Path, rule_files: tuple[str, ...] = (), *flags: str):
+    """A real Prometheus that takes remote write (no scrape jobs); yields its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / "prometheus.yml"
+    cfg.write_text(json.dumps({"global": {"evaluation_interval": "1m"}, "rule_files": list(rule_files)}))
+    with process([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'prom-data'}",
+                  f"--web.listen-address=127.0.0.1:{port}", "--web.enable-remote-write-receiver", *flags],
+                 workdir / "prometheus.log", ready=base, ready_path="/-/ready"):
+        yield base

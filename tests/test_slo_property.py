@@ -149,7 +149,7 @@ def _checked(tmp_path):
 
 
 def _promtool(*args, cwd):
-    proc = subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, timeout=1800)   # a hang guard only
     return proc.returncode, proc.stdout + proc.stderr
 
 

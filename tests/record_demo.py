@@ -24,9 +24,9 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import platform
 import re
-import os
 import shutil
 import signal
 import subprocess

@@ -24,6 +24,8 @@ the rule and what to do instead; our own dashboards must have none.
     old-schema                schemaVersion below 36
     hard-coded-datasource     a datasource uid that is not a variable
     legacy-datasource         a datasource given as a string, not {type, uid}
+    loki-on-prometheus-datasource   a Loki query whose datasource is a Prometheus data source variable: Grafana
+                              lists only Prometheus data sources in it, so no Loki can ever be picked
     undefined-variable        $var used but not defined
     unused-variable           a variable defined but never used
     ignored-variable          a filter variable most panels reading the same series ignore
@@ -46,7 +48,8 @@ __all__ = ["Finding", "lint_dashboard", "lint_file", "RULES", "from_v2"]
 RULES = ("counter-without-rate", "quantile-without-le", "sum-rate-as-latency", "average-of-ratios",
          "rate-over-interval", "rate-over-range", "rate-of-gauge", "unit-mismatch", "missing-as-good", "le-format",
          "deprecated-metric", "unknown-metric", "invalid-promql",
-         "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource", "undefined-variable",
+         "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource",
+         "loki-on-prometheus-datasource", "undefined-variable",
          "unused-variable", "ignored-variable", "invalid-json", "not-a-dashboard")
 FILE_RULES = ("invalid-json", "not-a-dashboard")        # about the file, not a dashboard in it
 ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel",
@@ -55,6 +58,10 @@ BUILTIN_VARIABLES = re.compile(r"__\w*|timeFilter|interval|\d\w*")
 BUILTIN_DATASOURCES = {"grafana", "__expr__", "-- grafana --", "-- mixed --", "-- dashboard --", "default"}
 NOT_PROMQL = re.compile(r"loki|elastic|influx|tempo|jaeger|mysql|postgres|mssql|cloudwatch|graphite|opensearch|"
                         r"testdata|__expr__|grafana", re.IGNORECASE)
+# LogQL, not PromQL: a line filter or parser stage (`|= "x"`, `| json`), or `!=` / `!~` of a string right after a
+# stream selector (PromQL compares no strings); quoted text removed first
+LOGQL = re.compile(r"\|\s*(?:[=~]|json\b|logfmt\b|pattern\b|regexp\b|unpack\b|line_format\b|label_format\b|"
+                   r"unwrap\b|decolorize\b|drop\b|keep\b|__error__\b)|\}\s*![=~]\s*[\"`]")
 FILTER_VARIABLES = {"query"}                  # label_values() filters; custom ones are often thresholds (le="$slo")
 NOT_FILTERS = {"le", "quantile", "__name__"}
 ENGINE_SOURCES = {"vllm", "sglang", "ray_vllm"}
@@ -166,6 +173,24 @@ def _datasource_kind(ds, variables: dict) -> str:
     return "promql"
 
 
+def _is_logql(expr: str) -> bool:
+    return bool(LOGQL.search(re.sub(r'"(?:[^"\\]|\\.)*"|`[^`]*`', '""', expr)))
+
+
+def _loki_on_prometheus(ds, expr: str, variables: dict) -> str | None:
+    """The message when a Loki query (a `loki` datasource type, or LogQL) names a datasource variable of Prometheus
+    data sources, else None."""
+    kind, uid = (_text(ds.get("type")), _text(ds.get("uid"))) if isinstance(ds, dict) else ("", _text(ds))
+    if kind != "loki" and not _is_logql(expr):
+        return None
+    for name in sorted(_uses(uid)):
+        var = variables.get(name, {})
+        if var.get("type") == "datasource" and _text(var.get("query")) == "prometheus":
+            return (f"a Loki query on ${name}, a data source variable of Prometheus data sources: Grafana offers no "
+                    f"Loki there; give Loki a variable of its own (type datasource, query loki) and use it")
+    return None
+
+
 def _datasource_finding(ds, title: str) -> tuple[str, str, str] | None:
     """(where, rule, message) for a datasource that is fixed or a legacy string, else None."""
     if ds is None or ds == "":
@@ -241,6 +266,10 @@ def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: lis
     filters, uses = [], _uses([title, panel.get("datasource"), panel.get("links"), panel.get("repeat")])
     for target in targets:
         ds = target.get("datasource") or panel.get("datasource")
+        loki = _loki_on_prometheus(ds, _text(target.get("expr")), variables)
+        if loki:
+            found.append((title, "loki-on-prometheus-datasource", loki))
+            continue
         if _datasource_kind(ds, variables) == "other" or "expression" in target:
             continue                                             # Loki, server-side expressions ($A + $B), ...
         uses |= _uses({k: v for k, v in target.items() if k != "alias"})    # InfluxDB's $tag_x, $col

@@ -7,15 +7,18 @@ The result validates against the grafana-foundation-sdk dashboard JSON Schema.
 
 from __future__ import annotations
 
+import itertools
 import json
 import string
 
 from grafanalib import core
 
-__all__ = ["modern", "SCHEMA_VERSION", "DATASOURCE_REF"]
+__all__ = ["modern", "SCHEMA_VERSION", "DATASOURCE_REF", "LOKI_REF"]
 
 SCHEMA_VERSION = 41
 DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}
+LOKI_REF = {"type": "loki", "uid": "${loki}"}
+_REFS = {"${loki}": LOKI_REF}              # a datasource grafanalib wrote as a string -> its ref (else Prometheus)
 _DASHBOARD_DROP = {"rows", "style", "hideControls", "sharedCrosshair", "__inputs", "__requires", "gnetId", "version"}
 _TARGET_KEEP = {"expr", "legendFormat", "refId", "datasource", "instant", "range", "hide", "interval", "format"}
 _PANEL_DROP = {"maxDataPoints", "span", "minSpan", "error", "editable", "height", "hideTimeOverride", "timeShift",
@@ -45,24 +48,35 @@ def _plain(obj) -> dict:
     return json.loads(json.dumps(obj.to_json_data(), cls=_Encoder))
 
 
+def _ref(datasource) -> dict:
+    return dict(_REFS.get(datasource, DATASOURCE_REF))
+
+
 def _target(raw: dict, ref: str) -> dict:
     out = {k: v for k, v in raw.items() if k in _TARGET_KEEP and v not in (None, "")}
     out["refId"] = ref
-    out["datasource"] = dict(DATASOURCE_REF)
+    out["datasource"] = _ref(raw.get("datasource"))
+    out.pop("hide", None)
+    if out["datasource"]["type"] == "loki":       # Loki's dataquery: queryType, not the deprecated instant/range
+        out.pop("instant", None)
+        out.pop("format", None)
+        out.update({"queryType": "range", "editorMode": "code"})
+        return out
     instant = bool(raw.get("instant"))
     out["instant"], out["range"] = instant, not instant
-    out.pop("hide", None)
     return out
 
 
-def _panel(raw: dict, panel_id: int) -> dict:
+def _panel(raw: dict, ids) -> dict:
     panel = {k: v for k, v in raw.items() if k not in _PANEL_DROP and v is not None}
-    panel["id"] = panel_id
+    panel["id"] = panel_id = next(ids)
     if panel.get("type") == "row":
         return {"type": "row", "id": panel_id, "title": panel.get("title", ""), "gridPos": panel["gridPos"],
-                "collapsed": False, "panels": []}
-    panel["datasource"] = dict(DATASOURCE_REF)
+                "collapsed": bool(raw.get("collapsed")), "panels": [_panel(p, ids) for p in raw.get("panels", [])]}
+    panel["datasource"] = _ref(raw.get("datasource"))
     panel["targets"] = [_target(t, string.ascii_uppercase[i]) for i, t in enumerate(raw.get("targets", []))]
+    if panel.get("type") == "logs":              # the options current Grafana requires of a logs panel
+        panel["options"].setdefault("showLogContextToggle", True)
     if panel.get("type") == "timeseries":
         panel.setdefault("options", {}).setdefault("legend", {})["showLegend"] = True
     if panel.get("type") == "stat":
@@ -86,9 +100,16 @@ def _panel(raw: dict, panel_id: int) -> dict:
 def _variable(raw: dict) -> dict:
     var = {k: v for k, v in raw.items() if k in _VARIABLE_KEEP and v is not None}
     if var.get("type") == "datasource":
-        var.update({"query": "prometheus", "refresh": 1, "current": {"text": "", "value": ""}, "options": [],
-                    "hide": 0})
+        var.update({"query": var.get("query") or "prometheus", "refresh": 1, "current": {"text": "", "value": ""},
+                    "options": [], "hide": 0})
         var.pop("datasource", None)
+        return var
+    if var.get("type") == "textbox":
+        value = var.get("query", "")
+        var.update({"query": value, "current": {"text": value, "value": value},
+                    "options": [{"selected": True, "text": value, "value": value}], "hide": 0})
+        for key in ("datasource", "multi", "includeAll", "allValue", "refresh", "sort", "regex", "definition"):
+            var.pop(key, None)
         return var
     var["datasource"] = dict(DATASOURCE_REF)
     var["definition"] = var.get("query", "")
@@ -108,7 +129,9 @@ def modern(dashboard: core.Dashboard) -> dict:
     out["editable"] = True
     out["fiscalYearStartMonth"] = 0
     out["id"] = None
-    out["panels"] = [_panel(p, i + 1) for i, p in enumerate(raw.get("panels", []))]
+    ids = itertools.count(1)                     # top-level panels first, then those of collapsed rows
+    top = [(p, next(ids)) for p in raw.get("panels", [])]
+    out["panels"] = [_panel(p, itertools.chain([i], ids)) for p, i in top]
     out["templating"] = {"list": [_variable(v) for v in raw.get("templating", {}).get("list", [])]}
     out["annotations"] = {"list": [{
         "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True, "hide": True,

@@ -19,12 +19,13 @@ STREAMED = 'is_streaming!="false"'
 
 __all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
            "quantiles", "variable", "datasource_variable", "dashboard", "ratio", "rate_sum", "grid",
-           "engine_variables", "attainment", "FRESH", "mean"]
+           "engine_variables", "attainment", "FRESH", "mean", "LOKI", "loki_variable", "textbox", "logs"]
 
 RATE = "$__rate_interval"
 ENGINE_FILTERS = ("namespace", "model", "engine", "pod")
 GPU_FILTERS = ("namespace", "pod")
 DATASOURCE = "${datasource}"
+LOKI = "${loki}"                 # Loki queries: a data source variable of their own (loki_variable)
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,34 @@ def stat(title: str, expr: str, unit: str = "percentunit", description: str = ""
                      thresholds=steps, colorMode="value", graphMode="none", textMode="value")
 
 
-def row(title: str) -> core.RowPanel:
-    return core.RowPanel(title=title, gridPos=core.GridPos(h=1, w=24, x=0, y=0))
+def logs(title: str, exprs: list[str], description: str = "", width: int = 24, height: int = 12) -> core.Logs:
+    """A logs panel of LogQL queries on the Loki data source variable ($loki), newest first, one JSON line each
+    with its fields in the details."""
+    return core.Logs(title=title, description=description, dataSource=LOKI,
+                     targets=[core.Target(expr=expr, datasource=LOKI) for expr in exprs],
+                     gridPos=core.GridPos(h=height, w=width, x=0, y=0), showTime=True, wrapLogMessages=True,
+                     enableLogDetails=True, sortOrder="Descending", dedupStrategy="none")
+
+
+def row(title: str, collapsed: list | None = None) -> core.RowPanel:
+    """A row; with `collapsed` panels, a collapsed row holding them (opened on demand, queried only then)."""
+    return core.RowPanel(title=title, gridPos=core.GridPos(h=1, w=24, x=0, y=0), collapsed=collapsed is not None,
+                         panels=list(collapsed or []))
 
 
 def datasource_variable() -> core.Template:
     return core.Template(name="datasource", label="Data source", type="datasource", query="prometheus")
+
+
+def loki_variable() -> core.Template:
+    """Loki's own data source variable: `$datasource` lists Prometheus data sources only, so a Loki panel on it
+    could never be pointed at a Loki (the linter's `loki-on-prometheus-datasource`)."""
+    return core.Template(name="loki", label="Loki", type="datasource", query="loki")
+
+
+def textbox(name: str, default: str, label: str) -> core.Template:
+    """A free-text variable with a default, for what only the user's setup knows (a log stream's job label)."""
+    return core.Template(name=name, label=label, type="textbox", query=default, default=default, hide=0)
 
 
 def variable(name: str, query: str, label: str | None = None) -> core.Template:
@@ -125,9 +148,10 @@ def engine_variables() -> list[core.Template]:
             variable("pod", f'label_values({base}{{namespace=~"$namespace", model=~"$model", engine=~"$engine"}}, pod)')]
 
 
-def grid(panels: list) -> list:
-    """Lay panels out left to right on Grafana's 24-column grid, wrapping rows; a row panel starts a new line."""
-    x = y = line_height = 0
+def grid(panels: list, top: int = 0) -> list:
+    """Lay panels out left to right on Grafana's 24-column grid from line `top`, wrapping rows; a row panel starts
+    a new line, and a collapsed row's own panels are laid out below it as Grafana places them when it opens."""
+    x, y, line_height = 0, top, 0
     for panel in panels:
         pos = panel.gridPos
         if isinstance(panel, core.RowPanel) or x + pos.w > 24:
@@ -136,6 +160,7 @@ def grid(panels: list) -> list:
         panel.gridPos = core.GridPos(h=pos.h, w=pos.w, x=x, y=y)
         if isinstance(panel, core.RowPanel):
             y += pos.h
+            grid(panel.panels, y)
             continue
         x += pos.w
         line_height = max(line_height, pos.h)
@@ -144,6 +169,7 @@ def grid(panels: list) -> list:
 
 def dashboard(uid: str, title: str, description: str, panels: list, variables: list, tags=("inferwatch",),
               links: tuple[str, ...] = ("inferwatch",)) -> core.Dashboard:
+    """`$datasource` (Prometheus) first, then `variables`."""
     return core.Dashboard(
         uid=uid, title=title, description=description, tags=list(tags), panels=grid(panels),
         templating=core.Templating(list=[datasource_variable(), *variables]), timezone="browser",

@@ -4,7 +4,8 @@ Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 """
 
 from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, attainment, dashboard, engine_variables,
-                                   latency_objective, quantiles, rate_sum, ratio, row, stat, target, timeseries)
+                                   latency_objective, logs, loki_variable, quantiles, rate_sum, ratio, row, stat,
+                                   target, textbox, timeseries)
 
 sel = Selector(ENGINE_FILTERS)
 # the installed SLO specs' thresholds and targets (slo/defaults.yaml's 1 s and 100 ms unless built with others), so
@@ -31,11 +32,39 @@ FRONT_DOOR = "Front door only (inferwatch frontdoor): "  # tests/test_dashboards
 NOT_CANCELLED = 'outcome!="cancelled"'
 BAD = 'outcome!~"ok|cancelled|length"'
 
+# The front door's access log (`inferwatch frontdoor --access-log`) in Loki: one JSON line per request. Only lines
+# that parse as JSON and carry an outcome (the door's own log lines share its stdout in a pod), of the chosen models.
+ACCESS_LOG_JOB = "inferwatch-frontdoor"    # the job label the shipper sets; $access_log_job on the dashboard
+ACCESS = '{job="$access_log_job"} |= "\\"outcome\\":" | json | __error__="" | model=~"$model"'
+SLOW_MS = {"first_token_ms": TTFT, "time_per_output_token_ms": TPOT}
+
+
+def _slow(field: str) -> str:
+    """Answered requests slower than the SLO's bound on `field`; a null field (one visible token has no time per
+    token) fails the number conversion and is dropped, never shown as slow."""
+    return f'{ACCESS} | outcome="ok" | {field} > {float(SLOW_MS[field].threshold) * 1000:g} | __error__=""'
+
+
+ACCESS_LOG = logs("Slow and failed requests (front door access log)", [
+    f"{ACCESS} | {BAD}", _slow("first_token_ms"), _slow("time_per_output_token_ms")],
+    description=(
+        "Loki: the front door's access log, newest first: requests not answered well (outcomes other than ok, "
+        f"cancelled and length), and answered ones slower than the SLOs' bounds: first visible token over "
+        f"{TTFT.words}, time per output token over {TPOT.words} ({TTFT.source}; {TPOT.source}). Each line is one "
+        "request's JSON (request_id, caller, model, status, outcome, first_token_ms, time_per_output_token_ms, "
+        "duration_ms, token counts); open it for the fields. Getting the log to Loki: run the front door with "
+        "--access-log - (or a file) and have Promtail or Grafana Alloy ship the container's (or the file's) "
+        f"lines with the label job=\"{ACCESS_LOG_JOB}\", or set the dashboard's \"Access log job\" to the job "
+        "your shipper sets (Promtail's Kubernetes config: namespace/app). Pick your Loki in the \"Loki\" data "
+        "source variable: \"Data source\" lists Prometheus data sources only."))
+
 dashboard = dashboard(
     uid="inferwatch-serving-overview",
     title="LLM serving overview",
     description="Load against capacity, TTFT and time per output token, output, errors. inferwatch.",
-    variables=engine_variables(),
+    variables=engine_variables() + [
+        loki_variable(),
+        textbox("access_log_job", ACCESS_LOG_JOB, "Access log job")],
     panels=[
         row("Load against capacity"),
         timeseries("Running requests against the cap", [
@@ -161,4 +190,5 @@ dashboard = dashboard(
         timeseries("Cancellations and aborts", [target(rate_sum(sel, "llm_requests_aborted_total"), "{{model}}")],
                    unit="reqps", description="rate(llm_requests_aborted_total): requests aborted (SGLang counts client "
                                              "disconnects; vLLM counts engine-side aborts)."),
+        row("Front door access log (Loki): slow and failed requests", collapsed=[ACCESS_LOG]),
     ])

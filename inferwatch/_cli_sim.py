@@ -41,7 +41,10 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
                  metavar="[NAMESPACE/]POD[/CONTAINER]", show_default=False,
                  help="The workload the --gpus name as using them (namespace, pod, container labels, as the NVML "
                       "exporter writes them), so they join the engine's series on pod; default: pod $HOSTNAME "
-                      "(the pod name in Kubernetes), namespace $POD_NAMESPACE.")] = None):
+                      "(the pod name in Kubernetes), namespace $POD_NAMESPACE.")] = None,
+             keep_pace: Annotated[float, typer.Option(metavar="SECONDS", help=(
+                 "Make up steps a busy host wakes late, up to SECONDS behind, so the modelled engine keeps its "
+                 "speed (the demo uses 2); 0: each late wake-up slows it."))] = 0.0):
     """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU.
 
     \b
@@ -70,7 +73,10 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= gpus <= 64:
         raise InferwatchError(f"--gpus {gpus}: use 0 to 64")
-    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus, _pod(pod, gpus)), host, port)
+    if not 0 <= keep_pace <= 60:
+        raise InferwatchError(f"--keep-pace {keep_pace}: use 0 to 60 seconds")
+    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus, _pod(pod, gpus), keep_pace),
+          host, port)
 
 
 def _pod(text: Optional[str], gpus: int):

@@ -37,7 +37,7 @@ import yaml
 from inferwatch.errors import InferwatchError
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
-__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "EXPECTED_FULL", "free_port"]
+__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "EXPECTED_FULL", "free_port", "Stack", "start_stack"]
 
 VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
 CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
@@ -47,6 +47,8 @@ SLO_INTERVAL = "10s"          # instead of 1m
 FOR_SCALE = 10                # every `for:` divided by this
 SCRAPE_TIMEOUT = "2s"         # Prometheus' scrape of the exporter (every 2s)
 EXPORTER_TIMEOUT = "1500ms"   # each engine's answer: inside SCRAPE_TIMEOUT, with room to merge and send
+# the engines make up steps a busy laptop wakes late: else a healthy engine slows with the host and pages
+KEEP_PACE_S = 2.0
 
 
 # alerts that must fire (labels that must match) for --headless to succeed
@@ -142,8 +144,9 @@ def _compress(text: str) -> str:
     return re.sub(r"for: (\d+)([smh])\b", shorter, text)
 
 
-def _rule_files(folder: Path) -> list[str]:
-    """The bundle's rules and the front-door SLOs (slo/defaults-frontdoor.yaml), compressed, written to folder."""
+def _rule_files(folder: Path, compress: bool = True) -> list[str]:
+    """The bundle's rules and the front-door SLOs (slo/defaults-frontdoor.yaml), compressed unless told not to,
+    written to folder."""
     from inferwatch.build import SLO_DIR, artifacts
     from inferwatch.slo import compile_spec, load_spec, render_files
 
@@ -154,7 +157,7 @@ def _rule_files(folder: Path) -> list[str]:
     paths = []
     for name, text in texts.items():
         path = folder / name
-        path.write_text(_compress(text))
+        path.write_text(_compress(text) if compress else text)
         paths.append(str(path))
     return paths
 
@@ -204,6 +207,64 @@ def _wait_ready(urls: list[str], procs: _Processes, timeout: float = 60) -> None
                 if time.time() > deadline:
                     raise InferwatchError(f"{url} did not come up within {timeout:.0f}s") from None
                 time.sleep(0.3)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A running demo stack: its Prometheus, each model's front door and engine, and the scrape jobs (a second
+    Prometheus over the same stack, e.g. with other rules, reuses them)."""
+
+    prom: str
+    doors: dict[str, str]                 # model -> its front door's base URL
+    bases: dict[str, str]                 # model -> its engine's base URL
+    engines: dict[str, tuple[str, int]]   # model -> (engine, port)
+    exporter: str                         # the normalizing exporter's host:port
+    scrape_configs: list[dict]
+
+
+def start_stack(binary: str, folder: Path, procs: _Processes, rule_files: list[str]) -> Stack:
+    """Start the demo's engines, front doors, exporter and a Prometheus (`binary`) loaded with `rule_files`,
+    each a child in `procs` logging to `folder`; returns once every one answers."""
+    ports = {name: free_port() for name in ("vllm", "sglang", "frontdoor-vllm", "frontdoor-sglang", "admin-vllm",
+                                            "admin-sglang", "exporter", "prometheus")}
+    me = [sys.executable, "-m", "inferwatch"]
+    engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
+    for model, (engine, port) in engines.items():
+        # its GPU's workload pod is the simulator's HOSTNAME, as in Kubernetes: `vllm-0`, `sglang-0`
+        procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
+                                  f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
+                                  "--gpus", "1", "--keep-pace", str(KEEP_PACE_S)], env={"HOSTNAME": f"{engine}-0"})
+        # users reach each engine through its own front door, which meters what they feel
+        # (its own /metrics on its admin listener)
+        procs.start(f"frontdoor-{engine}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{port}",
+                                                 "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}",
+                                                 "--metrics-listen", f"127.0.0.1:{ports[f'admin-{engine}']}"])
+    doors = {model: f"http://127.0.0.1:{ports[f'frontdoor-{engine}']}" for model, (engine, _) in engines.items()}
+    admins = [f"127.0.0.1:{ports[f'admin-{engine}']}" for engine, _ in engines.values()]
+    # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
+    # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
+    procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
+                                  "--timeout", EXPORTER_TIMEOUT,
+                                  "--target", f"vllm=http://127.0.0.1:{ports['vllm']}/metrics",
+                                  "--target", f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
+                                  *[a for m, cap in CAPS.items() for a in ("--max-running-requests",
+                                                                           f"{m}={cap}")]])
+    config = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
+              "rule_files": rule_files,
+              "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
+                                  "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
+                                  "metric_relabel_configs": [POD_FROM_TARGET]},
+                                 {"job_name": "inferwatch-frontdoor", "static_configs": [
+                                     {"targets": admins}]}]}
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
+                               f"--storage.tsdb.path={folder / 'data'}",
+                               f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
+    prom = f"http://127.0.0.1:{ports['prometheus']}"
+    bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
+    _wait_ready([f"{b}/health" for b in bases.values()] + [f"http://{a}/metrics" for a in admins]
+                + [f"http://127.0.0.1:{ports['exporter']}/metrics", f"{prom}/-/ready"], procs)
+    return Stack(prom, doors, bases, engines, f"127.0.0.1:{ports['exporter']}", config["scrape_configs"])
 
 
 def _set_scenario(base: str, scenario: str) -> None:
@@ -387,48 +448,11 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         folder.mkdir(parents=True, exist_ok=True)
         procs = _Processes(folder)
         stack.callback(procs.stop)
-        ports = {name: free_port() for name in ("vllm", "sglang", "frontdoor-vllm", "frontdoor-sglang", "admin-vllm",
-                                                "admin-sglang", "exporter", "prometheus")}
-        me = [sys.executable, "-m", "inferwatch"]
-        engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
-        for model, (engine, port) in engines.items():
-            # its GPU's workload pod is the simulator's HOSTNAME, as in Kubernetes: `vllm-0`, `sglang-0`
-            procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
-                                      f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
-                                      "--gpus", "1"], env={"HOSTNAME": f"{engine}-0"})
-            # users reach each engine through its own front door, which meters what they feel
-            # (its own /metrics on its admin listener)
-            procs.start(f"frontdoor-{engine}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{port}",
-                                                     "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}",
-                                                     "--metrics-listen", f"127.0.0.1:{ports[f'admin-{engine}']}"])
-        doors = {model: f"http://127.0.0.1:{ports[f'frontdoor-{engine}']}" for model, (engine, _) in engines.items()}
-        admins = [f"127.0.0.1:{ports[f'admin-{engine}']}" for engine, _ in engines.values()]
-        # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
-        # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
-        procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
-                                      "--timeout", EXPORTER_TIMEOUT,
-                                      "--target", f"vllm=http://127.0.0.1:{ports['vllm']}/metrics",
-                                      "--target", f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
-                                      *[a for m, cap in CAPS.items() for a in ("--max-running-requests",
-                                                                               f"{m}={cap}")]])
-        config = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
-                  "rule_files": _rule_files(folder),
-                  "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
-                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
-                                      "metric_relabel_configs": [POD_FROM_TARGET]},
-                                     {"job_name": "inferwatch-frontdoor", "static_configs": [
-                                         {"targets": admins}]}]}
-        (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-        procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
-                                   f"--storage.tsdb.path={folder / 'data'}",
-                                   f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
-        prom = f"http://127.0.0.1:{ports['prometheus']}"
-        bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
-        _wait_ready([f"{b}/health" for b in bases.values()] + [f"http://{a}/metrics" for a in admins]
-                    + [f"http://127.0.0.1:{ports['exporter']}/metrics", f"{prom}/-/ready"], procs)
+        demo = start_stack(binary, folder, procs, _rule_files(folder))
+        prom, doors, bases, engines = demo.prom, demo.doors, demo.bases, demo.engines
         say(f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]} behind the front door {doors[VLLM_MODEL]}, "
             f"SGLang {SGLANG_MODEL} at {bases[SGLANG_MODEL]} behind {doors[SGLANG_MODEL]}, exporter at "
-            f"127.0.0.1:{ports['exporter']}, Prometheus at {prom}")
+            f"{demo.exporter}, Prometheus at {prom}")
         say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
             f"logs and data in {folder})")
         seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]

@@ -59,9 +59,10 @@ class Engine:
     """Schedules requests step by step; call `start()` inside a running event loop."""
 
     def __init__(self, engine: str, version: str, model: str, params: EngineParams, seed: int | None = None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, keep_pace_s: float = 0.0):
         self.engine, self.model = engine, model
         self.clock = clock                      # tests drive it on a virtual clock: begin_step(), end_step()
+        self.keep_pace_s = keep_pace_s          # how far behind its timeline the loop may fall and make it up
         self.params = params
         self.metrics = EngineMetrics(engine, version, model)
         self.rng = random.Random(seed)
@@ -138,12 +139,24 @@ class Engine:
                 pass
 
     async def _loop(self) -> None:
+        """Step after step. By default each step starts when the one before it woke up, so a busy host that wakes
+        the loop late stretches every step: the modelled engine serves fewer tokens a second and, near its cap,
+        queues (the demo's healthy vLLM paged on a loaded machine). With `keep_pace_s` the steps are due on a
+        fixed timeline instead: late ones run at once until the engine is back on it, at most `keep_pace_s`
+        behind (after a longer stall it goes on from now). Tokens then reach clients late but the engine keeps
+        its pace; its own histograms time the modelled engine, not the host's delays."""
+        due = self.clock()
         while True:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
+                due = self.clock()
             seconds = self.begin_step()
-            await asyncio.sleep(seconds)
+            if self.keep_pace_s > 0:
+                due = max(due + seconds, self.clock() - self.keep_pace_s)
+                await asyncio.sleep(max(0.0, due - self.clock()))
+            else:
+                await asyncio.sleep(seconds)
             self.end_step(seconds)
 
     def begin_step(self) -> float:

@@ -38,6 +38,7 @@ class SimulatorConfig:
     seed: int | None = None
     gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu_stall stalls them
     workload: object = None            # the GPUs' pod (exporters.gpu.Workload); None: this process's HOSTNAME
+    keep_pace_s: float = 0.0           # make up late steps up to this far behind (Engine.keep_pace_s)
 
 
 class _Simulator:
@@ -47,7 +48,7 @@ class _Simulator:
         self.config = config
         self.version = config.version or default_release(config.engine)
         self.engine = Engine(config.engine, self.version, config.model, with_scenario(config.params, config.scenario),
-                             config.seed)
+                             config.seed, keep_pace_s=config.keep_pace_s)
         self.scenario = config.scenario
         self.created = int(time.time())
         self.gpus = None

@@ -51,10 +51,11 @@ def test_dashboard_is_what_current_grafana_exports(name):
     assert board["uid"] == UIDS[name] and board["schemaVersion"] >= 39
     assert not {"rows", "style", "hideControls", "sharedCrosshair", "__inputs", "gnetId"} & set(board)
     assert "inferwatch" in board["tags"] and board["links"][0]["tags"] == ["inferwatch"]
-    ids = [p["id"] for p in board["panels"]]
+    ids = [p["id"] for p in _all_panels(board)]
     assert len(ids) == len(set(ids))
     for panel in board["panels"]:
         if panel["type"] == "row":
+            assert panel["collapsed"] == bool(panel["panels"])
             continue
         assert panel["type"] in ("timeseries", "stat") and panel["description"]
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
@@ -67,6 +68,51 @@ def test_dashboard_is_what_current_grafana_exports(name):
         if var["type"] == "query":
             assert var["multi"] and var["includeAll"] and var["refresh"] == 2 and var["allValue"] == ".*"
     assert board["templating"]["list"][0]["type"] == "datasource"
+
+
+def _all_panels(board: dict) -> list[dict]:
+    """Top-level panels, then those of collapsed rows."""
+    return board["panels"] + [inner for p in board["panels"] for inner in p.get("panels", [])]
+
+
+# what current Grafana requires of a logs panel's options and allows in a Loki query (grafana-foundation-sdk's
+# logs and loki JSON Schemas, definitions Options and dataquery)
+LOGS_OPTIONS = {"showLabels", "showCommonLabels", "showTime", "showLogContextToggle", "wrapLogMessage",
+                "prettifyLogMessage", "enableLogDetails", "sortOrder", "dedupStrategy"}
+LOKI_QUERY = {"expr", "legendFormat", "maxLines", "resolution", "editorMode", "range", "instant", "step", "refId",
+              "hide", "queryType", "datasource"}
+
+
+def test_the_access_log_panel_reads_loki_through_a_variable_of_its_own():
+    """Issue 29: the access-log panel once told users to pick ${datasource}, which lists Prometheus data sources
+    only. It reads Loki through $loki, filters by the dashboard's model, keeps to JSON lines of the access log and
+    shows failed outcomes and answers slower than the SLOs' bounds; its description says how the log gets there."""
+    board = BOARDS["serving-overview.json"]
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert (variables["loki"]["type"], variables["loki"]["query"]) == ("datasource", "loki")
+    assert (variables["datasource"]["type"], variables["datasource"]["query"]) == ("datasource", "prometheus")
+    job = variables["access_log_job"]
+    assert job["type"] == "textbox" and job["query"] == job["current"]["value"] == "inferwatch-frontdoor"
+    row = next(p for p in board["panels"] if p["type"] == "row" and p["panels"])
+    assert row["collapsed"] and row is board["panels"][-1]
+    [panel] = row["panels"]
+    assert panel["type"] == "logs" and panel["gridPos"]["y"] == row["gridPos"]["y"] + 1
+    assert panel["datasource"] == {"type": "loki", "uid": "${loki}"}
+    assert LOGS_OPTIONS <= set(panel["options"])
+    exprs = [t["expr"] for t in panel["targets"]]
+    for t in panel["targets"]:
+        assert set(t) <= LOKI_QUERY and t["datasource"] == panel["datasource"] and t["queryType"] == "range"
+        assert t["expr"].startswith('{job="$access_log_job"} |= "\\"outcome\\":" | json | __error__="" | '
+                                    'model=~"$model" | ')
+    assert exprs[0].endswith('| outcome!~"ok|cancelled|length"')
+    assert exprs[1].endswith('| outcome="ok" | first_token_ms > 1000 | __error__=""')          # defaults.yaml's 1 s
+    assert exprs[2].endswith('| outcome="ok" | time_per_output_token_ms > 100 | __error__=""')  # and 100 ms
+    for words in ("--access-log", "Promtail", "Alloy", 'job=\"inferwatch-frontdoor\"', '"Loki"'):
+        assert words in panel["description"], words
+    # the linter reads the collapsed row's panel, and would flag it on $datasource
+    assert lint_dashboard(board) == []
+    on_prometheus = json.loads(json.dumps(board).replace('"uid": "${loki}"', '"uid": "${datasource}"'))
+    assert {f.rule for f in lint_dashboard(on_prometheus)} == {"loki-on-prometheus-datasource", "unused-variable"}
 
 
 @pytest.mark.parametrize("name", sorted(BOARDS))

@@ -331,6 +331,40 @@ def test_a_string_datasource_is_told_the_object_with_its_own_variable():
         '{"type": "prometheus", "uid": "${datasrc}"}']
 
 
+LOKI_VARIABLE = {"name": "loki", "type": "datasource", "query": "loki"}
+ACCESS_LOG = '{job="frontdoor"} |= "outcome" | json | outcome!="ok"'
+LOKI_CASES = [
+    # issue 29: an access-log panel told users to pick ${datasource}, whose list holds only Prometheus data sources
+    ("a loki panel on the Prometheus variable", ACCESS_LOG, {"type": "loki", "uid": "${datasource}"}, (), True),
+    ("LogQL on the Prometheus variable, no type", ACCESS_LOG, {"uid": "${datasource}"}, (), True),
+    ("LogQL on a string variable", '{app="x"} != "debug"', "$datasource", (), True),
+    ("a line filter only", '{app="x"} |= "error"', PROMETHEUS, (), True),
+    ("Loki on its own variable", ACCESS_LOG, {"type": "loki", "uid": "${loki}"}, (LOKI_VARIABLE,), False),
+    ("LogQL on its own variable, no type", ACCESS_LOG, {"uid": "${loki}"}, (LOKI_VARIABLE,), False),
+    ("Loki with a fixed uid", ACCESS_LOG, {"type": "loki", "uid": "P8E80F9AEF21F6940"}, (), False),
+    ("PromQL with a regex of pipes", 'sum(rate(x_total{code=~"5..|429"}[5m]))', PROMETHEUS, (), False),
+    ("PromQL comparing numbers", "sum(up) != 0", PROMETHEUS, (), False),
+]
+
+
+@pytest.mark.parametrize("source, expr, datasource, variables, fires", LOKI_CASES, ids=[c[0] for c in LOKI_CASES])
+def test_a_loki_query_on_a_prometheus_datasource_variable(source, expr, datasource, variables, fires):
+    board = _board(expr, type="logs", datasource=datasource, variables=variables)
+    found = lint_dashboard(board)
+    assert ("loki-on-prometheus-datasource" in {f.rule for f in found}) == fires, found
+    assert "invalid-promql" not in {f.rule for f in found}          # LogQL is never judged as PromQL
+
+
+def test_a_loki_target_of_a_mixed_panel_names_the_variable_to_add():
+    board = _board("sum(up)", datasource={"type": "datasource", "uid": "-- Mixed --"})
+    board["panels"][0]["targets"].append({"expr": ACCESS_LOG, "refId": "B",
+                                          "datasource": {"type": "loki", "uid": "${datasource}"}})
+    assert [(f.rule, f.message) for f in lint_dashboard(board)] == [(
+        "loki-on-prometheus-datasource", "a Loki query on $datasource, a data source variable of Prometheus data "
+        "sources: Grafana offers no Loki there; give Loki a variable of its own (type datasource, query loki) and "
+        "use it")]
+
+
 def test_variables_grafana_resolves_itself_are_not_undefined():
     board = _board('sum(rate(up{job=~"$job"}[$__rate_interval]))', 'label_replace(up, "x", "$1", "job", "(.*)")',
                    variables=[{"name": "job", "type": "query", "query": "label_values(up, job)"}],

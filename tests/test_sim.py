@@ -348,3 +348,46 @@ def test_load_exits_1_when_every_request_failed():
                     "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] == 0
     assert proc.stderr.startswith("error: every request failed (connect ")
+
+
+def _finish_time(late: float, keep_pace: float) -> float:
+    """When (on a virtual clock) the last of eight streamed requests finishes on an engine whose every sleep
+    wakes `late` times as late as it asked, as on a host whose other work starves the event loop."""
+    from inferwatch.sim._engine import Engine
+    from inferwatch.sim._params import EngineParams
+
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds):
+        now[0] += late * seconds
+        await real_sleep(0)
+
+    async def run():
+        engine = Engine("vllm", releases("vllm")[0], "m", EngineParams(max_num_seqs=4), seed=1, clock=lambda: now[0],
+                        keep_pace_s=keep_pace)
+        engine.start()
+        requests = [engine.new_request("say something", 200, True) for _ in range(8)]
+        for request in requests:
+            engine.submit(request)
+        while any(r.finished_at is None for r in requests):
+            await real_sleep(0)
+        await engine.stop()
+        return max(r.finished_at for r in requests)
+
+    asyncio.sleep = sleep
+    try:
+        return asyncio.run(run())
+    finally:
+        asyncio.sleep = real_sleep
+
+
+def test_keep_pace_makes_up_what_a_late_event_loop_costs():
+    """The demo's healthy vLLM paged in the first minutes of a 30-minute soak on a loaded host: each late wake-up
+    stretched a step, so the modelled engine served fewer tokens a second, queued at its cap and its TTFT rose to
+    4 s. With --keep-pace (the demo's engines) steps are due on a fixed timeline: late wake-ups are made up."""
+    on_time = _finish_time(1.0, keep_pace=0)
+    assert on_time > 1.0                            # two waves of four requests, well over a hundred steps each
+    assert _finish_time(4.0, keep_pace=0) > 3 * on_time          # without it, the engine slows with the host
+    assert _finish_time(4.0, keep_pace=2.0) < 1.1 * on_time
+    assert _finish_time(1.0, keep_pace=2.0) == pytest.approx(on_time, rel=0.02)

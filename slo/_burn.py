@@ -42,6 +42,13 @@ class TierMath:
             return None
         return self.threshold / error_ratio * self.tier.long
 
+    @property
+    def history(self) -> Fraction:
+        """Seconds of the SLI's raw series a tier needs behind it before it may fire (tiers.yaml `history`, 0 where
+        none is set): on a fresh deployment every window holds the same few minutes, and a two-minute blip would
+        read as days of burn."""
+        return self.tier.history or Fraction(0)
+
     def reset(self, error_ratio: Fraction = Fraction(1)) -> Fraction:
         """Seconds from the end of a long steady error ratio until the short window drops under the threshold."""
         return self.tier.short * max(Fraction(0), 1 - self.threshold / error_ratio)

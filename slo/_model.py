@@ -67,6 +67,7 @@ class Tier:
     budget_percent: Fraction
     long: Fraction                   # seconds
     short: Fraction
+    history: Fraction | None = None  # seconds of SLI data the tier needs behind it before it fires
 
 
 @dataclass(frozen=True)

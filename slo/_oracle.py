@@ -41,7 +41,8 @@ class Counts:
         out = []
         for m in maths:
             ratios = [self.error_ratio(t, w) for w in (m.tier.long, m.tier.short)]
-            if (m.fires and None not in ratios and min(ratios) > m.threshold
+            # the scenario's series start at minute 0: a tier fires once they reach back its history
+            if (m.fires and None not in ratios and min(ratios) > m.threshold and t * BASE >= m.history
                     and self.window(t, m.tier.long)[0] >= m.min_events):
                 out.append(m)
         return out

@@ -390,6 +390,17 @@ def _burn_phrase(factor) -> str:
     return f"at {_rounded(factor)}x the sustainable rate"
 
 
+def _history_guard(spec: Spec, objective: Objective, m: TierMath) -> str:
+    """The tier fires only for groups whose raw SLI series reach back its history (tiers.yaml): any sample in the
+    hour before that. Read from the raw series, not our records, so installing the rules on a
+    Prometheus that has the engines' history holds nothing back, and a ruler that sees records late (vmalert)
+    reads it as Prometheus does."""
+    by = ", ".join(spec.group_by)
+    raw = _total_selector(spec, objective).render()
+    return (f"and {_on(spec)} group by ({by}) (last_over_time({raw}[1h] "
+            f"offset {format_duration(m.history)}))")
+
+
 def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
@@ -399,6 +410,8 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     guard = folded_guard(spec, objective, m.tier.long)
     if guard is None or guard < m.min_events:       # not folded into the long window's ratio: summed here
         expr += f"\nand sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}]) >= {m.min_events}"
+    if m.history:
+        expr += f"\n{_history_guard(spec, objective, m)}"
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
                    f"{_burn_phrase(m.factor)} ({m.tier.name})",

@@ -69,5 +69,6 @@ def builtin_slis() -> dict[str, dict[str, dict]]:
 @lru_cache(maxsize=None)
 def default_tiers() -> tuple[Tier, ...]:
     return tuple(Tier(t["name"], t["severity"], Fraction(str(t["budget_percent"])),
-                      parse_duration(t["long"]), parse_duration(t["short"]))
+                      parse_duration(t["long"]), parse_duration(t["short"]),
+                      parse_duration(t["history"]) if "history" in t else None)
                  for t in _load("tiers.yaml")["tiers"])

@@ -262,17 +262,21 @@ def shared(request, engine_url, kv_run, tmp_path_factory):  # noqa: F811 - fixtu
         pytest.skip("relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
                     "an engine started with its own")
     cap = int(SHARED_FLAGS[SHARED_FLAGS.index("--max-num-seqs") + 1])
-    done: dict[str, dict[str, Outcome]] = {}
+    done: dict[str, dict[str, Outcome] | BaseException] = {}
 
     def run(key: str, phases: list[Phase], judge: dict[str, tuple[str, str]]) -> dict[str, Outcome]:
-        if key not in done:
+        if key not in done:              # once, failure included: every test of the run reads the same result
             workdir = tmp_path_factory.mktemp(key)
             stack, exporter = _exporter_stack(engine_url, workdir, cap)
             try:
                 done[key] = stack.run(phases, judge)
+            except Exception as err:     # noqa: BLE001 - kept and raised again for each test that reads it
+                done[key] = err
             finally:
                 exporter.terminate()
                 exporter.wait(30)
+        if isinstance(done[key], BaseException):
+            raise done[key]
         return done[key]
     return engine_url, cap, run
 

@@ -1,0 +1,500 @@
+"""Real incidents on real vLLM engines: the alert the runbook promises fires, healthy load fires nothing, and
+triage names the kind.
+
+A real Prometheus evaluates the compiled SLO rules (alerts/llm.*.rules.yaml) and the operational alerts
+(alerts/operational.rules.yaml) while a bounded load drives the engine through phases: first healthy (triage's
+baseline, in which nothing may fire), then the incidents. It scrapes the shared engine through the normalizing
+exporter (which adds the configured cap, `llm_max_running_requests`, that LLMQueueSaturated reads) and the
+KV-pressure engine, started beside it, directly with the generated relabel configs and mapping rules. Each run of
+phases gets a fresh Prometheus: healthy then over-long prompts; healthy, queueing, then admission rejections;
+short, shared-prefix, then unshared long prompts (long-prompts against the short ones, prefix-cache-loss against
+the shared ones); and, on the KV engine, healthy then KV pressure.
+
+Time is compressed by FACTOR (the demo's): every window, subquery, offset and `for:` of the operational alerts
+is divided by it (promtools.compress_durations), so their detection times scale back by FACTOR. The SLO rules
+evaluate every second with `for:` divided by it (test_dashboards_data.fast_slo_rules) but keep their burn-rate
+windows, whose per-minute recordings count events per minute; in a fresh Prometheus the long window holds only
+this Prometheus' own minutes, so a burn alert's time here is a lower bound, reported unscaled. The table of
+detection times is printed when the module ends (and kept in the README's real-engine section).
+
+Waits are on conditions (an alert firing, a series present) with a generous PATIENCE; the fixed lengths are
+those of the load phases (a baseline, an observation in which nothing may fire), never an assertion on speed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, need
+from engines import SHARED_FLAGS, engine_url  # noqa: F401 - the fixture
+from harness import MODEL_NAME, Engine, EngineUnavailable, free_port, get
+from inferwatch.sim._demo import FOR_SCALE
+from inferwatch.triage import Connection, Window, triage
+from promtools import compress_durations, prometheus, query, wait_for
+from test_dashboards_data import fast_slo_rules
+
+pytestmark = pytest.mark.real_engine
+
+FACTOR = FOR_SCALE          # the demo's compression: ten minutes of alerting in one
+PATIENCE = 300              # seconds of real time for any condition: a deadline, never a measure of speed
+SCRAPE = "3s"               # 10 samples in the shortest compressed window (5m / FACTOR); a busy engine's /metrics
+                            # can take 2 s, and a failed scrape is what LLMEngineTargetDown counts
+BASELINE_S = 15             # healthy load before each incident: triage's baseline, and nothing may fire in it
+QUIET_S = 30                # how long "nothing fires" is watched: 5 compressed minutes, the longest `for:` that
+                            # can have data here (the GPU and speculative-decoding alerts have none)
+MIN_INCIDENT_S = 20         # an incident runs at least this long, so triage has events to compare
+WORDS = "the request queue alert fires when engine cache model token prefix".split()
+# 10 blocks of 128 tokens, one of them vLLM's own: room for one 1024-token request (--max-model-len), not four
+KV_FLAGS = ("--max-num-seqs", "4", "--num-gpu-blocks-override", "10")
+REPORT: dict[str, "Outcome"] = {}
+
+
+# --- load -------------------------------------------------------------------------------------------------
+
+def _prompt(rnd: random.Random, words: int, prefix: str = "") -> str:
+    return prefix + " ".join(rnd.choice(WORDS) for _ in range(words))
+
+
+@dataclass
+class Clients:
+    """`n` clients, each sending one request after another until stopped (or PATIENCE), `body(rnd)` the request.
+    A refused request (503) waits `backoff` seconds before the next, so a full queue is not a busy loop."""
+
+    url: str
+    n: int
+    body: object
+    backoff: float = 0.5
+    statuses: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(self.n)]
+
+    def _client(self, i: int) -> None:
+        rnd, deadline = random.Random(i), time.monotonic() + PATIENCE
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            request = urllib.request.Request(self.url + "/v1/completions", headers={"Content-Type": "application/json"},
+                                             data=json.dumps({"model": MODEL_NAME, **self.body(rnd)}).encode())
+            try:
+                with urllib.request.urlopen(request, timeout=PATIENCE) as response:
+                    response.read()
+                    status = response.status
+            except urllib.error.HTTPError as err:
+                status = err.code
+            except OSError:
+                status = None
+            self.statuses.append(status)
+            if status != 200:
+                self._stop.wait(self.backoff)
+
+    def __enter__(self) -> "Clients":
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(PATIENCE)
+
+
+def chats(url: str, n: int = 1, words: int = 40, max_tokens: int = 96, prefix: str = "") -> Clients:
+    """`n` clients of one request shape; one client never fills the engine's cap: healthy load. An incident of
+    more clients keeps the shape, so only what the incident changes changes (triage compares the two)."""
+    return Clients(url, n, lambda rnd: {"prompt": _prompt(rnd, words, prefix), "max_tokens": max_tokens,
+                                        "ignore_eos": True})
+
+
+def healthy(url: str) -> Clients:
+    return chats(url)
+
+
+# --- incidents, measured ------------------------------------------------------------------------------------
+
+@dataclass
+class Phase:
+    """One stretch of load: `clients` run until every `promised` alert fires and at least `hold` seconds passed
+    (or PATIENCE); `facts` are PromQL read at its end (`$W` its length)."""
+
+    name: str
+    clients: list
+    promised: tuple[str, ...] = ()
+    hold: float = MIN_INCIDENT_S
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """What one phase gave: when each alert first fired (seconds after the phase began, real time; 0 for one
+    already firing), what fired during the phase it is judged against, triage's kinds (most likely first), and
+    the facts the skips quote."""
+
+    incident: str
+    fired: dict[str, float] = field(default_factory=dict)
+    fired_during: list[str] = field(default_factory=list)
+    baseline_fired: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    triage_notes: list[str] = field(default_factory=list)     # not enough data, signals with too few events
+    facts: dict[str, float] = field(default_factory=dict)
+    statuses: dict = field(default_factory=dict)
+    window: tuple[float, float] = (0.0, 0.0)
+
+
+def _alert_name(labels: dict) -> str:
+    return labels["alertname"] + (f"{{slo={labels['slo']},tier={labels['tier']}}}" if "tier" in labels else "")
+
+
+def _firing(prom: str) -> set[str]:
+    return {_alert_name(r["metric"]) for r in query(prom, 'ALERTS{alertstate="firing"}')}
+
+
+def _fired_over(prom: str, seconds: float) -> list[str]:
+    return sorted({_alert_name(r["metric"])
+                   for r in query(prom, f'max_over_time(ALERTS{{alertstate="firing"}}[{max(1, round(seconds))}s])')})
+
+
+def _value(prom: str, expr: str) -> float | None:
+    result = query(prom, expr)
+    return float(result[0]["value"][1]) if result else None
+
+
+class Stack:
+    """A fresh Prometheus with the compressed rules, scraping `scrape` (a scrape config), for one run of phases;
+    `extra` rule files load as they are."""
+
+    def __init__(self, workdir: Path, scrape: dict, extra: tuple[Path, ...] = ()):
+        self.workdir = workdir
+        rules = fast_slo_rules(workdir)
+        operational = workdir / "operational.rules.yaml"
+        operational.write_text(compress_durations((ROOT / "alerts" / "operational.rules.yaml").read_text(), FACTOR))
+        self.config = {"global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
+                       "rule_files": [*rules, str(operational), *map(str, extra)], "scrape_configs": [scrape]}
+
+    def run(self, phases: list[Phase], judge: dict[str, tuple[str, str]]) -> dict[str, Outcome]:
+        """The phases one after another; then each incident of `judge` ({incident: (phase, baseline phase)}) is
+        its phase's outcome, with what fired during its baseline and triage over the two windows."""
+        done: dict[str, Outcome] = {}
+        with prometheus(need("prometheus"), self.config, self.workdir) as prom:
+            wait_for(lambda: query(prom, f'llm_slo:total:increase1m{{model="{MODEL_NAME}"}}'), timeout=PATIENCE,
+                     step=1)
+            for phase in phases:
+                done[phase.name] = self._phase(prom, phase)
+            for incident, (name, against) in judge.items():
+                outcome, base = replace(done[name], incident=incident), done[against]
+                outcome.baseline_fired = base.fired_during
+                report = triage(Connection(prom), Window(*outcome.window), "{:.0f}/{:.0f}".format(*base.window),
+                                models=(MODEL_NAME,))
+                outcome.kinds = [f.kind for v in report.verdicts for f in v.findings]
+                outcome.triage_notes = [note for v in report.verdicts for note in
+                                        (v.not_enough_data, *(f"too few: {s}" for s in v.too_few)) if note]
+                done[incident] = REPORT[incident] = outcome
+        return done
+
+    @staticmethod
+    def _phase(prom: str, phase: Phase) -> Outcome:
+        outcome = Outcome(phase.name)
+        with ExitStack() as load:
+            t0 = time.time()
+            for clients in phase.clients:
+                load.enter_context(clients)
+            while time.time() - t0 < PATIENCE:
+                now = time.time()
+                for alert in _firing(prom) - set(outcome.fired):
+                    outcome.fired[alert] = now - t0
+                if all(any(f.startswith(p) for f in outcome.fired) for p in phase.promised) \
+                        and now - t0 >= phase.hold:
+                    break
+                time.sleep(1)             # polling Prometheus; `hold` is a load phase's length, not an assertion
+            t1 = time.time()
+            outcome.window = (t0, t1)
+            outcome.fired_during = _fired_over(prom, t1 - t0)
+            for key, expr in phase.facts.items():
+                outcome.facts[key] = _value(prom, expr.replace("$W", f"{max(1, round(t1 - t0))}s"))
+        statuses = phase.clients[-1].statuses           # the phase's own clients are the last
+        outcome.statuses = {s: statuses.count(s) for s in set(statuses)}
+        return outcome
+
+
+def _exporter_stack(engine_url: str, workdir: Path, cap: int):  # noqa: F811 - a URL, not the fixture
+    """The normalizing exporter in front of the engine, with its cap; yields (Stack, stop)."""
+    port = free_port()
+    exporter = subprocess.Popen([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--listen",
+                                 f"127.0.0.1:{port}", "--target", f"vllm={engine_url}/metrics", "--timeout", "10s",
+                                 "--max-running-requests", f"{MODEL_NAME}={cap}"],
+                                stdout=subprocess.DEVNULL, stderr=(workdir / "exporter.log").open("w"))
+    scrape = {"job_name": "inferwatch", "honor_labels": True,
+              "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+    return Stack(workdir, scrape), exporter
+
+
+@pytest.fixture(scope="module")
+def kv_run(request, tmp_path_factory):
+    """The KV-pressure incident on an engine of its own, run in the background from the module's start: its
+    engine boots and its incident runs while the shared engine's incidents do (another engine, another
+    Prometheus; the two cores are shared, and every wait is on a condition). Not against --engine-url."""
+    if request.config.getoption("--engine-url"):
+        return None
+    engine = Engine(KV_FLAGS)
+    pool = ThreadPoolExecutor(1)
+    future: Future = pool.submit(_kv_pressure, engine, tmp_path_factory.mktemp("kv-pressure"))
+    request.addfinalizer(lambda: (future.exception(), engine.stop(), pool.shutdown()))
+    return future
+
+
+@pytest.fixture(scope="module")
+def shared(request, engine_url, kv_run, tmp_path_factory):  # noqa: F811 - fixtures
+    """Runs each incident on the shared engine (--max-num-seqs 2, --max-num-queued-reqs 4) once, on demand."""
+    if request.config.getoption("--engine-url"):
+        pytest.skip("relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
+                    "an engine started with its own")
+    cap = int(SHARED_FLAGS[SHARED_FLAGS.index("--max-num-seqs") + 1])
+    done: dict[str, dict[str, Outcome] | BaseException] = {}
+
+    def run(key: str, phases: list[Phase], judge: dict[str, tuple[str, str]]) -> dict[str, Outcome]:
+        if key not in done:              # once, failure included: every test of the run reads the same result
+            workdir = tmp_path_factory.mktemp(key)
+            stack, exporter = _exporter_stack(engine_url, workdir, cap)
+            try:
+                done[key] = stack.run(phases, judge)
+            except Exception as err:     # noqa: BLE001 - kept and raised again for each test that reads it
+                done[key] = err
+            finally:
+                exporter.terminate()
+                exporter.wait(30)
+        if isinstance(done[key], BaseException):
+            raise done[key]
+        return done[key]
+    return engine_url, cap, run
+
+
+# --- the incidents -----------------------------------------------------------------------------------------
+
+def _over_context(shared) -> Outcome:
+    """Healthy load, then the same beside one client sending prompts over --max-model-len (400 at once)."""
+    url, _, run = shared
+    over = Clients(url, 1, lambda rnd: {"prompt": _prompt(rnd, 3000), "max_tokens": 4}, backoff=0.5)
+    phases = [Phase("healthy", [healthy(url)], hold=BASELINE_S),
+              Phase("over-context", [healthy(url), over], hold=QUIET_S)]
+    return run("over-context", phases, {"over-context": ("over-context", "healthy")})["over-context"]
+
+
+def _queue(shared) -> dict[str, Outcome]:
+    """Healthy load; then cap + 2 clients (two run, two wait) until LLMQueueSaturated fires; then cap + 8, more
+    than vLLM admits under --max-num-queued-reqs 4 (it refuses at about cap + 2 requests in flight, so a few of
+    the first may be refused too): the rest get 503 at once, while the queue stays full."""
+    url, cap, run = shared
+    rejected = f'sum(increase(llm_admission_rejections_total{{model="{MODEL_NAME}"}}[$W]))'
+    phases = [Phase("healthy", [healthy(url)], hold=BASELINE_S),
+              Phase("queueing", [chats(url, cap + 2)], promised=("LLMQueueSaturated",)),
+              Phase("admission-rejections", [chats(url, cap + 8)], promised=("LLMQueueSaturated",),
+                    facts={"rejected": rejected})]
+    return run("queue", phases, {"queueing": ("queueing", "healthy"),
+                                 "admission-rejections": ("admission-rejections", "healthy")})
+
+
+def _queueing(shared) -> Outcome:
+    return _queue(shared)["queueing"]
+
+
+def _admission(shared) -> Outcome:
+    return _queue(shared)["admission-rejections"]
+
+
+PREFIX = " ".join(random.Random(7).choice(WORDS) for _ in range(600)) + " "
+TTFT_FACTS = {
+    "ttft_mean_s": f'sum(increase(llm_time_to_first_token_seconds_sum{{model="{MODEL_NAME}"}}[$W])) / '
+                   f'sum(increase(llm_time_to_first_token_seconds_count{{model="{MODEL_NAME}"}}[$W]))',
+    "ttft_over_1s": f'1 - sum(increase(llm_time_to_first_token_seconds_bucket{{model="{MODEL_NAME}", le=~"1|1[.]0"}}'
+                    f'[$W])) / sum(increase(llm_time_to_first_token_seconds_count{{model="{MODEL_NAME}"}}[$W]))',
+    "prompt_tokens": f'sum(increase(llm_request_prompt_tokens_sum{{model="{MODEL_NAME}"}}[$W])) / '
+                     f'sum(increase(llm_request_prompt_tokens_count{{model="{MODEL_NAME}"}}[$W]))',
+}
+
+
+def _prompts(shared) -> dict[str, Outcome]:
+    """Short prompts; then ~630-token prompts sharing a 600-word prefix (the prefix cache hits); then ~630-token
+    prompts sharing nothing. Judged against the short ones they are long prompts; against the shared ones, the
+    prefix cache's loss."""
+    url, _, run = shared
+    phases = [Phase("short", [chats(url, words=40, max_tokens=16)], hold=BASELINE_S),
+              Phase("shared-prefix", [chats(url, words=30, max_tokens=16, prefix=PREFIX)], hold=BASELINE_S),
+              Phase("no-prefix", [chats(url, words=630, max_tokens=16)], facts=TTFT_FACTS)]
+    return run("prompts", phases, {"long-prompts": ("no-prefix", "short"),
+                                   "prefix-cache-loss": ("no-prefix", "shared-prefix")})
+
+
+def _prefix_loss(shared) -> Outcome:
+    return _prompts(shared)["prefix-cache-loss"]
+
+
+def _long_prompts(shared) -> Outcome:
+    return _prompts(shared)["long-prompts"]
+
+
+def _slo_only(outcome: Outcome) -> None:
+    """The runbook promises only the responsive SLO's burn alert for this kind: it must fire where the incident
+    made first tokens late, and cannot where a prefill on the tiny CPU model stays far under the 1 s threshold."""
+    late, mean = outcome.facts["ttft_over_1s"], outcome.facts["ttft_mean_s"]
+    if late is not None and late > 0.1344:           # the responsive objective's page_fast bar (99 %, 13.44x)
+        assert "LLMErrorBudgetBurn{slo=responsive,tier=page_fast}" in outcome.fired, (outcome.fired, late)
+        return
+    pytest.skip(f"{outcome.incident}: engine TTFT averaged {mean * 1000:.0f} ms over "
+                f"{outcome.facts['prompt_tokens']:.0f}-token prompts, {late or 0:.0%} over 1 s: a prefill on the tiny "
+                f"CPU model is too fast to burn the responsive SLO (page bar 13.4 % over 1 s), which is the only "
+                f"alert the runbook promises for this kind; the burn alert itself is proven on queueing")
+
+
+def _pages(alerts) -> list[str]:
+    """The alerts that page or that on-call acts on, leaving out the SLO ticket tiers: their 1-day and 3-day
+    windows, in a Prometheus minutes old, hold only those minutes (the raw-counter fallback), so two requests
+    over 1 s among the first 108 open one. The detection table lists them all."""
+    return sorted(a for a in alerts if "tier=ticket_" not in a)
+
+
+def test_healthy_load_fires_nothing(shared):
+    """One client at a time (never at the cap) for BASELINE_S, then QUIET_S more beside over-long prompts that
+    the engine refuses: 45 s here, 7.5 compressed minutes, and no alert fires. (Every other incident's baseline
+    is checked too, in its own test.)"""
+    outcome = _over_context(shared)
+    assert _pages(outcome.baseline_fired) == [] and _pages(outcome.fired) == [], outcome
+
+
+def test_prompts_over_the_context_limit_fire_nothing(shared):
+    """A 400 over --max-model-len is the caller's mistake: no SLO counts it, no alert fires (5 compressed minutes
+    of one over-long prompt for every few good requests)."""
+    outcome = _over_context(shared)
+    assert outcome.statuses.get(400, 0) >= 5 and set(outcome.statuses) == {400}, outcome.statuses
+    assert _pages(outcome.fired) == [], outcome.fired
+
+
+def test_prompts_over_the_context_limit_are_no_kind_of_slow(shared):
+    outcome = _over_context(shared)
+    assert outcome.kinds == [], (outcome.kinds, outcome.triage_notes)
+
+
+def test_queueing_fires_queue_saturated(shared):
+    outcome = _queueing(shared)
+    assert _pages(outcome.baseline_fired) == [], outcome.baseline_fired
+    assert outcome.statuses.get(200, 0) >= 1, outcome.statuses
+    assert "LLMQueueSaturated" in outcome.fired, outcome.fired
+
+
+def test_triage_names_queueing(shared):
+    outcome = _queueing(shared)
+    assert outcome.kinds[:1] == ["queueing"], (outcome.kinds, outcome.triage_notes)
+
+
+def test_admission_rejections_keep_queue_saturated_firing(shared):
+    """More clients than vLLM admits: the rest are refused with 503 at once and counted
+    (llm_admission_rejections_total); the queue is full at the cap, which LLMQueueSaturated promises (it fired
+    in the queueing before, and goes on). No SLO counts a refusal at the engine: see the README."""
+    outcome = _admission(shared)
+    assert outcome.statuses.get(503, 0) >= 1 and outcome.statuses.get(200, 0) >= 1, outcome.statuses
+    assert outcome.facts["rejected"] and outcome.facts["rejected"] > 0, outcome.facts
+    assert "LLMQueueSaturated" in outcome.fired, outcome.fired
+
+
+def test_triage_names_admission_rejections_queueing(shared):
+    outcome = _admission(shared)
+    assert outcome.kinds[:1] == ["queueing"], (outcome.kinds, outcome.triage_notes)
+
+
+def test_prefix_cache_loss_alerts_as_the_runbook_promises(shared):
+    _slo_only(_prefix_loss(shared))
+
+
+def test_triage_names_prefix_cache_loss(shared):
+    outcome = _prefix_loss(shared)
+    assert outcome.kinds[:1] == ["prefix-cache-loss"], (outcome.kinds, outcome.triage_notes)
+
+
+def test_long_prompts_alert_as_the_runbook_promises(shared):
+    _slo_only(_long_prompts(shared))
+
+
+def test_triage_names_long_prompts(shared):
+    outcome = _long_prompts(shared)
+    assert outcome.kinds[:1] == ["long-prompts"], (outcome.kinds, outcome.triage_notes)
+
+
+# --- KV pressure: an engine of its own, scraped directly with the relabel rules ------------------------------
+
+def _kv_pressure(engine: Engine, workdir: Path) -> Outcome:
+    engine.start()
+    # the relabel configs and, as the README says, the recording rules beside them (for what a rename cannot do:
+    # request_success_total feeds both llm_requests_finished_total and llm_requests_aborted_total)
+    generated = ROOT / "mappings" / "generated"
+    relabel = yaml.safe_load((generated / "metric-relabel-configs.yaml").read_text())
+    scrape = {"job_name": "vllm", "static_configs": [{"targets": [engine.url.removeprefix("http://")]}], **relabel}
+    # 40-token prompts and 250-token answers: one request holds up to 3 of the 9 blocks, so two clients run
+    # side by side and four (the running cap) run out of blocks and preempt each other; the baseline is longer
+    # than the others' so that triage has as many of these longer requests to compare
+    body = dict(words=40, max_tokens=250)
+    phases = [Phase("healthy", [chats(engine.url, 2, **body)], hold=2 * BASELINE_S),
+              Phase("kv-pressure", [chats(engine.url, 4, **body)], promised=("LLMPreemptionStorm",),
+                    facts={"preemptions": f'sum(increase(llm_preemptions_total{{model="{MODEL_NAME}"}}[$W]))'})]
+    stack = Stack(workdir, scrape, (generated / "inferwatch-mappings.rules.yaml",))
+    return stack.run(phases, {"kv-pressure": ("kv-pressure", "healthy")})["kv-pressure"]
+
+
+@pytest.fixture(scope="module")
+def kv_pressure(kv_run):
+    if kv_run is None:
+        pytest.skip("needs an engine of its own flags (" + " ".join(KV_FLAGS) + "); --engine-url names another")
+    try:
+        return kv_run.result()
+    except EngineUnavailable as err:
+        pytest.skip(f"real vLLM unavailable: {err}")
+
+
+def test_kv_pressure_fires_preemption_storm(kv_pressure):
+    assert _pages(kv_pressure.baseline_fired) == [], kv_pressure.baseline_fired
+    assert kv_pressure.facts["preemptions"] and kv_pressure.facts["preemptions"] > 0, kv_pressure.facts
+    assert "LLMPreemptionStorm" in kv_pressure.fired, kv_pressure.fired
+
+
+def test_triage_names_kv_pressure(kv_pressure):
+    assert kv_pressure.kinds[:1] == ["kv-pressure"], (kv_pressure.kinds, kv_pressure.triage_notes)
+
+
+# --- the table ---------------------------------------------------------------------------------------------
+
+def detection_table(outcomes: dict[str, Outcome]) -> list[str]:
+    """One line per incident and alert: seconds from the incident's start to firing, here and scaled back."""
+    lines = [f"detection times (time compressed {FACTOR}x for the operational alerts; SLO burn alerts unscaled, "
+             "their windows uncompressed):",
+             f"  {'incident':<22} {'alert':<58} {'here':>7} {'scaled':>9}  triage"]
+    for outcome in outcomes.values():
+        kinds = ", ".join(outcome.kinds) or "nothing"
+        for alert, seconds in sorted(outcome.fired.items(), key=lambda kv: kv[1]) or [("(none fired)", None)]:
+            scale = 1 if alert.startswith(("LLMErrorBudgetBurn", "LLMSLIDataMissing")) else FACTOR
+            here = "" if seconds is None else f"{seconds:.0f} s"
+            scaled = "" if seconds is None else f"{seconds * scale / 60:.1f} min"
+            lines.append(f"  {outcome.incident:<22} {alert:<58} {here:>7} {scaled:>9}  {kinds}")
+    return lines
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _print_detection_times(request):
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if REPORT and reporter and capture:
+        with capture.global_and_fixture_disabled():       # past -q and the capture, as -ra's lines are
+            reporter.write("\n")
+            for line in detection_table(REPORT):
+                reporter.write_line(line)

@@ -85,19 +85,24 @@ def pytest_addoption(parser):
     group.addoption("--real-engine", action="store_true",
                     help="also run the tests marked real_engine, on a real vLLM CPU engine (installed once into a "
                          "cached venv: tests/real_engine/harness.py)")
+    group.addoption("--real-incidents", action="store_true",
+                    help="with --real-engine or --engine-url, also run tests/real_engine/test_real_incidents.py (real "
+                         "incidents, their alerts' detection times and triage's verdicts; minutes)")
     group.addoption("--engine-url", metavar="URL",
                     help="run the real_engine tests against this running vLLM (a GPU one, say) instead of starting "
                          "one; tests that need their own engine flags are skipped")
 
 
 def _deselect_real_engine(config, items) -> None:
-    """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step."""
-    if config.getoption("--real-engine") or config.getoption("--engine-url"):
-        return
-    dropped = [item for item in items if item.get_closest_marker("real_engine")]
+    """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step; the
+    real incidents only with --real-incidents as well."""
+    wanted = config.getoption("--real-engine") or config.getoption("--engine-url")
+    dropped = [item for item in items if item.get_closest_marker("real_engine") and not wanted
+               or item.get_closest_marker("real_incidents") and not config.getoption("--real-incidents")]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not item.get_closest_marker("real_engine")]
+        gone = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in gone]
 
 
 def pytest_collection_modifyitems(config, items):

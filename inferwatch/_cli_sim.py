@@ -10,7 +10,7 @@ from inferwatch.errors import InferwatchError
 __all__ = ["register", "ENGINE_VERSIONS"]
 
 # the releases of sim/releases.yaml, spelled out so that --help need not read it (a test keeps them in step)
-ENGINE_VERSIONS = "vllm 0.33.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
+ENGINE_VERSIONS = "vllm 0.33.0, 0.32.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
 
 
 def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
@@ -29,6 +29,9 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
                                                         "switch later with POST /admin/scenario.")] = "normal",
              max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
              kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
+             max_num_queued_reqs: Annotated[int, typer.Option(
+                 metavar="N", help="Refuse (503) a request arriving while N are running or waiting, as vLLM's "
+                                   "--max-num-queued-reqs; 0: no limit.")] = 0,
              decode_step: Annotated[float, typer.Option(metavar="SECONDS",
                                                         help="Seconds per decode step at batch size 1.")] = 0.02,
              reasoning: Annotated[int, typer.Option(metavar="N",
@@ -65,7 +68,10 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
         host, port = parse_listen(listen)
     except ValueError as err:
         raise InferwatchError(f"--listen: {err}") from None
+    if max_num_queued_reqs < 0:
+        raise InferwatchError(f"--max-num-queued-reqs {max_num_queued_reqs}: use 0 (no limit) or more")
     params = replace(EngineParams(), max_num_seqs=max_num_seqs, kv_cache_tokens=kv_cache_tokens,
+                     max_num_queued_reqs=max_num_queued_reqs,
                      decode_step_s=decode_step, reasoning_tokens=reasoning)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= gpus <= 64:

@@ -285,7 +285,7 @@ def test_bad_simulate_flags_are_clear_errors():
     assert proc.returncode == 1 and proc.stderr.startswith("error: --engine 'tgi': use vllm or sglang")
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine-version", "0.1"],
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.10.2, 0.7.3" in proc.stderr
+    assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.32.0, 0.10.2, 0.7.3" in proc.stderr
 
 
 def test_engine_model_preempts_caches_prefixes_and_speculates():

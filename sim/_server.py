@@ -137,10 +137,10 @@ class _Simulator:
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         stream = bool(body.get("stream"))
         stop = body.get("stop") or ()
-        stop = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
-        if len(stop) > 4:                                   # vLLM's own limit
-            self._http(endpoint, 400)
-            return self._error(400, "stop: List should have at most 4 items after validation")
+        stop = (stop,) if isinstance(stop, str) else stop
+        if not isinstance(stop, list | tuple) or len(stop) > 4 or not all(isinstance(s, str) for s in stop):
+            self._http(endpoint, 400)                       # vLLM's own limit: a string or at most 4
+            return self._error(400, "stop: a string or a list of at most 4 strings")
         if self.engine.full():
             self._http(endpoint, 503)
             return self._error(503, "The engine is currently busy: too many requests queued "

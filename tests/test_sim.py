@@ -348,3 +348,18 @@ def test_load_exits_1_when_every_request_failed():
                     "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] == 0
     assert proc.stderr.startswith("error: every request failed (connect ")
+
+
+@pytest.mark.parametrize("stop, status", [(5, 400), (["a"] * 5, 400), (["e", 3], 400), ("e", 200), (["e", "o"], 200)])
+def test_stop_strings_as_vllm_takes_them(stop, status):
+    """A string or at most four strings (vLLM's limit); anything else is the client's 400, never a 500. An answer
+    that reaches a stop string ends there, finish_reason stop (every simulated word holds an e or an o, but `by`)."""
+    with simulator("vllm", "0.32.0") as (base, _):
+        try:
+            got, body = _post(base, {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stop": stop,
+                                     "max_tokens": 50})
+        except urllib.error.HTTPError as err:
+            got, body = err.code, ""
+    assert got == status
+    if status == 200:
+        assert json.loads(body)["choices"][0]["finish_reason"] == "stop"

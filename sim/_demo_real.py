@@ -215,7 +215,8 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         missing = [e for e in REAL_EXPECTED if not _matches(e, fired)]
         say("\n== summary")
         for expected in REAL_EXPECTED:
-            say(f"  {'MISSED' if expected in missing else 'fired '} {' '.join(f'{k}={v}' for k, v in expected.items())}")
+            labels = " ".join(f"{k}={v}" for k, v in expected.items())
+            say(f"  {'MISSED' if expected in missing else 'fired '} {labels}")
         healthy = _doctor(prom, folder, {"vllm": f"{engine.url}/metrics"}, say, gpus=False)
         if not headless:
             say(f"\nThe stack keeps running: open {prom} and try `ALERTS` or `llm_requests_waiting`; load the engine "

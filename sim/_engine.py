@@ -79,8 +79,10 @@ class Engine:
 
     # --- requests ----------------------------------------------------------------------------------------
 
-    def new_request(self, prompt: str, max_tokens: int | None, streaming: bool, tool_name: str | None = None) -> Request:
-        """Plan what the request will generate, under the current parameters."""
+    def new_request(self, prompt: str, max_tokens: int | None, streaming: bool, tool_name: str | None = None,
+                    stop: tuple[str, ...] = (), ignore_eos: bool = False) -> Request:
+        """Plan what the request will generate, under the current parameters. `stop` strings end the answer at
+        the first token holding one (kept in the output); `ignore_eos` writes up to max_tokens, as vLLM does."""
         p, rng = self.params, self.rng
         words = prompt.split() or ["hi"]
         if p.prompt_scale > 1:                            # context added after the client's text (long-prompts)
@@ -93,8 +95,14 @@ class Engine:
             plan += [("tool", arguments[i:i + 4]) for i in range(0, len(arguments), 4)]
         else:
             length = max(1, int(rng.expovariate(1 / p.output_tokens_mean)) + 1)
+            if ignore_eos and max_tokens:                  # no end of its own: it runs into the limit
+                length = max_tokens + 1
             plan += [("content", " " + rng.choice(WORDS)) for _ in range(length)]
         reason = "stop"
+        hit = next((i for i, (kind, text) in enumerate(plan) if kind == "content" and any(s in text for s in stop)),
+                   None)
+        if hit is not None:
+            plan = plan[:hit + 1]
         limit = min(max_tokens or p.max_model_len, p.max_model_len - len(words))
         if rng.random() < p.truncate_share:               # the answer runs into the length limit halfway
             limit = min(limit, p.reasoning_tokens + max(1, (len(plan) - p.reasoning_tokens) // 2))
@@ -107,6 +115,14 @@ class Engine:
         elif roll < p.error_share + p.abort_share:
             request.fail_at, request.finish_reason = len(plan) // 3, "abort"
         return request
+
+    def full(self) -> bool:
+        """Whether a new request is refused (--max-num-queued-reqs), counting the rejection if so."""
+        limit = self.params.max_num_queued_reqs
+        if not limit or len(self.running) + len(self.waiting) < limit:
+            return False
+        self.metrics.inc("rejections", 1, reason="max_num_queued_reqs")
+        return True
 
     def submit(self, request: Request) -> None:
         self.waiting.append(request)
@@ -189,6 +205,10 @@ class Engine:
                 request.cached = self._prefix_hit(request.prompt)
                 if self.engine == "vllm":                   # SGLang counts prompt tokens when a request ends
                     self.metrics.inc("prompt_tokens", len(request.prompt))
+                    self.metrics.inc("prompt_by_source", len(request.prompt) - request.cached,
+                                     source="local_compute")
+                    self.metrics.inc("prompt_by_source", request.cached, source="local_cache_hit")
+                    self.metrics.inc("prompt_cached", request.cached)
                 self.metrics.inc("prefix_queries", len(request.prompt))
                 self.metrics.inc("prefix_hits", request.cached)
                 prefill += len(request.prompt) - request.cached
@@ -294,17 +314,21 @@ class Engine:
                 m.inc("cached_tokens", request.cached)
             if not streaming and request.first_token_at is not None:
                 m.observe("ttft", now - request.arrival, streaming)   # a non-streamed first chunk comes at the end
-        if request.admitted_at is None:
-            return
+        if request.admitted_at is None or (self.engine == "vllm" and reason == CLIENT_ABORT):
+            return                                  # vLLM V1 observes no request histogram for a dropped request
         m.observe("e2e", now - request.arrival, streaming)
         m.observe("queue", request.admitted_at - request.arrival)
         if request.first_token_at is not None:
             m.observe("prefill", request.first_token_at - request.admitted_at)
             m.observe("decode", now - request.first_token_at)
-            if reason in ("stop", "length") and request.generated > 1:
-                m.observe("tpot", (now - request.first_token_at) / (request.generated - 1), streaming)
+            # vLLM observes it for every finished request, one token long or not (SGLang only past one token)
+            if reason in ("stop", "length") and (request.generated > 1 or self.engine == "vllm"):
+                m.observe("tpot", (now - request.first_token_at) / max(1, request.generated - 1), streaming)
+            m.observe("inference", now - request.admitted_at)
         m.observe("prompt_len", len(request.prompt))
         m.observe("gen_len", request.generated)
+        m.observe("prefill_computed", len(request.prompt) - request.cached)
+        m.observe("request_preemptions", request.preemptions)
 
     def _gauges(self) -> None:
         self.metrics.set("running", len(self.running))

@@ -35,7 +35,9 @@ def default_release(engine: str) -> str:
     return _table()[engine]["default"]
 
 
-def _buckets(engine: str, version: str, family: str) -> list[float]:
+def _buckets(engine: str, version: str, family) -> list[float]:
+    if isinstance(family, list):                    # the release's own bounds
+        return [float(b) for b in family]
     if family == "tokens":
         return _table()[engine]["token_buckets"]
     wanted = version_tuple(version)

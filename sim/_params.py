@@ -25,6 +25,8 @@ class EngineParams:
     decode_step_s: float = 0.02         # one decode step at batch size 1
     decode_batch_slope: float = 0.02    # each extra running request slows a step by this share
     max_model_len: int = 8192
+    max_num_queued_reqs: int = 0        # vLLM --max-num-queued-reqs: a request arriving while this many are in the
+                                        # engine (running and waiting, as vLLM 0.32 counts) gets 503; 0: no limit
     spec_tokens: int = 2                # draft tokens proposed per step (0: no speculative decoding)
     spec_acceptance: float = 0.7        # chance each draft token is accepted
     prefix_block: int = 16              # prefix-cache block size

@@ -137,7 +137,16 @@ class _Simulator:
             tool_name = tools[0].get("function", {}).get("name", "tool")
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         stream = bool(body.get("stream"))
-        req = self.engine.new_request(prompt, max_tokens, stream, tool_name)
+        stop = body.get("stop") or ()
+        stop = (stop,) if isinstance(stop, str) else stop
+        if not isinstance(stop, list | tuple) or len(stop) > 4 or not all(isinstance(s, str) for s in stop):
+            self._http(endpoint, 400)                       # vLLM's own limit: a string or at most 4
+            return self._error(400, "stop: a string or a list of at most 4 strings")
+        if self.engine.full():
+            self._http(endpoint, 503)
+            return self._error(503, "The engine is currently busy: too many requests queued "
+                                    "(--max-num-queued-reqs). Retry later.", "ServiceUnavailableError")
+        req = self.engine.new_request(prompt, max_tokens, stream, tool_name, stop, bool(body.get("ignore_eos")))
         self.engine.submit(req)
         meta = _Meta(chat, self.config.model, bool((body.get("stream_options") or {}).get("include_usage")))
         if stream:
@@ -169,8 +178,8 @@ class _Simulator:
                 await _send(response, meta.delta(event, req))
             await response.write(b"data: [DONE]\n\n")
         except ConnectionResetError:
-            self.engine.abort(req)                     # the client went away mid-stream
-            status = 499
+            self.engine.abort(req)                     # the client went away mid-stream; its 200 was sent, and
+            status = 499 if self.config.engine == "sglang" else 200     # vLLM counts that response as 2xx
         except asyncio.CancelledError:
             self.engine.abort(req)
             raise

@@ -36,6 +36,7 @@ ENGINE = "\n".join([
     _histogram("llm_time_to_first_token_seconds", ["0.1", "1.0", "2.5"]),
     _histogram("llm_time_per_output_token_seconds", ["0.05", "0.1", "0.5"]),
 ]) + "\n"
+RAW_VLLM = f'vllm:num_requests_running{{model_name="{MODEL}",engine="0"}} 1\n'
 GPU = 'gpu_utilization_ratio{uuid="GPU-0",pod="vllm-0"} 0.9\n'
 PROFILING = ('gpu_sm_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.7\n'
              'gpu_tensor_active_ratio{uuid="GPU-0",pod="vllm-0"} 0.4\n')
@@ -119,7 +120,16 @@ def stacks(tmp_path_factory):
         partial = stack.enter_context(prometheus(need("prometheus"), partial_config, tmp / "partial"))
         wait_for(lambda: len(query(partial, 'llm_requests_running{pod!=""}')) == 2
                  and query(partial, "gpu_utilization_ratio"))
-        yield {"good": (good, am, good_targets), "broken": broken, "laptop": laptop, "partial": partial, "config": tmp / "deploy.yaml",
+        # a CPU engine scraped as it writes its series (no relabelings), on a config without GPU exporters
+        raw_targets = stack.enter_context(serve({"/metrics": RAW_VLLM}))
+        (tmp / "raw").mkdir()
+        raw = stack.enter_context(prometheus(need("prometheus"), {
+            "global": {"scrape_interval": "1s"},
+            "scrape_configs": [{"job_name": "cpu-vllm", "static_configs": [{"targets": [
+                raw_targets.removeprefix("http://")]}]}]}, tmp / "raw"))
+        (tmp / "no-gpus.yaml").write_text(CONFIG + "dcgm: {enabled: false}\n")
+        wait_for(lambda: query(raw, "vllm:num_requests_running"))
+        yield {"raw": raw, "no-gpus": tmp / "no-gpus.yaml", "good": (good, am, good_targets), "broken": broken, "laptop": laptop, "partial": partial, "config": tmp / "deploy.yaml",
                "capped": tmp / "capped.yaml"}
 
 
@@ -205,3 +215,16 @@ def test_doctor_names_the_engine_pods_no_gpu_series_joins(stacks):
     proc = _doctor("--prometheus", stacks["partial"], "--no-alertmanager")
     assert ("missing GPU <-> engine join: engine pods vllm-9 match no GPU series' pod: triage and the GPU dashboard "
             "show no GPU for them (fix: ") in proc.stdout, proc.stdout
+
+
+def test_doctor_names_the_job_without_relabelings_and_skips_gpus_nobody_runs(stacks):
+    """Engine series under vLLM's own names: doctor names the job that scrapes them raw; a deploy.yaml without GPU
+    exporters (CPU engines) skips the GPU checks, saying why, instead of asking for dcgm-exporter."""
+    proc = _doctor("--prometheus", stacks["raw"], "--no-alertmanager", "--config", str(stacks["no-gpus"]))
+    assert proc.returncode == 1
+    assert ("missing engine series: no llm_requests_running with a model from any engine; engine series arrive under "
+            "the engine's own names, scraped without the inferwatch relabelings: job cpu-vllm "
+            "(vllm:num_requests_running)") in proc.stdout, proc.stdout
+    assert ("skipped GPU series: deploy.yaml runs no GPU exporter (dcgm and nvml disabled): GPU activity is not "
+            "checked") in proc.stdout
+    assert "missing GPU series" not in proc.stdout

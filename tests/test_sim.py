@@ -285,7 +285,7 @@ def test_bad_simulate_flags_are_clear_errors():
     assert proc.returncode == 1 and proc.stderr.startswith("error: --engine 'tgi': use vllm or sglang")
     proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine-version", "0.1"],
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.10.2, 0.7.3" in proc.stderr
+    assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.32.0, 0.10.2, 0.7.3" in proc.stderr
 
 
 def test_engine_model_preempts_caches_prefixes_and_speculates():
@@ -391,3 +391,18 @@ def test_keep_pace_makes_up_what_a_late_event_loop_costs():
     assert _finish_time(4.0, keep_pace=0) > 3 * on_time          # without it, the engine slows with the host
     assert _finish_time(4.0, keep_pace=2.0) < 1.1 * on_time
     assert _finish_time(1.0, keep_pace=2.0) == pytest.approx(on_time, rel=0.02)
+
+
+@pytest.mark.parametrize("stop, status", [(5, 400), (["a"] * 5, 400), (["e", 3], 400), ("e", 200), (["e", "o"], 200)])
+def test_stop_strings_as_vllm_takes_them(stop, status):
+    """A string or at most four strings (vLLM's limit); anything else is the client's 400, never a 500. An answer
+    that reaches a stop string ends there, finish_reason stop (every simulated word holds an e or an o, but `by`)."""
+    with simulator("vllm", "0.32.0") as (base, _):
+        try:
+            got, body = _post(base, {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stop": stop,
+                                     "max_tokens": 50})
+        except urllib.error.HTTPError as err:
+            got, body = err.code, ""
+    assert got == status
+    if status == 200:
+        assert json.loads(body)["choices"][0]["finish_reason"] == "stop"

@@ -17,19 +17,29 @@ from harness import Engine, EngineUnavailable
 SHARED_FLAGS = ("--max-num-seqs", "2", "--max-num-queued-reqs", "4")
 
 
+# the one shared engine of the session, or why there is none. Each test module that imports the fixture below
+# gets a session-scoped fixture of its own from pytest (one per module it is found in): without this, every such
+# module started an engine of its own (~3 GB and up to minutes each).
+_SHARED: dict[str, str] = {}
+
+
 @pytest.fixture(scope="session")
 def engine_url(request) -> str:
     """The URL of a real vLLM serving `tiny-llama` (or the model of --engine-url)."""
     given = request.config.getoption("--engine-url")
     if given:
         return given.rstrip("/").removesuffix("/v1")
-    engine = Engine(SHARED_FLAGS)
-    try:
-        engine.start()
-    except EngineUnavailable as err:
-        pytest.skip(f"real vLLM unavailable: {err}")
-    request.addfinalizer(engine.stop)
-    return engine.url
+    if not _SHARED:
+        engine = Engine(SHARED_FLAGS)
+        try:
+            engine.start()
+            _SHARED["url"] = engine.url
+        except EngineUnavailable as err:
+            _SHARED["unavailable"] = str(err)
+        request.config.add_cleanup(engine.stop)         # once, at the end of the session
+    if "unavailable" in _SHARED:
+        pytest.skip(f"real vLLM unavailable: {_SHARED['unavailable']}")
+    return _SHARED["url"]
 
 
 @pytest.fixture

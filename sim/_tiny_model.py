@@ -4,9 +4,10 @@ Run with the real-engine venv's python (it has torch, tokenizers and transformer
 
     python tiny_model.py OUT [--seed 0]
 
-The tokenizer learns from this repository's own Markdown (shipped with every clone), the weights are random
-from a fixed seed: the model writes nonsense, quickly, which is all an engine's metrics need. ChatML template,
-so /v1/chat/completions works. About 10 s and 15 MB.
+The tokenizer learns from inferwatch's own Markdown (a clone's, or the READMEs an installed package ships), the
+weights are random from a fixed seed: the model writes nonsense, quickly, which is all an engine's metrics need.
+ChatML template, so /v1/chat/completions works. About 10 s and 15 MB. Run as a script by inferwatch.sim._real_vllm
+(never imported by inferwatch: torch and transformers live only in the engine's venv).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]          # a clone's root (sim/ is in it), or the installed package
 SPECIALS = ["<|pad|>", "<|begin_of_text|>", "<|im_end|>", "<|im_start|>"]
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' }}"

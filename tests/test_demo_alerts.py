@@ -87,9 +87,9 @@ CASES = [(incident, alert, rule_file, when) for incident, promises in PROMISES.i
 
 def test_every_incident_of_the_demos_script_is_covered():
     """Each incident the demo plays (its script, less the healthy opening) has its promised alerts tested here,
-    but truncation on SGLang: the demo still expects the front door's answered page for it (EXPECTED_FULL), which
-    the shipped SLO no longer gives since a stop at the length limit counts as answered (issue 29 §1), and SGLang
-    reports no finish reason for LLMLengthStopsRising. Nothing fired for qwen3-8b's answers in the recording."""
+    but truncation on SGLang, which promises no alert: a stop at the length limit counts as answered (issue 29
+    §1), so the demo expects no page for it (EXPECTED_FULL), and SGLang reports no finish reason for
+    LLMLengthStopsRising. Nothing fired for qwen3-8b's answers in the recording."""
     incidents = [p.name for p in SCRIPT if set(p.scenarios.values()) != {"normal"}]
     assert set(PROMISES) | {"truncation on SGLang"} == set(incidents)
     assert [p["phase"] for p in MANIFEST["phases"]] == ["healthy", *incidents]

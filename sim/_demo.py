@@ -362,18 +362,8 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
             say(f"t+{now - started:4.0f}s")
             for line in await asyncio.to_thread(_status, prom, samples, now):
                 say(line)
-            alerts = await asyncio.to_thread(_alerts, prom)
-            for key, state in alerts.items():
-                if seen.get(key) != state:
-                    say(f"  ALERT {state.upper():8} {_describe(key)}")
-                if state == "firing":
-                    fired.add(key)
-                    fired_here.add(key)
-            for key in set(seen) - set(alerts):
-                say(f"  ALERT resolved {_describe(key)}")
-            seen = alerts
-            if short and phase.shows and all(_matches(e, fired_here) for e in phase.shows):
-                say(f"  (--short: {' and '.join(e['alertname'] for e in phase.shows)} fired, {phase.name} ends here)")
+            seen = _note_alerts(await asyncio.to_thread(_alerts, prom), seen, fired, fired_here, say)
+            if _phase_shown(phase, short, fired_here, say):
                 break
         windows[phase.name] = (windows[phase.name][0], time.monotonic())
         if phase.name == SCRIPT[0].name:
@@ -405,6 +395,28 @@ TRY_QUERIES = ("ALERTS", "llm_slo:error_ratio:5m", "llm_requests_waiting")
 
 def _matches(expected: dict[str, str], fired: set) -> bool:
     return any(all(dict(k).get(n) == v for n, v in expected.items()) for k in fired)
+
+
+def _note_alerts(alerts: dict, seen: dict, fired: set, fired_here: set, say) -> dict:
+    """Say each alert whose state changed since `seen` (and each resolved one), add the firing ones to `fired`
+    and `fired_here`; the alerts to remember as seen."""
+    for key, state in alerts.items():
+        if seen.get(key) != state:
+            say(f"  ALERT {state.upper():8} {_describe(key)}")
+        if state == "firing":
+            fired.add(key)
+            fired_here.add(key)
+    for key in set(seen) - set(alerts):
+        say(f"  ALERT resolved {_describe(key)}")
+    return alerts
+
+
+def _phase_shown(phase: Phase, short: bool, fired_here: set, say) -> bool:
+    """In --short, True (and said) once every alert the phase shows has fired during it: the phase ends."""
+    if short and phase.shows and all(_matches(e, fired_here) for e in phase.shows):
+        say(f"  (--short: {' and '.join(e['alertname'] for e in phase.shows)} fired, {phase.name} ends here)")
+        return True
+    return False
 
 
 def _thinking_summary(samples: dict[str, list[Sample]], windows: dict[str, tuple[float, float]], fired: set) -> str:

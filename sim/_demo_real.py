@@ -23,9 +23,9 @@ from pathlib import Path
 import yaml
 
 from inferwatch.errors import InferwatchError
-from inferwatch.sim._demo import (FOR_SCALE, SLO_INTERVAL, _alerts, _by_model, _describe, _doctor,
-                                  _fmt, _interrupt, _matches, _Processes, _rule_files, _triage_lines, _wait_ready,
-                                  free_port)
+from inferwatch.sim._demo import (FOR_SCALE, SLO_INTERVAL, _alerts, _by_model, _doctor,
+                                  _fmt, _interrupt, _matches, _note_alerts, _phase_shown, _Processes, _rule_files,
+                                  _triage_lines, _wait_ready, free_port)
 from inferwatch.sim._load import LoadConfig, run_load
 
 __all__ = ["run_real_demo", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
@@ -139,18 +139,8 @@ async def _drive(door: str, model: str, prom: str, short: bool, say) -> set:
             await asyncio.sleep(min(5.0, max(0.0, end - time.monotonic())))
             say(f"t+{time.monotonic() - started:4.0f}s")
             say(await asyncio.to_thread(_status, prom, model))
-            alerts = await asyncio.to_thread(_alerts, prom)
-            for key, state in alerts.items():
-                if seen.get(key) != state:
-                    say(f"  ALERT {state.upper():8} {_describe(key)}")
-                if state == "firing":
-                    fired.add(key)
-                    fired_here.add(key)
-            for key in set(seen) - set(alerts):
-                say(f"  ALERT resolved {_describe(key)}")
-            seen = alerts
-            if short and phase.shows and all(_matches(e, fired_here) for e in phase.shows):
-                say(f"  (--short: {' and '.join(e['alertname'] for e in phase.shows)} fired, {phase.name} ends here)")
+            seen = _note_alerts(await asyncio.to_thread(_alerts, prom), seen, fired, fired_here, say)
+            if _phase_shown(phase, short, fired_here, say):
                 break
         load.cancel()
         await asyncio.gather(load, return_exceptions=True)

@@ -26,7 +26,8 @@ and the alerts, and a long-window group evaluated every 10 minutes.
    evaluation late, a page comes one evaluation after Prometheus', not two). Where the long window is no
    tier's short window, the guard is the window ratio's own denominator (`>= N`, recorded and raw alike: no
    ratio at all below N events), so the alert sums nothing inline; elsewhere (6h) the alert sums the
-   per-minute counts of its long window.
+   per-minute counts of its long window. A tier with a `history` in tiers.yaml (the tickets: 2h) fires only for
+   groups whose raw series reach back that far: on a fresh deployment a few minutes never stand for days.
 4. Missing data (`LLMSLIDataMissing`): no raw series at all, events without the
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
@@ -57,6 +58,7 @@ BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
 DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RUNBOOKS.md"
 MISSING_LOOKBACK = "1h"      # a vanished source or group is named this long; then it is just "absent"
+HISTORY_LOOKBACK = "1h"      # a tier's history guard takes any sample this long before its history
 FRESH_SECONDS = 90           # the 5m-rate fallback counts a series only while its last sample is this recent:
                              # one 1m scrape interval plus slack for a late scrape
 TOTAL_1M, GOOD_1M = "llm_slo:total:increase1m", "llm_slo:good:increase1m"
@@ -397,7 +399,7 @@ def _history_guard(spec: Spec, objective: Objective, m: TierMath) -> str:
     reads it as Prometheus does."""
     by = ", ".join(spec.group_by)
     raw = _total_selector(spec, objective).render()
-    return (f"and {_on(spec)} group by ({by}) (last_over_time({raw}[1h] "
+    return (f"and {_on(spec)} group by ({by}) (last_over_time({raw}[{HISTORY_LOOKBACK}] "
             f"offset {format_duration(m.history)}))")
 
 

@@ -66,34 +66,46 @@ def query(base: str, expr: str) -> list[dict]:
     return data["data"]["result"]
 
 
+def wait_ready(base: str, path: str, proc: subprocess.Popen, log: Path, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(base + path, timeout=1)
+            return
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"{proc.args[0]} did not start: {log.read_text()[-3000:]}")
+            time.sleep(0.1)
+
+
 @contextmanager
-def prometheus(binary: str, config: dict, workdir: Path, flags: tuple[str, ...] = ()):
-    """A real Prometheus server on loopback with `config` (and extra command-line `flags`); yields its base URL."""
-    port = free_port()
-    cfg = workdir / "prometheus.yml"
-    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
-    log = open(workdir / "prometheus.log", "w")
-    proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}", *flags], stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+def process(args: list[str], log: Path, ready: str | None = None, ready_path: str = "/health"):
+    """A real server process logging to `log`; waits for `ready` + `ready_path` to answer, stops it after."""
+    out = open(log, "w")
+    proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + "/-/ready", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError((workdir / "prometheus.log").read_text()[-3000:])
-                time.sleep(0.2)
-        yield base
+        if ready:
+            wait_ready(ready, ready_path, proc, log)
+        yield proc
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-        log.close()
+        out.close()
+
+
+@contextmanager
+def prometheus(binary: str, config: dict, workdir: Path, flags: tuple[str, ...] = ()):
+    """A real Prometheus server on loopback with `config` (and extra command-line `flags`); yields its base URL."""
+    port = free_port()
+    cfg = workdir / "prometheus.yml"
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    base = f"http://127.0.0.1:{port}"
+    with process([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'data'}",
+                  f"--web.listen-address=127.0.0.1:{port}", *flags], workdir / "prometheus.log", base, "/-/ready"):
+        yield base
 
 
 def wait_for(predicate, timeout: float = 30, step: float = 0.3):

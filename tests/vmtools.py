@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import math
 import struct
-import subprocess
-import time
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 from inferwatch.sim._demo import free_port
+from promtools import process
 
 STALE = "stale"         # a sample value: Prometheus' staleness marker (the NaN with bits 0x7ff0000000000002)
 _STALE_BITS = 0x7FF0000000000002
@@ -92,36 +91,6 @@ def instant(base: str, expr: str, at: float, **params) -> dict[tuple, float]:
         return {(): float(result[1])}
     return {tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")): float(r["value"][1])
             for r in result if not math.isnan(float(r["value"][1]))}
-
-
-def wait_ready(base: str, path: str, proc: subprocess.Popen, log: Path, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(base + path, timeout=1)
-            return
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"{proc.args[0]} did not start: {log.read_text()[-3000:]}")
-            time.sleep(0.1)
-
-
-@contextmanager
-def process(args: list[str], log: Path, ready: str | None = None, ready_path: str = "/health"):
-    """A real server process logging to `log`; waits for `ready` + `ready_path` to answer, stops it after."""
-    out = open(log, "w")
-    proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        if ready:
-            wait_ready(ready, ready_path, proc, log)
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        out.close()
 
 
 @contextmanager

@@ -37,7 +37,8 @@ import yaml
 from inferwatch.errors import InferwatchError
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
-__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "EXPECTED_FULL", "free_port", "Stack", "start_stack"]
+__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "EXPECTED_FULL", "free_port", "Stack", "start_stack",
+           "prometheus_binary", "until_interrupted", "work_folder"]
 
 VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
 CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
@@ -437,15 +438,21 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def run_demo(headless: bool = False, short: bool = False, workdir: str | None = None) -> bool:
-    """Run the scripted demo; True when every expected alert fired. Ctrl-C or SIGTERM stop it cleanly."""
+def prometheus_binary(command: str) -> str:
+    """The prometheus on PATH, or one clear error saying how to install it and run `command` again."""
     binary = shutil.which("prometheus")
     if binary is None:
         raise InferwatchError("prometheus not found on PATH: install it with `apt-get install -y prometheus` "
-                              "(Debian's package), then run `inferwatch demo` again")
+                              f"(Debian's package), then run `{command}` again")
+    return binary
+
+
+def until_interrupted(run) -> bool:
+    """run()'s answer; Ctrl-C or SIGTERM stop it cleanly instead (False), each process it started stopped by its
+    own ExitStack on the way out."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return _run(binary, headless, short, workdir)
+        return run()
     except KeyboardInterrupt:
         print("\ninterrupted: every process the demo started has been stopped")
         return False
@@ -453,12 +460,23 @@ def run_demo(headless: bool = False, short: bool = False, workdir: str | None = 
         signal.signal(signal.SIGTERM, previous)
 
 
+def work_folder(stack: ExitStack, workdir: str | None, prefix: str) -> Path:
+    """`workdir` (made if new), or a temporary folder removed when `stack` closes."""
+    folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run_demo(headless: bool = False, short: bool = False, workdir: str | None = None) -> bool:
+    """Run the scripted demo; True when every expected alert fired. Ctrl-C or SIGTERM stop it cleanly."""
+    binary = prometheus_binary("inferwatch demo")
+    return until_interrupted(lambda: _run(binary, headless, short, workdir))
+
+
 def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
     say = print
     with ExitStack() as stack:
-        folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="inferwatch-demo-")))
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = work_folder(stack, workdir, "inferwatch-demo-")
         procs = _Processes(folder)
         stack.callback(procs.stop)
         demo = start_stack(binary, folder, procs, _rule_files(folder))

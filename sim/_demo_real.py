@@ -11,10 +11,7 @@ scenarios a real CPU engine can show and why the others cannot.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import signal
 import sys
-import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -24,8 +21,9 @@ import yaml
 
 from inferwatch.errors import InferwatchError
 from inferwatch.sim._demo import (FOR_SCALE, SLO_INTERVAL, _alerts, _by_model, _doctor,
-                                  _fmt, _interrupt, _matches, _note_alerts, _phase_shown, _Processes, _rule_files,
-                                  _triage_lines, _wait_ready, free_port)
+                                  _fmt, _matches, _note_alerts, _phase_shown, _Processes, _rule_files,
+                                  _triage_lines, _wait_ready, free_port, prometheus_binary, until_interrupted,
+                                  work_folder)
 from inferwatch.sim._load import LoadConfig, run_load
 
 __all__ = ["run_real_demo", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
@@ -91,23 +89,14 @@ def run_real_demo(headless: bool = False, short: bool = False, workdir: str | No
     in one line (InferwatchError) when the engine cannot be installed or started."""
     from inferwatch.sim import _real_vllm as real
 
-    binary = shutil.which("prometheus")
-    if binary is None:
-        raise InferwatchError("prometheus not found on PATH: install it with `apt-get install -y prometheus` "
-                              "(Debian's package), then run `inferwatch demo --engine vllm-real` again")
+    binary = prometheus_binary("inferwatch demo --engine vllm-real")
     if not real.installed() and not install:
         raise InferwatchError(f"--engine vllm-real: {real.VLLM} is not installed in {real.venv()} and --no-install "
                               f"was given; run without --no-install once to install it ({real.INSTALL_COST})")
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return _run(binary, headless, short, workdir)
+        return until_interrupted(lambda: _run(binary, headless, short, workdir))
     except real.EngineUnavailable as err:
         raise InferwatchError(f"--engine vllm-real: the real vLLM cannot run here: {err}") from None
-    except KeyboardInterrupt:
-        print("\ninterrupted: every process the demo started has been stopped")
-        return False
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _status(prom: str, model: str) -> str:
@@ -157,9 +146,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
 
     say = print
     with ExitStack() as stack:
-        folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="inferwatch-demo-real-")))
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = work_folder(stack, workdir, "inferwatch-demo-real-")
         say(f"inferwatch demo --engine vllm-real: a real {real.VLLM} on this machine's CPUs serving the tiny local "
             f"model {real.MODEL_NAME} (--max-num-seqs {CAP}); a real engine cannot switch scenarios, load induces "
             "them:")

@@ -66,6 +66,63 @@ def backend_values() -> None:
           f"uuid {ident.get('uuid')!r} and model {ident.get('gpu_model')!r}")
 
 
+# Work the GPU is given while the backend samples it: the product's claim is that SM and tensor activity tell
+# "busy" from "computing", where GPU-Util cannot. `spin` keeps one single-thread kernel resident (GPU-Util ~100 %,
+# almost no SM active), `matmul` runs bf16 matrix products on the tensor cores.
+LOADS = {
+    "matmul": "a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16); b = a.clone()\n"
+              "def step():\n    for _ in range(20): a @ b\n",
+    "spin": "def step():\n    for _ in range(20): torch.cuda._sleep(50_000_000)\n",
+}
+# (load, common name, low, high): the range the value must lie in while that load runs.
+EXPECT = [
+    ("idle", "gpu_sm_active_ratio", 0.0, 0.05), ("idle", "gpu_tensor_active_ratio", 0.0, 0.02),
+    ("matmul", "gpu_utilization_ratio", 0.9, 1.0), ("matmul", "gpu_sm_active_ratio", 0.5, 1.0),
+    ("matmul", "gpu_tensor_active_ratio", 0.2, 1.0),
+    ("spin", "gpu_utilization_ratio", 0.9, 1.0), ("spin", "gpu_sm_active_ratio", 0.0, 0.1),
+    ("spin", "gpu_tensor_active_ratio", 0.0, 0.02),
+]
+
+
+def _load(kind: str) -> subprocess.Popen:
+    body = ("import sys, torch\n" + LOADS[kind] + "step(); torch.cuda.synchronize(); print('ready', flush=True)\n"
+            "while True:\n    step(); torch.cuda.synchronize()\n")
+    proc = subprocess.Popen([sys.executable, "-c", body], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()          # waits for the warm-up: the load is on the GPU from here
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"{kind} load did not start (said {line!r}, exit {proc.wait()})")
+    return proc
+
+
+def activity_under_load() -> None:
+    import pynvml
+
+    from inferwatch.exporters.gpu import NvmlBackend, PodResolver
+
+    backend = NvmlBackend(pynvml, socket.gethostname(), PodResolver())
+    backend.start()
+    seen: dict[str, dict[str, float]] = {}
+    try:
+        for kind in ("idle", "matmul", "spin"):
+            proc = None if kind == "idle" else _load(kind)
+            try:
+                backend.sample(1.0)           # GPU-Util is NVML's own average over its last period: let it turn
+                reading = [r for r in backend.sample(2.0).readings if dict(r.identity).get("gpu") == "0"][0]
+            finally:
+                if proc is not None:
+                    proc.kill()
+                    proc.wait()
+            seen[kind] = {name: value for name, labels, value in reading.samples if not labels}
+            print(f"{kind:7s}", {k: round(v, 3) for k, v in seen[kind].items() if k.endswith("_ratio")},
+                  "workloads:", reading.workloads, flush=True)
+    finally:
+        backend.close()
+    for kind, name, low, high in EXPECT:
+        got = seen.get(kind, {}).get(name)
+        check(got is not None and low <= got <= high, f"{kind}: {name} in [{low}, {high}]: {got}")
+
+
 def parse(text: str) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for line in text.splitlines():
@@ -89,7 +146,8 @@ def exporter_scrape() -> None:
                "NvmlBackend, PodResolver; GpuExporter(NvmlBackend(pynvml, socket.gethostname(), PodResolver()), "
                f"1.0).run('127.0.0.1', {port})"]
     print("starting:", " ".join(cmd), flush=True)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # cwd away from the repository: `-m inferwatch` there would import the source tree, not the package layout
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     text, deadline = "", time.monotonic() + 60
     try:
         while time.monotonic() < deadline and proc.poll() is None:
@@ -122,7 +180,7 @@ def exporter_scrape() -> None:
 
 def main() -> int:
     print("python", sys.version.split()[0], "PYTHONPATH", os.environ.get("PYTHONPATH"))
-    for step in (backend_values, exporter_scrape):
+    for step in (backend_values, activity_under_load, exporter_scrape):
         try:
             step()
         except Exception as err:  # noqa: BLE001 - report and go on to the next step

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The NVML backend and the GPU exporter on one real NVIDIA GPU (an H200), offline, in under 3 minutes.
+# The NVML backend and the GPU exporter on one real NVIDIA GPU (an H200), offline, in under 4 minutes.
 #
 #   PYTHONPATH=/tmp/site:$PWD bash tests/device/nvml_check.sh      (from the repository root)
 #
@@ -20,8 +20,8 @@ smi=0
 echo "== nvidia-smi -L"; timeout 30 nvidia-smi -L || { echo "FAIL nvidia-smi -L"; smi=1; }
 echo "== driver"; timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,power.limit --format=csv \
   || { echo "FAIL nvidia-smi --query-gpu"; smi=1; }
-timeout 150 python3 tests/device/nvml_check.py
+timeout 240 python3 tests/device/nvml_check.py
 rc=$?
-[ $rc -eq 124 ] && echo "FAIL the check ran past 150 s"
+[ $rc -eq 124 ] && echo "FAIL the check ran past 240 s"
 [ $rc -eq 0 ] && [ $smi -ne 0 ] && rc=1
 exit $rc

@@ -6,6 +6,7 @@ Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, attainment, dashboard, engine_variables,
                                    latency_objective, logs, loki_variable, quantiles, rate_sum, ratio, row, stat,
                                    target, textbox, timeseries)
+from inferwatch.slo import parse_spec
 
 sel = Selector(ENGINE_FILTERS)
 # the installed SLO specs' thresholds and targets (slo/defaults.yaml's 1 s and 100 ms unless built with others), so
@@ -44,6 +45,28 @@ def _slow(field: str) -> str:
     token) fails the number conversion and is dropped, never shown as slow."""
     return f'{ACCESS} | outcome="ok" | {field} > {float(SLOW_MS[field].threshold) * 1000:g} | __error__=""'
 
+
+# The engine-side goodput estimate: a request that failed one objective may fail another too, so one minus the
+# sum of the bad shares is a floor (never above the real share). The answered SLI's bad finishes are the compiler's
+# own (slo/slis.yaml), read through the public spec parser rather than written here again.
+_ANSWERED_BAD = parse_spec({"version": 1, "service": "estimate", "objectives": [
+    {"name": "answered", "sli": "answered", "target": "99%"}]}, "<built-in answered SLI>").objectives[0].sli.bad
+
+
+def _over(histogram: str, objective, extra: str = "") -> str:
+    """The share of a histogram's requests over the objective's bound (its `le` bucket, every spelling)."""
+    within = rate_sum(sel, histogram + "_bucket", extra=", ".join(x for x in (extra, objective.le) if x))
+    return f"(1 - {ratio(within, rate_sum(sel, histogram + '_count', extra=extra))})"
+
+
+_FINISHED = rate_sum(sel, "llm_requests_finished_total")
+# no bad finish yet is no series at all: 0 then, per model that finished anything, or the sum would be no data
+_BAD = " + ".join(f"({rate_sum(sel, b.metric, extra=', '.join(m.render() for m in b.matchers))} or 0 * {_FINISHED})"
+                  for b in _ANSWERED_BAD)
+_NOT_ANSWERED = f"({ratio(_BAD, _FINISHED)})"
+GOODPUT_ESTIMATE = (f"clamp_min(1 - (\n{_over('llm_time_to_first_token_seconds', TTFT, STREAMED)}\n+ "
+                    f"{_over('llm_time_per_output_token_seconds', TPOT)}\n+ {_NOT_ANSWERED}\n), 0)")
+JUDGED, GOOD = "llm_frontdoor_goodput_judged_requests_total", "llm_frontdoor_goodput_good_requests_total"
 
 ACCESS_LOG = logs("Slow and failed requests (front door access log)", [
     f"{ACCESS} | {BAD}", _slow("first_token_ms"), _slow("time_per_output_token_ms")],
@@ -144,6 +167,23 @@ dashboard = dashboard(
             unit="percentunit", max_value=1,
             description="Accepted draft tokens over proposed ones: a windowed ratio of vLLM's counters, and SGLang's "
                         "own acceptance gauge per engine (never averaged across engines)."),
+        row("Goodput: requests that met every objective at once"),
+        timeseries("Good requests/s beside requests/s", [
+            target(rate_sum(door, JUDGED), "judged {{model}}"), target(rate_sum(door, GOOD), "good {{model}}")],
+            unit="reqps", description=FRONT_DOOR + "rate of llm_frontdoor_goodput_judged_requests_total (requests "
+                        "the answered SLO counts) and of llm_frontdoor_goodput_good_requests_total (of those, the "
+                        "ones answered that met every objective of the front door's --goodput-spec at once, judged "
+                        "per request). The gap is requests users got late or not at all."),
+        timeseries("Goodput share", [
+            target(ratio(rate_sum(door, GOOD), rate_sum(door, JUDGED)), "front door {{model}}"),
+            target(GOODPUT_ESTIMATE, "estimate from the engine (at least) {{model}}")],
+            unit="percentunit", max_value=1,
+            description="Share of requests good on every objective at once. Front door: good over judged "
+                        "requests, exact per request. Without a front door, an estimate from the engine's "
+                        f"histograms, marked as one: 1 minus the shares of requests over {TTFT.words} to the first "
+                        f"token, over {TPOT.words} per output token, and not answered ({TTFT.source}; "
+                        f"{TPOT.source}), a floor since a request can fail several at once. No data at zero "
+                        "traffic, never 100 %."),
         row("Front door: what users feel"),
         timeseries("TTFT p95: users (front door) and engine", [
             target(f"histogram_quantile(0.95, sum by (le, model) (rate({s(m + '_bucket', extra)}[{RATE}])))",

@@ -72,6 +72,9 @@ def frontdoor(
         max_pipelined: Annotated[int, typer.Option(metavar="N", help=(
             "Requests a client may send ahead on one connection while one is answered (HTTP/1.1 pipelining); "
             "more closes the connection."))] = 16,
+        goodput_spec: Annotated[list[str], typer.Option(metavar="FILE", help=(
+            "An SLO spec (source: frontdoor) each request is judged by for goodput (repeatable); default: the "
+            "embedded slo/defaults-frontdoor.yaml."))] = [],
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Proxy an OpenAI-compatible engine and meter what users feel, on its own /metrics.
 
@@ -94,6 +97,7 @@ def frontdoor(
 
     from inferwatch.frontdoor._config import (FrontdoorConfig, Limits, parse_listen, parse_seconds, parse_size,
                                               parse_upstreams)
+    from inferwatch.frontdoor._goodput import load_goodput
     from inferwatch.frontdoor._labels import load_keys
     from inferwatch.frontdoor._paths import DEFAULT_ALLOWED, parse_allowed
 
@@ -138,7 +142,8 @@ def frontdoor(
         metrics_host=metrics_host, metrics_port=metrics_port,
         allow_paths=_parsed(parse_allowed, allow_path, "--allow-path") if allow_path else DEFAULT_ALLOWED,
         limits=limits, callers_file=_parsed(load_keys, callers_file, "--callers-file") if callers_file else None,
-        models=tuple(dict.fromkeys(m.strip() for m in model if m.strip())), models_refresh=refresh)
+        models=tuple(dict.fromkeys(m.strip() for m in model if m.strip())), models_refresh=refresh,
+        goodput=load_goodput(goodput_spec) if goodput_spec else None)
     from inferwatch.frontdoor._proxy import serve
 
     serve(config)

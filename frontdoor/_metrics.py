@@ -42,8 +42,8 @@ def worst_case_series(models: int, callers: int, upstreams: int, outcome_codes: 
     """The most series a front door serves: `models` and `callers` label values (known ones, plus `unknown` and
     `other`, `anonymous` and `other`), `upstreams` (the configured ones plus `none`) and `outcome_codes` distinct
     (outcome, code) pairs. Per (model, caller, upstream): each histogram's buckets, +Inf, _sum and _count, three
-    token counters, the in-flight gauge and one request counter per pair; then one per refusal reason."""
-    per_labels = sum(len(bounds(name)) + 3 for name in HISTOGRAMS) + 3 + 1 + outcome_codes
+    token counters, two goodput counters, the in-flight gauge and one request counter per pair; then one per refusal reason."""
+    per_labels = sum(len(bounds(name)) + 3 for name in HISTOGRAMS) + 3 + 2 + 1 + outcome_codes
     return models * callers * upstreams * per_labels + len(REFUSED)
 
 
@@ -73,6 +73,11 @@ class FrontdoorMetrics:
                                      "else one per streamed event).", LABELS, registry=r)
         self.reasoning_tokens = Counter("llm_frontdoor_reasoning_tokens", "Hidden reasoning tokens (usage "
                                         "details, else one per streamed reasoning event).", LABELS, registry=r)
+        self.judged = Counter("llm_frontdoor_goodput_judged_requests", "Requests judged against the SLO specs' "
+                              "objectives (those the answered SLI counts and some objective selects).", LABELS,
+                              registry=r)
+        self.good = Counter("llm_frontdoor_goodput_good_requests", "Judged requests that were answered and met "
+                            "every objective that selects them (goodput).", LABELS, registry=r)
         self.in_flight = Gauge("llm_frontdoor_requests_in_flight", "Requests between arrival and the end of the "
                                "response.", LABELS, registry=r)
         self.refused = Counter("llm_frontdoor_refused", "Connections and requests the front door refused or "
@@ -80,9 +85,14 @@ class FrontdoorMetrics:
         for reason in REFUSED:
             self.refused.labels(reason)
 
-    def record(self, labels: tuple[str, str, str], outcome: str, code: int, times: dict, tokens) -> None:
-        """Count one finished request; `times` holds the seconds measured (ttft, ttfc, tpot, duration)."""
+    def record(self, labels: tuple[str, str, str], outcome: str, code: int, times: dict, tokens,
+               good: bool | None = None) -> None:
+        """Count one finished request; `times` holds the seconds measured (ttft, ttfc, tpot, duration), `good` the
+        goodput verdict (None: not judged)."""
         self.requests.labels(*labels, outcome, str(code)).inc()
+        if good is not None:
+            self.judged.labels(*labels).inc()
+            self.good.labels(*labels).inc(1 if good else 0)   # present from the first judged request, at 0 too
         for name in ("ttft", "ttfc", "tpot", "duration"):
             if times.get(name) is not None:
                 getattr(self, name).labels(*labels).observe(times[name])

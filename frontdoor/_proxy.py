@@ -49,6 +49,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from inferwatch.errors import InferwatchError
 from inferwatch.frontdoor._accesslog import AccessLog, access_record
 from inferwatch.frontdoor._config import FrontdoorConfig, Upstream
+from inferwatch.frontdoor._goodput import default_goodput
 from inferwatch.frontdoor._guard import SPARE_FILES, ConnectionGuard, GuardedSite, check_aiohttp, fit_open_files
 from inferwatch.frontdoor._idle import IdleWatch
 from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
@@ -230,6 +231,7 @@ class Frontdoor:
     def __init__(self, config: FrontdoorConfig):
         self.config = config
         self.metrics = FrontdoorMetrics()
+        self.goodput = config.goodput or default_goodput()
         self.callers = Callers(config.caller_header, config.caller_salt, config.max_callers, config.callers_file)
         self.models = Models(tuple(m for m, _ in config.routes) + config.models, config.max_models)
         self.guard = ConnectionGuard(config.limits, lambda reason: self.metrics.refused.labels(reason).inc(),
@@ -589,7 +591,8 @@ class Frontdoor:
                     # fast engine, a batching gateway) are a sample too, or the fast-enough SLO would drop them
                     times["tpot"] = (f.last_event - f.first_visible) / (visible - 1)
             if metered:
-                self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning))
+                self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning),
+                                    self.goodput.judge(labels, outcome, ex.code, times))
             if self.access:
                 self.access.write(access_record(
                     request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,

@@ -411,6 +411,13 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
     builtins = builtin_slis()[source]
     kind = node.get("sli")
     known = tuple(builtins) + CUSTOM_SLIS
+    elsewhere = [other for other, slis in builtin_slis().items()
+                 if other != source and isinstance(kind, str) and kind in slis]
+    if kind not in known and elsewhere:
+        c.add(node, field + ".sli", f"the {kind} SLI is measured only with source: {' or '.join(elsewhere)} "
+                                    f"(this spec's source is {source}); with source {source} use one of "
+                                    f"{', '.join(known)}")
+        return "invalid", None
     if not isinstance(kind, str) or kind not in known:
         close = difflib.get_close_matches(str(plain(kind)), known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""

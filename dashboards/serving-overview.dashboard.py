@@ -30,6 +30,7 @@ TTFT_TILE, TPOT_TILE = _within(TTFT, "TTFT"), _within(TPOT, "TPOT")
 http = Selector(("namespace", "engine", "pod"))          # the API server's counters carry no model label
 door = Selector(("namespace", "model"))                  # the front door's series carry model, caller, upstream
 FRONT_DOOR = "Front door only (inferwatch frontdoor): "  # tests/test_dashboards_data.py exempts these
+COST = "With cost rules only (inferwatch cost compile, cost/README.md): "   # exempted the same way
 NOT_CANCELLED = 'outcome!="cancelled"'
 BAD = 'outcome!~"ok|cancelled|length"'
 
@@ -184,6 +185,28 @@ dashboard = dashboard(
                         f"token, over {TPOT.words} per output token, and not answered ({TTFT.source}; "
                         f"{TPOT.source}), a floor since a request can fail several at once. No data at zero "
                         "traffic, never 100 %."),
+        row("Cost (inferwatch cost compile)"),
+        timeseries("Dollars per hour: by model, idle and unallocated", [
+            target("sum by (model, currency) (llm_cost:model_dollars_per_hour{model=~\"$model\"})",
+                   "{{model}} ({{currency}}/h)"),
+            target("sum by (currency) (llm_cost:idle_dollars_per_hour{namespace=~\"$namespace\"})",
+                   "idle: GPUs of pods with no finished request in 5m ({{currency}}/h)"),
+            target("sum by (currency) (llm_cost:unallocated_dollars_per_hour)",
+                   "unallocated: GPUs no pod holds ({{currency}}/h)")],
+            unit="currencyUSD", description=COST + "llm_cost:model_dollars_per_hour (the GPUs of the pods "
+                        "serving each model, priced by the cost file, overhead included), beside what buys nothing: "
+                        "GPUs allocated to pods that finished no request in 5 minutes, and GPUs no pod holds."),
+        timeseries("Dollars per million tokens", [
+            target('llm_cost:dollars_per_million_output_tokens{model=~"$model"}', "output {{model}}"),
+            target('llm_cost:dollars_per_million_prompt_tokens_computed{model=~"$model"}',
+                   "prompt computed {{model}}")],
+            unit="currencyUSD", description=COST + "each model's cost over the last hour divided by the tokens it "
+                        "generated, and (apart, not a split) by the prompt tokens it computed: cache hits left out "
+                        "where the engine counts them."),
+        timeseries("Dollars per good request", [
+            target('llm_cost:dollars_per_good_request{model=~"$model"}', "{{model}}")],
+            unit="currencyUSD", description=COST + "each model's cost over the last hour divided by the requests "
+                        "the front door judged good (goodput): what one useful answer costs."),
         row("Front door: what users feel"),
         timeseries("TTFT p95: users (front door) and engine", [
             target(f"histogram_quantile(0.95, sum by (le, model) (rate({s(m + '_bucket', extra)}[{RATE}])))",

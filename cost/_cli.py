@@ -1,0 +1,42 @@
+"""`inferwatch cost compile`: a price table into recording rules. Registered by inferwatch/cli.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["register"]
+
+cost_app = typer.Typer(help="What serving costs: a price table compiled to recording rules (llm_cost:*).",
+                       no_args_is_help=True)
+
+
+@cost_app.command("compile")
+def compile_command(
+        file: Annotated[Path, typer.Argument(metavar="FILE", help="A cost file (cost/example.yaml documents it).")],
+        out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Where to write NAME.cost.rules.yaml.")]
+        = Path("rules")):
+    """Compile a price table into Prometheus recording rules.
+
+    Per GPU (by gpu_model or any label, plus an overhead share), per pod and per
+    model in dollars an hour; idle and unallocated GPUs apart; and dollars per
+    million output tokens, per million prompt tokens computed and per good request.
+
+    \b
+    Examples:
+      inferwatch cost compile cost/example.yaml -o rules/
+      promtool check rules rules/example.cost.rules.yaml
+    """
+    from inferwatch._files import output_dir, write_output
+    from inferwatch.cost import load_cost, render_cost
+
+    text = render_cost(load_cost(file))
+    target = output_dir(out, "--out") / f"{file.stem}.cost.rules.yaml"
+    write_output(target, text, "--out")
+    typer.echo(f"wrote {target}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cost_app, name="cost")

@@ -19,6 +19,7 @@ __all__ = ["RECORDS", "WINDOW", "compile_cost", "render_cost"]
 GPU_SERIES = "gpu_memory_used_bytes"        # one per GPU (or MIG instance) on every GPU source
 GPU_LABELS = "namespace, pod, uuid, gpu_model, hostname"
 ENGINE_SERIES = "llm_requests_running"      # one per engine and model: which pod serves which model
+CACHED_PROMPT_TOKENS = ("llm_prompt_tokens_cached_total", "llm_prefix_cache_hit_tokens_total")
 WINDOW = "1h"                               # what the dollars bought: tokens and good requests over this window
 GROUP = "inferwatch-cost"
 INTERVAL = "1m"
@@ -70,7 +71,10 @@ def _per_million(cost: str, tokens: str) -> str:
 
 def _expressions(spec: CostSpec) -> dict[str, str]:
     rate = lambda metric: f"sum by (model) (rate({metric}[{WINDOW}]))"  # noqa: E731 - one shape, five uses
-    prompt, cached = rate("llm_prompt_tokens_total"), rate("llm_prompt_tokens_cached_total")
+    prompt = rate("llm_prompt_tokens_total")
+    # vLLM 0.32+ counts cached prompt tokens; SGLang (and older vLLM) count prefix-cache hit tokens: per model the
+    # first that exists, else 0 (an engine that counts neither computed every prompt token)
+    cached = f"({' or '.join(rate(m) for m in CACHED_PROMPT_TOKENS)} or 0 * {prompt})"
     served = f"group by (namespace, pod, model) ({ENGINE_SERIES})"
     return {
         "llm_cost:gpu_dollars_per_hour": _gpu_prices(spec),
@@ -85,9 +89,8 @@ def _expressions(spec: CostSpec) -> dict[str, str]:
                                           "(namespace, pod) (rate(llm_requests_finished_total[5m])) > 0)",
         "llm_cost:dollars_per_million_output_tokens":
             _per_million("llm_cost:model_dollars_per_hour", rate("llm_generation_tokens_total")),
-        # an engine that counts no cached tokens computed every prompt token: its cached rate reads 0, not absent
         "llm_cost:dollars_per_million_prompt_tokens_computed":
-            _per_million("llm_cost:model_dollars_per_hour", f"({prompt} - ({cached} or 0 * {prompt}))"),
+            _per_million("llm_cost:model_dollars_per_hour", f"({prompt} - {cached})"),
         "llm_cost:dollars_per_good_request":
             f"avg_over_time(llm_cost:model_dollars_per_hour[{WINDOW}])\n/ on (model)\n"
             f"({rate('llm_frontdoor_goodput_good_requests_total')} * 3600 > 0)",

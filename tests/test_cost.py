@@ -44,6 +44,13 @@ SERIES = [
     ('llm_prompt_tokens_total{namespace="ml", pod="vllm-a", model="llama"}', "0+24000x180"),
     ('llm_prompt_tokens_cached_total{namespace="ml", pod="vllm-a", model="llama"}', "0+6000x180"),
     ('llm_frontdoor_goodput_good_requests_total{model="llama", caller="a", upstream="u"}', "0+60x180"),
+    # qwen on SGLang, which counts cached prompt tokens as prefix-cache hits: 100 of 400 a second again
+    (_gpu("sglang-c", "GPU-6", H200), "1+0x180"),
+    ('llm_requests_running{namespace="ml", pod="sglang-c", model="qwen"}', "1+0x180"),
+    ('llm_requests_finished_total{namespace="ml", pod="sglang-c", model="qwen"}', "0+60x180"),
+    ('llm_generation_tokens_total{namespace="ml", pod="sglang-c", model="qwen"}', "0+6000x180"),
+    ('llm_prompt_tokens_total{namespace="ml", pod="sglang-c", model="qwen"}', "0+24000x180"),
+    ('llm_prefix_cache_hit_tokens_total{namespace="ml", pod="sglang-c", model="qwen"}', "0+6000x180"),
     # llama-lora: 50 tokens/s, prompt tokens but no cache counter at all (every prompt token computed)
     ('llm_generation_tokens_total{namespace="ml", pod="vllm-a", model="llama-lora"}', "0+3000x180"),
     ('llm_prompt_tokens_total{namespace="ml", pod="vllm-a", model="llama-lora"}', "0+3000x180"),
@@ -53,16 +60,20 @@ POD_A, POD_B, FREE, NOTEBOOK = 2 * 2.49 * UPLIFT, 1.10 * UPLIFT, 3.59 * UPLIFT, 
 LLAMA, LORA = POD_A / 2 + POD_B, POD_A / 2
 EXPECTED = {
     "llm_cost:pod_dollars_per_hour": [({"namespace": "ml", "pod": "notebook"}, NOTEBOOK),
+                                      ({"namespace": "ml", "pod": "sglang-c"}, FREE),
                                       ({"namespace": "ml", "pod": "vllm-a"}, POD_A),
                                       ({"namespace": "ml", "pod": "vllm-b"}, POD_B)],
     "llm_cost:unallocated_dollars_per_hour": [({}, FREE)],
-    "llm_cost:model_dollars_per_hour": [({"model": "llama"}, LLAMA), ({"model": "llama-lora"}, LORA)],
+    "llm_cost:model_dollars_per_hour": [({"model": "llama"}, LLAMA), ({"model": "llama-lora"}, LORA),
+                                        ({"model": "qwen"}, FREE)],
     "llm_cost:idle_dollars_per_hour": [({"namespace": "ml", "pod": "notebook"}, NOTEBOOK),
                                        ({"namespace": "ml", "pod": "vllm-b"}, POD_B)],
     "llm_cost:dollars_per_million_output_tokens": [({"model": "llama"}, LLAMA / 0.36),
-                                                   ({"model": "llama-lora"}, LORA / 0.18)],
+                                                   ({"model": "llama-lora"}, LORA / 0.18),
+                                                   ({"model": "qwen"}, FREE / 0.36)],
     "llm_cost:dollars_per_million_prompt_tokens_computed": [({"model": "llama"}, LLAMA / 1.08),
-                                                            ({"model": "llama-lora"}, LORA / 0.18)],
+                                                            ({"model": "llama-lora"}, LORA / 0.18),
+                                                            ({"model": "qwen"}, FREE / 1.08)],
     "llm_cost:dollars_per_good_request": [({"model": "llama"}, LLAMA / 3600)],
 }
 

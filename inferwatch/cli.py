@@ -21,6 +21,7 @@ from inferwatch.frontdoor._cli import register as register_frontdoor
 from inferwatch.deploy._cli import register as register_deploy
 from inferwatch.triage._cli import register as register_triage
 from inferwatch.cost._cli import register as register_cost
+from inferwatch.canary._cli import register as register_canary
 from inferwatch._cli_slo import slo_app
 from inferwatch._typer import plain_metavars, plain_strings
 from inferwatch.errors import InferwatchError
@@ -56,6 +57,7 @@ register_frontdoor(app)
 register_deploy(app)
 register_triage(app)
 register_cost(app)
+register_canary(app)
 
 MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", metavar="FILE",
                                                 help="Extra mapping file (repeatable).")]

@@ -8,15 +8,19 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import time
 
+import promql_parser
 import pytest
+import yaml
 
-from conftest import need
+from conftest import ROOT, need
 from inferwatch.canary import Settings, compare, parse_selector
 from inferwatch.canary._stats import one_sided_p, quantile
+from inferwatch.canary._templates import render_templates
 from inferwatch.promapi import Client
 from promtools import create_blocks, prometheus
 
@@ -164,3 +168,60 @@ def test_the_one_sided_test_is_small_only_when_the_canary_is_worse():
     assert one_sided_p(20, 1000, 60, 1000) > 0.99
     assert 0.3 < one_sided_p(20, 1000, 20, 1000) < 0.7
     assert one_sided_p(0, 1000, 0, 1000) == 1.0
+
+
+# --- the same comparisons as Argo Rollouts and Flagger templates ---------------------------------------------------
+
+CRDS = ROOT / "tests" / "fixtures" / "crds"
+
+
+def _strict(schema):
+    """A CRD's structural schema as kubectl --validate=strict reads it: unknown fields are errors."""
+    if isinstance(schema, dict):
+        schema = {k: _strict(v) for k, v in schema.items()}
+        if "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            schema.setdefault("additionalProperties", False)
+    elif isinstance(schema, list):
+        schema = [_strict(v) for v in schema]
+    return schema
+
+
+@pytest.mark.parametrize("name, crd", [("argo-rollouts-analysistemplate.yaml",
+                                        "argo-rollouts-analysistemplate-v1alpha1.json"),
+                                       ("flagger-metrictemplates.yaml", "flagger-metrictemplate-v1beta1.json")])
+def test_templates_validate_against_their_crd_schemas(name, crd):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = _strict(json.loads((CRDS / crd).read_text()))
+    docs = list(yaml.safe_load_all(render_templates()[name]))
+    assert docs
+    for doc in docs:
+        jsonschema.validate(doc, schema)
+        queries = [m["provider"]["prometheus"]["query"] for m in doc["spec"]["metrics"]] \
+            if doc["kind"] == "AnalysisTemplate" else [doc["spec"]["query"]]
+        for query in queries:       # valid PromQL once the rollout tool's placeholders are filled in
+            promql_parser.parse(re.sub(r"\{\{[^}]*\}\}", "x", query).replace("[x]", "[5m]"))
+
+
+def _argo(query: str, model: str) -> str:
+    args = {"model": model, "canary-hash": "v2", "stable-hash": "v1", "window": "30m"}
+    return re.sub(r"\{\{args\.([a-z-]+)\}\}", lambda m: args[m.group(1)], query)
+
+
+@pytest.mark.parametrize("model, outcome", [("equal", {"ttft": "success", "errors": "success"}),
+                                            ("slower", {"ttft": "failure", "errors": "success"}),
+                                            ("erring", {"ttft": "success", "errors": "failure"}),
+                                            ("quiet", {"ttft": "inconclusive", "errors": "inconclusive"})])
+def test_argo_analysis_queries_give_the_verdicts_on_the_same_history(stack, model, outcome):
+    """The AnalysisTemplate's queries, run by the real Prometheus on the backfilled versions (pods named
+    <model>-<version>-<id>, as a ReplicaSet's are), meet their success or failure condition, or return nothing
+    (inconclusive) on too little traffic."""
+    client, end, _ = stack
+    template = yaml.safe_load(render_templates()["argo-rollouts-analysistemplate.yaml"])
+    for metric in template["spec"]["metrics"]:
+        if metric["name"] not in outcome:
+            continue
+        result = [float(r["value"][1]) for r in client.query(_argo(metric["provider"]["prometheus"]["query"],
+                                                                     model), end)]
+        limit = float(metric["successCondition"].rsplit("<=", 1)[1])
+        got = "inconclusive" if not result else "success" if result[0] <= limit else "failure"
+        assert got == outcome[metric["name"]], (metric["name"], result)

@@ -20,7 +20,7 @@ from inferwatch.deploy._workloads import UID, dump
 from inferwatch.errors import InferwatchError
 
 __all__ = ["render_compose", "sim_models", "for_folder", "services", "shared_files", "scrape_configs", "build_note",
-           "hardened", "IMAGES", "SIM_MODELS", "CLONE_ROOT", "BANNER"]
+           "hardened", "IMAGES", "SIM_MODELS", "CLONE_ROOT", "BANNER", "EVALUATION_INTERVAL"]
 
 # Pinned; README.md's deploy section names them.
 IMAGES = {"prometheus": "prom/prometheus:v2.53.2", "alertmanager": "prom/alertmanager:v0.27.0",
@@ -33,6 +33,9 @@ _HARDENED = {"read_only": True, "cap_drop": ["ALL"], "security_opt": ["no-new-pr
 # the model a stand-in engine serves when the config names no cap for it: one name per engine, so the per-model
 # views (dashboards, SLOs, triage) keep them apart
 SIM_MODELS = {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
+# how often rule groups without an interval of their own run (the mappings', the caps', the operational alerts'):
+# as often as the engines are scraped by default, so a rate over a record reads as many samples as over the series
+EVALUATION_INTERVAL = "15s"
 CLONE_ROOT = "../.."            # the clone's root seen from deploy/compose/, where the default render is checked in
 
 
@@ -79,7 +82,7 @@ def scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
 
 
 def _prometheus(config: Config, inputs: Inputs) -> dict:
-    return {"global": {"scrape_interval": config.scrape_interval, "evaluation_interval": "15s",
+    return {"global": {"scrape_interval": config.scrape_interval, "evaluation_interval": EVALUATION_INTERVAL,
                        **({"external_labels": {"cluster": config.cluster.name}} if config.cluster.name else {})},
             **({"remote_write": [{"url": config.cluster.remote_write_url}]} if config.cluster.remote_write_url
                else {}),

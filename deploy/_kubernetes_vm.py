@@ -10,6 +10,7 @@ validated strictly by tests/test_deploy_vm.py; documented in the operator's docs
 from __future__ import annotations
 
 from inferwatch.deploy._alertmanager import alertmanager_config
+from inferwatch.deploy._compose import EVALUATION_INTERVAL
 from inferwatch.deploy._config import Config
 from inferwatch.deploy._inputs import Inputs
 from inferwatch.deploy._kubernetes import BANNER, assemble, workload_objects
@@ -51,11 +52,12 @@ def _vmalert(config: Config) -> dict:
     VMAlertSpec: datasource, remoteWrite, remoteRead, notifier, ruleSelector, selectAllByDefault, extraArgs).
     `?nocache=1` on the datasource: the store's -search.latencyOffset (30s by default, not ours to set here) would
     run every rule 30 s in the past. One replica: two would store each record twice at different moments, and the
-    SLO windows summing per-minute records would count each minute twice."""
+    SLO windows summing per-minute records would count each minute twice. `evaluationInterval`: the groups without
+    an interval of their own run as often as in the Prometheus render (vmalert's default is 1m)."""
     store = config.victoriametrics.url.rstrip("/")
     return {"apiVersion": VM_API, "kind": "VMAlert",
             "metadata": {"name": "inferwatch", "namespace": config.namespace, "labels": labels("vmalert")},
-            "spec": {"replicaCount": 1, "evaluationInterval": "1m", "selectAllByDefault": False,
+            "spec": {"replicaCount": 1, "evaluationInterval": EVALUATION_INTERVAL, "selectAllByDefault": False,
                      "ruleSelector": {"matchLabels": dict(_OURS)},
                      "datasource": {"url": f"{store}/?nocache=1"}, "remoteWrite": {"url": store},
                      "remoteRead": {"url": store}, "notifier": {"url": config.victoriametrics.alertmanager_url},

@@ -7,6 +7,8 @@ tests/test_deploy_vm.py starts the real binaries with them.
 
 from __future__ import annotations
 
+from inferwatch.deploy._compose import EVALUATION_INTERVAL
+
 __all__ = ["VERSION", "IMAGES", "STORE_FLAGS", "VMALERT_EXTRA_ARGS", "vmagent_flags", "vmalert_flags",
            "STORE_PORT", "VMAGENT_PORT", "VMALERT_PORT"]
 
@@ -32,12 +34,16 @@ VMALERT_EXTRA_ARGS = {
 }
 
 
-def vmalert_flags(rules: list[str], store: str, alertmanager: str, labels: dict[str, str] | None = None) -> list[str]:
+def vmalert_flags(rules: list[str], store: str, alertmanager: str, labels: dict[str, str] | None = None,
+                  evaluation_interval: str = EVALUATION_INTERVAL) -> list[str]:
     """vmalert's command line. `store`: the VictoriaMetrics base URL it reads from, stores its records and alert
     state in (-remoteWrite.url is required: without it no record is stored and no SLO alert can fire) and restores
-    pending alerts from after a restart (-remoteRead.url). -datasource.queryStep stays at its default 5m: MetricsQL's
-    instant lookback follows it, as PromQL's 5m does."""
-    return [*(f"-rule={r}" for r in rules), f"-datasource.url={store}",
+    pending alerts from after a restart (-remoteRead.url). `evaluation_interval`: for the groups without an interval
+    of their own (mappings, caps, operational alerts), Prometheus' evaluation_interval in the Prometheus render;
+    vmalert's default, 1m, would record the mapped series once a minute, and a rate over a minute of them would
+    read one sample. -datasource.queryStep stays at its default 5m: MetricsQL's instant lookback follows it, as
+    PromQL's 5m does."""
+    return [*(f"-rule={r}" for r in rules), f"-evaluationInterval={evaluation_interval}", f"-datasource.url={store}",
             *(f"-{k}={v}" for k, v in VMALERT_EXTRA_ARGS.items()), f"-remoteWrite.url={store}",
             f"-remoteRead.url={store}", f"-notifier.url={alertmanager}",
             *(f"-external.label={k}={v}" for k, v in sorted((labels or {}).items()))]

@@ -22,6 +22,7 @@ from conftest import FIXTURES, need
 from deploytools import alertmanager, validate_manifest
 from inferwatch.deploy import Config, parse_config, render
 from inferwatch.deploy._victoriametrics import VMALERT_EXTRA_ARGS
+from inferwatch.durations import parse_duration
 from inferwatch.sim._demo import free_port
 from promtools import process, query, wait_for
 from simtools import simulator
@@ -254,9 +255,20 @@ def test_the_compose_stack_runs_on_the_real_binaries(tmp_path):
         assert models
         assert query(store, 'llm_kv_cache_usage_ratio{model="qwen3-8b", engine="sglang"}')
         assert query(store, 'llm_time_to_first_token_seconds_bucket{model="llama-3-8b", engine="vllm"}')
-        # vmalert starts each group at a moment of its interval of its own (1m): the first of them evaluates within
-        # seconds; its records come back from the store
+        loaded = _rules_api(bases["vmalert"])
+        groups = [g for path, text in files.items() if path.startswith("vmalert/rules/")
+                  for g in yaml.safe_load(text)["groups"]]
+        assert {g["name"]: len(g["rules"]) for g in loaded} == {g["name"]: len(g["rules"]) for g in groups}
+        # groups without an interval run as often as Prometheus' evaluation_interval has them (vmalert's default: 1m)
+        every = yaml.safe_load(render(replace(config, backend="prometheus"), "compose")["prometheus/prometheus.yml"])[
+            "global"]["evaluation_interval"]
+        assert {g["name"]: g["interval"] for g in loaded} == {
+            g["name"]: parse_duration(g.get("interval", every)) for g in groups}
+        # vmalert starts each group at a moment of its interval of its own: the first of them evaluates within
+        # seconds; its records come back from the store, and no rule fails
         evaluated = wait_for(lambda: [(g["name"], r["name"]) for g in _rules_api(bases["vmalert"]) for r in g["rules"]
                                       if r["type"] == "recording" and r.get("lastSamples")], timeout=90)
         group, record = evaluated[0]
         assert wait_for(lambda: query(store, record)), (group, record)
+        assert not [(g["name"], r["name"], r["lastError"]) for g in _rules_api(bases["vmalert"]) for r in g["rules"]
+                    if r.get("lastError")]

@@ -7,8 +7,10 @@ simulator as the engines: series arrive with the common names and every rule gro
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 import urllib.request
 from contextlib import ExitStack
 from dataclasses import replace
@@ -18,7 +20,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import FIXTURES, need
+from conftest import FIXTURES, ROOT, need
 from deploytools import alertmanager, validate_manifest
 from inferwatch.deploy import Config, parse_config, render
 from inferwatch.deploy._victoriametrics import VMALERT_EXTRA_ARGS
@@ -272,3 +274,39 @@ def test_the_compose_stack_runs_on_the_real_binaries(tmp_path):
         assert wait_for(lambda: query(store, record)), (group, record)
         assert not [(g["name"], r["name"], r["lastError"]) for g in _rules_api(bases["vmalert"]) for r in g["rules"]
                     if r.get("lastError")]
+
+
+# --- the README -------------------------------------------------------------------------------------------------
+
+def _readme_section() -> str:
+    text = (ROOT / "deploy" / "README.md").read_text()
+    return text.split("## VictoriaMetrics (`backend: victoriametrics`)")[1].split("\n## ")[0]
+
+
+def test_the_readme_commands_render_what_is_checked_in(tmp_path):
+    """deploy/README.md's commands, run as written up to their `&&` (into tmp_path): the Kubernetes render is the
+    checked-in one; compose too, but for where it builds our image from (this clone, seen from the folder)."""
+    commands = re.findall(r"(?m)^inferwatch (deploy render .*?) && ", _readme_section())
+    assert len(commands) == 2
+    for command in commands:
+        args = command.split()
+        out = args[args.index("-o") + 1]
+        args[args.index("-o") + 1] = str(tmp_path / out)
+        proc = subprocess.run([sys.executable, "-m", "inferwatch", *args], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        folder = "compose-victoriametrics" if "compose" in args else "kubernetes-victoriametrics"
+        checked_in = ROOT / "deploy" / folder
+        want = {str(p.relative_to(checked_in)): p.read_text() for p in checked_in.rglob("*") if p.is_file()}
+        got = {str(p.relative_to(tmp_path / out)): p.read_text() for p in (tmp_path / out).rglob("*") if p.is_file()}
+        assert got.keys() == want.keys()
+        differ = [p for p in want if got[p] != want[p]]
+        assert differ == (["compose.yaml"] if "compose" in args else []), differ
+        if differ:
+            context = os.path.relpath(ROOT, tmp_path / out)
+            assert got["compose.yaml"] == want["compose.yaml"].replace("../..", context)
+
+
+def test_the_readme_config_example_is_valid():
+    example = re.search(r"```yaml\n(.*?)```", _readme_section(), re.S).group(1)
+    config = parse_config(yaml.safe_load("version: 1\n" + example), "README.md")
+    assert config.backend == "victoriametrics" and config.victoriametrics == Config().victoriametrics

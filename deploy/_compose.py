@@ -2,7 +2,8 @@
 front door, and the engines (stand-ins from `inferwatch simulate`, or real ones by URL). One `docker compose up`.
 
 `render_compose(config, inputs)` is pure: {path: text}. Rule files resolve relative to prometheus.yml, so
-`promtool check config prometheus/prometheus.yml` works on the rendered folder as it is.
+`promtool check config prometheus/prometheus.yml` works on the rendered folder as it is. `backend:
+victoriametrics` puts victoria-metrics, vmagent and vmalert in Prometheus' place (_compose_vm.py).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 `render_kubernetes(config, inputs)` is pure: {path: text}. Every monitor and rule carries the `release` label the
 stack's Prometheus selects by (its Helm release name, unless `*SelectorNilUsesHelmValues` is false).
+`backend: victoriametrics` renders the same objects for the VictoriaMetrics operator (_kubernetes_vm.py).
 """
 
 from __future__ import annotations

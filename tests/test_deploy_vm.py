@@ -310,3 +310,16 @@ def test_the_readme_config_example_is_valid():
     example = re.search(r"```yaml\n(.*?)```", _readme_section(), re.S).group(1)
     config = parse_config(yaml.safe_load("version: 1\n" + example), "README.md")
     assert config.backend == "victoriametrics" and config.victoriametrics == Config().victoriametrics
+
+
+def test_each_service_runs_with_the_flags_the_readme_names(renders):
+    """The README's table of flags is what compose runs (a flag with `=` exactly; the others by name)."""
+    rows = re.findall(r"(?m)^\| (victoria-metrics|vmagent|vmalert) \| (.+?) \|", _readme_section())
+    services = yaml.safe_load(renders["default-compose"]["compose.yaml"])["services"]
+    assert {service for service, _ in rows} == {"victoria-metrics", "vmagent", "vmalert"}
+    for service, flags in rows:
+        for flag in re.findall(r"`(-[^`]+)`", flags):
+            command = services[service]["command"]
+            assert flag in command if "=" in flag else any(a.startswith(flag + "=") for a in command), (service, flag)
+    vmalert = services["vmalert"]["command"]
+    assert "-notifier.url=http://alertmanager:9093" in vmalert and "alertmanager" in services

@@ -24,24 +24,38 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
                                              help="Output folder (created if missing).")],
            config: ConfigOpt = None,
            target: Annotated[str, typer.Option(metavar="TARGET", help="kubernetes (manifests and kustomization.yaml "
-                                                                      "for kube-prometheus-stack) or compose.")]
-           = "kubernetes"):
-    """Render manifests for kube-prometheus-stack (or a compose stack) from one config.
+                                                                      "for kube-prometheus-stack, or for the "
+                                                                      "VictoriaMetrics operator) or compose.")]
+           = "kubernetes",
+           backend: Annotated[Optional[str], typer.Option(metavar="BACKEND", show_default=False,
+                                                          help="prometheus or victoriametrics (vmagent, "
+                                                               "VictoriaMetrics, vmalert); default: the config's "
+                                                               "`backend`, else prometheus.")] = None):
+    """Render manifests for kube-prometheus-stack or the VictoriaMetrics operator (or a compose stack) from one
+    config.
 
     \b
     Examples:
       inferwatch deploy render -o k8s/ && kubectl apply -k k8s/ --server-side
       inferwatch deploy render --config deploy.yaml -o k8s/
       inferwatch deploy render --target compose -o stack/ && (cd stack && docker compose up)
+      inferwatch deploy render --target compose --backend victoriametrics -o stack/
     """
+    from dataclasses import replace
+
     from inferwatch._files import output_dir, write_file
     from inferwatch.deploy import TARGETS, load_config
     from inferwatch.deploy import render as render_files
+    from inferwatch.deploy._config import BACKENDS
     from inferwatch.errors import InferwatchError
 
     if target not in TARGETS:
         raise InferwatchError(f"--target {target!r}: use {' or '.join(TARGETS)}")
+    if backend is not None and backend not in BACKENDS:
+        raise InferwatchError(f"--backend {backend!r}: use {' or '.join(BACKENDS)}")
     deployed = load_config(config)
+    if backend is not None:
+        deployed = replace(deployed, backend=backend)
     if target == "compose":
         from inferwatch.deploy._compose import for_folder
 

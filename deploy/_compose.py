@@ -2,7 +2,8 @@
 front door, and the engines (stand-ins from `inferwatch simulate`, or real ones by URL). One `docker compose up`.
 
 `render_compose(config, inputs)` is pure: {path: text}. Rule files resolve relative to prometheus.yml, so
-`promtool check config prometheus/prometheus.yml` works on the rendered folder as it is.
+`promtool check config prometheus/prometheus.yml` works on the rendered folder as it is. `backend:
+victoriametrics` puts victoria-metrics, vmagent and vmalert in Prometheus' place (_compose_vm.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from inferwatch.deploy._inputs import DEPLOY_DIR, Inputs
 from inferwatch.deploy._workloads import UID, dump
 from inferwatch.errors import InferwatchError
 
-__all__ = ["render_compose", "sim_models", "for_folder", "IMAGES", "SIM_MODELS", "CLONE_ROOT"]
+__all__ = ["render_compose", "sim_models", "for_folder", "services", "shared_files", "scrape_configs", "build_note",
+           "hardened", "IMAGES", "SIM_MODELS", "CLONE_ROOT", "BANNER", "EVALUATION_INTERVAL"]
 
 # Pinned; README.md's deploy section names them.
 IMAGES = {"prometheus": "prom/prometheus:v2.53.2", "alertmanager": "prom/alertmanager:v0.27.0",
@@ -32,6 +34,9 @@ _HARDENED = {"read_only": True, "cap_drop": ["ALL"], "security_opt": ["no-new-pr
 # the model a stand-in engine serves when the config names no cap for it: one name per engine, so the per-model
 # views (dashboards, SLOs, triage) keep them apart
 SIM_MODELS = {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
+# how often rule groups without an interval of their own run (the mappings', the caps', the operational alerts'):
+# as often as the engines are scraped by default, so a rate over a record reads as many samples as over the series
+EVALUATION_INTERVAL = "15s"
 CLONE_ROOT = "../.."            # the clone's root seen from deploy/compose/, where the default render is checked in
 
 
@@ -63,7 +68,7 @@ def _targets(config: Config, engine: Engine) -> list[str]:
     return [urlsplit(url).netloc for url in engine.urls]
 
 
-def _scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
+def scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
     if config.scrape_mode != "relabel":      # compose has no pods: one exporter serves
         jobs = [{"job_name": "inferwatch-exporter", "honor_labels": True, "static_configs": [
             {"targets": ["exporter:9400"]}]}]
@@ -78,16 +83,16 @@ def _scrape_configs(config: Config, inputs: Inputs) -> list[dict]:
 
 
 def _prometheus(config: Config, inputs: Inputs) -> dict:
-    return {"global": {"scrape_interval": config.scrape_interval, "evaluation_interval": "15s",
+    return {"global": {"scrape_interval": config.scrape_interval, "evaluation_interval": EVALUATION_INTERVAL,
                        **({"external_labels": {"cluster": config.cluster.name}} if config.cluster.name else {})},
             **({"remote_write": [{"url": config.cluster.remote_write_url}]} if config.cluster.remote_write_url
                else {}),
             "rule_files": ["rules/*.yaml"],
             "alerting": {"alertmanagers": [{"static_configs": [{"targets": ["alertmanager:9093"]}]}]},
-            "scrape_configs": _scrape_configs(config, inputs)}
+            "scrape_configs": scrape_configs(config, inputs)}
 
 
-def _service(image: str, command: list[str], ports: list[str], **extra) -> dict:
+def hardened(image: str, command: list[str], ports: list[str], **extra) -> dict:
     return {"image": image, "command": command, "ports": ports, **_HARDENED, **extra}
 
 
@@ -96,18 +101,22 @@ def _ours(config: Config, command: list[str], ports: list[str]) -> dict:
             "entrypoint": ["inferwatch"]}
 
 
-def _services(config: Config) -> dict:
+def _prometheus_service() -> dict:
+    return hardened(IMAGES["prometheus"], ["--config.file=/etc/prometheus/prometheus.yml",
+                                           "--storage.tsdb.path=/prometheus", "--storage.tsdb.retention.time=7d"],
+                    ["127.0.0.1:9090:9090"], volumes=["./prometheus:/etc/prometheus:ro", "prometheus-data:/prometheus"])
+
+
+def services(config: Config, store: dict[str, dict]) -> dict:
+    """Every service: `store` (the backend's: Prometheus, or VictoriaMetrics with vmagent and vmalert) first, then
+    Alertmanager, Grafana and inferwatch's own (stand-in engines, the exporter, the front door)."""
     services = {
-        "prometheus": _service(IMAGES["prometheus"], ["--config.file=/etc/prometheus/prometheus.yml",
-                                                      "--storage.tsdb.path=/prometheus",
-                                                      "--storage.tsdb.retention.time=7d"],
-                               ["127.0.0.1:9090:9090"], volumes=["./prometheus:/etc/prometheus:ro",
-                                                                 "prometheus-data:/prometheus"]),
-        "alertmanager": _service(IMAGES["alertmanager"], ["--config.file=/etc/alertmanager/alertmanager.yml",
+        **store,
+        "alertmanager": hardened(IMAGES["alertmanager"], ["--config.file=/etc/alertmanager/alertmanager.yml",
                                                           "--storage.path=/alertmanager"],
                                  ["127.0.0.1:9093:9093"], volumes=["./alertmanager:/etc/alertmanager:ro",
                                                                    "alertmanager-data:/alertmanager"]),
-        "grafana": {**_service(IMAGES["grafana"], [], ["127.0.0.1:3000:3000"],
+        "grafana": {**hardened(IMAGES["grafana"], [], ["127.0.0.1:3000:3000"],
                                volumes=["./grafana/provisioning:/etc/grafana/provisioning:ro",
                                         "./grafana/dashboards:/var/lib/grafana/dashboards:ro",
                                         "grafana-data:/var/lib/grafana"],
@@ -150,7 +159,7 @@ def for_folder(config: Config, out: Path) -> Config:
     return replace(config, compose=replace(config.compose, build=os.path.relpath(root, Path(out).resolve())))
 
 
-def _build_note(config: Config) -> str:
+def build_note(config: Config) -> str:
     built = _image(config)
     if "build" not in built:
         return ""
@@ -159,26 +168,45 @@ def _build_note(config: Config) -> str:
             "instead, set `image:` in deploy.yaml.\n")
 
 
-def render_compose(config: Config, inputs: Inputs, source: str = "the embedded defaults") -> dict[str, str]:
-    """{path: text}: compose.yaml and the files it mounts."""
-    banner = f"# Generated by `inferwatch deploy render --target compose` from {source}; do not edit by hand.\n"
+BANNER = "# Generated by `inferwatch deploy render --target compose` from {source}; do not edit by hand.\n"
+
+
+def shared_files(config: Config, inputs: Inputs, banner: str, datasource: tuple[str, str]) -> dict[str, str]:
+    """Alertmanager's config, Grafana's provisioning (one data source: (name, URL)) and the dashboards: the same
+    for every backend."""
+    name, url = datasource
     files = {
-        "compose.yaml": banner + "# docker compose up; Grafana on http://localhost:3000, Prometheus on :9090.\n"
-        + _build_note(config)
-        + dump({"name": "inferwatch", "services": _services(config),
-                     "volumes": {"prometheus-data": {}, "alertmanager-data": {}, "grafana-data": {}}}),
-        "prometheus/prometheus.yml": banner + dump(_prometheus(config, inputs)),
         "alertmanager/alertmanager.yml": banner + dump(alertmanager_config(config, inputs.inhibit_rules, inputs.rules)),
+        # uid `prometheus` on every backend: the dashboards' $datasource variable picks any data source of the
+        # Prometheus type, and links saved against this uid keep working after a switch
         "grafana/provisioning/datasources/inferwatch.yaml": banner + dump({"apiVersion": 1, "datasources": [
-            {"name": "Prometheus", "type": "prometheus", "uid": "prometheus", "access": "proxy",
-             "url": "http://prometheus:9090", "isDefault": True, "jsonData": {"timeInterval": config.scrape_interval}},
+            {"name": name, "type": "prometheus", "uid": "prometheus", "access": "proxy",
+             "url": url, "isDefault": True, "jsonData": {"timeInterval": config.scrape_interval}},
         ]}),
         "grafana/provisioning/dashboards/inferwatch.yaml": banner + dump({"apiVersion": 1, "providers": [
             {"name": "inferwatch", "folder": config.grafana_folder, "type": "file", "disableDeletion": True,
              "options": {"path": "/var/lib/grafana/dashboards"}}]}),
     }
-    for rules in inputs.rules:
-        files[f"prometheus/rules/{rules.name}.yaml"] = banner + dump({"groups": list(rules.groups)})
     for name, text in inputs.dashboards.items():
         files[f"grafana/dashboards/{name}"] = text
+    return files
+
+
+def render_compose(config: Config, inputs: Inputs, source: str = "the embedded defaults") -> dict[str, str]:
+    """{path: text}: compose.yaml and the files it mounts."""
+    if config.backend == "victoriametrics":
+        from inferwatch.deploy._compose_vm import render_compose_vm
+
+        return render_compose_vm(config, inputs, source)
+    banner = BANNER.format(source=source)
+    files = {
+        "compose.yaml": banner + "# docker compose up; Grafana on http://localhost:3000, Prometheus on :9090.\n"
+        + build_note(config)
+        + dump({"name": "inferwatch", "services": services(config, {"prometheus": _prometheus_service()}),
+                     "volumes": {"prometheus-data": {}, "alertmanager-data": {}, "grafana-data": {}}}),
+        "prometheus/prometheus.yml": banner + dump(_prometheus(config, inputs)),
+        **shared_files(config, inputs, banner, ("Prometheus", "http://prometheus:9090")),
+    }
+    for rules in inputs.rules:
+        files[f"prometheus/rules/{rules.name}.yaml"] = banner + dump({"groups": list(rules.groups)})
     return dict(sorted(files.items()))

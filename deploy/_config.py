@@ -18,12 +18,13 @@ from inferwatch._yaml import LINE, line_of, load_yaml_file, plain
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose", "Cluster", "load_config",
-           "parse_config", "ENGINES", "SCRAPE_MODES", "DEFAULT_IMAGE"]
+__all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose", "Cluster", "VictoriaMetrics",
+           "load_config", "parse_config", "ENGINES", "SCRAPE_MODES", "BACKENDS", "DEFAULT_IMAGE"]
 
 ENGINES = ("vllm", "sglang")
 DEFAULT_IMAGE = f"ghcr.io/inferwatch/inferwatch:{__version__}"
 SCRAPE_MODES = ("relabel", "exporter", "sidecar")
+BACKENDS = ("prometheus", "victoriametrics")     # who scrapes, stores and evaluates the rules
 _DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")          # a Kubernetes object or namespace name
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
@@ -104,11 +105,22 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class VictoriaMetrics:
+    """backend: victoriametrics on Kubernetes: the store our VMAlert reads and writes its records to, and the
+    Alertmanager it notifies. The defaults are the services of the victoria-metrics-k8s-stack chart installed as
+    `vmks` in `monitoring` (the release name its docs use); compose runs its own and ignores these."""
+
+    url: str = "http://vmsingle-vmks-victoria-metrics-k8s-stack.monitoring.svc:8428"
+    alertmanager_url: str = "http://vmalertmanager-vmks-victoria-metrics-k8s-stack.monitoring.svc:9093"
+
+
+@dataclass(frozen=True)
 class Config:
     file: str = "<embedded defaults>"
     namespace: str = "monitoring"
     release: str = "kube-prometheus-stack"
     image: str = DEFAULT_IMAGE                # not published: build it (deploy/README.md), or compose builds it
+    backend: str = "prometheus"               # or victoriametrics: vmagent, VictoriaMetrics, vmalert (operator CRs)
     scrape_mode: str = "relabel"
     scrape_interval: str = "15s"
     grafana_folder: str = "inferwatch"
@@ -124,6 +136,7 @@ class Config:
     alerting: Alerting = Alerting()
     compose: Compose = Compose()
     cluster: Cluster = Cluster()
+    victoriametrics: VictoriaMetrics = VictoriaMetrics()
 
 
 class _Reader:
@@ -161,7 +174,7 @@ class _Reader:
     def value(self, cls, key, value, node, where):
         kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
         nested = {"Dcgm": Dcgm, "Nvml": Nvml, "FrontDoor": FrontDoor, "Alerting": Alerting, "Cluster": Cluster,
-                  "Compose": Compose}
+                  "Compose": Compose, "VictoriaMetrics": VictoriaMetrics}
         if kind in nested:
             result = self.read(nested[kind], value, where + ".")
             return _BAD if result is None else result
@@ -248,6 +261,13 @@ def _urls(value) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _url(value) -> str:
+    text = _str(value)
+    if not _URL.match(text):
+        raise ValueError(f"{text!r} is not an http:// or https:// URL")
+    return text
+
+
 def _url_or_empty(value) -> str:
     text = _str(value)
     if text and not _URL.match(text):
@@ -292,7 +312,8 @@ def _path(value) -> str:
 _DNS_CHECK = _matching(_DNS, "a Kubernetes name (lower-case letters, digits and -, at most 63)")
 _CHECKS = {
     ("*", "name"): _DNS_CHECK, ("*", "namespace"): _DNS_CHECK, ("Engine", "engine"): _one_of(ENGINES),
-    ("Config", "scrape_mode"): _one_of(SCRAPE_MODES), ("Config", "image"): _image,
+    ("Config", "scrape_mode"): _one_of(SCRAPE_MODES), ("Config", "backend"): _one_of(BACKENDS),
+    ("Config", "image"): _image,
     ("Config", "scrape_interval"): _interval, ("Config", "release"): _matching(_LABEL_VALUE, "a label value"),
     ("Config", "slo_specs"): _specs, ("*", "selector"): _labels, ("Nvml", "node_selector"): _labels,
     ("Engine", "urls"): _urls, ("Engine", "max_running_requests"): _caps, ("Engine", "path"): _path,
@@ -303,6 +324,7 @@ _CHECKS = {
     ("Alerting", "page_webhook"): _url_or_empty, ("Alerting", "ticket_webhook"): _url_or_empty,
     ("Cluster", "remote_write_url"): _url_or_empty, ("Nvml", "runtime_class"): _DNS_CHECK,
     ("Cluster", "name"): _matching(_LABEL_VALUE, "a label value"),
+    ("VictoriaMetrics", "url"): _url, ("VictoriaMetrics", "alertmanager_url"): _url,
 }
 _TYPE_CHECKS = {"str": _str, "bool": _bool, "int": _count, "str | None": _str}
 

@@ -15,6 +15,7 @@ the ones that drifted from what the code generates now.
     build/grafana/dashboards/         the four core dashboards as modern Grafana JSON
     build/deploy/kubernetes/          `inferwatch deploy render` of the defaults (checked in under deploy/)
     build/deploy/compose/             the same for `--target compose`
+    build/deploy/*-victoriametrics/   both again with `backend: victoriametrics` (VM operator; vmagent, vmalert)
 
 Not in the bundle but kept in step by `build`: alerts/RUNBOOKS.md's "Kinds of slow", from triage/kinds.yaml.
 """
@@ -30,6 +31,7 @@ from inferwatch.alerts._runbooks import with_kinds_section
 from inferwatch.dashboards._build import HERE as DASHBOARDS_DIR
 from inferwatch.dashboards._build import build as build_dashboards
 from inferwatch.deploy import render_default
+from inferwatch.deploy._render import DEFAULT_FOLDERS
 from inferwatch.deploy._inputs import DEPLOY_DIR
 from inferwatch.mappings import load_mappings, recording_rules, relabel_configs, servicemonitor_relabelings
 from inferwatch.mappings._load import HERE as MAPPINGS_DIR
@@ -134,7 +136,7 @@ def _in_checkout() -> bool:
 def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     """(stale: checked-in copy and what the code generates now, orphans: generated files the code no longer
     produces: default-SLO files in alerts/ (and alerts/frontdoor/) of a removed objective, dashboard JSON without its source, files under
-    deploy/kubernetes/ and deploy/compose/ the default render no longer writes)."""
+    deploy/kubernetes/, deploy/compose/ and their -victoriametrics twins the default render no longer writes)."""
     bundle, copies = _bundle()
     stale = [(copies[rel], text) for rel, text in bundle.items() if rel in copies and
              (not copies[rel].is_file() or copies[rel].read_text(encoding="utf-8") != text)]
@@ -142,7 +144,7 @@ def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
                  for folder in ("", "tests/", "alertmanager/")
                  for path in ALERTS_DIR.glob(f"{base}{folder}{load_spec(spec).service}.*.yaml")} | \
         set(DASHBOARDS_DIR.glob("*.json")) | \
-        {path for target in ("kubernetes", "compose") for path in (DEPLOY_DIR / target).rglob("*") if path.is_file()}
+        {path for folder in DEFAULT_FOLDERS for path in (DEPLOY_DIR / folder).rglob("*") if path.is_file()}
     runbooks = ALERTS_DIR / "RUNBOOKS.md"        # hand-written, with a section generated from triage's kinds
     text = runbooks.read_text(encoding="utf-8")
     if (wanted := with_kinds_section(text, load_kinds())) != text:

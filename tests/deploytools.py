@@ -1,6 +1,7 @@
 """Offline validation of rendered manifests: core kinds against Kubernetes' OpenAPI schemas (kubernetes-validate),
-monitoring.coreos.com kinds against the prometheus-operator CRDs vendored under tests/fixtures/k8s/, strictly
-(an unknown field is an error, as `kubectl apply --validate=strict` makes it)."""
+monitoring.coreos.com kinds against the prometheus-operator CRDs and operator.victoriametrics.com kinds against the
+VictoriaMetrics operator's, vendored under tests/fixtures/k8s/, strictly (an unknown field is an error, as
+`kubectl apply --validate=strict` makes it)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from conftest import FIXTURES
 from inferwatch.sim._demo import free_port
 
 CRDS = FIXTURES / "k8s" / "prometheus-operator-crd"
+VM_CRDS = FIXTURES / "k8s" / "victoriametrics-operator-crd"
+_CRD_GROUPS = ("monitoring.coreos.com/", "operator.victoriametrics.com/")
 KUBERNETES_VERSION = "1.33"
 
 
@@ -47,7 +50,7 @@ def _strict(schema):
 def crd_schemas() -> dict:
     """{(apiVersion, kind): strict JSON schema} from the vendored CRDs."""
     out = {}
-    for path in sorted(CRDS.glob("*.yaml*")):
+    for path in sorted([*CRDS.glob("*.yaml*"), *VM_CRDS.glob("*.yaml*")]):
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         crd = yaml.load(raw, Loader=_CrdLoader)  # noqa: S506 - a SafeLoader subclass
         for version in crd["spec"]["versions"]:
@@ -59,7 +62,7 @@ def crd_schemas() -> dict:
 def validate_manifest(doc: dict) -> list[str]:
     """Problems of one Kubernetes object; empty when valid."""
     key = (doc.get("apiVersion"), doc.get("kind"))
-    if key[0].startswith("monitoring.coreos.com/"):
+    if str(key[0]).startswith(_CRD_GROUPS):
         schema = crd_schemas().get(key)
         if schema is None:
             return [f"{key}: no vendored CRD"]

@@ -122,8 +122,11 @@ def test_an_empty_config_is_the_embedded_default():
 
 def test_the_checked_in_render_is_the_default():
     rendered = render_default()
-    on_disk = {str(p.relative_to(ROOT / "deploy")): p.read_text() for target in ("kubernetes", "compose")
-               for p in (ROOT / "deploy" / target).rglob("*") if p.is_file()}
+    from inferwatch.deploy._render import DEFAULT_FOLDERS
+
+    on_disk = {str(p.relative_to(ROOT / "deploy")): p.read_text() for folder in DEFAULT_FOLDERS
+               for p in (ROOT / "deploy" / folder).rglob("*") if p.is_file()}
+    assert {path.split("/")[0] for path in rendered} == set(DEFAULT_FOLDERS)
     assert rendered == on_disk, "run `inferwatch build`"
 
 

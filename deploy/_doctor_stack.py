@@ -51,8 +51,8 @@ def assign_roles(servers: dict[str, Server]) -> tuple[dict[str, Server | None], 
         server = servers.get(flag)
         if server is not None:
             misplaced = role not in server.roles and flag != "--prometheus"
-            out.append(Result("wrong", f"backend {flag}", f"{server.name} at {server.client.base} {_cannot(server, role)}",
-                              f"give {flag} the URL of {what}") if misplaced
+            wrong = f"{server.name} at {server.client.base} {_cannot(server, role)}"
+            out.append(Result("wrong", f"backend {flag}", wrong, f"give {flag} the URL of {what}") if misplaced
                        else Result("ok", f"backend {flag}", server.describe()))
         if server is not None and role not in server.roles:
             server = None

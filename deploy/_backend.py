@@ -5,10 +5,12 @@ VictoriaMetrics stack splits that: `victoria-metrics` stores and answers queries
 -promscrape.config), `vmagent` scrapes, `vmalert` evaluates the rules and notifies. Doctor asks each question of the
 server that can answer it, and names every question no server given can answer, with the flag that would.
 
-What a server is comes from its own answers, never from the flag it was given under: `/-/healthy` says
-"VictoriaMetrics is Healthy." for every VictoriaMetrics component (Prometheus: "Prometheus Server is Healthy."), and
-each component answers 400 "unsupported path" for the APIs it does not serve. Whatever is not VictoriaMetrics and
-answers `/api/v1/status/buildinfo` is taken as a Prometheus.
+What a server is comes from its own answers, never from the flag it was given under. `/api/v1/status/buildinfo`
+is asked first: a Prometheus answers it with its version, victoria-metrics with an empty (or a made-up) one, vmagent
+and vmalert with 400. `/-/healthy` then says "VictoriaMetrics is Healthy." for every VictoriaMetrics component
+(Prometheus: "Prometheus Server is Healthy."), and each component answers 400 "unsupported path" for the APIs it
+does not serve. Whatever answers buildinfo and is not VictoriaMetrics is taken as a Prometheus (Thanos and Mimir
+queriers among them).
 """
 
 from __future__ import annotations
@@ -76,13 +78,15 @@ class Server:
 
 
 def detect(client: Client, flag: str) -> Server:
-    """What answers at `client`'s URL; ApiError when nothing there reads as Prometheus or VictoriaMetrics."""
+    """What answers at `client`'s URL; ApiError (buildinfo's, as before there was detection) when nothing there
+    reads as Prometheus or VictoriaMetrics."""
     try:
-        healthy = client.text("/-/healthy")
-    except ApiError:
-        healthy = ""        # a Prometheus-compatible server without the page; nothing there: buildinfo says so
-    if "VictoriaMetrics" not in healthy:
         info = client.api("/api/v1/status/buildinfo", "buildinfo")
+    except ApiError as err:
+        if err.status != 400 or not _victoria(client):
+            raise
+        info = None                         # vmagent and vmalert serve no buildinfo
+    if info is not None and not _victoria(client):
         version = info.get("version") if isinstance(info.get("version"), str) else ""
         return Server(flag, "prometheus", client, _KINDS["prometheus"][1], version[:40])
     for kind, path, shape, params in _VM_PROBES:
@@ -99,3 +103,12 @@ def detect(client: Client, flag: str) -> Server:
     raise ApiError(client.base, "a VictoriaMetrics component that serves no query API, target list or rules "
                                 "(vminsert, vmauth, vmstorage?)", hint=f"give {flag} victoria-metrics', vmagent's or "
                                                                       "vmalert's URL")
+
+
+def _victoria(client: Client) -> bool:
+    """Whether /-/healthy says VictoriaMetrics; asked on a client of its own, so a server that answers it late
+    (or not at all) does not stop the checks' calls."""
+    try:
+        return "VictoriaMetrics" in Client(client.base, client.options, client.name).text("/-/healthy")
+    except ApiError:
+        return False

@@ -36,14 +36,20 @@ DEPLOY_YAML = "version: 1\nfrontdoor: {enabled: false}\ndcgm: {enabled: false}\n
 VM_FLAGS = ("-search.latencyOffset=1s", "-search.disableCache")     # answer what arrived a second ago
 
 
+# a job whose own relabelings strip vLLM's prefix (as arks' ServiceMonitor does): what the config check names
+RENAMING = {"job_name": "vllm-renamed", "metric_relabel_configs": [
+    {"source_labels": ["__name__"], "regex": "vllm:(.*)", "target_label": "__name__", "replacement": "$1"}]}
+
+
 def _scrape_config(files: dict[str, str], engine: str, am: str | None, rules: bool) -> dict:
-    """The compose render's prometheus.yml, its vLLM job pointed at `engine` (host:port), scraped every second."""
+    """The compose render's prometheus.yml, its vLLM job pointed at `engine` (host:port), scraped every second;
+    with `rules` False (the faulty stack) a job that renames the engine's series beside it."""
     import yaml
 
     config = yaml.safe_load(files["prometheus/prometheus.yml"])
     job = next(j for j in config["scrape_configs"] if j["job_name"] == "vllm")
     job["static_configs"] = [{"targets": [engine]}]
-    config["scrape_configs"] = [job]
+    config["scrape_configs"] = [job] + ([] if rules else [{**RENAMING, "static_configs": [{"targets": [engine]}]}])
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["rule_files"] = ["rules/*.yaml"] if rules else []
     if am:
@@ -76,7 +82,7 @@ def stacks(tmp_path_factory):
         am = stack.enter_context(alertmanager(need("prometheus-alertmanager"), tmp / "alertmanager.yml", tmp))
         prom = stack.enter_context(prometheus(need("prometheus"), _scrape_config(files, host, am, True), tmp / "prom"))
         vm = stack.enter_context(victoria_metrics(need("victoria-metrics"), tmp / "vm", *VM_FLAGS))
-        agent = stack.enter_context(vmagent(need("vmagent"), tmp / "vmagent", _scrape_config(files, host, None, False),
+        agent = stack.enter_context(vmagent(need("vmagent"), tmp / "vmagent", _scrape_config(files, host, None, True),
                                             vm))
         ruler = stack.enter_context(vmalert(need("vmalert"), tmp / "vmalert", str(rules / "*.yaml"), vm,
                                             f"-notifier.url={am}", "-evaluationInterval=1s",
@@ -160,6 +166,9 @@ def test_victoriametrics_alone_names_what_it_cannot_check(stacks):
     assert "ok      running requests" in text
 
 
+RENAMED = "its metric relabelings rename vllm:num_requests_running to num_requests_running"
+
+
 # --- faults are named on each backend -------------------------------------------------------------------------
 
 def test_faults_are_named_on_prometheus(stacks):
@@ -169,6 +178,7 @@ def test_faults_are_named_on_prometheus(stacks):
     assert "missing rule groups: inferwatch-slo-llm-responsive-long" in text
     assert "missing Prometheus sends alerts: no Alertmanager configured" in text
     assert "missing engine series" in text
+    assert f"wrong   scrape job vllm-renamed: {RENAMED}" in text
 
 
 def test_faults_are_named_on_victoriametrics(stacks):
@@ -179,6 +189,7 @@ def test_faults_are_named_on_victoriametrics(stacks):
     assert "inferwatch-mappings-vllm" not in text.split("missing rule groups: ")[1].split("\n")[0]
     assert "missing vmalert sends alerts: no notifier configured" in text
     assert "missing engine series" in text
+    assert f"wrong   scrape job vllm-renamed: {RENAMED}" in text       # vmagent's config, read and checked
 
 
 # --- the four ways doctor misled on VictoriaMetrics (issue 25), each failing before ------------------------

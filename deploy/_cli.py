@@ -131,8 +131,7 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
       inferwatch doctor --prometheus http://localhost:9090
       inferwatch doctor --prometheus http://prometheus:9090 --alertmanager http://alertmanager:9093
       inferwatch doctor --prometheus http://localhost:9090 --no-alertmanager
-      inferwatch doctor --prometheus http://victoria-metrics:8428 --scraper http://vmagent:8429 \
-        --ruler http://vmalert:8880 --alertmanager http://alertmanager:9093
+      inferwatch doctor --prometheus http://vmsingle:8428 --scraper http://vmagent:8429 --ruler http://vmalert:8880
       inferwatch doctor --file prometheus.yml --file k8s/monitoring/
     """
     import os

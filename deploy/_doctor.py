@@ -1,4 +1,5 @@
-"""`inferwatch doctor`: monitor the monitor. Asks a running Prometheus (and Alertmanager, Grafana) whether every
+"""`inferwatch doctor`: monitor the monitor. Asks a running Prometheus, or a VictoriaMetrics stack (victoria-metrics,
+vmagent, vmalert: deploy/_backend.py says which server answers what), and Alertmanager and Grafana, whether every
 signal the dashboards, SLOs and triage read arrives, and says how to fix what does not.
 
 Each check is a small function from what the servers answered to `Result`s, so the list reads like the issue's:

@@ -8,9 +8,9 @@ server that can answer it, and names every question no server given can answer, 
 What a server is comes from its own answers, never from the flag it was given under. `/api/v1/status/buildinfo`
 is asked first: a Prometheus answers it with its version, victoria-metrics with an empty (or a made-up) one, vmagent
 and vmalert with 400. `/-/healthy` then says "VictoriaMetrics is Healthy." for every VictoriaMetrics component
-(Prometheus: "Prometheus Server is Healthy."), and each component answers 400 "unsupported path" for the APIs it
-does not serve. Whatever answers buildinfo and is not VictoriaMetrics is taken as a Prometheus (Thanos and Mimir
-queriers among them).
+(Prometheus: "Prometheus Server is Healthy.", in agent mode "Prometheus Agent is Healthy."), and each component
+answers 400 "unsupported path" for the APIs it does not serve. Whatever answers buildinfo and is neither is taken
+as a Prometheus (Thanos and Mimir queriers among them).
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ QUERY, SCRAPE, RULES = "query", "scrape", "rules"
 ROLE_FLAGS = {
     QUERY: ("--prometheus", "the store the scrapers write to: victoria-metrics or a Prometheus"),
     SCRAPE: ("--scraper", "the vmagent or Prometheus agent that scrapes the engines"),
-    RULES: ("--ruler", "the vmalert that evaluates the rules and sends the alerts"),
+    RULES: ("--ruler", "the vmalert (or Prometheus) that evaluates the rules and sends the alerts"),
 }
 
 # kind -> (name as printed, what it does at most); victoria-metrics scrapes only when it lists targets
 _KINDS = {
     "prometheus": ("Prometheus", frozenset({QUERY, SCRAPE, RULES})),
+    "prometheus-agent": ("Prometheus agent", frozenset({SCRAPE})),
     "victoriametrics": ("VictoriaMetrics single node", frozenset({QUERY, SCRAPE})),
     "vmagent": ("vmagent", frozenset({SCRAPE})),
     "vmalert": ("vmalert", frozenset({RULES})),
@@ -83,12 +84,14 @@ def detect(client: Client, flag: str) -> Server:
     try:
         info = client.api("/api/v1/status/buildinfo", "buildinfo")
     except ApiError as err:
-        if err.status != 400 or not _victoria(client):
+        if err.status != 400 or _VM not in _health(client):
             raise
         info = None                         # vmagent and vmalert serve no buildinfo
-    if info is not None and not _victoria(client):
+    health = _health(client) if info is not None else _VM
+    if _VM not in health:
+        kind = "prometheus-agent" if "Prometheus Agent" in health else "prometheus"
         version = info.get("version") if isinstance(info.get("version"), str) else ""
-        return Server(flag, "prometheus", client, _KINDS["prometheus"][1], version[:40])
+        return Server(flag, kind, client, _KINDS[kind][1], version[:40])
     for kind, path, shape, params in _VM_PROBES:
         try:
             client.api(path, shape, **params)
@@ -105,10 +108,14 @@ def detect(client: Client, flag: str) -> Server:
                                                                       "vmalert's URL")
 
 
-def _victoria(client: Client) -> bool:
-    """Whether /-/healthy says VictoriaMetrics; asked on a client of its own, so a server that answers it late
-    (or not at all) does not stop the checks' calls."""
+_VM = "VictoriaMetrics"
+
+
+def _health(client: Client) -> str:
+    """The first line of /-/healthy ("VictoriaMetrics is Healthy.", "Prometheus Agent is Healthy."), or "" when
+    it does not answer; asked on a client of its own, so a server that answers it late (or not at all) does not
+    stop the checks' calls."""
     try:
-        return "VictoriaMetrics" in Client(client.base, client.options, client.name).text("/-/healthy")
+        return Client(client.base, client.options, client.name).text("/-/healthy")[:200]
     except ApiError:
-        return False
+        return ""

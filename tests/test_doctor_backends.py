@@ -13,7 +13,8 @@ import json
 import subprocess
 import sys
 import urllib.request
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +24,7 @@ from inferwatch.deploy import render
 from inferwatch.deploy._config import Alerting, Config, Dcgm, FrontDoor
 from inferwatch.deploy._doctor import run_checks
 from inferwatch.sim._demo import free_port
-from promtools import prometheus, query, wait_for
+from promtools import process, prometheus, query, wait_for
 from simtools import simulator
 from vmtools import force_flush, victoria_metrics, vmagent, vmalert
 
@@ -57,6 +58,20 @@ def _scrape_config(files: dict[str, str], engine: str, am: str | None, rules: bo
     else:
         config.pop("alerting", None)
     return config
+
+
+@contextmanager
+def prometheus_agent(workdir: Path, config: dict, remote_write: str):
+    """A real Prometheus in agent mode (it scrapes and remote-writes; no queries, no rules); yields its URL."""
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = {**config, "remote_write": [{"url": remote_write + "/api/v1/write"}]}
+    (workdir / "agent.yml").write_text(json.dumps(config))
+    base = f"http://127.0.0.1:{port}"
+    with process([need("prometheus"), "--enable-feature=agent", f"--config.file={workdir / 'agent.yml'}",
+                  f"--storage.agent.path={workdir / 'wal'}", f"--web.listen-address=127.0.0.1:{port}"],
+                 workdir / "agent.log", base, "/-/ready"):
+        yield base
 
 
 def _answers(url: str) -> str:
@@ -94,6 +109,8 @@ def stacks(tmp_path_factory):
         vm_down = stack.enter_context(victoria_metrics(need("victoria-metrics"), tmp / "vm-down", *VM_FLAGS))
         agent_down = stack.enter_context(vmagent(need("vmagent"), tmp / "vmagent-down",
                                                  _scrape_config(files, dead, None, False), vm_down))
+        prom_agent = stack.enter_context(prometheus_agent(tmp / "agent-down", _scrape_config(files, dead, None, False),
+                                                          vm_down))
         # recording rules only: vmalert starts without a notifier only then
         ruler_down = stack.enter_context(vmalert(need("vmalert"), tmp / "vmalert-down",
                                                  str(rules / "inferwatch-mappings.yaml"), vm_down))
@@ -106,10 +123,11 @@ def stacks(tmp_path_factory):
             vm, "llm_kv_cache_usage_ratio") and query(vm, "llm_max_running_requests"), step=0.1)
         wait_for(lambda: query(prom_down, "up == 0") and (force_flush(vm_down) or query(vm_down, "up == 0")), step=0.1)
         wait_for(lambda: '"health":"down"' in _answers(agent_down + "/api/v1/targets")
-                 and '"health":"down"' in _answers(prom_down + "/api/v1/targets"), step=0.1)
+                 and '"health":"down"' in _answers(prom_down + "/api/v1/targets")
+                 and '"health":"down"' in _answers(prom_agent + "/api/v1/targets"), step=0.1)
         yield {"prom": prom, "am": am, "vm": vm, "agent": agent, "ruler": ruler, "prom_down": prom_down,
                "vm_down": vm_down, "agent_down": agent_down, "ruler_down": ruler_down, "prom_empty": prom_empty,
-               "dead": dead, "config": str(tmp / "deploy.yaml")}
+               "prom_agent": prom_agent, "dead": dead, "config": str(tmp / "deploy.yaml")}
 
 
 def _doctor(prometheus: str, **kwargs) -> list[str]:
@@ -161,7 +179,8 @@ def test_victoriametrics_alone_names_what_it_cannot_check(stacks):
                 "list is empty): give --scraper URL, the vmagent or Prometheus agent that scrapes the engines") in lines
     for check in ("concurrency cap", "rule groups", "alerts sent"):
         assert (f"skipped {check}: VictoriaMetrics single node at --prometheus evaluates no rules and sends no "
-                "alerts: give --ruler URL, the vmalert that evaluates the rules and sends the alerts") in lines
+                "alerts: give --ruler URL, the vmalert (or Prometheus) that evaluates the rules and sends the "
+                "alerts") in lines
     assert "ok      stored up: the 1 targets whose up arrives in VictoriaMetrics are up" in text
     assert "ok      running requests" in text
 
@@ -242,6 +261,23 @@ def test_pointed_at_vmagent_or_vmalert_it_checks_what_they_answer(stacks, which)
     else:
         assert "ok      rule groups: 12 loaded, none failing" in out and "ok      vmalert sends alerts" in out
     assert proc.returncode == 0, out
+
+
+def test_a_prometheus_agent_is_a_scraper(stacks):
+    """Prometheus in agent mode answers targets and its config, nothing else: as --scraper it is checked as one;
+    as --prometheus, every check that needs queries or rules is skipped (no "unavailable with Prometheus Agent")."""
+    lines = _doctor(stacks["vm_down"], scraper=stacks["prom_agent"])
+    text = "\n".join(lines)
+    assert f"ok      backend --scraper: Prometheus agent 2." in text and f"at {stacks['prom_agent']}: scrape targets" \
+        in text, text
+    assert f"wrong   target vllm http://{stacks['dead']}/metrics: down: " in text
+    assert f"wrong   scrape job vllm-renamed: {RENAMED}" in text
+    lines = _doctor(stacks["prom_agent"])
+    text = "\n".join(lines)
+    assert "Agent" not in text.replace("Prometheus agent", ""), text
+    assert ("skipped rule groups: Prometheus agent at --prometheus evaluates no rules and sends no alerts: give "
+            "--ruler URL, the vmalert (or Prometheus) that evaluates the rules and sends the alerts") in lines
+    assert f"wrong   target vllm http://{stacks['dead']}/metrics: down: " in text
 
 
 def test_a_server_given_for_a_role_it_cannot_play_is_named(stacks):

@@ -105,7 +105,16 @@ def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show
 
 def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
                                                              help="Prometheus base URL, e.g. "
-                                                                  "http://prometheus:9090.")] = None,
+                                                                  "http://prometheus:9090; or victoria-metrics', "
+                                                                  "vmagent's or vmalert's (doctor says which it "
+                                                                  "found).")] = None,
+           scraper: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+                                                          help="The server that scrapes, where --prometheus "
+                                                               "does not: vmagent or a Prometheus agent.")] = None,
+           ruler: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+                                                        help="The server that evaluates the rules and sends the "
+                                                             "alerts, where --prometheus does not: vmalert.")]
+           = None,
            file: Annotated[Optional[list[Path]], typer.Option("--file", "-f", metavar="PATH", show_default=False,
                                                               help="Check files instead of (or as well as) a "
                                                                    "running stack: prometheus.yml, compose, "
@@ -136,6 +145,7 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
       inferwatch doctor --prometheus http://localhost:9090
       inferwatch doctor --prometheus http://prometheus:9090 --alertmanager http://alertmanager:9093
       inferwatch doctor --prometheus http://localhost:9090 --no-alertmanager
+      inferwatch doctor --prometheus http://vmsingle:8428 --scraper http://vmagent:8429 --ruler http://vmalert:8880
       inferwatch doctor --file prometheus.yml --file k8s/monitoring/
     """
     import os
@@ -144,7 +154,7 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     from inferwatch.deploy._doctor import run_checks, summary
     from inferwatch.deploy._files import check_files
 
-    urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager)
+    urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager, scraper, ruler)
     options = client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy,
                              timeout, max_bytes)
     missing = [str(p) for p in file or [] if not p.exists()]
@@ -158,7 +168,7 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     if "--prometheus" in urls:
         results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
                               os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager,
-                              options=options)
+                              options=options, scraper=urls.get("--scraper"), ruler=urls.get("--ruler"))
     for result in results:
         typer.echo(str(result))
     typer.echo(summary(results), err=True)
@@ -166,18 +176,21 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
 
 
 def _doctor_urls(prometheus: str | None, alertmanager: str | None, grafana: str | None,
-                 no_alertmanager: bool) -> dict[str, str]:
-    """{flag: base URL} of the servers given, checked: Alertmanager and Grafana are asked through Prometheus."""
+                 no_alertmanager: bool, scraper: str | None = None, ruler: str | None = None) -> dict[str, str]:
+    """{flag: base URL} of the servers given, checked: the others are asked along with --prometheus."""
     from inferwatch._urls import http_url
 
-    if prometheus is None and (alertmanager or grafana):
-        raise typer.BadParameter("--alertmanager and --grafana are asked along with a running Prometheus: give "
-                                 "--prometheus URL too", param_hint="--prometheus")
+    if prometheus is None and (alertmanager or grafana or scraper or ruler):
+        raise typer.BadParameter("--alertmanager, --grafana, --scraper and --ruler are asked along with a running "
+                                 "Prometheus (or victoria-metrics): give --prometheus URL too",
+                                 param_hint="--prometheus")
     if no_alertmanager and alertmanager is not None:
         raise typer.BadParameter("--alertmanager URL and --no-alertmanager contradict each other: give one",
                                  param_hint="--no-alertmanager")
     urls = {}
     for flag, value, example in (("--prometheus", prometheus, "http://prometheus:9090"),
+                                 ("--scraper", scraper, "http://vmagent:8429"),
+                                 ("--ruler", ruler, "http://vmalert:8880"),
                                  ("--alertmanager", alertmanager, "http://alertmanager:9093"),
                                  ("--grafana", grafana, "http://grafana:3000")):
         if value is not None:

@@ -1,4 +1,5 @@
-"""`inferwatch doctor`: monitor the monitor. Asks a running Prometheus (and Alertmanager, Grafana) whether every
+"""`inferwatch doctor`: monitor the monitor. Asks a running Prometheus, or a VictoriaMetrics stack (victoria-metrics,
+vmagent, vmalert: deploy/_backend.py says which server answers what), and Alertmanager and Grafana, whether every
 signal the dashboards, SLOs and triage read arrives, and says how to fix what does not.
 
 Each check is a small function from what the servers answered to `Result`s, so the list reads like the issue's:
@@ -14,7 +15,10 @@ import json
 from dataclasses import replace
 from fractions import Fraction
 
+from inferwatch.deploy._backend import QUERY, RULES, SCRAPE
 from inferwatch.deploy._config import Config
+from inferwatch.deploy._doctor_stack import (assign_roles, check_notifiers, check_stored_up, detect_servers,
+                                         missed_iterations, skipped)
 from inferwatch.deploy._result import RENDER, Result
 from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
 from inferwatch.deploy._shape import as_map, yaml_or_none
@@ -55,38 +59,43 @@ def _engine_models(prom: Client) -> set[str]:
     return _models(prom, "llm_requests_running") | _models(prom, "llm_time_to_first_token_seconds_count")
 
 
-def check_targets(prom: Client) -> list[Result]:
+def check_targets(prom: Client, name: str = "Prometheus") -> list[Result]:
     """Active targets that are down or scraped too seldom, and (from the same target list) the engine and GPU jobs
-    of the config that find no target at all."""
+    of the config that find no target at all. An empty list is no target, never "every target is up"."""
     active = prom.api("/api/v1/targets", "targets", state="active")["activeTargets"]
     out = _guarded("scrape config", check_config, prom, {t.get("scrapePool") for t in active
-                                                       if isinstance(t.get("scrapePool"), str)})
+                                                       if isinstance(t.get("scrapePool"), str)}, name)
+    if not active:
+        return [Result("missing", "targets", f"{name} at {prom.base} has no active scrape target: nothing is "
+                                             "scraped", "check its scrape config; if another server scrapes "
+                                                        "(vmagent, a Prometheus agent), give its URL with "
+                                                        "--scraper")] + out
     for target in active:
-        name = f"target {target['labels'].get('job', '')} {target['scrapeUrl']}"
+        label = f"target {target['labels'].get('job', '')} {target['scrapeUrl']}"
         interval = target.get("scrapeInterval", "")
         if target["health"] == "down":
             hint = ("SGLang serves /metrics only when started with --enable-metrics" if "404" in target["lastError"]
                     else "check the port name and path of its monitor")
-            out.append(Result("wrong", name, f"down: {target['lastError']}", hint))
+            out.append(Result("wrong", label, f"down: {target['lastError']}", hint))
         elif interval and seconds(interval) > MAX_SCRAPE_INTERVAL:
-            out.append(Result("wrong", name, f"scraped every {interval}; the SLO rules' 1m increases need at most "
-                                             f"{MAX_SCRAPE_INTERVAL}s", "lower the monitor's interval"))
-    return out or [Result("ok", "targets", "every active target is up and scraped often enough")]
+            out.append(Result("wrong", label, f"scraped every {interval}; the SLO rules' 1m increases need at most "
+                                              f"{MAX_SCRAPE_INTERVAL}s", "lower the monitor's interval"))
+    return out or [Result("ok", "targets", f"all {len(active)} active targets are up and scraped often enough")]
 
 
-def check_config(prom: Client, pools: set[str]) -> list[Result]:
-    """The engine and GPU scrape jobs Prometheus runs, as its config says: jobs that find no target (a monitor whose
-    selector, namespace or port matches nothing), and what their relabelings and honor_labels do."""
+def check_config(prom: Client, pools: set[str], name: str = "Prometheus") -> list[Result]:
+    """The engine and GPU scrape jobs the scraper runs, as its config says: jobs that find no target (a monitor
+    whose selector, namespace or port matches nothing), and what their relabelings and honor_labels do."""
     try:
         config = yaml_or_none(prom.api("/api/v1/status/config", "config")["yaml"])
     except ApiError as err:
-        if err.status not in (404, 405):
+        if err.status not in (400, 404, 405):
             raise
         config = None
     if not isinstance(config, dict):
-        return [Result("skipped", "scrape config", "Prometheus does not serve its config (an old one, or an agent "
-                                                   "behind a proxy): its jobs' relabelings are not checked; check "
-                                                   "the files with --file")]
+        return [Result("skipped", "scrape config", f"{name} at {prom.base} does not serve its scrape config (an old "
+                                                   "one, or behind a proxy): its jobs' relabelings are not checked; "
+                                                   "check the files with --file")]
     out = []
     for job in jobs_from_prometheus(config):
         if job.job_name not in pools and job.sources:
@@ -216,6 +225,8 @@ def check_model_label(prom: Client, specs) -> list[Result]:
     names = sorted({series for _, series, _ in _PER_MODEL} | {f"{o.sli.metric}_bucket" for spec, o in specs
                                                               if spec.source == "engine"})
     lacking = prom.query(f'count by (__name__, job) ({{__name__=~"{"|".join(names)}", model=""}})')
+    if not lacking and not prom.query(f'count({{__name__=~"{"|".join(names)}"}})'):
+        return [Result("skipped", "model label", "no engine series read per model arrives: nothing to check")]
     if not lacking:
         return [Result("ok", "model label", "every engine series read per model names its model")]
     found = sorted({f"{r['metric'].get('__name__', '')} (job {r['metric'].get('job', '')})" for r in lacking})
@@ -230,11 +241,11 @@ CAP = "llm_max_running_requests"
 CAP_GROUP = "inferwatch-caps"      # the cap as recording rules; the normalizing exporter may serve it instead
 
 
-def check_cap(prom: Client, configured: set[str]) -> list[Result]:
+def check_cap(prom: Client, configured: set[str], ruler: Client | None = None) -> list[Result]:
     """The cap where an alert reads it (LLMQueueSaturated): a model whose cap `configured` names (the user's
     deploy.yaml, not the embedded example) must have it; one no one gave a cap is a note: that alert's cap part
-    cannot fire for it, its KV-cache part still can."""
-    alerts = sorted({r["name"] for g in prom.api("/api/v1/rules", "rules")["groups"] for r in g["rules"]
+    cannot fire for it, its KV-cache part still can. The alerts are the `ruler`'s (default: `prom`)."""
+    alerts = sorted({r["name"] for g in (ruler or prom).api("/api/v1/rules", "rules")["groups"] for r in g["rules"]
                      if r.get("type") == "alerting" and CAP in str(r.get("query", ""))})
     models = _engine_models(prom)
     if not alerts:
@@ -264,7 +275,9 @@ def configured_caps(config: Config) -> set[str]:
     return {model for engine in config.engines for model, _ in engine.max_running_requests}
 
 
-def check_rules(prom: Client, expected: list[str]) -> list[Result]:
+def check_rules(prom: Client, expected: list[str], kind: str = "prometheus") -> list[Result]:
+    """Rule groups expected but not loaded, failing rules, and missed iterations (a Prometheus' last hour; a
+    vmalert's since it started)."""
     groups = {g["name"]: g for g in prom.api("/api/v1/rules", "rules")["groups"]}
     out = []
     lacking = [name for name in expected if name not in groups and name != CAP_GROUP]
@@ -277,37 +290,43 @@ def check_rules(prom: Client, expected: list[str]) -> list[Result]:
             out.append(Result("wrong", f"rule group {name}", f"{len(failing)} rules fail: "
                                                              f"{str(failing[0].get('lastError', ''))[:300]}",
                               "fix the expression (promtool check rules), or regenerate with inferwatch build"))
-    missed = prom.query("sum by (rule_group) (increase(prometheus_rule_group_iterations_missed_total[1h])) > 0")
-    for sample in missed:
-        out.append(Result("wrong", f"rule group {sample['metric'].get('rule_group', '')}", "missed iterations in "
-                                                                                         "the last hour",
-                          "give Prometheus more CPU or a longer group interval"))
+    out += missed_iterations(prom) if kind == "vmalert" else _missed_in_prometheus(prom)
     if not lacking and not out:
         out.append(Result("ok", "rule groups", f"{sum(n in groups for n in expected)} loaded, none failing"))
     return out
 
 
-def check_alertmanager(prom: Client, am: Client | None, expected: bool = True, alerts: dict | None = None) -> \
-        list[Result]:
-    """`expected` False: this stack has no Alertmanager (a demo, a laptop); its absence is skipped, not missing."""
+def _missed_in_prometheus(prom: Client) -> list[Result]:
+    missed = prom.query("sum by (rule_group) (increase(prometheus_rule_group_iterations_missed_total[1h])) > 0")
+    return [Result("wrong", f"rule group {sample['metric'].get('rule_group', '')}", "missed iterations in the last "
+                                                                                   "hour",
+                   "give Prometheus more CPU or a longer group interval") for sample in missed]
+
+
+def check_sends_alerts(prom: Client, expected: bool = True) -> list[Result]:
+    """A Prometheus' Alertmanagers. `expected` False: this stack has none (a demo, a laptop): skipped, not
+    missing."""
     if prom.api("/api/v1/alertmanagers", "alertmanagers")["activeAlertmanagers"]:
-        out = [Result("ok", "Prometheus sends alerts")]
-    elif not expected:
-        out = [Result("skipped", "Prometheus sends alerts", "no Alertmanager in this stack, as told "
-                                                            "(--no-alertmanager): alerts fire in Prometheus only")]
-    else:
-        out = [Result("missing", "Prometheus sends alerts", "no Alertmanager configured",
-                      "set alerting.alertmanagers in prometheus.yml (kube-prometheus-stack does), or pass "
-                      "--no-alertmanager if this stack has none")]
+        return [Result("ok", "Prometheus sends alerts")]
+    if not expected:
+        return [Result("skipped", "Prometheus sends alerts", "no Alertmanager in this stack, as told "
+                                                             "(--no-alertmanager): alerts fire in Prometheus only")]
+    return [Result("missing", "Prometheus sends alerts", "no Alertmanager configured",
+                   "set alerting.alertmanagers in prometheus.yml (kube-prometheus-stack does), or pass "
+                   "--no-alertmanager if this stack has none")]
+
+
+def check_alertmanager(am: Client | None, expected: bool = True, alerts: dict | None = None) -> list[Result]:
+    """Alertmanager's routes and inhibit rules for the SLO alerts `alerts` names."""
     if am is None:
-        return out + ([Result("skipped", "Alertmanager routing", "no --alertmanager given: its routes and inhibit "
-                                                               "rules are not checked")] if expected else [])
+        return [Result("skipped", "Alertmanager routing", "no --alertmanager given: its routes and inhibit rules "
+                                                          "are not checked")] if expected else []
     try:
         status = am.get("/api/v2/status", "am_status")
     except ApiError as err:
-        return out + [Result("missing", "Alertmanager", str(err), "check --alertmanager")]
+        return [Result("missing", "Alertmanager", str(err), "check --alertmanager")]
     config = as_map(yaml_or_none(status["config"]["original"]))
-    return out + check_alertmanager_config(config, "", alerts or {})
+    return check_alertmanager_config(config, "", alerts or {})
 
 
 def check_grafana(grafana: Client, uids: dict[str, str]) -> list[Result]:
@@ -324,31 +343,53 @@ def check_grafana(grafana: Client, uids: dict[str, str]) -> list[Result]:
 
 def run_checks(config: Config, prometheus: str, alertmanager: str | None = None, grafana: str | None = None,
                token: str | None = None, rule_groups: list[str] | None = None,
-               alertmanager_expected: bool = True, options: ClientOptions | None = None) -> list[Result]:
+               alertmanager_expected: bool = True, options: ClientOptions | None = None,
+               scraper: str | None = None, ruler: str | None = None) -> list[Result]:
     """Every check against the servers given, each call bounded by `options` (auth, TLS, deadline, size cap; one
-    set for every server, Grafana's bearer token from `token` when given). The rule groups expected are the
-    config's, unless `rule_groups` names them (a stack that loads other rule files, such as the demo's);
-    `alertmanager_expected` False says the stack has none. A server that answers a check wrongly fails that
-    check, in one line naming the endpoint, and the other checks still run."""
+    set for every server, Grafana's bearer token from `token` when given). What each server is (Prometheus,
+    VictoriaMetrics, vmagent, vmalert) is detected first; each check asks the server that can answer it (`scraper`
+    and `ruler` where the `prometheus` URL's server does not scrape or evaluate rules), and a check no server given
+    can answer is `skipped`, naming the flag that would let it run. The rule groups expected are the config's,
+    unless `rule_groups` names them (a stack that loads other rule files, such as the demo's);
+    `alertmanager_expected` False says the stack has none. A server that answers a check wrongly fails that check,
+    in one line naming the endpoint, and the other checks still run."""
     from inferwatch.deploy._inputs import gather_inputs
 
     options = options or ClientOptions()
-    prom = Client(prometheus, options, "Prometheus")
-    try:
-        prom.api("/api/v1/status/buildinfo", "buildinfo")
-    except ApiError as err:
-        return [Result("missing", "Prometheus", str(err), "check --prometheus")]
+    servers, results = detect_servers({"--prometheus": prometheus, "--scraper": scraper, "--ruler": ruler}, options)
+    if "--prometheus" not in servers:
+        return results
+    roles, lines = assign_roles(servers)
+    results += lines
+    store, scrapes, rules = roles[QUERY], roles[SCRAPE], roles[RULES]
     inputs = gather_inputs(config)
     expected = rule_groups if rule_groups is not None else [g["name"] for rules in inputs.rules for g in rules.groups]
-    am = Client(alertmanager, options, "Alertmanager") if alertmanager else None
     specs = _specs(config)
-    results = _guarded("targets", check_targets, prom) + _guarded("engine series", check_models, prom, specs) + \
-        _guarded("model label", check_model_label, prom, specs) + \
-        _guarded("concurrency cap", check_cap, prom, configured_caps(config)) + \
-        _guarded("GPU series", check_gpus, prom, config.dcgm.enabled or config.nvml.enabled) + \
-        _guarded("GPU <-> engine join", check_join, prom) + \
-        _guarded("rule groups", check_rules, prom, expected) + \
-        _guarded("Prometheus sends alerts", check_alertmanager, prom, am, alertmanager_expected, slo_alerts(inputs))
+    if scrapes is not None:
+        results += _guarded("targets", check_targets, scrapes.client, scrapes.name)
+    else:
+        results += skipped(servers, SCRAPE, "targets", "scrape config")
+        results += _guarded("stored up", check_stored_up, store) if store is not None else []
+    if store is not None:
+        prom = store.client
+        results += _guarded("engine series", check_models, prom, specs) + \
+            _guarded("model label", check_model_label, prom, specs)
+        results += _guarded("concurrency cap", check_cap, prom, configured_caps(config), rules.client) \
+            if rules is not None else skipped(servers, RULES, "concurrency cap")
+        results += _guarded("GPU series", check_gpus, prom, config.dcgm.enabled or config.nvml.enabled) + \
+            _guarded("GPU <-> engine join", check_join, prom)
+    else:
+        results += skipped(servers, QUERY, "engine series", "model label", "concurrency cap", "GPU series",
+                           "GPU <-> engine join")
+    if rules is not None:
+        sends = f"{rules.short} sends alerts"
+        results += _guarded("rule groups", check_rules, rules.client, expected, rules.kind)
+        results += _guarded(sends, check_notifiers, rules.client, alertmanager_expected) if rules.kind == "vmalert" \
+            else _guarded(sends, check_sends_alerts, rules.client, alertmanager_expected)
+    else:
+        results += skipped(servers, RULES, "rule groups", "alerts sent")
+    am = Client(alertmanager, options, "Alertmanager") if alertmanager else None
+    results += _guarded("Alertmanager", check_alertmanager, am, alertmanager_expected, slo_alerts(inputs))
     if grafana:
         uids = {board["uid"]: board["title"] for board in map(json.loads, inputs.dashboards.values())}
         grafana_options = replace(options, bearer_token=token, basic_auth=None) if token else options

@@ -1,4 +1,5 @@
-"""One client for Prometheus-like HTTP APIs (Prometheus, Alertmanager, Grafana), shared by triage and doctor.
+"""One client for Prometheus-like HTTP APIs (Prometheus, VictoriaMetrics, Alertmanager, Grafana), shared by triage and
+doctor.
 
 Every call is bounded whatever the server does: one total deadline per call (connect, headers and body; a body
 trickled byte by byte is cut at the deadline, not per read), a cap on the body after decompression (a small gzip
@@ -241,6 +242,27 @@ class Client:
     def get(self, path: str, shape: str | None = None, **params) -> Any:
         """GET base+path as JSON within the deadline and size cap; checked against SHAPES[shape] when given."""
         endpoint = self.base + path
+        body, status, ctype = self._body(path, params)
+        try:
+            answer = json.loads(body.decode("utf-8"))
+        except RecursionError:
+            raise ApiError(endpoint, "JSON nested too deep") from None
+        except (UnicodeDecodeError, ValueError) as err:
+            what = "an empty body" if not body.strip() else f"{ctype or 'no content type'}, not JSON"
+            raise ApiError(endpoint, f"answered {what} ({_printable(str(err).encode(), 60)}): "
+                                     f"{_printable(body, 60)!r}", status, f"check the {self.name} URL") from None
+        if shape is not None and (wrong := check_shape(answer, SHAPES[shape])) is not None:
+            raise ApiError(endpoint, f"answer of the wrong shape ({wrong})", status)
+        return answer
+
+    def text(self, path: str, **params) -> str:
+        """GET base+path as text (a health page, a /metrics exposition), within the same deadline and size cap."""
+        body, _, _ = self._body(path, params)
+        return body.decode("utf-8", "replace")
+
+    def _body(self, path: str, params: dict) -> tuple[bytes, int, str]:
+        """(body, status, content type) of a GET that answered below 400; ApiError otherwise."""
+        endpoint = self.base + path
         url = endpoint + ("?" + urllib.parse.urlencode(params) if params else "")
         if self._late is not None:
             raise ApiError(endpoint, f"not asked: {self._late.endpoint} gave no complete answer within the "
@@ -254,17 +276,7 @@ class Client:
             raise
         if status >= 400:
             raise ApiError(endpoint, self._error_text(status, ctype, body), status, self._hint(status))
-        try:
-            answer = json.loads(body.decode("utf-8"))
-        except RecursionError:
-            raise ApiError(endpoint, "JSON nested too deep") from None
-        except (UnicodeDecodeError, ValueError) as err:
-            what = "an empty body" if not body.strip() else f"{ctype or 'no content type'}, not JSON"
-            raise ApiError(endpoint, f"answered {what} ({_printable(str(err).encode(), 60)}): "
-                                     f"{_printable(body, 60)!r}", status, f"check the {self.name} URL") from None
-        if shape is not None and (wrong := check_shape(answer, SHAPES[shape])) is not None:
-            raise ApiError(endpoint, f"answer of the wrong shape ({wrong})", status)
-        return answer
+        return body, status, ctype
 
     def _hint(self, status: int) -> str:
         if status in (401, 403):

@@ -117,3 +117,38 @@ def prometheus_receiver(binary: str, workdir: Path, rule_files: tuple[str, ...] 
                   f"--web.listen-address=127.0.0.1:{port}", "--web.enable-remote-write-receiver", *flags],
                  workdir / "prometheus.log", ready=base, ready_path="/-/ready"):
         yield base
+
+
+@contextmanager
+def vmagent(binary: str, workdir: Path, scrape_config: dict, remote_write: str, *flags: str):
+    """A real vmagent scraping as `scrape_config` says (a prometheus.yml: the keys vmagent does not know are
+    ignored) and remote-writing to `remote_write`; yields its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / "scrape.yml"
+    cfg.write_text(json.dumps(scrape_config))
+    with process([binary, f"-promscrape.config={cfg}", "-promscrape.config.strictParse=false",
+                  f"-remoteWrite.url={remote_write}/api/v1/write", f"-remoteWrite.tmpDataPath={workdir / 'queue'}",
+                  f"-httpListenAddr=127.0.0.1:{port}", *flags], workdir / "vmagent.log", ready=base):
+        yield base
+
+
+@contextmanager
+def vmalert(binary: str, workdir: Path, rules: str, datasource: str, *flags: str):
+    """A real vmalert evaluating the rule files `rules` (a glob) on `datasource`, writing records back to it;
+    yields its base URL. Give -notifier.url in `flags` where the rules hold alerts (vmalert refuses to start
+    otherwise)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    with process([binary, f"-rule={rules}", f"-datasource.url={datasource}", f"-remoteWrite.url={datasource}",
+                  f"-httpListenAddr=127.0.0.1:{port}", *flags], workdir / "vmalert.log", ready=base):
+        yield base
+
+
+def force_flush(base: str) -> None:
+    """Make what VictoriaMetrics took in searchable now: a new series otherwise stays invisible for about 10 s
+    (1.79.5), to queries and to vmalert's alike."""
+    with urllib.request.urlopen(base + "/internal/force_flush", timeout=10) as resp:
+        resp.read()

@@ -291,8 +291,8 @@ def check_rules(prom: Client, expected: list[str], kind: str = "prometheus") -> 
                                                              f"{str(failing[0].get('lastError', ''))[:300]}",
                               "fix the expression (promtool check rules), or regenerate with inferwatch build"))
     out += missed_iterations(prom) if kind == "vmalert" else _missed_in_prometheus(prom)
-    if not lacking and not out:
-        out.append(Result("ok", "rule groups", f"{sum(n in groups for n in expected)} loaded, none failing"))
+    if not lacking and all(r.status == "note" for r in out):     # a note (a few missed runs) is not a failure
+        out.insert(0, Result("ok", "rule groups", f"{sum(n in groups for n in expected)} loaded, none failing"))
     return out
 
 

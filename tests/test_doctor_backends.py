@@ -284,3 +284,20 @@ def test_a_server_given_for_a_role_it_cannot_play_is_named(stacks):
     lines = _doctor(stacks["vm"], scraper=stacks["ruler"])
     assert (f"wrong   backend --scraper: vmalert at {stacks['ruler']} scrapes nothing itself (fix: give --scraper the "
             "URL of the vmagent or Prometheus agent that scrapes the engines)") in lines, "\n".join(lines)
+
+
+def test_a_few_missed_vmalert_iterations_are_a_note_many_are_wrong():
+    """A busy start misses an iteration or two (a CI box under load did, every group at once): a note; a group
+    that misses more than a tenth of its runs evaluates late all the time: wrong."""
+    from inferwatch.deploy._doctor_stack import missed_iterations
+    from inferwatch.promapi import Client
+    from promtools import serve
+
+    metrics = ('vmalert_iteration_total{group="busy-start",file="a.yaml"} 99\n'
+               'vmalert_iteration_missed_total{group="busy-start",file="a.yaml"} 1\n'
+               'vmalert_iteration_total{group="starved",file="a.yaml"} 10\n'
+               'vmalert_iteration_missed_total{group="starved",file="a.yaml"} 5\n'
+               'vmalert_iteration_missed_total{group="fine",file="a.yaml"} 0\n')
+    with serve({"/metrics": metrics}) as base:
+        results = {r.check: r.status for r in missed_iterations(Client(base))}
+    assert results == {"rule group busy-start": "note", "rule group starved": "wrong"}

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -97,8 +98,8 @@ class _GuardedHandler(RequestHandler):
         if reason is not None:
             self._refused = True
             self._guard.on_refused(reason)
-            if isinstance(transport, asyncio.WriteTransport):     # a socket's: always
-                transport.write(_BUSY)
+            # a socket's transport writes; uvloop's are not registered as asyncio.WriteTransport (no isinstance)
+            cast(asyncio.WriteTransport, transport).write(_BUSY)
             transport.close()
             return
         super().connection_made(transport)

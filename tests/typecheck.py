@@ -15,12 +15,14 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUT = ROOT / "build" / "typecheck"
 
 
+@cache
 def subpackages() -> dict[str, str]:
     """Each `inferwatch.X` subpackage and its folder in the repository, from pyproject's package-dir."""
     dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
@@ -47,9 +49,8 @@ def repository_paths(line: str) -> str:
         return line
     rest = line[len(prefix):]
     top = rest.split("/", 1)[0]
-    if top in {name.split(".", 1)[1] for name in subpackages()}:
-        return subpackages()["inferwatch." + top] + rest[len(top):]
-    return "inferwatch/" + rest
+    folder = subpackages().get("inferwatch." + top)
+    return folder + rest[len(top):] if folder else "inferwatch/" + rest
 
 
 def main(argv: list[str]) -> int:

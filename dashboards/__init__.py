@@ -13,7 +13,7 @@ from inferwatch.dashboards._panels import (ENGINE_FILTERS, FRESH, GPU_FILTERS, L
                                            timeseries, variable)
 from inferwatch.dashboards._objectives import LatencyObjective, latency_objective, slo_specs
 
-__all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row", "quantiles",
-           "variable", "datasource_variable", "engine_variables", "dashboard", "ratio", "rate_sum", "grid", "modern",
-           "SCHEMA_VERSION", "DATASOURCE_REF", "attainment", "FRESH", "LatencyObjective", "latency_objective",
-           "slo_specs", "LOKI", "loki_variable", "textbox", "logs"]
+__all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
+           "quantiles", "variable", "datasource_variable", "engine_variables", "dashboard", "ratio", "rate_sum",
+           "grid", "modern", "SCHEMA_VERSION", "DATASOURCE_REF", "attainment", "FRESH", "LatencyObjective",
+           "latency_objective", "slo_specs", "LOKI", "loki_variable", "textbox", "logs"]

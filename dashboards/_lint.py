@@ -38,7 +38,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from inferwatch.dashboards._lint_read import _dicts, _text, from_v2, read_dashboards
+from inferwatch.dashboards._lint_read import _dicts, _map, _text, from_v2, read_dashboards
 from inferwatch.dashboards._lint_names import known
 from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, VARIABLE, PanelContext, le_text,
                                                 metric_names, query_findings, rated_names, selector_filters)
@@ -106,8 +106,7 @@ def _panels(board: dict):
     """Every panel that can hold queries: top-level, inside collapsed rows, and in old `rows` (schemaVersion < 16)."""
     for panel in _dicts(board.get("panels")):
         yield panel
-        for inner in _dicts(panel.get("panels")):                          # a collapsed row's panels
-            yield inner
+        yield from _dicts(panel.get("panels"))                             # a collapsed row's panels
     for old_row in _dicts(board.get("rows")):                               # schemaVersion < 16
         yield from _dicts(old_row.get("panels"))
 
@@ -229,7 +228,7 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
     if "schemaVersion" in board and schema < 36:                  # hand-written JSON without one: no claim
         found.append(("", "old-schema", f"schemaVersion {board.get('schemaVersion')} predates Grafana 9; export it "
                                         "again from a current Grafana"))
-    templating = board.get("templating") if isinstance(board.get("templating"), dict) else {}
+    templating = _map(board.get("templating"))
     variables = {v["name"]: v for v in _dicts(templating.get("list")) if isinstance(v.get("name"), str)}
     inputs = {v["name"] for v in _dicts(board.get("__inputs")) if isinstance(v.get("name"), str)}
     panels = list(_panels(board))
@@ -284,7 +283,7 @@ def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: lis
     return found
 
 
-def _no_value(panel: dict, title: str) -> list[tuple[str, str]]:
+def _no_value(panel: dict, title: str) -> list[tuple[str, str, str]]:
     """A "No value" text of 0 on errors or latency: a dead engine reads as no errors."""
     defaults = _field_config(panel, "defaults")
     defaults = defaults if isinstance(defaults, dict) else {}

@@ -12,7 +12,7 @@ hold the tables, with the mappings' source names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import yaml
 
@@ -61,7 +61,7 @@ def base(name: str) -> str:
     return name
 
 
-@lru_cache(maxsize=None)
+@cache
 def known() -> Known:
     """The tables, read once: engine-metrics.yaml, every mapping's source names (an entry's later sources are
     stale names of its first) and the common vocabulary, and dcgm-fields.txt."""

@@ -113,8 +113,7 @@ def _children(node):
         child = getattr(node, name, None)
         if child is not None and not isinstance(child, (str, int, float)):
             yield child
-    for arg in getattr(node, "args", None) or []:
-        yield arg
+    yield from getattr(node, "args", None) or []
 
 
 def _kind(node) -> str:
@@ -427,6 +426,8 @@ def _dcgm_unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     if _kind(top) != "VectorSelector" or not top.name:
         return []
     natural = known().dcgm_units.get(top.name)
+    if natural is None:
+        return []
     wrong, right = WRONG_UNITS.get(natural, (set(), ""))
     if panel.unit in wrong:
         return [("unit-mismatch", f"{top.name} is in {natural} but the panel unit is {panel.unit!r}: {right}")]
@@ -462,7 +463,7 @@ def _coloured_good(value: float, steps) -> bool:
     colours = [colour.lower() for _, colour in steps]
     if not any("green" in c for c in colours) or all("green" in c for c in colours):
         return False
-    shown = next((c for (bound, c) in reversed(list(zip([b for b, _ in steps], colours)))
+    shown = next((c for (bound, c) in reversed(list(zip([b for b, _ in steps], colours, strict=True)))
                   if bound is None or bound <= value), "")
     return "green" in shown
 

@@ -27,14 +27,19 @@ def _text(value) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _map(value) -> dict:
+    """`value` if it is a mapping, else an empty one: a field of the wrong type reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
 def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
     """(label, classic dashboard, "", "") per dashboard in the file, or (label, None, rule, why) where there is
     none: `invalid-json`, `not-a-dashboard`. A ConfigMap key is labelled file:key. A folder is read file by file
     (its *.json, *.yaml and *.yml, below it too, hidden folders aside), passing over files that are no dashboard
     (package.json, values.yaml) but not those that do not parse; `-` is standard input."""
     if str(path) != "-" and Path(path).is_dir():
-        found = [found for file in _dashboard_files(Path(path)) for found in read_dashboards(file)]
-        return [f for f in found if f[2] != "not-a-dashboard" or " points at " in f[3]] or [
+        each = [found for file in _dashboard_files(Path(path)) for found in read_dashboards(file)]
+        return [f for f in each if f[2] != "not-a-dashboard" or " points at " in f[3]] or [
             (str(path), None, "not-a-dashboard", "a folder with no dashboard in a .json, .yaml or .yml file")]
     name = "<stdin>" if str(path) == "-" else str(path)
     try:
@@ -49,15 +54,17 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
     except RecursionError:
         return [(name, None, "invalid-json", "nested too deeply to read")]
     except ValueError as err:
-        docs, why = _manifests(text)
+        manifests, why = _manifests(text)
         if why:
             return [(name, None, "not-a-dashboard", why)]
-        if docs is None:
+        if manifests is None:
             conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
             why = "the file is empty" if not text.strip() else _not_yaml(text) if name.endswith((".yaml", ".yml")) \
                 else f"not JSON: {err}"
             return [(name, None, "invalid-json", why + conflict)]
-    found, pointers = [], []
+        docs = manifests
+    found: list[tuple[str, dict | None, str, str]] = []
+    pointers: list[tuple[str, None, str, str]] = []
     for label, doc in _documents(docs, name):
         if isinstance(doc, _NotJson):
             found.append((label, None, "invalid-json", str(doc)))
@@ -131,7 +138,7 @@ def _documents(docs: list, name: str):
         if kind == "List":
             yield from _documents([i for i in doc.get("items") or [] if isinstance(i, dict)], name)
         elif kind == "ConfigMap":
-            data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
+            data = _map(doc.get("data"))
             keys = [k for k in data if str(k).endswith(".json")]
             if not keys:
                 yield name, {"kind": "ConfigMap"}
@@ -208,9 +215,9 @@ def _v2_datasource(query: dict, spec: dict):
 
 def _v2_target(query_item: dict) -> dict:
     """A v2 PanelQuery as a classic target: the query's own fields, refId, datasource and hide."""
-    spec = query_item.get("spec") if isinstance(query_item.get("spec"), dict) else {}
-    query = spec.get("query") if isinstance(spec.get("query"), dict) else {}
-    target = dict(query.get("spec")) if isinstance(query.get("spec"), dict) else {}
+    spec = _map(query_item.get("spec"))
+    query = _map(spec.get("query"))
+    target = dict(_map(query.get("spec")))
     target["refId"] = spec.get("refId", target.get("refId"))
     datasource = _v2_datasource(query, spec)
     if datasource is not None:
@@ -222,17 +229,17 @@ def _v2_target(query_item: dict) -> dict:
 
 def _v2_panel(element: dict) -> dict:
     """A v2 element (Panel or LibraryPanel) as a classic panel: title, type, fieldConfig, targets."""
-    spec = element.get("spec") if isinstance(element.get("spec"), dict) else {}
+    spec = _map(element.get("spec"))
     panel = {k: spec[k] for k in ("id", "title", "description", "links") if k in spec}
     if element.get("kind") == "LibraryPanel":
         panel["libraryPanel"] = spec.get("libraryPanel")
         return panel
-    viz = spec.get("vizConfig") if isinstance(spec.get("vizConfig"), dict) else {}
+    viz = _map(spec.get("vizConfig"))
     panel["type"] = _text(viz.get("group")) or (_text(viz.get("kind")) if viz.get("kind") != "VizConfig" else "")
-    viz_spec = viz.get("spec") if isinstance(viz.get("spec"), dict) else {}
+    viz_spec = _map(viz.get("spec"))
     panel["fieldConfig"], panel["options"] = viz_spec.get("fieldConfig"), viz_spec.get("options")
-    data = spec.get("data") if isinstance(spec.get("data"), dict) else {}
-    group = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    data = _map(spec.get("data"))
+    group = _map(data.get("spec"))
     panel["targets"] = [_v2_target(q) for q in _dicts(group.get("queries"))]
     return panel
 
@@ -245,9 +252,9 @@ def _v2_layout(layout, elements: dict, out: list, repeat: str = "") -> None:
         return
     if not isinstance(layout, dict):
         return
-    spec = layout.get("spec") if isinstance(layout.get("spec"), dict) else {}
-    again = spec.get("repeat") if isinstance(spec.get("repeat"), dict) else {}
-    element = spec.get("element") if isinstance(spec.get("element"), dict) else {}
+    spec = _map(layout.get("spec"))
+    again = _map(spec.get("repeat"))
+    element = _map(spec.get("element"))
     if isinstance(element.get("name"), str) and element["name"] in elements:
         panel = dict(elements.pop(element["name"]))
         if again.get("value"):
@@ -269,12 +276,12 @@ def from_v2(spec: dict) -> dict:
     panels += elements.values()                                            # elements no layout places
     variables = []
     for var in _dicts(spec.get("variables")):
-        vspec = var.get("spec") if isinstance(var.get("spec"), dict) else {}
+        vspec = _map(var.get("spec"))
         query = vspec.get("query")
         out = {"name": vspec.get("name"), "type": _V2_VARIABLES.get(_text(var.get("kind")), _text(var.get("kind"))),
                "definition": vspec.get("definition")}
         if isinstance(query, dict):                                         # a DataQuery
-            inner = query.get("spec") if isinstance(query.get("spec"), dict) else {}
+            inner = _map(query.get("spec"))
             out["query"] = inner.get("query", inner.get("expr", vspec.get("definition")))
             out["datasource"] = _v2_datasource(query, vspec)
         else:

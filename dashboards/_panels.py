@@ -1,7 +1,8 @@
 """Panel helpers over grafanalib for dashboards written against the common vocabulary.
 
     sel = Selector(ENGINE_FILTERS)            # {namespace=~"$namespace", model=~"$model", ...}
-    timeseries("Waiting requests", [target(f"sum by (model, pod) ({sel('llm_requests_waiting')})", "{{model}} {{pod}}")],
+    timeseries("Waiting requests", [target(f"sum by (model, pod) ({sel('llm_requests_waiting')})",
+                                           "{{model}} {{pod}}")],
                unit="short", description="...")
 
 Every helper returns grafanalib objects; `inferwatch.dashboards.modern()` turns
@@ -145,7 +146,8 @@ def engine_variables() -> list[core.Template]:
     return [variable("namespace", f"label_values({base}, namespace)"),
             variable("model", f'label_values({base}{{namespace=~"$namespace"}}, model)'),
             variable("engine", f'label_values({base}{{namespace=~"$namespace", model=~"$model"}}, engine)'),
-            variable("pod", f'label_values({base}{{namespace=~"$namespace", model=~"$model", engine=~"$engine"}}, pod)')]
+            variable("pod",
+                     f'label_values({base}{{namespace=~"$namespace", model=~"$model", engine=~"$engine"}}, pod)')]
 
 
 def grid(panels: list, top: int = 0) -> list:

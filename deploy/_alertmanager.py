@@ -126,7 +126,10 @@ def alertmanager_config(config: Config, inhibit_rules, rules, base: dict | None 
 
 
 def _matcher(text: str) -> dict:
-    name, op, value = _MATCHER.match(text).groups()
+    found = _MATCHER.match(text)
+    if found is None:                    # the matchers of our own routes: a bug, never user input
+        raise ValueError(f"not an Alertmanager matcher: {text!r}")
+    name, op, value = found.groups()
     return {"name": name, "value": value, "matchType": op}
 
 

@@ -143,7 +143,8 @@ class _Reader:
     """Reads one mapping node into a dataclass by its fields' types; problems go to a shared list."""
 
     def __init__(self, file: str):
-        self.file, self.problems = file, []
+        self.file = file
+        self.problems: list[Problem] = []
 
     def problem(self, node, key, where: str, message: str) -> None:
         self.problems.append(Problem(self.file, line_of(node, key) if isinstance(node, dict) else None, where,

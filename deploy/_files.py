@@ -335,12 +335,12 @@ def _selection_problems(bundle: Bundle, where: str, doc: dict) -> list[Result]:
 def _targets(bundle: Bundle, service: bool):
     """(what, namespace, labels, port names) of each Service, or of each workload's pod template."""
     if service:
-        for where, doc in bundle.kind("Service"):
+        for _, doc in bundle.kind("Service"):
             meta = dig(doc, "metadata")
             yield (f"Service {meta.get('name')}", meta.get("namespace"), _labels(meta),
                    [str(p["name"]) for p in map(as_map, as_list(dig(doc, "spec").get("ports"))) if p.get("name")])
         return
-    for where, doc in bundle.kind(*_WORKLOADS, "Pod"):
+    for _, doc in bundle.kind(*_WORKLOADS, "Pod"):
         template = _template(doc)
         names = [str(p["name"]) for c in map(as_map, as_list(dig(template, "spec").get("containers")))
                  for p in map(as_map, as_list(c.get("ports"))) if p.get("name")]
@@ -365,7 +365,7 @@ def _release(bundle: Bundle, config: Config) -> list[Result]:
     if not _release_known(bundle, config):
         return []
     spec, out, unlabelled = _values_spec(bundle), [], []
-    for where, doc in bundle.kind(*_SELECTORS):
+    for _, doc in bundle.kind(*_SELECTORS):
         key, name, labels = _SELECTORS[doc["kind"]], f"{doc['kind']} {dig(doc, 'metadata').get('name')}", \
             _labels(doc.get("metadata"))
         if as_map(spec.get(key)):

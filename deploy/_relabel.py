@@ -10,6 +10,7 @@ never a guess.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 __all__ = ["apply", "snake", "samples"]
 
@@ -41,7 +42,9 @@ def _expand(template: str, match: re.Match) -> str:
 
 def _value(config: dict, labels: dict[str, str]) -> str:
     """The `source_labels` values joined by `separator`, which the regex is matched against."""
-    sources = config.get("source_labels") if isinstance(config.get("source_labels"), list) else []
+    sources = config.get("source_labels")
+    if not isinstance(sources, list):
+        sources = []
     return str(config.get("separator", ";")).join(labels.get(str(n), "") for n in sources)
 
 
@@ -121,16 +124,17 @@ def _compiled(configs: list[dict]) -> list[tuple[dict, re.Pattern]] | None:
     return steps
 
 
-def apply(configs: list[dict], labels: dict[str, str]) -> dict[str, str] | None | bool:
+def apply(configs: list[dict], labels: dict[str, str]) -> dict[str, str] | None | Literal[False]:
     """The series' labels (with `__name__`) after `configs`; None when dropped; False when the list cannot be read
     (an unknown action, a regex Python does not take), as doctor then says nothing rather than guess."""
     steps = _compiled(configs)
     if steps is None:
         return False
     for config, regex in steps:
-        labels = _ACTIONS[config["action"]](config, regex, labels)
-        if labels is None:
+        after = _ACTIONS[config["action"]](config, regex, labels)
+        if after is None:
             return None
+        labels = after
     return labels
 
 

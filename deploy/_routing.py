@@ -45,7 +45,8 @@ def _holds(op: str, value: str, actual: str) -> bool:
 def matches(node: dict, labels: dict[str, str], prefix: str = "") -> bool:
     """Whether `labels` satisfy a route's (prefix '') or an inhibit rule side's (prefix 'source_', 'target_')
     equality, regex and matcher lists. A matcher doctor cannot parse matches nothing: no route is taken on a guess."""
-    tests = [(str(k), "=", str(v)) for k, v in as_map(node.get(f"{prefix}match")).items()]
+    tests: list[tuple[str, str, str] | None] = [(str(k), "=", str(v))
+                                                for k, v in as_map(node.get(f"{prefix}match")).items()]
     tests += [(str(k), "=~", str(v)) for k, v in as_map(node.get(f"{prefix}match_re")).items()]
     tests += [_matcher(m) for m in as_list(node.get(f"{prefix}matchers"))]
     return all(t is not None and _holds(t[1], t[2], labels.get(t[0], "")) for t in tests)

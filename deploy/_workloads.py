@@ -31,8 +31,9 @@ def container(name: str, image: str, args: list[str], port: int, probe_path: str
               memory: str = "128Mi", memory_limit: str = "256Mi", env: list | None = None,
               mounts: list | None = None, port_name: str = "http", tmp_volume: str = "tmp") -> dict:
     probe = {"httpGet": {"path": probe_path, "port": port_name}, "periodSeconds": 10, "timeoutSeconds": 5}
-    out = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent", "command": ["inferwatch"],
-           "args": args, "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}]}
+    out: dict[str, object] = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+                              "command": ["inferwatch"], "args": args,
+                              "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}]}
     if env:
         out["env"] = env
     out.update({

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from inferwatch import durations
@@ -171,7 +172,8 @@ def load_config(path: str) -> ExporterConfig:
                        ("max_connections", _parse_connections), ("max_body", parse_max_body)):
         if key in doc:
             try:
-                config = replace(config, **{key: parse(doc[key])})
+                changed: dict[str, Any] = {key: parse(doc[key])}     # one field, named by the table above
+                config = replace(config, **changed)
             except ValueError as err:
                 bad(doc, key, str(err))
     mappings = doc.get("mappings") or []

@@ -199,9 +199,7 @@ def has_label(body: str, label: str) -> bool:
     return f'{{{label}="' in body or f',{label}="' in body
 
 
-def _family_of(sample_name: str, current: Family | None) -> bool:
-    if current is None:
-        return False
+def _family_of(sample_name: str, current: Family) -> bool:
     if sample_name == current.name:
         return True
     return sample_name.startswith(current.name) and sample_name[len(current.name):] in SUFFIXES
@@ -274,7 +272,7 @@ class _Splitter:
         if not self.tolerant or head is None:
             raise error from None  # not even a metric name: not an exposition
         cur = self.current
-        if not _family_of(head.group(1), cur):
+        if cur is None or not _family_of(head.group(1), cur):
             cur = Family(name=head.group(1), line=err.line)
             self.families.append(cur)
             self.current = cur
@@ -293,14 +291,14 @@ class _Splitter:
                     lineno += 1
                     continue
                 cur = self.current
-                if not _family_of(sample.name, cur):
+                if cur is None or not _family_of(sample.name, cur):
                     cur = Family(name=sample.name, line=lineno)
                     self.families.append(cur)
                     self.current = cur
                 if id(cur) not in written:
                     cur.samples()  # parse what the family already holds before adding to it
                     written[id(cur)] = (cur, [])
-                cur._samples.append(sample)
+                cur.samples().append(sample)   # parsed above: the family's own list
                 written[id(cur)][1].append(format_sample(sample))
             lineno += 1
         for fam, lines in written.values():
@@ -315,7 +313,8 @@ _ELISION = re.compile(r"^[ \t]*(?:\.\.\.|\u2026)[ \t]*$", re.MULTILINE)
 def blank_elisions(text: str) -> tuple[str, list[int]]:
     """`text` with every elision line (only `...` or `…`) emptied, and their line numbers; the other lines keep
     their numbers, so a later error still names the right one."""
-    found, line, pos = [], 1, 0
+    found: list[int] = []
+    line, pos = 1, 0
     if "..." not in text and "\u2026" not in text:      # the usual scrape: two scans at C speed, no regex
         return text, found
     for match in _ELISION.finditer(text):

@@ -131,7 +131,7 @@ def _check_parsed(fam: Family, family_keys: frozenset[str], max_labels: int, dro
             dropped[problem] += 1
         else:
             kept.append(s)
-    if len(kept) != len(fam._samples):
+    if len(kept) != len(fam.samples()):          # parsed above: no second parse
         fam._samples = kept
         fam.body = "".join(format_sample(s) for s in kept)
 

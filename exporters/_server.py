@@ -109,7 +109,7 @@ def prepare(text: str, normalizer: Normalizer, target: Target, label: str, max_l
     served = []
     for name, fam in result.families.items():
         body = "".join(add_label(c, canon, label, target.name) if label else c
-                       for c, canon in zip(fam.chunks, fam.canonical))
+                       for c, canon in zip(fam.chunks, fam.canonical, strict=True))
         match = _TYPE_OF.search(fam.header)
         served.append(ServedFamily(name, fam.header, match.group(1) if match else "untyped", body,
                                    frozenset(names_used(name, body))))
@@ -212,10 +212,13 @@ class NormalizingExporter:
     # -- fetching -------------------------------------------------------------------------------
 
     async def _fetch_text(self, target: Target) -> str:
-        async with self._slots:  # bounded connections; waiting here is not the target's time
+        slots, session = self._slots, self._session
+        if slots is None or session is None:          # both made by `scrape` before it fetches
+            raise RuntimeError("fetch before the first scrape opened the session")
+        async with slots:  # bounded connections; waiting here is not the target's time
             async with asyncio.timeout(self.config.timeout):
-                async with self._session.get(target.url, headers={"Accept": "text/plain;version=0.0.4",
-                                                                  "Accept-Encoding": "gzip"}) as resp:
+                async with session.get(target.url, headers={"Accept": "text/plain;version=0.0.4",
+                                                            "Accept-Encoding": "gzip"}) as resp:
                     if resp.status != 200:
                         raise FetchError("http", f"HTTP {resp.status} from {target.url}")
                     body = await read_body(resp, self.config.max_body)
@@ -301,7 +304,7 @@ class NormalizingExporter:
         samples, under another family of the response (see `_conflict`): first come, first served.
         """
         key = tuple(outcomes)   # held, not ids: an id may be reused once its outcome is gone
-        if self._rendered is not None and all(a is b for a, b in zip(self._rendered[0], key)):
+        if self._rendered is not None and all(a is b for a, b in zip(self._rendered[0], key, strict=True)):
             return self._rendered[1]   # concurrent scrapes served the same outcomes: render once
         types = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
         if self.config.max_running_requests:
@@ -309,7 +312,7 @@ class NormalizingExporter:
         owner = {n: n for n in types}  # sample or family name -> the family promtool files it under
         merged: dict[str, list[str]] = {}
         headers: dict[str, str] = {}
-        for runner, o in zip(self.runners, outcomes):
+        for runner, o in zip(self.runners, outcomes, strict=True):
             left_out = []
             for fam in o.families or ():
                 why = _conflict(fam, types, owner)
@@ -347,7 +350,7 @@ class NormalizingExporter:
             for labels, value in samples:
                 lines.append(format_sample(Sample(_PREFIX + name, labels, format_value(value))))
 
-        per = [(o, r, (("target", o.target.name),)) for o, r in zip(outcomes, self.runners)]
+        per = [(o, r, (("target", o.target.name),)) for o, r in zip(outcomes, self.runners, strict=True)]
         family("target_up", "gauge", "1 if the target's data is in this response.",
                [(lab, float(o.up)) for o, _, lab in per])
         family("target_scrape_duration_seconds", "gauge", "Time the fetch served in this response took.",

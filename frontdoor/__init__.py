@@ -16,8 +16,8 @@ __all__ = ["FrontdoorConfig", "Upstream", "Limits", "parse_listen", "parse_secon
            "make_app", "start", "serve", "FRONTDOOR", "ProbeConfig", "ProbeResult", "Prober", "probe_once"]
 
 _LAZY = {
-    **dict.fromkeys(["FrontdoorConfig", "Upstream", "Limits", "parse_listen", "parse_seconds", "parse_size", "parse_upstreams",
-                     "parse_base_url"], "_config"),
+    **dict.fromkeys(["FrontdoorConfig", "Upstream", "Limits", "parse_listen", "parse_seconds", "parse_size",
+                     "parse_upstreams", "parse_base_url"], "_config"),
     **dict.fromkeys(["Facts", "RequestInfo", "observe_event", "observe_stream", "observe_whole", "request_info",
                      "token_counts"], "_meter"),
     **dict.fromkeys(["OUTCOMES", "classify", "tool_call_problem"], "_outcome"),

@@ -35,7 +35,8 @@ def access_record(*, request_id: str, caller: str, model: str | None, upstream: 
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
     prompt, output, reasoning = tokens
     return {"time": stamp, "request_id": _capped(request_id), "caller": _capped(caller), "model": _capped(model),
-            "upstream": upstream, "method": _capped(method), "path": _capped(path), "status": status, "outcome": outcome, "stream": stream,
+            "upstream": upstream, "method": _capped(method), "path": _capped(path), "status": status,
+            "outcome": outcome, "stream": stream,
             "first_chunk_ms": _ms(times.get("ttfc")), "first_token_ms": _ms(times.get("ttft")),
             "time_per_output_token_ms": _ms(times.get("tpot")), "duration_ms": _ms(times.get("duration")),
             "prompt_tokens": prompt, "output_tokens": output, "reasoning_tokens": reasoning}

@@ -49,7 +49,8 @@ class LabelCap:
     __slots__ = ("limit", "_seen", "_free")
 
     def __init__(self, limit: int, free=(ANONYMOUS, OTHER)):
-        self.limit, self._seen, self._free = limit, set(), frozenset(free)
+        self.limit, self._free = limit, frozenset(free)
+        self._seen: set[str] = set()
 
     def __call__(self, value: str) -> str:
         if len(value) > LONGEST:

@@ -82,7 +82,8 @@ def parse_base_url(text: str) -> str:
 
 def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str, Upstream], ...]]:
     """`URL` (at most one: the default) and `MODEL=URL` (one per model) into (default, routes)."""
-    default, routes = None, {}
+    default: Upstream | None = None
+    routes: dict[str, Upstream] = {}
     for text in texts:
         model, sep, url = text.partition("=")
         if not sep or "://" in model:

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -85,7 +86,9 @@ class _GuardedHandler(RequestHandler):
     def __init__(self, manager, guard: ConnectionGuard, **kwargs):
         super().__init__(manager, **kwargs)
         self._guard, self._address, self._refused = guard, "", False
-        self._head_bytes, self._head_timer, self._busy, self._idle_timer = 0, None, False, None
+        self._head_bytes, self._busy = 0, False
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._ahead_bytes = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -95,7 +98,8 @@ class _GuardedHandler(RequestHandler):
         if reason is not None:
             self._refused = True
             self._guard.on_refused(reason)
-            transport.write(_BUSY)
+            # a socket's transport writes; uvloop's are not registered as asyncio.WriteTransport (no isinstance)
+            cast(asyncio.WriteTransport, transport).write(_BUSY)
             transport.close()
             return
         super().connection_made(transport)

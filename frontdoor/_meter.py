@@ -37,19 +37,23 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 
 from inferwatch.frontdoor._sse import SSESplitter
 
 __all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_stream", "observe_whole", "token_counts"]
 
+_fast_loads: Callable[[bytes | bytearray], Any]
 try:
-    from orjson import loads as _fast_loads         # about 5 times json's speed on a chunk: the per-chunk budget
+    from orjson import loads as _orjson_loads       # about 5 times json's speed on a chunk: the per-chunk budget
+    _fast_loads = _orjson_loads
 except ImportError:                                 # pragma: no cover - a declared dependency
     _fast_loads = json.loads
 
 
-def _loads(data: bytes):
+def _loads(data: bytes | bytearray):
     """orjson, and json where orjson refuses what json accepts (NaN, integers over 64 bits): the same verdicts."""
     try:
         return _fast_loads(data)
@@ -232,7 +236,7 @@ def _observe_choices(facts: Facts, doc, whole: bool) -> bool | str:
     choices = doc.get("choices")
     if choices is None and whole:
         raise TypeError                          # a 200 answer without choices is not a completion
-    visible = False
+    visible: bool | str = False
     for choice in choices or ():
         index = choice.get("index", 0)
         part = choice.get("message" if whole else "delta")

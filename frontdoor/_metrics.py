@@ -31,7 +31,10 @@ REFUSED = {
 def bounds(metric: str) -> list[float]:
     """The histogram bounds of one of inferwatch's own metrics (slo/buckets.yaml, `sources: frontdoor`)."""
     table = source_buckets()["frontdoor"]
-    return [float(b) for b in table.families[table.metrics[metric]][0].bounds]
+    found = table.families[table.metrics[metric]][0].bounds
+    if found is None:
+        raise ValueError(f"slo/buckets.yaml gives the front door's {metric} no bounds")
+    return [float(b) for b in found]
 
 
 HISTOGRAMS = ("llm_frontdoor_time_to_first_token_seconds", "llm_frontdoor_time_to_first_chunk_seconds",

@@ -98,11 +98,11 @@ class Prober:
         self.last.labels(*labels).set(time.time())
         log.info("probe %s: %s in %.3fs", model, result.outcome, result.duration)
 
-    async def run_forever(self) -> None:
+    async def run_forever(self, session: aiohttp.ClientSession) -> None:
         while True:
             began = time.monotonic()
-            results = await asyncio.gather(*(probe_once(self.session, self.config, m) for m in self.config.models))
-            for model, result in zip(self.config.models, results):
+            results = await asyncio.gather(*(probe_once(session, self.config, m) for m in self.config.models))
+            for model, result in zip(self.config.models, results, strict=True):
                 self.record(model, result)
             await asyncio.sleep(max(0.0, self.config.every - (time.monotonic() - began)))
 
@@ -114,13 +114,13 @@ class Prober:
         app.router.add_get("/metrics", self.metrics)
 
         async def lifecycle(app):
-            self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None),
-                                                 cookie_jar=aiohttp.DummyCookieJar())
-            task = asyncio.get_running_loop().create_task(self.run_forever())
+            self.session = session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None),
+                                                           cookie_jar=aiohttp.DummyCookieJar())
+            task = asyncio.get_running_loop().create_task(self.run_forever(session))
             yield
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-            await self.session.close()
+            await session.close()
 
         app.cleanup_ctx.append(lifecycle)
         return app

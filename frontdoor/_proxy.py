@@ -64,7 +64,8 @@ from inferwatch.frontdoor._upstream import Connection, Silent, Unreachable, Upst
 __all__ = ["Frontdoor", "make_app", "admin_app", "start", "serve", "FRONTDOOR", "METERED_PATHS"]
 
 log = logging.getLogger("inferwatch.frontdoor")
-FRONTDOOR = web.AppKey("frontdoor", object)      # app[FRONTDOOR]: the running front door, for tests and tools
+# app[FRONTDOOR]: the running front door, for tests and tools
+FRONTDOOR: web.AppKey[Frontdoor] = web.AppKey("frontdoor")
 METERED_PATHS = ("/v1/chat/completions", "/v1/completions")
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
                         "te", "trailer", "trailers", "transfer-encoding", "upgrade"})
@@ -243,6 +244,12 @@ class Frontdoor:
         self.access = AccessLog(config.access_log) if config.access_log else None
         self.timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=config.connect_timeout)
 
+    def _client(self) -> aiohttp.ClientSession:
+        """The upstream session: made by `open`, which the app's startup runs before any request."""
+        if self.session is None:
+            raise RuntimeError("the front door is not open")
+        return self.session
+
     async def open(self) -> None:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=60, enable_cleanup_closed=True)
         self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=self.timeout,
@@ -272,7 +279,7 @@ class Frontdoor:
         async def one(upstream: Upstream) -> bool:
             try:
                 async with asyncio.timeout(min(self.config.idle_timeout or 10.0, 10.0)), \
-                        self.session.get(upstream.url + "/v1/models", headers=headers) as resp:
+                        self._client().get(upstream.url + "/v1/models", headers=headers) as resp:
                     body = bytearray()
                     while len(body) <= _MAX_MODELS_LIST and (chunk := await resp.content.readany()):
                         body += chunk
@@ -330,8 +337,8 @@ class Frontdoor:
         async def listed(upstream: Upstream) -> list:
             try:
                 async with asyncio.timeout(self.config.idle_timeout or None), \
-                        self.session.get(upstream.url + "/v1/models",
-                                         headers=_forward_headers(request.headers, True)) as resp:
+                        self._client().get(upstream.url + "/v1/models",
+                                           headers=_forward_headers(request.headers, True)) as resp:
                     doc = await resp.json(content_type=None) if resp.status == 200 else {}
                     return [m for m in doc.get("data") or () if isinstance(m, dict)]
             except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
@@ -358,7 +365,8 @@ class Frontdoor:
             self._done(request, ex, RequestInfo(), (self.models(None), caller, "none"), metered, name)
             raise
         refused = body if isinstance(body, web.Response) else None
-        info = request_info(body) if body and refused is None else RequestInfo()
+        payload = body if isinstance(body, bytes) else b""
+        info = request_info(payload) if payload else RequestInfo()
         upstream = cfg.upstream_for(info.model) or (None if info.model else (cfg.upstreams or (None,))[0])
         labels = (self.models(info.model), caller, upstream.name if upstream else "none")
         ex.stream = info.stream
@@ -371,7 +379,7 @@ class Frontdoor:
             if upstream is None:
                 return self._reply(ex, _error(404, f"model {info.model!r} is not served here; this front door "
                                                    f"routes {', '.join(m for m, _ in cfg.routes)}"))
-            return await self._forward(request, upstream, body, ex, metered, target)
+            return await self._forward(request, upstream, payload, ex, metered, target)
         except asyncio.CancelledError:
             ex.ended = "cancelled"
             raise
@@ -387,7 +395,8 @@ class Frontdoor:
         limit, idle = self.config.max_body, self.config.idle_timeout or None
         if request.content_length is not None and request.content_length > limit:
             return _too_large(limit)
-        parts, size, read = [], 0, request.content.readany
+        parts: list[bytes] = []
+        size, read = 0, request.content.readany
         try:
             while True:
                 async with asyncio.timeout(idle):
@@ -418,7 +427,7 @@ class Frontdoor:
             return await self._forward_metered(request, upstream, body, ex, target)
         try:
             async with asyncio.timeout(self.config.idle_timeout or None):        # until the upstream's headers
-                resp = await self.session.request(
+                resp = await self._client().request(
                     request.method, upstream.url + target,
                     headers=_forward_headers(request.headers, False),
                     data=body if body or request.method not in ("GET", "HEAD", "OPTIONS") else None,
@@ -586,11 +595,11 @@ class Frontdoor:
                 times["ttfc"] = f.first_chunk - ex.start
             if f.first_visible is not None:
                 times["ttft"] = f.first_visible - ex.start
-                if visible and visible >= 2:
+                if visible and visible >= 2 and f.last_event is not None:
                     # to the stream's last event, not the last visible read: tokens that all came in one read (a
                     # fast engine, a batching gateway) are a sample too, or the fast-enough SLO would drop them
                     times["tpot"] = (f.last_event - f.first_visible) / (visible - 1)
-            if metered:
+            if outcome is not None:                                      # metered
                 self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning),
                                     self.goodput.judge(labels, outcome, ex.code, times))
             if self.access:
@@ -644,7 +653,7 @@ async def start(config: FrontdoorConfig, app: web.Application | None = None) -> 
         await door.admin.setup()
         await web.TCPSite(door.admin, config.metrics_host, config.metrics_port).start()
     except BaseException as err:
-        err.listener = listener
+        err.listener = listener      # type: ignore[attr-defined]  # a note for the caller (see _serve.py)
         await runner.cleanup()
         raise
     return runner

@@ -38,7 +38,7 @@ def _same(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
 
 
@@ -82,7 +82,9 @@ def _object_problem(schema: dict, value: dict, path: str) -> str | None:
     for key in schema.get("required") or ():
         if isinstance(key, str) and key not in value:
             return f"{path}: missing required key {key!r}"
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
     for key, sub in props.items():
         if key in value and (problem := schema_problem(sub, value[key], f"{path}.{key}")):
             return problem

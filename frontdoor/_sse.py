@@ -13,9 +13,9 @@ _BOM = b"\xef\xbb\xbf"
 class SSESplitter:
     """Feed chunks as they arrive; get back the `data` payload of each event they complete.
 
-    One UTF-8 byte-order mark at the very start of the stream is dropped; lines end in LF, CRLF or CR; an empty line ends an event; `data:` lines of one event
-    are joined with LF (a bare `data` line is an empty one); comments and other fields are
-    skipped (WHATWG HTML, 9.2.6). Two things servers send are read beyond that:
+    One UTF-8 byte-order mark at the very start of the stream is dropped; lines end in LF, CRLF or CR; an empty
+    line ends an event; `data:` lines of one event are joined with LF (a bare `data` line is an empty one);
+    comments and other fields are skipped (WHATWG HTML, 9.2.6). Two things servers send are read beyond that:
 
     - `data: [DONE]` counts as soon as its line is whole, so a stream whose last event
       lacks the blank line after it (the connection closed first) still ends in `[DONE]`,
@@ -27,22 +27,23 @@ class SSESplitter:
     __slots__ = ("_buffer", "overflow")
 
     def __init__(self) -> None:
-        self._buffer = (b"",)       # a tuple until the stream's first bytes show whether they begin with a BOM
+        # a tuple until the stream's first bytes show whether they begin with a BOM
+        self._buffer: bytes | tuple[bytes] = (b"",)
         self.overflow = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
         if (not self._buffer and chunk.startswith(b"data:") and chunk.endswith(b"\n\n")
                 and chunk.count(b"\n") == 2 and b"\r" not in chunk):     # the usual read: one one-line event
             return [chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]]
-        buffer = self._buffer
-        if buffer.__class__ is tuple:          # the stream's start (the short path above never takes it)
-            buffer = buffer[0] + chunk
+        held_back = self._buffer
+        if isinstance(held_back, tuple):       # the stream's start (the short path above never takes it)
+            buffer = held_back[0] + chunk
             if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
                 self._buffer = (buffer,)       # maybe half of a BOM: wait for the rest
                 return []
             buffer = buffer[len(_BOM):] if buffer.startswith(_BOM) else buffer
         else:
-            buffer = buffer + chunk if buffer else chunk
+            buffer = held_back + chunk if held_back else chunk
         held = b""
         if b"\r" in buffer:
             if buffer.endswith(b"\r"):        # may be half of a CRLF: keep it for the next chunk

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httptools
@@ -55,14 +56,20 @@ class Connection(asyncio.Protocol):
     def __init__(self, pool: UpstreamPool, key: tuple):
         self.pool, self.key = pool, key
         self.transport: asyncio.Transport | None = None
-        self.status, self.reason, self.headers = 0, "", []
+        self.status, self.reason = 0, ""
+        self.headers: list[tuple[str, str]] = []
         self.received = 0                    # bytes read for this request's answer: the idle watch's clock
         self.ended: str | None = None        # "complete", "broken", "timeout": the response is over
         self.paused = False                  # reading held until the client takes what it has
         self.reused = False
         self.pieces: list[bytes] = []        # the body's pieces read and not yet taken by the relay's flush
-        self._parser = self._flush = self._waiter = self._head = self._watch = None
-        self._idle = None                    # the keep-alive timer while the connection waits in the pool
+        # set for each request (`_send`); None between requests
+        self._parser: httptools.HttpResponseParser | None = None
+        self._flush: Callable[[], None] | None = None
+        self._waiter: asyncio.Future[str] | None = None
+        self._head: asyncio.Future[None] | None = None
+        self._watch: IdleWatch | None = None
+        self._idle: asyncio.TimerHandle | None = None   # the keep-alive timer while the connection waits in the pool
         self._until_close = self._informational = self._keep = False
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
@@ -108,6 +115,8 @@ class Connection(asyncio.Protocol):
         self.headers.append((name.decode("latin-1"), value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:
+        if self._parser is None or self._head is None:     # the parser calls back only within a request
+            return
         status = self._parser.get_status_code()
         if status == 101 or not 100 <= status < 600:       # no upgrade was asked for; no status HTTP has
             raise ValueError(f"status {status} is no answer to this request")
@@ -127,28 +136,33 @@ class Connection(asyncio.Protocol):
         if self._informational:
             self._informational = False
             return
-        self._keep = self._parser.should_keep_alive()       # read now: the parser resets for a next message
+        # read now: the parser resets for a next message
+        self._keep = self._parser is not None and self._parser.should_keep_alive()
         self._end("complete")
 
     # --- the relay's side --------------------------------------------------------------------------------------
 
     def _send(self, head: bytes, body: bytes, idle_timeout: float | None) -> None:
-        self._parser = httptools.HttpResponseParser(_Callbacks(self))
+        transport = self.transport
+        if transport is None:                # lost between the pool and here
+            raise Unreachable("the connection closed before the request was sent")
+        self._parser = parser = httptools.HttpResponseParser(_Callbacks(self))
         # as tolerant as aiohttp's client, which read these answers before: lines that end in LF alone, spaces
         # after a chunk's size (both framing the upstream alone decides; nothing of the request's)
-        self._parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True)
+        parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True)
         self.status, self.reason, self.headers, self.received, self.ended, self._keep = 0, "", [], 0, None, False
         self.pieces.clear()                  # those that come with the headers wait there for the relay
         self._head = asyncio.get_running_loop().create_future()
-        self.transport.write(head + body if len(body) < 65536 else head)
+        transport.write(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
-            self.transport.write(body)
+            transport.write(body)
         self._watch = IdleWatch(idle_timeout, lambda: (self.ended is not None, self.received, self.paused),
                                 lambda: self._end("timeout"))
 
     async def head(self) -> None:
         """Until the response's status and headers; Unreachable or Silent when they do not come."""
-        await self._head
+        if self._head is not None:
+            await self._head
 
     def start(self, flush) -> None:
         """Call `flush()` now, for the pieces that came with the headers, and after each read from now on; it
@@ -162,9 +176,9 @@ class Connection(asyncio.Protocol):
             return self.ended
         if self.paused:
             return "paused"
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
         try:
-            return await self._waiter
+            return await waiter
         finally:
             self._waiter = None
 
@@ -188,7 +202,8 @@ class Connection(asyncio.Protocol):
 
     def finish(self) -> None:
         """The answer is over: a complete one leaves the connection for the next, anything else closes it."""
-        self._watch.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
         reusable = self.ended == "complete" and self._keep and not self._until_close and not self.paused
         self._parser = self._flush = None
         self.pieces.clear()
@@ -205,7 +220,7 @@ class Connection(asyncio.Protocol):
         self.ended = how
         if how != "complete":
             self._close()
-        if not self._head.done():
+        if self._head is not None and not self._head.done():
             stale = how == "broken" and self.reused and self.received == 0
             self._head.set_exception(_Stale() if stale else Silent("no answer") if how == "timeout"
                                      else Unreachable(f"closed before answering{f': {err}' if err else ''}"))
@@ -291,8 +306,9 @@ class UpstreamPool:
         kept = self._idle.get(key)
         while kept:
             conn = kept.pop()
-            conn._idle.cancel()
-            conn._idle = None
+            if conn._idle is not None:
+                conn._idle.cancel()
+                conn._idle = None
             if conn.transport is not None and not conn.transport.is_closing():
                 conn.reused = True
                 return conn

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from inferwatch.errors import InferwatchError, InputError
+from inferwatch.errors import InputError
 
 __all__ = ["MAX_INPUT_ENV", "DEFAULT_MAX_INPUT", "max_input", "shown", "read_input", "read_input_text",
            "check_readable", "output_dir", "write_file", "write_output"]

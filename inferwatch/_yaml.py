@@ -5,7 +5,7 @@ building it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -87,10 +87,18 @@ class _Mapping(dict):
     key_lines: dict
 
 
-class _LineLoader(Bounded, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when present: 5x faster
+if TYPE_CHECKING:                     # the pure-Python classes, as typed; the C ones behave the same
+    _SafeLoader = yaml.SafeLoader
+    _SafeDumper = yaml.SafeDumper
+else:                                 # libyaml's parser (5x faster) and emitter (same text, faster) when present
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _LineLoader(Bounded, _SafeLoader):
     """SafeLoader that stores each mapping's 1-based start line under LINE, and its keys' lines."""
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+    def construct_mapping(self, node, deep=False):
         mapping = super().construct_mapping(node, deep=deep)
         mapping[LINE] = node.start_mark.line + 1
         return mapping
@@ -142,7 +150,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's emitter when present: same text, faster
+class _Dumper(_SafeDumper):
     """Block style, keys in insertion order, long lines kept whole."""
 
 

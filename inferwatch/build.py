@@ -135,8 +135,9 @@ def _in_checkout() -> bool:
 
 def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     """(stale: checked-in copy and what the code generates now, orphans: generated files the code no longer
-    produces: default-SLO files in alerts/ (and alerts/frontdoor/) of a removed objective, dashboard JSON without its source, files under
-    deploy/kubernetes/, deploy/compose/ and their -victoriametrics twins the default render no longer writes)."""
+    produces: default-SLO files in alerts/ (and alerts/frontdoor/) of a removed objective, dashboard JSON without
+    its source, files under deploy/kubernetes/, deploy/compose/ and their -victoriametrics twins the default
+    render no longer writes)."""
     bundle, copies = _bundle()
     stale = [(copies[rel], text) for rel, text in bundle.items() if rel in copies and
              (not copies[rel].is_file() or copies[rel].read_text(encoding="utf-8") != text)]

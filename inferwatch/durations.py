@@ -48,12 +48,12 @@ def format_duration(seconds) -> str:
     ms = Fraction(seconds) * 1000
     if ms.denominator != 1 or ms <= 0:
         raise ValueError(f"{seconds} s is not a whole number of milliseconds")
-    ms, out = int(ms), ""
+    left, out = int(ms), ""
     for unit, size in (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
                        ("ms", 1)):
-        if ms >= size:
-            out += f"{ms // size}{unit}"
-            ms %= size
+        if left >= size:
+            out += f"{left // size}{unit}"
+            left %= size
     return out
 
 

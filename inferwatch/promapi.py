@@ -373,7 +373,12 @@ class Client:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ApiError(endpoint, "not an http(s) URL")
         proxy = self._proxy_for(parts)
-        host, port = (proxy.hostname, proxy.port or 80) if proxy else (parts.hostname, parts.port)
+        if proxy:
+            if not proxy.hostname:          # http.client would fail on a None host with a TypeError
+                raise ApiError(endpoint, f"the proxy {proxy.geturl()} has no host", hint="give it as http://HOST:PORT")
+            host, port = proxy.hostname, proxy.port or 80
+        else:
+            host, port = parts.hostname, parts.port
         if parts.scheme == "https":
             if self._context is None:
                 self._context = self.options.ssl_context()

@@ -4,7 +4,7 @@ turned into one `ClientOptions`. A command lists them in its signature (`HeaderO
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,26 +19,26 @@ _TOKEN_MAX = 64 * 1024
 HeaderOpt = Annotated[list[str], typer.Option(metavar="'NAME: VALUE'", rich_help_panel=_PANEL,
                                               help="An HTTP header for every request, e.g. 'X-Scope-OrgID: "
                                                    "tenant' (repeatable).")]
-BearerTokenOpt = Annotated[Optional[str], typer.Option(metavar="TOKEN", envvar="INFERWATCH_BEARER_TOKEN",
+BearerTokenOpt = Annotated[str | None, typer.Option(metavar="TOKEN", envvar="INFERWATCH_BEARER_TOKEN",
                                                        show_default=False, rich_help_panel=_PANEL,
                                                        help="Send 'Authorization: Bearer TOKEN'.")]
-BearerTokenFileOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", show_default=False,
+BearerTokenFileOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False,
                                                             rich_help_panel=_PANEL,
                                                             help="Send this file's token as 'Authorization: "
                                                                  "Bearer'.")]
-BasicAuthOpt = Annotated[Optional[str], typer.Option(metavar="USER:PASSWORD", envvar="INFERWATCH_BASIC_AUTH",
+BasicAuthOpt = Annotated[str | None, typer.Option(metavar="USER:PASSWORD", envvar="INFERWATCH_BASIC_AUTH",
                                                      show_default=False, rich_help_panel=_PANEL,
                                                      help="HTTP basic auth.")]
-CaFileOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
+CaFileOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
                                                    help="Verify the server's TLS certificate with this CA "
                                                         "bundle.")]
 InsecureOpt = Annotated[bool, typer.Option("--insecure", rich_help_panel=_PANEL,
                                            help="Do not verify the server's TLS certificate.")]
-CertOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
+CertOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
                                                  help="Client certificate (PEM) for mutual TLS.")]
-KeyOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
+KeyOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
                                                 help="The client certificate's key.")]
-ProxyOpt = Annotated[Optional[str], typer.Option(metavar="URL", show_default=False, rich_help_panel=_PANEL,
+ProxyOpt = Annotated[str | None, typer.Option(metavar="URL", show_default=False, rich_help_panel=_PANEL,
                                                  help="An HTTP proxy for every request; '' for none [the "
                                                       "environment's HTTP(S)_PROXY and NO_PROXY].")]
 TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", rich_help_panel=_PANEL, min=0.001,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +222,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     items = doc.get("metrics") if isinstance(doc, dict) else None
     if not isinstance(items, list):
         col.add(doc, "metrics", "expected a list of metrics")
-        col.raise_if_any()
+        raise SpecError(col.problems)
     for i, item in enumerate(items):
         field = f"metrics[{i}]."
         if not isinstance(item, dict):
@@ -370,7 +371,7 @@ def builtin_mapping_paths() -> list[Path]:
     return sorted(SOURCES_DIR.glob("*.yaml"))
 
 
-def load_mappings(extra: list[Path | str] = (), catalog: Catalog | None = None) -> list[SourceMapping]:
+def load_mappings(extra: Sequence[Path | str] = (), catalog: Catalog | None = None) -> list[SourceMapping]:
     """The built-in mappings followed by any user mapping files."""
     catalog = catalog or load_catalog()
     problems: list[Problem] = []

@@ -47,7 +47,7 @@ def renamed_by_relabel(mapping: SourceMapping, entry: Entry) -> bool:
 
 def _series_re(names: list[str], types: list[str]) -> str:
     alts = []
-    for name, mtype in zip(names, types):
+    for name, mtype in zip(names, types, strict=True):
         suffix = "(?:_bucket|_sum|_count)" if mtype == "histogram" else ""
         alts.append(_name_re(name) + suffix)
     return _alternation(alts)

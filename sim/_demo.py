@@ -30,6 +30,7 @@ import urllib.parse
 import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import IO, Any, Protocol
 from pathlib import Path
 
 import yaml
@@ -167,7 +168,8 @@ class _Processes:
     """Child processes, each stopped (and waited for) when the demo ends, however it ends."""
 
     def __init__(self, logs: Path):
-        self.logs, self.procs = logs, []
+        self.logs = logs
+        self.procs: list[tuple[str, subprocess.Popen, IO[str]]] = []
 
     def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")
@@ -250,7 +252,8 @@ def start_stack(binary: str, folder: Path, procs: _Processes, rule_files: list[s
                                   "--target", f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
                                   *[a for m, cap in CAPS.items() for a in ("--max-running-requests",
                                                                            f"{m}={cap}")]])
-    config = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
+    config: dict[str, Any] = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT,
+                                         "evaluation_interval": "2s"},
               "rule_files": rule_files,
               "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
                                   "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
@@ -298,7 +301,8 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
         recent = [s.ttft for s in samples[model] if s.ttft is not None and now - s.started < 30]
         user = percentile(recent, 0.95) if recent else None
         lines.append(f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
-                     f"waiting {_fmt(waiting.get(model), digits=0):>4}  KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
+                     f"waiting {_fmt(waiting.get(model), digits=0):>4}  "
+                     f"KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
                      f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  front door {_fmt(door.get(model), 's'):>7}"
                      f"  client {_fmt(user, 's'):>7}"
                      f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
@@ -343,7 +347,7 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
     fired: set = set()
     windows: dict[str, tuple[float, float]] = {}
     started = time.monotonic()
-    for phase, seconds in zip(SCRIPT, script_seconds):
+    for phase, seconds in zip(SCRIPT, script_seconds, strict=True):
         if not seconds:
             continue
         windows[phase.name] = (time.monotonic(), time.monotonic() + seconds)
@@ -412,7 +416,17 @@ def _note_alerts(alerts: dict, seen: dict, fired: set, fired_here: set, say) -> 
     return alerts
 
 
-def _phase_shown(phase: Phase, short: bool, fired_here: set, say) -> bool:
+class _Shows(Protocol):
+    """What `_phase_shown` reads of a phase: this demo's Phase, the real-engine demo's RealPhase."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def shows(self) -> tuple[dict[str, str], ...]: ...
+
+
+def _phase_shown(phase: _Shows, short: bool, fired_here: set, say) -> bool:
     """In --short, True (and said) once every alert the phase shows has fired during it: the phase ends."""
     if short and phase.shows and all(_matches(e, fired_here) for e in phase.shows):
         say(f"  (--short: {' and '.join(e['alertname'] for e in phase.shows)} fired, {phase.name} ends here)")

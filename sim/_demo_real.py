@@ -15,7 +15,6 @@ import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 

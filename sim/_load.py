@@ -107,8 +107,8 @@ async def _model(session: aiohttp.ClientSession, config: LoadConfig) -> str:
         async with session.get(f"{config.target}/v1/models",
                                timeout=aiohttp.ClientTimeout(total=config.response_timeout)) as resp:
             return (await resp.json(content_type=None))["data"][0]["id"]
-    except (aiohttp.ClientError, asyncio.TimeoutError, KeyError, IndexError, TypeError, ValueError) as err:
-        reason = "no answer within {:g}s".format(config.response_timeout) if isinstance(err, asyncio.TimeoutError) \
+    except (TimeoutError, aiohttp.ClientError, KeyError, IndexError, TypeError, ValueError) as err:
+        reason = f"no answer within {config.response_timeout:g}s" if isinstance(err, TimeoutError) \
             else str(err) or type(err).__name__
         raise InferwatchError(f"{config.target}/v1/models: cannot find a model to load ({reason}); "
                               "is an OpenAI-compatible server up there? give --model to skip this") from None
@@ -141,14 +141,14 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict, config: Loa
         if resp is not None:
             async with resp:
                 first, last = await _read_stream(resp, sample)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         sample.error = "timeout"
     except (aiohttp.ClientError, ValueError) as err:
         sample.error = "connect" if isinstance(err, aiohttp.ClientConnectionError) else "protocol"
     sample.e2e = time.monotonic() - start
     if first is not None:
         sample.ttft = first - start
-        if sample.tokens > 1:
+        if sample.tokens > 1 and last is not None:
             sample.tpot = (last - first) / (sample.tokens - 1)
     return sample
 
@@ -202,7 +202,8 @@ async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sam
     async with aiohttp.ClientSession(connector=connector) as session:
         model = await _model(session, config)
         url = f"{config.target}/v1/chat/completions"
-        started, tasks, next_at = time.monotonic(), [], 0.0
+        started, next_at = time.monotonic(), 0.0
+        tasks: list[asyncio.Task] = []
         last_shown = 0.0
         try:
             while True:

@@ -7,7 +7,7 @@ release table (releases.yaml) says which metrics, if any, carry each signal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import yaml
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -22,7 +22,7 @@ FIXED_LABELS = {"engine": "0", "engine_type": "unified", "tp_rank": "0", "pp_ran
 _TYPES = {"gauge": Gauge, "counter": Counter, "histogram": Histogram}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table() -> dict:
     return yaml.safe_load((HERE / "releases.yaml").read_text(encoding="utf-8"))["engines"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -49,7 +49,7 @@ class EngineParams:
     gpu_stall: bool = False             # with --gpus: GPU-Util stays near 1 while SM and tensor activity collapse
 
 
-@lru_cache(maxsize=None)
+@cache
 def scenarios() -> dict[str, dict]:
     return yaml.safe_load((HERE / "scenarios.yaml").read_text(encoding="utf-8"))["scenarios"]
 

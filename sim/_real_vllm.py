@@ -122,7 +122,7 @@ class Engine:
     url: str = ""
     process: subprocess.Popen | None = field(default=None, repr=False)
 
-    def start(self, log=print, allow_install: bool = True) -> "Engine":
+    def start(self, log=print, allow_install: bool = True) -> Engine:
         python = install(log, allow_install)
         folder = model(python)
         port = free_port()
@@ -132,18 +132,18 @@ class Engine:
                 "--port", port, "--max-model-len", self.max_model_len, "--dtype", "bfloat16", "--enforce-eager",
                 *self.flags]
         log = open(self.log_path, "wb")
-        self.process = subprocess.Popen([str(a) for a in args], stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, **ENGINE_ENV}, start_new_session=True)
+        self.process = process = subprocess.Popen([str(a) for a in args], stdout=log, stderr=subprocess.STDOUT,
+                                                  env={**os.environ, **ENGINE_ENV}, start_new_session=True)
         log.close()
-        self._wait_ready()
+        self._wait_ready(process)
         return self
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, process: subprocess.Popen) -> None:
         deadline = time.monotonic() + self.ready_within
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 self.stop()
-                raise EngineUnavailable(f"vllm serve exited with {self.process.returncode}: {self.log_tail()}")
+                raise EngineUnavailable(f"vllm serve exited with {process.returncode}: {self.log_tail()}")
             try:
                 if get(self.url + "/health", timeout=5)[0] == 200:
                     return
@@ -154,6 +154,8 @@ class Engine:
         raise EngineUnavailable(f"vllm serve not healthy after {self.ready_within:.0f} s: {self.log_tail()}")
 
     def log_tail(self, lines: int = 3) -> str:
+        if self.log_path is None:
+            return "no log"
         try:
             return " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-lines:])
         except OSError:
@@ -180,7 +182,7 @@ class Engine:
             if not _group_alive(self.process.pid):
                 break
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self.start()
 
     def __exit__(self, *exc) -> None:

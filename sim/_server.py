@@ -15,12 +15,16 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from inferwatch.errors import InferwatchError, ListenError
 from inferwatch.sim._engine import Engine, Event, Request
 from inferwatch.sim._params import EngineParams, scenarios, with_scenario
+
+if TYPE_CHECKING:                      # the GPU exporter is imported only when the simulator serves GPUs
+    from inferwatch.exporters.gpu import Workload
 
 __all__ = ["SimulatorConfig", "make_app", "serve", "SIMULATOR"]
 
@@ -37,7 +41,7 @@ class SimulatorConfig:
     params: EngineParams = EngineParams()
     seed: int | None = None
     gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu_stall stalls them
-    workload: object = None            # the GPUs' pod (exporters.gpu.Workload); None: this process's HOSTNAME
+    workload: Workload | None = None   # the GPUs' pod; None: this process's HOSTNAME
     keep_pace_s: float = 0.0           # make up late steps up to this far behind (Engine.keep_pace_s)
 
 
@@ -146,14 +150,14 @@ class _Simulator:
             self._http(endpoint, 503)
             return self._error(503, "The engine is currently busy: too many requests queued "
                                     "(--max-num-queued-reqs). Retry later.", "ServiceUnavailableError")
-        req = self.engine.new_request(prompt, max_tokens, stream, tool_name, stop, bool(body.get("ignore_eos")))
+        req = self.engine.new_request(prompt, max_tokens, stream, tool_name, tuple(stop), bool(body.get("ignore_eos")))
         self.engine.submit(req)
         meta = _Meta(chat, self.config.model, bool((body.get("stream_options") or {}).get("include_usage")))
         if stream:
             return await self._stream(request, req, meta, endpoint)
         return await self._complete(request, req, meta, endpoint)
 
-    async def _stream(self, request: web.Request, req: Request, meta: "_Meta", endpoint: str):
+    async def _stream(self, request: web.Request, req: Request, meta: _Meta, endpoint: str):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         status = 200
@@ -187,7 +191,7 @@ class _Simulator:
             self._http(endpoint, status)
         return response
 
-    async def _complete(self, request: web.Request, req: Request, meta: "_Meta", endpoint: str):
+    async def _complete(self, request: web.Request, req: Request, meta: _Meta, endpoint: str):
         events: list[Event] = []
         while True:
             try:
@@ -214,7 +218,7 @@ async def _next_event(request: web.Request, req: Request) -> Event:
     while request.transport is not None and not request.transport.is_closing():
         try:
             return await asyncio.wait_for(req.events.get(), timeout=0.1)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
     raise ConnectionResetError("the client hung up")
 

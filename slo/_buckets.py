@@ -79,7 +79,8 @@ def threshold_problem(engines, metric: str, threshold: Fraction) -> str | None:
         above = [b for b in bounds if b > threshold]
         near = " and ".join(fmt_number(b) + "s" for b in (below[-1:] + above[:1]))
         line = f"{label} {family} has no bucket at {fmt_number(threshold)}s (nearest: {near})"
-        flag = _table(engine.name).flags.get(family)
+        table = _table(engine.name)
+        flag = table.flags.get(family) if table else None
         if flag:
             exact = [fmt_number(b) for b in sorted(set(bounds) | {threshold})]
             flag = flag.replace("{bounds}", ", ".join(exact)).replace("{bounds_spaced}", " ".join(exact))

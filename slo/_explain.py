@@ -20,7 +20,7 @@ def _when(value: Fraction | None) -> str:
 
 
 def explain_rows(spec: Spec, objective) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for tier in spec.tiers:
         m = tier_math(spec, objective, tier)
         ten_x = min(10 * objective.budget, Fraction(1))
@@ -36,7 +36,7 @@ def explain_rows(spec: Spec, objective) -> list[tuple[str, ...]]:
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def explain(spec: Spec) -> str:
@@ -79,8 +79,8 @@ def _after_deployment(spec: Spec) -> list[str]:
     if inline:
         lines.append(f"  Read every minute; from the recorded counts once covered: {covered(inline)}.")
     if later:
-        lines.append(f"  Read from the raw counters every {format_duration(LONG_INTERVAL)} until covered (a tier on them "
-                     f"may fire up to {format_duration(LONG_INTERVAL)} late meanwhile): {covered(later)}.")
+        lines.append(f"  Read from the raw counters every {format_duration(LONG_INTERVAL)} until covered (a tier on "
+                     f"them may fire up to {format_duration(LONG_INTERVAL)} late meanwhile): {covered(later)}.")
     folded = guarded_windows(spec)
     summed = sorted({t.long for t in spec.tiers} - set(folded))
     if folded:

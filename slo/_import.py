@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from inferwatch.errors import Problem, SpecError
 from inferwatch.slo._import_base import Draft, Notes, Refused, load_documents, mapping, text_of
@@ -49,14 +50,19 @@ def import_text(text: str, origin: str = "<input>") -> ImportResult:
         raise SpecError(refused.problems) from None
     if not docs:
         raise SpecError([Problem(origin, None, "", "is empty: no YAML document to import")])
-    drafts, openslo, services = [], [], {}
+    drafts: list[Draft] = []
+    openslo: list[tuple[str, dict]] = []
+    services: dict[str, str] = {}
     for where, doc in docs:
         reader = _reader(doc, where, notes)
+        if not isinstance(doc, dict):            # _reader has said what it is
+            continue
         if reader == "openslo":
             openslo.append((where, doc))
         elif reader:
-            drafts += _guarded(doc, where, notes, lambda: read_pyrra(doc, where, notes) if reader == "pyrra" else
-                               read_sloth(doc, where, notes, crd=reader == "sloth-crd"))
+            read = partial(read_pyrra, doc, where, notes) if reader == "pyrra" else \
+                partial(read_sloth, doc, where, notes, crd=reader == "sloth-crd")
+            drafts += _guarded(doc, where, notes, read)
     if openslo:
         drafts += _guarded(openslo[0][1], "", notes, lambda: read_openslo(openslo, notes, services))
     specs = [spec for spec in (_spec(service, group, notes, services.get(service))
@@ -162,9 +168,10 @@ def _spec(service: str, drafts: list[Draft], notes: Notes, description: str | No
         try:
             parse_spec(spec, f"<{service}>")
         except SpecError as err:
-            kept = _drop_rejected(kept, err.problems, notes)
-            if kept is None:
+            remaining = _drop_rejected(kept, err.problems, notes)
+            if remaining is None:
                 return None
+            kept = remaining
             continue
         _engines_hint(spec, drafts[0], notes)
         return spec
@@ -197,7 +204,7 @@ def _assemble(service: str, window: int, group_by: tuple, drafts: list[Draft], d
 
 def _drop_rejected(drafts: list[Draft], problems: list[Problem], notes: Notes) -> list[Draft] | None:
     """Drafts without the objectives our spec rejects (each noted); None when the spec itself is rejected."""
-    rejected = {}
+    rejected: dict[int, Problem] = {}
     for problem in problems:
         match = re.match(r"objectives\[(\d+)\]", problem.field)
         if not match:

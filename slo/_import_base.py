@@ -7,9 +7,10 @@ setting it cannot carry over in `Notes`; a document it cannot import at all rais
 from __future__ import annotations
 
 import datetime
+import dataclasses
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 import yaml
@@ -94,7 +95,7 @@ class Draft:
     field: str
     window: int | None = None              # days; None when the source does not say (Sloth: a flag of its CLI)
     group_by: tuple[str, ...] = ()
-    labels: dict = field(default_factory=dict)
+    labels: dict = dataclasses.field(default_factory=dict)   # `field` is the attribute above
 
 
 def load_documents(text: str, file: str) -> list[tuple[str, object]]:
@@ -219,7 +220,8 @@ def percent(value, scale: int = 1) -> str | None:
     return (text.rstrip("0").rstrip(".") if "." in text else text) + "%"
 
 
-_UNITS = {"m": Decimal(1) / 1440, "h": Decimal(1) / 24, "d": 1, "w": 7, "M": 30, "Q": 90, "Y": 365}
+_UNITS: dict[str, Decimal | int] = {"m": Decimal(1) / 1440, "h": Decimal(1) / 24, "d": 1, "w": 7, "M": 30, "Q": 90,
+                                    "Y": 365}
 
 
 def window_of(notes: Notes, node, field: str, count, unit: str) -> int:

@@ -133,7 +133,7 @@ def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     for i, target in enumerate(objectives):
         field = f"{path}.objectives[{i}]"
         try:
-            sli, group_by = _indicator_v1(target, field, keys, index, notes) if own[i] else shared
+            sli, group_by = _indicator_v1(target, field, keys, index, notes) if own[i] or shared is None else shared
             objective = _objective(name, i, len(objectives), target, spec, field, notes)
             drafts.append(Draft(service, {**objective, **sli, "target": objective.pop("target")}, target, field,
                                 window=window, group_by=group_by))

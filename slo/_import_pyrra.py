@@ -25,7 +25,7 @@ def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
     path = join(where, "spec")
     if not isinstance(spec, dict):
         raise notes.refuse(doc, path, "missing: a ServiceLevelObjective has a spec with target, window and indicator")
-    objective = {"name": name}
+    objective: dict[str, object] = {"name": name}
     if spec.get("description"):
         objective["description"] = " ".join(text_of(spec["description"]).split())
     sli, group_by = _indicator(spec, f"{path}.indicator", notes)
@@ -80,10 +80,13 @@ def _others(raw, meta: dict, field: str, what: str, notes: Notes) -> None:
 
 
 def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ...]]:
-    indicator = spec.get("indicator") if isinstance(spec.get("indicator"), dict) else {}
-    for kind in ("latencyNative", "bool_gauge"):
-        if indicator.get(kind):
-            raise notes.refuse(indicator, f"{path}.{kind}", f"a {kind} indicator is not a count of events in "
+    indicator = spec.get("indicator")
+    if not isinstance(indicator, dict):
+        indicator = {}
+    for unsupported in ("latencyNative", "bool_gauge"):
+        if indicator.get(unsupported):
+            raise notes.refuse(indicator, f"{path}.{unsupported}",
+                               f"a {unsupported} indicator is not a count of events in "
                                                             "counters; give a ratio or latency indicator")
     kind = next((k for k in ("ratio", "latency") if isinstance(indicator.get(k), dict)), None)
     if kind is None:

@@ -96,9 +96,9 @@ def read_sloth(doc: dict, where: str, notes: Notes, crd: bool) -> list[Draft]:
     """Draft objectives of one Sloth document; Refused when the document itself is invalid for Sloth."""
     spell = _Fields(crd)
     spec, path = (doc.get("spec"), join(where, "spec")) if crd else (doc, where)
+    if not isinstance(spec, dict):                 # a CRD's: a plain Sloth document is its own spec
+        raise notes.refuse(doc, path, "missing: a PrometheusServiceLevel has spec.service and spec.slos")
     if crd:
-        if not isinstance(spec, dict):
-            raise notes.refuse(doc, path, "missing: a PrometheusServiceLevel has spec.service and spec.slos")
         for key in sorted(set(doc) - {"apiVersion", "kind", "metadata", "spec", "status"}, key=str):
             notes.add(doc, join(where, str(key)), "is no PrometheusServiceLevel field: Sloth ignores it; not "
                                                   "carried over")
@@ -136,7 +136,7 @@ def _plugins(plugins, path: str, spell: _Fields, notes: Notes) -> None:
 
 def _objective(slo, path: str, service: str, labels: dict, spell: _Fields, notes: Notes) -> Draft:
     field = lambda *keys: ".".join([path, *map(spell, keys)])  # noqa: E731
-    objective = {"name": name_of(notes, slo, spell("name"), field("name"), "SLO")}
+    objective: dict[str, object] = {"name": name_of(notes, slo, spell("name"), field("name"), "SLO")}
     if slo.get(spell("description")):
         objective["description"] = text_of(slo[spell("description")]).strip()
     target = _target(slo, field("objective"), spell, notes)
@@ -149,7 +149,7 @@ def _objective(slo, path: str, service: str, labels: dict, spell: _Fields, notes
     annotations = annotation_map(notes, alerting, spell("annotations"), field("alerting", "annotations"))
     if annotations:
         objective["annotations"] = annotations
-    _alerting(alerting, field("alerting"), objective["name"], spell, notes)
+    _alerting(alerting, field("alerting"), text_of(objective["name"]), spell, notes)
     _plugins(slo.get(spell("plugins")), field("plugins"), spell, notes)
     return Draft(service, objective, slo, field("name"), group_by=group_by, labels=objective_labels)
 
@@ -183,12 +183,12 @@ def _sli(sli: dict, path: str, spell: _Fields, notes: Notes, slo) -> tuple[dict,
         raise notes.refuse(body, f"{path}.{spell('events')}.{missing}", "missing: events need an error and a "
                                                                         "total query")
     try:
-        sli = events_sli(text_of(error), text_of(total))
+        events = events_sli(text_of(error), text_of(total))
     except QueryError as err:
         raise notes.refuse(body, f"{path}.{spell('events')}", f"{err}; not carried over") from None
-    if "bad" in sli[0] and (hint := reads_as_success(text_of(error), "error query")):
+    if "bad" in events[0] and (hint := reads_as_success(text_of(error), "error query")):
         notes.check(body, f"{path}.{spell('events')}.{spell('error_query')}", hint)
-    return sli
+    return events
 
 
 def _short(query: str, limit: int = 60) -> str:

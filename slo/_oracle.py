@@ -21,7 +21,7 @@ class Counts:
     def __init__(self, totals: list[Fraction], bads: list[Fraction]):
         self.minutes = len(totals)
         self._total, self._bad = [Fraction(0)], [Fraction(0)]
-        for t, b in zip(totals, bads):
+        for t, b in zip(totals, bads, strict=True):
             self._total.append(self._total[-1] + t)
             self._bad.append(self._bad[-1] + b)
 
@@ -40,9 +40,9 @@ class Counts:
         """The tiers whose alert fires at minute t."""
         out = []
         for m in maths:
-            ratios = [self.error_ratio(t, w) for w in (m.tier.long, m.tier.short)]
+            ratios = [r for w in (m.tier.long, m.tier.short) if (r := self.error_ratio(t, w)) is not None]
             # the scenario's series start at minute 0: a tier fires once they reach back its history
-            if (m.fires and None not in ratios and min(ratios) > m.threshold and t * BASE >= m.history
+            if (m.fires and len(ratios) == 2 and min(ratios) > m.threshold and t * BASE >= m.history
                     and self.window(t, m.tier.long)[0] >= m.min_events):
                 out.append(m)
         return out

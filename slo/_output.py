@@ -48,8 +48,8 @@ def render_files(ruleset: RuleSet, fmt: str = "prometheus", tests: bool = True,
     else:
         for objective in spec.objectives:
             name = rule_file_name(ruleset, objective)
-            files[name] = _banner(ruleset, f"Rules of objective {objective.name}; load with `rule_files`.", generator) + \
-                dump_yaml({"groups": ruleset.objective_groups(objective)})
+            banner = _banner(ruleset, f"Rules of objective {objective.name}; load with `rule_files`.", generator)
+            files[name] = banner + dump_yaml({"groups": ruleset.objective_groups(objective)})
             if not tests:
                 continue
             try:

@@ -189,11 +189,11 @@ def _total_selector(spec: Spec, objective: Objective) -> Selector:
     return sli.total.with_matchers(*spec.selector)
 
 
-def _less(spec: Spec, objective: Objective, selectors, count) -> str:
+def _less(spec: Spec, total: Selector, selectors, count) -> str:
     """`- count` of each selector; a counter not created yet counts 0 for every group with a total series now (an
     instant selector: the subtraction keeps only the groups the total counted, so this never adds a group, and
     the total's count is not evaluated again per counter)."""
-    zero = _zero(spec, objective.sli.total.with_matchers(*spec.selector))
+    zero = _zero(spec, total.with_matchers(*spec.selector))
     return "".join(f"\n  - ({count(spec, s.with_matchers(*spec.selector))}\n     or {zero})" for s in selectors)
 
 
@@ -203,19 +203,20 @@ def _total_expr(spec: Spec, objective: Objective, count=_count) -> str:
     sli = objective.sli
     if isinstance(sli, LatencySLI) or not sli.exclude:
         return total
-    return f"clamp_min(\n  {total}{_less(spec, objective, sli.exclude, count)},\n  0\n)"
+    return f"clamp_min(\n  {total}{_less(spec, sli.total, sli.exclude, count)},\n  0\n)"
 
 
 def _good_expr(spec: Spec, objective: Objective, count=_count) -> str:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
-        return count(spec, Selector(sli.metric + "_bucket", spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
+        return count(spec, Selector(sli.metric + "_bucket",
+                                    spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
     assert isinstance(sli, RatioSLI)
     if sli.good is not None:
         # a good counter not created yet means no good events, never "no data"
         return f"{count(spec, sli.good.with_matchers(*spec.selector))}\nor {_total_expr(spec, objective, count)} * 0"
     total = count(spec, _total_selector(spec, objective))
-    return f"clamp_min(\n  {total}{_less(spec, objective, sli.exclude + sli.bad, count)},\n  0\n)"
+    return f"clamp_min(\n  {total}{_less(spec, sli.total, sli.exclude + sli.bad, count)},\n  0\n)"
 
 
 def _recording(spec: Spec, objective: Objective, name: str, expr: str) -> dict:
@@ -312,7 +313,8 @@ def _window_rules(spec: Spec, objective: Objective) -> list[dict]:
     window, else from the raw counters."""
     rules = []
     for seconds in tier_windows(spec):
-        recorded = f"{_recorded_ratio(spec, objective, seconds)}\n  and {_on(spec)} {_covered(spec, objective, seconds)}"
+        covered = _covered(spec, objective, seconds)
+        recorded = f"{_recorded_ratio(spec, objective, seconds)}\n  and {_on(spec)} {covered}"
         if raw_fallback_inline(seconds):
             expr = f"{recorded}\nor {_on(spec)}\n{_raw_ratio(spec, objective, seconds)}"
         else:

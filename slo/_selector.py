@@ -52,6 +52,8 @@ def _unquote(text: str, start: int, body: str) -> str:
 def _go_float(value: float) -> str:
     """Go's strconv.FormatFloat(v, 'g', -1, 64), the spelling of Go clients and Prometheus 2."""
     sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
+    if not isinstance(exp, int):                 # 'n', 'N', 'F': no bucket bound is NaN or infinite
+        raise ValueError(f"{value!r} is not a finite number")
     text = "".join(map(str, digits))
     point = len(text) + exp                      # position of the decimal point
     eprec = len(text) if len(text) >= point and len(text) < 6 else 6

@@ -16,7 +16,8 @@ from inferwatch.slo._burn import decimal
 from inferwatch.slo._model import LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec
 from inferwatch.slo._selector import le_spellings
 
-__all__ = ["Segment", "Source", "per_minute", "input_series", "group_labels", "scrape_labels", "series_name", "SeriesError"]
+__all__ = ["Segment", "Source", "per_minute", "input_series", "group_labels", "scrape_labels", "series_name",
+           "SeriesError"]
 
 GROUP_VALUE = "g1"
 _NON_MATCHING = ("stop", "200", "ok", "other", "x")
@@ -87,9 +88,10 @@ def _satisfy(matchers: tuple[Matcher, ...]) -> dict[str, str]:
         if m.op == "=":
             value = m.value
         elif m.op == "=~":
-            value = _literal(m.value)
-            if value is None:
+            literal = _literal(m.value)
+            if literal is None:
                 raise SeriesError(f'cannot invent a value for {m.label}=~"{m.value}"')
+            value = literal
         else:
             continue
         if labels.get(m.label, value) != value:
@@ -180,7 +182,7 @@ def input_series(spec: Spec, objective: Objective, segments: list[Segment], sour
         base[_source_label(spec, objective)] = source.instance
         total = [t * source.share for t in totals]
         bad = [b * source.share for b in bads]
-        good = [t - b for t, b in zip(total, bad)]
+        good = [t - b for t, b in zip(total, bad, strict=True)]
         for metric, labels, incs in _counters(objective, base, total, good, bad, source):
             series.append({"series": series_name(metric, labels), "values": _values(incs, stale)})
     return series

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -49,24 +49,24 @@ def _buckets(name: str, doc: dict) -> EngineBuckets:
     return EngineBuckets(name, dict(doc["metrics"]), families, dict(doc.get("flags", {})))
 
 
-@lru_cache(maxsize=None)
+@cache
 def bucket_tables() -> dict[str, EngineBuckets]:
     return {engine: _buckets(engine, doc) for engine, doc in _load("buckets.yaml")["engines"].items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_buckets() -> dict[str, EngineBuckets]:
     """inferwatch's own histograms (the front door), in the engines' shape."""
     return {name: _buckets(name, doc) for name, doc in _load("buckets.yaml").get("sources", {}).items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_slis() -> dict[str, dict[str, dict]]:
     """{source: {sli name: definition}} as written in slis.yaml."""
     return _load("slis.yaml")["sources"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def default_tiers() -> tuple[Tier, ...]:
     return tuple(Tier(t["name"], t["severity"], Fraction(str(t["budget_percent"])),
                       parse_duration(t["long"]), parse_duration(t["short"]),

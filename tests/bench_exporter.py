@@ -106,7 +106,7 @@ async def scraper(session: aiohttp.ClientSession, url: str, stats: Stats, until:
         try:
             async with session.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=30)) as resp:
                 text = await resp.text()
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             text = None
         stats.add(text, time.monotonic() - start)
 

@@ -153,7 +153,7 @@ def run_pipe(port: int, upstream: str) -> None:
     class Half(asyncio.Protocol):
         """One direction: what arrives here is written to `peer`; its full buffer pauses our reading."""
 
-        def __init__(self, peer: "Half | None" = None):
+        def __init__(self, peer: Half | None = None):
             self.peer, self.transport, self.early = peer, None, []
 
         def connection_made(self, transport) -> None:
@@ -299,7 +299,7 @@ async def _levels(args, paths: dict) -> dict:
                     ttfts, events, failed = await _round(sessions[path], url, streams, args.requests, body, length,
                                                          args.burst)
                     spent, took = (_cpu_seconds(pid) - cpu) if pid else None, time.monotonic() - began
-                    busy, total = (b - a for a, b in zip(box, _machine()))
+                    busy, total = (b - a for a, b in zip(box, _machine(), strict=True))
                     out[streams, repeat, path] = (_pct(ttfts, 0.5), _pct(ttfts, 0.99),
                                                   spent / events if spent is not None and events else None, failed,
                                                   busy / total if total else float("nan"), events / took,
@@ -496,7 +496,8 @@ def main() -> None:
                                        "--listen", f"127.0.0.1:{door_port}", "--caller-salt", "bench",
                                        "--metrics-listen", f"127.0.0.1:{admin_port}",
                                        # the load generator is one address, as a gateway is: 2 x 1,000 streams
-                                       "--max-client-connections", "4096", "--log-level", "warning"], env={**os.environ, **_frontdoor_env()}),
+                                       "--max-client-connections", "4096", "--log-level", "warning"],
+                                      env={**os.environ, **_frontdoor_env()}),
     }
     try:
         for name, port in (("upstream", up_port), ("pipe", pipe_port), ("bare", bare_port), ("frontdoor", door_port)):

@@ -13,12 +13,12 @@ written as blocks too (inferwatch's per-minute counts; Sloth's 5m error ratios t
 average), so their SLO-window rules see that much history, as after that many days of running.
 
 Printed per design: rule evaluation seconds per minute of wall time (the sum over groups of the mean
-`evaluationTime` from /api/v1/rules (the median of its evaluations), scaled by 60 / the group's interval in the rule file), peak RSS, recorded
-series, and firing alerts (on incident models and on healthy ones). Every group runs every minute here, so that
-a few minutes show each group's cost and the alerts of a steady state; the long-window groups' cost is then
-scaled to their real interval (10m). Sloth's groups carry no `interval:`, so Prometheus' global
-evaluation_interval sets their cost: they run once per `--sloth-intervals` value (default 1m and 30s, each
-printed under its own column, sloth@1m and sloth@30s), and inferwatch's ratio is printed against each.
+`evaluationTime` from /api/v1/rules (the median of its evaluations), scaled by 60 / the group's interval in the rule
+file), peak RSS, recorded series, and firing alerts (on incident models and on healthy ones). Every group runs every
+minute here, so that a few minutes show each group's cost and the alerts of a steady state; the long-window groups'
+cost is then scaled to their real interval (10m). Sloth's groups carry no `interval:`, so Prometheus' global
+evaluation_interval sets their cost: they run once per `--sloth-intervals` value (default 1m and 30s, each printed
+under its own column, sloth@1m and sloth@30s), and inferwatch's ratio is printed against each.
 
 The objectives (30d window): TTFT <= 1 s at 99.9%, TPOT <= 0.1 s at 99%, answered at 99.5%, one SLO per model.
 """
@@ -93,11 +93,12 @@ def sloth_rules() -> dict:
             {"record": "slo:period_error_budget_remaining:ratio",
              "expr": f"1 - slo:period_burn_rate:ratio{{{sel}}}", "labels": ident},
             {"record": "sloth_slo_info", "expr": "vector(1)",
-             "labels": {**ident, "sloth_mode": "cli-gen-prom", "sloth_spec": "prometheus/v1", "sloth_version": "v0.16.0",
+             "labels": {**ident, "sloth_mode": "cli-gen-prom", "sloth_spec": "prometheus/v1",
+                        "sloth_version": "v0.16.0",
                         "sloth_objective": str(target * 100)}},
         ]
 
-        def over(short: str, long: str, factor: float) -> str:
+        def over(short: str, long: str, factor: float, sel: str = sel, budget: float = budget) -> str:
             return (f"(max(slo:sli_error:ratio_rate{short}{{{sel}}} > ({factor} * {budget})) without (sloth_window)\n"
                     f"and max(slo:sli_error:ratio_rate{long}{{{sel}}} > ({factor} * {budget})) without (sloth_window))")
         alerts = [
@@ -146,7 +147,7 @@ def write_recorded(fleet: Fleet, days: float, path: Path, design: str) -> None:
                         values = np.divide(bad5, window, out=np.zeros_like(bad5), where=window > 0)
                         labels = (f'model="{model}",sloth_id="llm-{slo}",sloth_service="llm",sloth_slo="{slo}",'
                                   'sloth_window="5m"')
-                    out.writelines(f"{name}{{{labels}}} {v:.6g} {t}\n" for t, v in zip(times, values))
+                    out.writelines(f"{name}{{{labels}}} {v:.6g} {t}\n" for t, v in zip(times, values, strict=True))
         out.write("# EOF\n")
 
 

@@ -102,12 +102,12 @@ def _model_lines(model: str, kind: str, start: float, incident: float, end: floa
             reqs = p["rate"] * interval * share
             tokens = reqs * p["output"]
 
-            def add(name: str, labels: dict, value: float):
+            def add(name: str, labels: dict, value: float, engine_off: bool = engine_off, t: float = t):
                 if engine_off and "pod" in labels:
                     return
                 series.setdefault(name + _labels(labels), []).append(f"{value:.6g} {t:.3f}")
 
-            def count(name: str, labels: dict, inc: float):
+            def count(name: str, labels: dict, inc: float, counts: dict[str, float] = counts):
                 key = name + _labels(labels)
                 counts[key] = counts.get(key, 0.0) + inc
                 add(name, labels, counts[key])

@@ -14,6 +14,7 @@ import json
 import math
 import re
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import yaml
@@ -58,7 +59,7 @@ def _repeat(points: list[float | None], n: int, counter: bool, last: float | Non
     out: list[float | None] = [None] * min(lead, n) if last is None else []
     if not counter:
         return (out + [present[i % len(present)] for i in range(n)])[:n]
-    steps = [b - a if b >= a else b for a, b in zip(present, present[1:])] or [0.0]
+    steps = [b - a if b >= a else b for a, b in pairwise(present)] or [0.0]
     value = present[0] if last is None else last
     if last is None:
         out.append(value)
@@ -157,7 +158,7 @@ def _increase(seg: dict[str, list[float | None]], metric: str, matchers, group: 
                 or any(labels.get(k) != v for k, v in group.items()):
             continue
         present = [v for v in values if v is not None]
-        total += sum(b - a if b >= a else b for a, b in zip(present, present[1:]))
+        total += sum(b - a if b >= a else b for a, b in pairwise(present))
     return total
 
 

@@ -83,7 +83,7 @@ def wait_ready(url: str, proc, log: Path, timeout: float = 20) -> None:
             return
         except OSError:
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(log.read_text()[-3000:])
+                raise RuntimeError(log.read_text()[-3000:]) from None
             time.sleep(0.2)
 
 

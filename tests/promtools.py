@@ -74,7 +74,7 @@ def wait_ready(base: str, path: str, proc: subprocess.Popen, log: Path, timeout:
             return
         except OSError:
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"{proc.args[0]} did not start: {log.read_text()[-3000:]}")
+                raise RuntimeError(f"{proc.args[0]} did not start: {log.read_text()[-3000:]}") from None
             time.sleep(0.1)
 
 

@@ -40,11 +40,11 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
-
-from inferwatch.sim import LoadConfig, run_load  # noqa: E402
-from inferwatch.sim._demo import (CAPS, RATES, SCRIPT, TOOL_RATE, _interrupt, _Processes, _rule_files,  # noqa: E402
+from inferwatch.sim import LoadConfig, run_load
+from inferwatch.sim._demo import (CAPS, RATES, SCRIPT, TOOL_RATE, _interrupt, _Processes, _rule_files,
                                   _set_scenario, _wait_ready, free_port, start_stack)
+
+HERE = Path(__file__).resolve().parent
 
 STEP = 15                    # seconds between recorded samples (--step)
 POLL = 15                    # seconds between reads of ALERTS
@@ -74,7 +74,8 @@ def _read_names(rule_files: list[str]) -> set[str]:
     return {n for n in names if ":" not in n}
 
 
-def _start_real_prometheus(binary: str, folder: Path, procs: _Processes, scrape_configs: list[dict]) -> tuple[str, list[str]]:
+def _start_real_prometheus(binary: str, folder: Path, procs: _Processes,
+                           scrape_configs: list[dict]) -> tuple[str, list[str]]:
     folder.mkdir()
     rules = _rule_files(folder, compress=False)
     port = free_port()

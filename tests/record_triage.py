@@ -33,6 +33,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 
 import yaml
@@ -184,7 +185,7 @@ def export(prom: str, start: float, end: float) -> list[dict]:
         for series in api(prom, "query", query=f'{{__name__="{name}"}}[{seconds}s]', time=f"{end:.3f}")["result"]:
             times = [round(float(t) * 1000) for t, _ in series["values"]]
             out.append({"labels": series["metric"],
-                        "t": [times[0]] + [b - a for a, b in zip(times, times[1:])],
+                        "t": [times[0]] + [b - a for a, b in pairwise(times)],
                         "v": [v for _, v in series["values"]]})
     out.sort(key=lambda s: sorted(s["labels"].items()))
     return out

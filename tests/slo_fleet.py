@@ -96,7 +96,8 @@ class Fleet:
                     for pod in range(self.pods):
                         labels = self.labels(model, pod) + (f",{extra}" if extra else "")
                         values = self._values(model, pod, times)[index]
-                        out.writelines(f"{metric}{{{labels}}} {v:.0f} {t}\n" for t, v in zip(times, values))
+                        out.writelines(f"{metric}{{{labels}}} {v:.0f} {t}\n" for t, v in zip(times, values,
+                                                                                             strict=True))
                         count += len(times)
             out.write("# EOF\n")
         return count
@@ -108,7 +109,7 @@ class Fleet:
         for model in self.models:
             for pod in range(self.pods):
                 values = self._values(model, pod, np.array([at]))[:, 0]
-                for (metric, extra, _, _), value in zip(SERIES, values):
+                for (metric, extra, _, _), value in zip(SERIES, values, strict=True):
                     labels = self.labels(model, pod) + (f",{extra}" if extra else "")
                     lines.append(f"{metric}{{{labels}}} {value:.3f}")
         return "\n".join(lines) + "\n"

@@ -51,7 +51,8 @@ def test_frontdoor_rule_files_are_valid_and_their_tests_pass():
     assert ok, output
 
 
-@pytest.mark.parametrize("name, rule", list(_alerts(RULE_FILES + FRONTDOOR_RULE_FILES)), ids=lambda v: v if isinstance(v, str) else v["alert"])
+@pytest.mark.parametrize("name, rule", list(_alerts(RULE_FILES + FRONTDOOR_RULE_FILES)),
+                         ids=lambda v: v if isinstance(v, str) else v["alert"])
 def test_every_alert_is_documented(name, rule):
     assert rule["labels"]["severity"] in ("critical", "warning")
     assert {"summary", "description", "runbook_url"} <= set(rule["annotations"])

@@ -60,7 +60,8 @@ def test_every_outcome_has_a_verdict_where_the_source_shows_it():
     assert {row["outcome"] for row in TABLE} == set(SHOWS["vllm"]) == set(SHOWS["frontdoor"])
     for row in TABLE:
         assert set(row["counts"]) <= set(SOURCES), row
-        assert set(row["counts"].values()) | set((row.get("length_is_bad") or {}).values()) <= {"good", "bad", "excluded"}, row
+        assert set(row["counts"].values()) | set((row.get("length_is_bad") or {}).values()) <= {"good", "bad",
+                                                                                                "excluded"}, row
         for source in SOURCES:
             assert (source in row["counts"]) == (row["outcome"] in SHOWS[source]), (row["outcome"], source)
 

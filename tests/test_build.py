@@ -23,7 +23,8 @@ def test_build_writes_the_bundle(tmp_path):
     assert proc.returncode == 0, proc.stderr
     for rel, text in artifacts().items():
         assert (tmp_path / "out" / rel).read_text() == text
-    check_proc = subprocess.run([sys.executable, "-m", "inferwatch", "build", "--check"], capture_output=True, text=True)
+    check_proc = subprocess.run([sys.executable, "-m", "inferwatch", "build", "--check"], capture_output=True,
+                                text=True)
     assert check_proc.returncode == 0
 
 

@@ -1,5 +1,6 @@
 """Every kind of user mistake gets one line on stderr that names the file or flag and says what would be valid,
-exit status 1 (bad content) or 2 (bad usage, or a file that cannot be read or written at all), and never a traceback. Each command runs as a real process."""
+exit status 1 (bad content) or 2 (bad usage, or a file that cannot be read or written at all), and never a traceback.
+Each command runs as a real process."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 
 import jsonschema
 import pytest
@@ -133,7 +134,8 @@ def test_the_linter_flags_the_anchors_documented_defects():
             ("GPU KV Cache Hit Rate", "counter-without-rate"),           # lifetime ratio
             ("GPU KV Cache Hit Rate", "deprecated-metric"),              # gpu_prefix_cache_* names
             ("Number of Running Requests", "hard-coded-datasource")} <= stack
-    assert {("Queue Time", "sum-rate-as-latency"), ("Requests Prefill and Decode Time", "sum-rate-as-latency")} <= models
+    assert {("Queue Time", "sum-rate-as-latency"), ("Requests Prefill and Decode Time",
+                                                    "sum-rate-as-latency")} <= models
     assert {("", "old-schema"), ("GPU Temperature", "angular-panel"),
             ("GPU Utilization", "legacy-datasource")} <= dcgm
 
@@ -300,7 +302,7 @@ def test_which_slow_has_one_row_per_kind_that_says_what_confirms_and_rules_it_ou
     assert [title.split(":")[0] for title in rows] == list(KINDS)
     titles = {p["title"] for panels in rows.values() for p in panels}
     assert len(titles) == sum(len(panels) for panels in rows.values())           # titles name panels unambiguously
-    for kind, panels in zip(KINDS, rows.values()):
+    for kind, panels in zip(KINDS, rows.values(), strict=True):
         guide = panels[0]
         assert guide["type"] == "stat" and f"{kind}: " in guide["description"], kind
         confirm, _, rule_out = guide["description"].partition("Confirmed by:")[2].partition("Ruled out by:")
@@ -320,7 +322,7 @@ def _coarse_histograms() -> set[str]:
     for table in tables.values():
         for metric, family in table.metrics.items():
             bounds = [b for b in table.families[family][0].bounds if b > 0]
-            if any(high >= 2 * low for low, high in zip(bounds, bounds[1:])):
+            if any(high >= 2 * low for low, high in pairwise(bounds)):
                 coarse.add(metric)
     return coarse
 

@@ -181,11 +181,11 @@ def test_attainment_tiles_read_no_data_once_the_engine_is_gone(tmp_path):
                                       "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
         with prometheus(need("prometheus"), config, tmp_path) as prom:
             for expr in tiles.values():
-                assert float(wait_for(lambda: query(prom, expr), timeout=30)[0]["value"][1]) == 1.0
+                assert float(wait_for(lambda expr=expr: query(prom, expr), timeout=30)[0]["value"][1]) == 1.0
             alive.clear()
             gone = time.time()
             for title, expr in tiles.items():
-                wait_for(lambda: not query(prom, expr), timeout=15)
+                wait_for(lambda expr=expr: not query(prom, expr), timeout=15)
                 assert time.time() - gone < 10, title
             old = 'sum(rate(llm_time_to_first_token_seconds_bucket{le="1.0"}[5m])) / ' \
                   '(sum(rate(llm_time_to_first_token_seconds_count[5m])) > 0)'
@@ -227,4 +227,5 @@ def test_gpus_busy_not_computing_reads_no_data_without_gpu_series(tmp_path):
             assert query(prom, expr) == []
             for name, value in (("healthy", "0"), ("stuck", "1")):
                 state[0] = name
-                assert wait_for(lambda: [r["value"][1] for r in query(prom, expr)] == [value], timeout=30), name
+                assert wait_for(lambda value=value: [r["value"][1] for r in query(prom, expr)] == [value],
+                                timeout=30), name

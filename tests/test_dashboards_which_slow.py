@@ -52,7 +52,7 @@ def test_tpot_mean_sees_a_doubling_that_the_p95_on_vllm_buckets_cannot(tmp_path)
             total[0] += PER_SCRAPE
             total[1] += PER_SCRAPE * value
             lines = [f"# TYPE {TPOT} histogram"] + [f'{TPOT}_bucket{{{LABELS}, le="{b}"}} {n}'
-                                                     for b, n in zip(bounds, counts)]
+                                                     for b, n in zip(bounds, counts, strict=True)]
             lines += [f'{TPOT}_bucket{{{LABELS}, le="+Inf"}} {total[0]}', f"{TPOT}_sum{{{LABELS}}} {total[1]}",
                       f"{TPOT}_count{{{LABELS}}} {total[0]}"]
         _reply(handler, lines)

@@ -129,7 +129,8 @@ def stacks(tmp_path_factory):
                 raw_targets.removeprefix("http://")]}]}]}, tmp / "raw"))
         (tmp / "no-gpus.yaml").write_text(CONFIG + "dcgm: {enabled: false}\n")
         wait_for(lambda: query(raw, "vllm:num_requests_running"))
-        yield {"raw": raw, "no-gpus": tmp / "no-gpus.yaml", "good": (good, am, good_targets), "broken": broken, "laptop": laptop, "partial": partial, "config": tmp / "deploy.yaml",
+        yield {"raw": raw, "no-gpus": tmp / "no-gpus.yaml", "good": (good, am, good_targets), "broken": broken,
+               "laptop": laptop, "partial": partial, "config": tmp / "deploy.yaml",
                "capped": tmp / "capped.yaml"}
 
 

@@ -39,7 +39,8 @@ EXPECTED = {
     "ananke-sglang": [("wrong", "ananke-sglang/deploy/docker/compose.ananke.yaml service sglang", "--enable-metrics"),
                       ("missing", "scrape job sglang", RELABELINGS), ("missing", "Prometheus sends alerts", NO_AM)]
     + [("wrong", f"rule {rule}", f"{name} {NOT_EXPOSED}") for rule, name in (
-        ("SGLangHighLatency", "sglang_request_duration_seconds_bucket"), ("SGLangErrorRateHigh", "sglang_requests_total"),
+        ("SGLangHighLatency", "sglang_request_duration_seconds_bucket"), ("SGLangErrorRateHigh",
+                                                                          "sglang_requests_total"),
         ("AnankeConstraintViolationsHigh", "sglang_ananke_constraint_violations_total"),
         ("AnankeRollbacksHigh", "sglang_ananke_rollbacks_total"),
         ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_hits_total"),
@@ -47,7 +48,8 @@ EXPECTED = {
         ("RequestQueueBacklog", "sglang_requests_queued"), ("RequestQueueTimeout", "sglang_requests_timeout_total"))],
     "genai-auto": [("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn")],
     "vllm-k8s-monitoring": [("missing", "ServiceMonitor vllm/vllm-metrics", RELABELINGS),
-                            ("wrong", "rule VllmPreemptionSpike", "vllm:num_preemptions is not a name any vllm release")],
+                            ("wrong", "rule VllmPreemptionSpike",
+                             "vllm:num_preemptions is not a name any vllm release")],
     "llm-d-hello-chris": [("missing", "ServiceMonitor llm-d/vllm-metrics", RELABELINGS),
                           ("wrong", "PodMonitor llm-d-comprehensive-metrics", "ports 8000, 8001 are numbers"),
                           ("wrong", "PodMonitor llm-d-epp-comprehensive-metrics", "port 9090 is a number")],
@@ -103,7 +105,8 @@ def test_release_label_is_judged_where_the_release_is_known(monkeypatch):
                           ("gpu-operator", "ServiceMonitor nvidia-dcgm-exporter, PrometheusRule nvidia-dcgm-exporter"),
                           ("llm-d-hello-chris", "PodMonitor llm-d-comprehensive-metrics, PodMonitor "
                                                 "llm-d-epp-comprehensive-metrics, ServiceMonitor vllm-metrics"),
-                          ("arks", "ServiceMonitor runtime-monitor"), ("dcgm-exporter", "ServiceMonitor dcgm-exporter")):
+                          ("arks", "ServiceMonitor runtime-monitor"), ("dcgm-exporter",
+                                                                       "ServiceMonitor dcgm-exporter")):
         results = check_files(Config(file="deploy.yaml"), [Path(name)])
         assert [r.detail for r in results if r.check == "release label"] == [
             f"{lacking} {RELEASE}: kube-prometheus-stack's Prometheus selects only what carries it"]
@@ -235,7 +238,8 @@ def test_odd_files_each_give_a_clear_line(tmp_path, name):
     (tmp_path / name).write_bytes(content)
     lines = [(r.status, f"{r.check}: {r.detail}") for r in check_files(Config(), [tmp_path / name], False)]
     assert len(lines) == len(expected) and all(
-        status == want and phrase in line for (status, line), (want, phrase) in zip(lines, expected)), lines
+        status == want and phrase in line for (status, line), (want, phrase) in zip(lines, expected,
+                                                                                    strict=True)), lines
 
 
 def test_folders_without_yaml_are_named(tmp_path):
@@ -291,7 +295,7 @@ def test_odd_shapes_read_without_a_traceback(tmp_path):
             else:
                 mutate(node[key])
 
-    for i in range(120):
+    for _ in range(120):
         source = rng.choice(files)
         docs = list(yaml.safe_load_all(source.read_text()))
         for _ in range(rng.randint(1, 4)):

@@ -16,5 +16,6 @@ def test_all_matches_public_names(name):
     for public_name in module.__all__:  # every name resolves, lazy ones (module __getattr__) included
         getattr(module, public_name)
     public = {n for n, v in vars(module).items()
-              if (not n.startswith("_") or n == "__version__") and not (hasattr(v, "__name__") and type(v).__name__ == "module")}
+              if (not n.startswith("_") or n == "__version__")
+              and not (hasattr(v, "__name__") and type(v).__name__ == "module")}
     assert set(module.__all__) == public

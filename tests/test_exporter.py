@@ -86,26 +86,27 @@ def test_bad_targets_never_take_the_exporter_down_or_make_it_hang(exporter):
     up = {dict(labels)["target"]: v for (n, labels), v in samples.items() if n == "inferwatch_exporter_target_up"}
     assert up == {"vllm": "1.0", "sglang": "1.0", "dcgm": "1.0", "hang": "0.0", "garbage": "0.0", "error": "0.0",
                   "dead": "0.0"}
-    errors = {dict(l)["target"]: dict(l)["kind"] for (n, l), _ in samples.items()
+    errors = {dict(labels)["target"]: dict(labels)["kind"] for (n, labels), _ in samples.items()
               if n == "inferwatch_exporter_target_last_error_timestamp_seconds"}
     assert errors == {"hang": "timeout", "garbage": "parse", "error": "http", "dead": "connect"}
-    assert not any("message" in dict(l) for n, l in samples), "messages churn series: they go to the log only"
+    assert not any("message" in dict(labels) for n, labels in samples), "messages churn series: they go to the log only"
     assert proc.poll() is None
 
 
 def test_union_of_targets_in_the_vocabulary(exporter):
     url, _ = exporter
     samples = _samples(_get(url))
-    running = {dict(l)["target"]: dict(l)["engine"] for (n, l), _ in samples.items() if n == "llm_requests_running"}
+    running = {dict(labels)["target"]: dict(labels)["engine"] for (n, labels),
+               _ in samples.items() if n == "llm_requests_running"}
     assert running == {"vllm": "vllm", "sglang": "sglang"}
-    assert any(n == "gpu_utilization_ratio" and dict(l)["target"] == "dcgm" for n, l in samples)
-    caps = {dict(l)["model"]: v for (n, l), v in samples.items() if n == "llm_max_running_requests"}
+    assert any(n == "gpu_utilization_ratio" and dict(labels)["target"] == "dcgm" for n, labels in samples)
+    caps = {dict(labels)["model"]: v for (n, labels), v in samples.items() if n == "llm_max_running_requests"}
     assert caps == {"Qwen/Qwen1.5-0.5B-Chat": "128.0", "llama": "64.0"}
-    series_in = {dict(l)["target"]: float(v) for (n, l), v in samples.items()
+    series_in = {dict(labels)["target"]: float(v) for (n, labels), v in samples.items()
                  if n == "inferwatch_exporter_target_series_in"}
     assert series_in["vllm"] == 379
     # what LLMEngineTargetDown reads to name an engine behind the exporter and to leave its GPU target out
-    sources = {(dict(l)["target"], dict(l)["source"]) for (n, l), _ in samples.items()
+    sources = {(dict(labels)["target"], dict(labels)["source"]) for (n, labels), _ in samples.items()
                if n == "inferwatch_exporter_target_source_info"}
     assert sources == {("vllm", "vllm"), ("sglang", "sglang"), ("dcgm", "dcgm")}
 

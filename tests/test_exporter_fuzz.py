@@ -190,7 +190,7 @@ def test_whatever_targets_send_the_exporter_serves_what_prometheus_parses(normal
 
     served = asyncio.run(main())
     ups = 0
-    for (healthy, mutated), text in zip(rounds, served):
+    for (healthy, mutated), text in zip(rounds, served, strict=True):
         mutations = [names for _, names in mutated]
         problem = promtool_problems(text)
         assert problem is None, f"{problem}\nmutations: {mutations}"

@@ -90,7 +90,8 @@ def test_the_openai_client_sync_and_async_streamed_or_not_is_counted_once_each(d
     assert streamed[-1].choices[0].finish_reason and text[-1].choices[0].finish_reason
     assert async_streamed[-1].usage.completion_tokens > 0
     counted(url, before, {("ok", "200"): 6})
-    samples = [total(url, f"llm_frontdoor_{name}_seconds_count") - was for name, was in zip(histograms, samples_before)]
+    samples = [total(url, f"llm_frontdoor_{name}_seconds_count") - was
+               for name, was in zip(histograms, samples_before, strict=True)]
     assert samples == [4, 4, 4, 6]          # times to first token and per token: the four streamed answers only
     assert total(url, "llm_frontdoor_requests_total", model="m") >= 6
 

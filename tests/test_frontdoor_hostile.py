@@ -304,7 +304,8 @@ def test_every_connection_field_and_proxy_connection_are_hop_by_hop(path):
         body = json.dumps({"model": REAL_MODEL, **ASK}).encode()
         sock.sendall(b"POST %s HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\nConnection: keep-alive\r\n"
                      b"Connection: X-Secret, X-Other\r\nX-Secret: 1\r\nX-Other: 2\r\nProxy-Connection: keep-alive\r\n"
-                     b"X-Kept: 3\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (path.encode(), len(body), body))
+                     b"X-Kept: 3\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (path.encode(), len(body),
+                                                                                          body))
         assert _closed(sock).startswith(b"HTTP/1.1 200 ")
         names = {name.lower() for name, _ in engine.headers}
         assert "x-kept" in names and not names & {"x-secret", "x-other", "proxy-connection"}

@@ -387,7 +387,7 @@ def _cuts(body: bytes, seed: int) -> list[list[bytes]]:
     rng = random.Random(seed)
     cut = sorted(rng.sample(range(1, len(body)), 12))
     return [[body], [body[i:i + 1] for i in range(len(body))],
-            [body[a:b] for a, b in zip([0, *cut], [*cut, len(body)])]]
+            [body[a:b] for a, b in zip([0, *cut], [*cut, len(body)], strict=True)]]
 
 
 def _metered(name: str) -> dict:

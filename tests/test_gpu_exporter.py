@@ -73,19 +73,19 @@ def test_units_are_base_units(tmp_path):
     assert one("gpu_power_watts") == 300.0 and one("gpu_energy_joules_total") == 5000.0
     assert one("gpu_memory_used_bytes") == 20 * 2**30 and one("gpu_memory_free_bytes") == 60 * 2**30
     assert one("gpu_sm_clock_hertz") == 1980e6 and one("gpu_pcie_rx_bytes_per_second") == 2000 * 1024
-    throttle = {l["reason"]: v for l, v in values(text, "gpu_clock_throttle_active", uuid=HOPPER)}
+    throttle = {labels["reason"]: v for labels, v in values(text, "gpu_clock_throttle_active", uuid=HOPPER)}
     assert throttle["sw_power_cap"] == 1.0 and throttle["gpu_idle"] == 0.0 and len(throttle) == 9
     assert values(text, "gpu_xid_errors_total", uuid=HOPPER)[0] == (
         {"gpu": "0", "uuid": HOPPER, "gpu_model": "NVIDIA H100 80GB HBM3", "hostname": "node-1", "xid": "79",
          "namespace": "inference", "pod": "vllm-llama-0", "container": "vllm"}, 1.0)
-    assert {l["type"]: v for l, v in values(text, "gpu_ecc_errors_total", uuid=HOPPER)} == {"corrected": 3.0,
+    assert {labels["type"]: v for labels, v in values(text, "gpu_ecc_errors_total", uuid=HOPPER)} == {"corrected": 3.0,
                                                                                             "uncorrected": 0.0}
 
 
 def test_mig_instances_carry_dcgm_labels(tmp_path):
     text = _scrape(tmp_path)
     instances = values(text, "gpu_memory_used_bytes", uuid=MIG)
-    profiles = {l.get("GPU_I_ID"): l.get("GPU_I_PROFILE") for l, _ in instances}
+    profiles = {labels.get("GPU_I_ID"): labels.get("GPU_I_PROFILE") for labels, _ in instances}
     assert profiles == {None: None, "1": "1g.10gb", "2": "3g.40gb"}
     assert values(text, "gpu_sm_active_ratio", GPU_I_ID="1")[0][1] == 0.3
     assert not values(text, "gpu_utilization_ratio", uuid=MIG)          # NVML has no GPU-Util in MIG mode
@@ -96,7 +96,8 @@ def test_mig_instances_carry_dcgm_labels(tmp_path):
 
 def test_a_gpu_shared_by_two_pods_is_written_once_per_pod(tmp_path):
     text = _scrape(tmp_path)
-    pods = sorted((l["namespace"], l["pod"], l["container"]) for l, _ in values(text, "gpu_power_watts", uuid=AMPERE))
+    pods = sorted((labels["namespace"], labels["pod"], labels["container"])
+                  for labels, _ in values(text, "gpu_power_watts", uuid=AMPERE))
     assert pods == [("inference", "vllm-llama-0", "vllm"), ("research", "sglang-qwen-0", "sglang")]
     [(labels, _)] = values(text, "gpu_utilization_ratio", uuid=HOPPER)
     assert (labels["namespace"], labels["pod"], labels["container"]) == ("inference", "vllm-llama-0", "vllm")
@@ -109,7 +110,7 @@ def test_a_lost_gpu_is_down_and_the_others_keep_serving(tmp_path):
     text = (exporter.step(), exporter.render())[1]
     assert values(text, "gpu_up", uuid=HOPPER) == [({"gpu": "0", "uuid": HOPPER, "gpu_model": "NVIDIA H100 80GB HBM3",
                                                      "hostname": "node-1"}, 0.0)]
-    assert [n for (n, l), _ in series(text).items() if dict(l).get("uuid") == HOPPER] == ["gpu_up"]
+    assert [n for (n, labels), _ in series(text).items() if dict(labels).get("uuid") == HOPPER] == ["gpu_up"]
     assert values(text, "gpu_up", gpu="3") == [({"gpu": "3", "hostname": "node-1"}, 0.0)]   # lost from the start
     assert values(text, "gpu_up", uuid=AMPERE)[0][1] == 1.0
     assert values(text, "gpu_exporter_up")[0][1] == 1.0

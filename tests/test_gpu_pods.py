@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import subprocess
-import time
 
 import pytest
 
@@ -168,10 +167,12 @@ def test_an_unreadable_pod_list_is_counted_by_kind_and_the_exporter_keeps_servin
     text = (exporter.step(), exporter.render())[1]
     assert values(text, "gpu_exporter_up")[0][1] == 1.0 and values(text, "gpu_up", gpu="0")[0][1] == 1.0
     # pod A is still named, from its kubelet folder; pod B has none: its process's HOSTNAME
-    assert {(l.get("namespace"), l["pod"]) for l, _ in values(text, "gpu_utilization_ratio", gpu="1")} == {
+    assert {(labels.get("namespace"), labels["pod"]) for labels, _ in values(text, "gpu_utilization_ratio",
+                                                                             gpu="1")} == {
         ("inference", "vllm-llama-0"), (None, "bare-metal-job")}
     assert values(text, "inferwatch_gpu_exporter_pod_list_errors_total") == [({"kind": kind}, 2.0)]
-    assert {l["kind"] for l, _ in values(text, "inferwatch_gpu_exporter_errors_total")} == {"gpu_lost"}   # GPU 3 only
+    errors = {labels["kind"] for labels, _ in values(text, "inferwatch_gpu_exporter_errors_total")}
+    assert errors == {"gpu_lost"}   # GPU 3 only
     said = [r.message for r in caplog.records if "pod list" in r.message]
     assert len(said) == 1 and f": {kind}: " in said[0] and "\n" not in said[0], said   # once, on one line
 

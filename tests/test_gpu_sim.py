@@ -230,7 +230,8 @@ def test_simulated_gpus_name_the_pod_using_them(monkeypatch):
     monkeypatch.setenv("HOSTNAME", "vllm-7f9c4-x2x8q")
     monkeypatch.setenv("POD_NAMESPACE", "llm")
     cases = [(None, {"namespace": "llm", "pod": "vllm-7f9c4-x2x8q"}),
-             (Workload("serving", "vllm-0", "engine"), {"namespace": "serving", "pod": "vllm-0", "container": "engine"})]
+             (Workload("serving", "vllm-0", "engine"), {"namespace": "serving", "pod": "vllm-0",
+                                                        "container": "engine"})]
     for workload, labels in cases:
         config = SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2, workload=workload)
         with serve_app(make_app(config)) as base:
@@ -250,7 +251,8 @@ def test_simulate_pod_mistakes_are_one_line(args):
 
 def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
     """A real Prometheus scrapes `simulate --gpus 1` in the gpu-stall scenario with the shipped operational rules
-    (groups every second, `for:` cut to 5 s, the alerts' memory of their upper bar read every second): LLMGPUBusyNotComputing fires for that GPU."""
+    (groups every second, `for:` cut to 5 s,
+     the alerts' memory of their upper bar read every second): LLMGPUBusyNotComputing fires for that GPU."""
     import re
 
     from inferwatch.sim import SimulatorConfig, make_app

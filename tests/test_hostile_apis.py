@@ -165,3 +165,11 @@ def test_triage_range_queries_read_at_once_share_the_cap(mode):
         done, peak_mb = _command("triage", "--prometheus", url, "--timeout", str(CMD_TIMEOUT), "--since", "10m")
     assert done.returncode == 1 and done.stderr.startswith(f"error: {url}/api/v1/query_range: "), done
     assert peak_mb < MEMORY_MB, (mode, peak_mb)
+
+
+def test_a_proxy_without_a_host_is_refused_by_name():
+    """A proxy URL with no host (`http://:3128`) is an error naming it, not a connection to this machine's port
+    (http.client takes a None host as localhost)."""
+    client = Client("http://prometheus.invalid:9090", ClientOptions(proxy="http://:3128", timeout=5))
+    with pytest.raises(ApiError, match=r"the proxy http://:3128 has no host"):
+        client.query("up")

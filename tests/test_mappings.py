@@ -194,7 +194,8 @@ def test_dcgm_edges_decode_exactly(mappings, catalog):
             active.setdefault(dict(labels)["gpu"], []).append(dict(labels)["reason"] if value else "")
     assert {gpu: len(r) for gpu, r in active.items()} == {"0": 9, "1": 9, "3": 9}   # gpu 2: a blank
     assert "" not in active["0"] and set(active["1"]) == {""} and set(active["3"]) - {""} == {"hw_slowdown"}
-    ecc = {(dict(l)["gpu"], dict(l)["type"]): v for (n, l), v in out.items() if n == "gpu_ecc_errors_total"}
+    ecc = {(dict(labels)["gpu"], dict(labels)["type"]): v for (n, labels),
+           v in out.items() if n == "gpu_ecc_errors_total"}
     assert ecc == {("0", "corrected"): 3, ("0", "uncorrected"): 0, ("1", "corrected"): 0, ("1", "uncorrected"): 0,
                    ("3", "corrected"): 0, ("3", "uncorrected"): 2}
     assert result.blanks_dropped == 9 + 2 and result.warnings == []

@@ -28,7 +28,7 @@ def series(text: str) -> list[tuple]:
 
 
 def common(text: str) -> dict[tuple, str]:
-    return {(n, l): v for n, l, v in series(text) if n.startswith(("llm_", "gpu_"))}
+    return {(n, labels): v for n, labels, v in series(text) if n.startswith(("llm_", "gpu_"))}
 
 
 @pytest.mark.parametrize("path", all_expositions(), ids=lambda p: p.name)
@@ -44,7 +44,7 @@ def test_output_is_valid_with_each_series_once(path, normalizer):
     fams = split_families(out)
     names = [f.name for f in fams]
     assert len(names) == len(set(names)), "one HELP/TYPE per family"
-    keys = [(n, l) for n, l, _ in series(out)]
+    keys = [(n, labels) for n, labels, _ in series(out)]
     dupes = [k for k, c in Counter(keys).items() if c > 1]
     assert not dupes
 
@@ -78,15 +78,15 @@ def test_every_mapped_source_name_is_exercised(mappings, normalizer):
 
 
 def _one(text, normalizer, name, **labels):
-    found = [(l, v) for (n, l), v in common(normalizer.normalize(text).render()).items()
-             if n == name and all(dict(l).get(k) == val for k, val in labels.items())]
+    found = [(got, v) for (n, got), v in common(normalizer.normalize(text).render()).items()
+             if n == name and all(dict(got).get(k) == val for k, val in labels.items())]
     return found
 
 
 def test_vllm_0_10_emits_itl_once_from_old_and_new_names(normalizer):
     text = (EXPOSITIONS / "vllm-0.10.2.txt").read_text()
     counts = _one(text, normalizer, "llm_inter_token_latency_seconds_count")
-    assert sorted(dict(l)["dp_rank"] for l, _ in counts) == ["0", "1"]
+    assert sorted(dict(labels)["dp_rank"] for labels, _ in counts) == ["0", "1"]
     assert len(_one(text, normalizer, "llm_kv_cache_usage_ratio")) == 2
     assert len(_one(text, normalizer, "llm_prefix_cache_hit_tokens_total")) == 2
 
@@ -145,13 +145,14 @@ def test_dcgm_exported_labels_win_and_old_namespace_maps(normalizer):
     assert not any(k.startswith("exported_") for k in labels) and float(util) == 0.99
     old = (EXPOSITIONS / "dcgm-3.3-old-namespace.txt").read_text()
     gpu0 = dict(_one(old, normalizer, "gpu_utilization_ratio", gpu="0")[0][0])
-    assert (gpu0["pod"], gpu0["namespace"], gpu0["container"], gpu0["hostname"]) == ("vllm-0", "inference", "vllm", "node-a")
+    assert (gpu0["pod"], gpu0["namespace"], gpu0["container"], gpu0["hostname"]) == ("vllm-0", "inference", "vllm",
+                                                                                     "node-a")
 
 
 def test_dcgm_blank_sentinels_are_missing_not_huge(normalizer):
     result = normalizer.normalize((EXPOSITIONS / "dcgm-3.3-old-namespace.txt").read_text())
     temps = _one(result.render(), normalizer, "gpu_temperature_celsius")
-    assert [dict(l)["gpu"] for l, _ in temps] == ["0"]
+    assert [dict(labels)["gpu"] for labels, _ in temps] == ["0"]
     assert result.blanks_dropped == 1
 
 
@@ -162,7 +163,8 @@ def test_sanitized_names_are_recognised(normalizer):
 
 
 def test_openmetrics_style_counter_family(normalizer):
-    text = '# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name="m"} 5\nvllm:prompt_tokens_created{model_name="m"} 1.7e9\n'
+    text = ('# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name="m"} 5\n'
+            'vllm:prompt_tokens_created{model_name="m"} 1.7e9\n')
     assert common(normalizer.normalize(text).render()) == {
         ("llm_prompt_tokens_total", (("engine", "vllm"), ("model", "m"))): "5"}
 
@@ -247,7 +249,8 @@ def test_an_engine_without_its_key_series_is_named(mappings, catalog):
 
 def _cut(after: str) -> str:
     lines = VLLM.read_text().splitlines()
-    end = next(i for i, line in enumerate(lines) if line.startswith("vllm:time_to_first_token_seconds") and after in line)
+    end = next(i for i,
+               line in enumerate(lines) if line.startswith("vllm:time_to_first_token_seconds") and after in line)
     return "\n".join(lines[: end + 1]) + "\n"
 
 
@@ -276,10 +279,12 @@ def test_cli_prints_the_warnings_on_stderr_and_exits_0():
 # --- real pastes that are not complete scrapes (real-captures/partial/): what each one gives and says -------------
 
 PARTIAL = REAL_CAPTURES / "partial"
-NO_DATA = "dashboards and SLOs that read them will show no data (a partial scrape, or a release whose names no mapping knows?)"
+NO_DATA = ("dashboards and SLOs that read them will show no data (a partial scrape, or a release whose names no "
+           "mapping knows?)")
 PARTIAL_NOTES = {
     # SGLang's docs, Nov 2024: a pre-0.3.6 build (model in `name`, old gauge names no wheel shipped)
-    "sglang-0.3.5-dev-docs-2024-11.txt": [f"sglang: no samples for llm_requests_running, llm_requests_waiting: {NO_DATA}"],
+    "sglang-0.3.5-dev-docs-2024-11.txt": [
+        f"sglang: no samples for llm_requests_running, llm_requests_waiting: {NO_DATA}"],
     # aibrix docs: a vLLM 0.7 V0 scrape cut inside vllm:iteration_tokens_total, before the TTFT histogram
     "vllm-0.7-v0-aibrix-docs.txt": [
         "histogram vllm:iteration_tokens_total (line 39) has no +Inf bucket or _count: was the input cut short?",
@@ -302,7 +307,8 @@ def test_pre_0_3_6_sglang_keeps_its_model(normalizer):
                  "llm_kv_cache_usage_ratio", "llm_prompt_tokens_total"):
         assert _one(text, normalizer, name, **labels), name
     assert [v for _, v in _one(text, normalizer, "llm_request_duration_seconds_sum", **labels)] == ["70517.99934530258"]
-    assert all("name" not in dict(l) for (n, l) in common(normalizer.normalize(text).render()) if n.startswith("llm_"))
+    assert all("name" not in dict(got) for (n, got) in common(normalizer.normalize(text).render())
+               if n.startswith("llm_"))
 
 
 def test_sum_and_count_only_histograms_still_map(normalizer):
@@ -352,6 +358,7 @@ def test_an_elision_line_anywhere_is_skipped_and_its_line_named(elision, normali
 def test_other_malformed_lines_stay_a_one_line_error_at_their_true_line(line, message, tmp_path):
     """Only a line that is nothing but an elision is skipped; the next bad line keeps its own number."""
     path = tmp_path / "paste.txt"
-    path.write_text(ELIDED.read_text().replace("vllm:generation_tokens_total{", line + "\nvllm:generation_tokens_total{"))
+    path.write_text(ELIDED.read_text().replace("vllm:generation_tokens_total{",
+                                               line + "\nvllm:generation_tokens_total{"))
     proc = _cli("normalize", str(path))
     assert proc.returncode == 1 and proc.stderr.splitlines() == [f"error: {path}:7: {message}"]

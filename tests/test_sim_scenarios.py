@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -79,7 +79,7 @@ def _means(eng: Engine) -> dict[str, float]:
             "requests": got["vllm:e2e_request_latency_seconds_count"]}
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(scenario: str, cap: int = 16) -> dict[str, float]:
     return drive(scenario, cap=cap)
 

@@ -10,7 +10,8 @@ import yaml
 
 from conftest import GOLDEN, ROOT, check_golden, need
 from inferwatch.durations import format_duration, parse_duration
-from inferwatch.slo import (compile_spec, explain, load_spec, parse_spec, render_files, run_rule_tests, check_rule_files,
+from inferwatch.slo import (compile_spec, explain, load_spec, parse_spec, render_files, run_rule_tests,
+                            check_rule_files,
                             tier_math)
 from inferwatch.slo._burn import decimal
 from inferwatch.slo._rules import window_name
@@ -164,7 +165,8 @@ def test_recorded_series_per_group_fit_sloths_budget():
 
 def test_zero_traffic_guard_and_event_weighting():
     rules = _rules(spec_with())
-    ratios = {r["record"].rsplit(":", 1)[1]: r["expr"] for r in rules if r.get("record", "").startswith("llm_slo:error_ratio")}
+    ratios = {r["record"].rsplit(":", 1)[1]: r["expr"] for r in rules if r.get("record",
+                                                                               "").startswith("llm_slo:error_ratio")}
     assert ratios["1h"].startswith("clamp(1 - sum_over_time(llm_slo:good:increase1m")
     # a short window (6h is both): no events, no ratio (never NaN), in the recorded and the raw path
     assert ratios["5m"].count(" > 0)") == 2 and ratios["6h"].count(" > 0)") == 2
@@ -195,7 +197,8 @@ def test_custom_labels_annotations_and_runbook_base():
     alert = next(r for r in rules if r.get("alert") == "LLMErrorBudgetBurn" and r["labels"]["slo"] == "no-5xx")
     assert alert["labels"]["team"] == "ml-platform" and alert["labels"]["page_team"] == "serving"
     assert alert["annotations"]["runbook_url"] == "https://runbooks.example.com/inference/LLMErrorBudgetBurn"
-    assert "sum by (model, namespace)" in next(r for r in rules if r.get("record") == "llm_slo:total:increase1m")["expr"]
+    total = next(r for r in rules if r.get("record") == "llm_slo:total:increase1m")
+    assert "sum by (model, namespace)" in total["expr"]
 
 
 def test_inhibit_rules_silence_slower_tiers_of_the_same_objective():
@@ -211,7 +214,7 @@ def test_rules_are_valid_and_portable(spec_file, tmp_path):
     need("promtool")
     for fmt in ("prometheus", "prometheus-operator"):
         files, _ = render_files(compile_spec(load_spec(spec_file)), fmt, tests=False)
-        for name, text in files.items():
+        for text in files.values():
             doc = yaml.safe_load(text)
             groups = doc["spec"]["groups"] if fmt == "prometheus-operator" and "spec" in doc else doc.get("groups", [])
             for group in groups:

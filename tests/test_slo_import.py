@@ -791,7 +791,8 @@ def test_a_selector_excluding_one_value_gets_generated_tests(tmp_path):
     the matcher excludes (before: no generated tests, `slo test` failed with 0 test cases). promtool runs the
     counting and the failing-target cases (`inferwatch slo test` passes the whole file too)."""
     need("promtool")
-    (spec,) = [s for s in import_file(CORPUS / "banka-3/monitoring__slo.yaml").specs if s["service"] == "banka-internal"]
+    (spec,) = [s for s in import_file(CORPUS / "banka-3/monitoring__slo.yaml").specs
+               if s["service"] == "banka-internal"]
     files, warnings = render_files(compile_spec(parse_spec(spec, "banka-internal.yaml")))
     assert not warnings
     assert 'rpc_grpc_status_code="0"' in files["tests/banka-internal.grpc-availability.test.yaml"]

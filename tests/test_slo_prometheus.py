@@ -54,7 +54,8 @@ def _history(text: str, job: str, instance: str, until: float, origin: float) ->
             continue
         name, labels, _ = SAMPLE.match(line).groups()
         labels = (labels[:-1] + "," if labels and labels != "{}" else "{") + f'job="{job}",instance="{instance}"}}'
-        out += [f"{name}{labels} {SAMPLE.match(lines[index]).group(3)} {t:.3f}" for t, lines in zip(steps, grown)]
+        out += [f"{name}{labels} {SAMPLE.match(lines[index]).group(3)} {t:.3f}" for t, lines in zip(steps, grown,
+                                                                                                    strict=True)]
     return out
 
 
@@ -141,7 +142,7 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
                 lines = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
                 # a scrape may miss its 1 s timeout on a busy machine (0 samples, up 0): wait for one that did not
                 samples = f'scrape_samples_scraped{{job="{p.stem}"}} and on (job, instance) up == 1'
-                got = wait_for(lambda: query(prom, samples), timeout=60)
+                got = wait_for(lambda samples=samples: query(prom, samples), timeout=60)
                 assert [int(float(r["value"][1])) for r in got] == [lines], p.name
                 got = query(prom, f'count({{job="{p.stem}", __name__!~"up|scrape_.+"}})')
                 assert int(float(got[0]["value"][1])) == lines, p.name

@@ -149,7 +149,8 @@ def _checked(tmp_path):
 
 
 def _promtool(*args, cwd):
-    proc = subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, timeout=1800)   # a hang guard only
+    proc = subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=1800)   # a hang guard only
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -94,7 +94,8 @@ def test_we_fire_no_later_than_sloth(anchor, severity, tmp_path):
                     f'severity="{ours_severity}", alertstate="firing"}}'
         checks += [
             {"expr": f"group({sloth_alert})", "eval_time": f"{sloth_at - 1}m", "exp_samples": []},
-            {"expr": f"group({sloth_alert})", "eval_time": f"{sloth_at}m", "exp_samples": [{"labels": "{}", "value": 1}]},
+            {"expr": f"group({sloth_alert})", "eval_time": f"{sloth_at}m", "exp_samples": [{"labels": "{}",
+                                                                                            "value": 1}]},
             {"expr": f"group({our_alert})", "eval_time": f"{sloth_at}m", "exp_samples": [{"labels": "{}", "value": 1}]},
         ]
     rule_files = sorted(n for n in files if n.endswith(".rules.yaml")) + ["sloth.rules.yaml"]

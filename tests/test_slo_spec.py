@@ -65,7 +65,8 @@ MORE = [
      ["objectives[1].name: 'responsive' is used twice"]),
     ("reserved label", _bad("    target: 99%\n", "    target: 99%\n    labels: {severity: page}\n"),
      ["objectives[0].labels.severity: is set by the compiler on every alert"]),
-    ("annotation with $value", _bad("    target: 99%\n", "    target: 99%\n    annotations: {summary: '{{ $value }}'}\n"),
+    ("annotation with $value", _bad("    target: 99%\n",
+                                    "    target: 99%\n    annotations: {summary: '{{ $value }}'}\n"),
      ["objectives[0].annotations.summary: {{ $value }}: only {{ $labels.NAME }} templates are allowed"]),
     ("ratio without total", _bad("    sli: answered", "    sli: ratio\n    bad: llm_requests_finished_total"),
      ["objectives[2].total: must be a selector"]),
@@ -149,7 +150,7 @@ def test_each_mistake_gets_one_clear_error(case, text, expected, tmp_path):
     error = _errors(tmp_path, text)
     messages = [str(p) for p in error.problems]
     assert len(messages) == len(expected), messages
-    for message, want in zip(messages, expected):
+    for message, want in zip(messages, expected, strict=True):
         assert message.startswith(str(tmp_path / "chat.yaml") + ":")
         assert want in message, message
 

@@ -18,7 +18,6 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 import yaml
@@ -237,7 +236,7 @@ def _export(base: str, name: str) -> list[tuple[float, float]]:
     url = f"{base}/api/v1/export?" + urllib.parse.urlencode({"match[]": name})
     with urllib.request.urlopen(url, timeout=10) as resp:
         return sorted((t / 1000, v) for line in resp.read().decode().splitlines()
-                      for t, v in zip(json.loads(line)["timestamps"], json.loads(line)["values"]))
+                      for t, v in zip(json.loads(line)["timestamps"], json.loads(line)["values"], strict=True))
 
 
 # (VictoriaMetrics flags, query string on vmalert's -datasource.url, how far back each query runs)

@@ -50,7 +50,7 @@ def _every(series: list[dict], ms: int, phase: int) -> list[dict]:
     out = []
     for s in series:
         kept, last = [], None
-        for t, v in zip(times(s), s["v"]):
+        for t, v in zip(times(s), s["v"], strict=True):
             if last is None or (t - phase) // ms > last:
                 kept.append((t, v))
                 last = (t - phase) // ms
@@ -69,9 +69,9 @@ def _restarted(series: list[dict], at: int, gap: int) -> list[dict]:
             continue
         counter = name.endswith(("_total", "_sum", "_count", "_bucket"))
         moments, values = times(s), s["v"]
-        before = [(t, v) for t, v in zip(moments, values) if t < at]
+        before = [(t, v) for t, v in zip(moments, values, strict=True) if t < at]
         offset = float(before[-1][1]) if counter and before else 0.0
-        after = [(t, repr(max(0.0, float(v) - offset)) if counter else v) for t, v in zip(moments, values)
+        after = [(t, repr(max(0.0, float(v) - offset)) if counter else v) for t, v in zip(moments, values, strict=True)
                  if t >= at + gap]
         new = dict(labels, pod=labels["pod"] + "-b")
         if "le" in new and new["le"] != "+Inf":

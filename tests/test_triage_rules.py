@@ -42,7 +42,7 @@ def test_signals_use_only_the_common_vocabulary_and_one_query_per_signal():
 
     vocabulary = set(load_catalog().metrics)
     for signal in SIGNALS:
-        for part, promql in signal_queries(signal, ["a", "b"], "60s").items():
+        for promql in signal_queries(signal, ["a", "b"], "60s").values():
             assert 'model=~"a|b"' in promql and "$" not in promql, (signal.name, promql)
             for name in re.findall(r"\b((?:llm|gpu)_[a-z_]+)\b", promql):
                 base = re.sub(r"_(sum|count|bucket)$", "", name)

@@ -60,7 +60,7 @@ def _during(series: list[dict], keep) -> list[dict]:
     """The samples whose time (ms) `keep` keeps: a deployment that started or stopped."""
     out = []
     for s in series:
-        kept = [(t, v) for t, v in zip(times(s), s["v"]) if keep(t)]
+        kept = [(t, v) for t, v in zip(times(s), s["v"], strict=True) if keep(t)]
         if kept:
             out.append(series_of(s["labels"], [t for t, _ in kept], [v for _, v in kept]))
     return out
@@ -68,8 +68,9 @@ def _during(series: list[dict], keep) -> list[dict]:
 
 def _edges(recording: list[dict]) -> list[dict]:
     """llama-3-8b in cluster west, whose front door and GPUs are scraped without the cluster label (a central
-    Prometheus; a relabeling on the engines' monitors only), in namespace b from the incident's start on only, in namespace c until then only; qwen in
-    namespace b and in no namespace at all (a static scrape config); a model whose name reads like a unit name."""
+    Prometheus; a relabeling on the engines' monitors only), in namespace b from the incident's start on only, in
+    namespace c until then only; qwen in namespace b and in no namespace at all (a static scrape config); a model
+    whose name reads like a unit name."""
     def engine_in_west(labels):
         engine = labels["__name__"].startswith("llm_") and not labels["__name__"].startswith("llm_frontdoor_")
         return labels | ({"cluster": "west"} if engine else {})

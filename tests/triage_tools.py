@@ -20,6 +20,7 @@ import tempfile
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def to_openmetrics(series: list[dict]) -> str:
     for s in sorted(series, key=lambda s: (s["labels"]["__name__"], sorted(s["labels"].items()))):
         head = s["labels"]["__name__"] + _labels(s["labels"])
         t = 0
-        for delta, value in zip(s["t"], s["v"]):
+        for delta, value in zip(s["t"], s["v"], strict=True):
             t += delta
             if value in ("NaN", "+Inf", "-Inf") or math.isfinite(float(value)):
                 lines.append(f"{head} {value} {t / 1000:.3f}")
@@ -133,7 +134,7 @@ def times(series: dict) -> list[int]:
 
 def series_of(labels: dict, at: list[int], values: list[str]) -> dict:
     """A series in read_recording's shape from its labels, sample times (ms) and values."""
-    return {"labels": labels, "t": [b - a for a, b in zip([0] + at, at)], "v": values}
+    return {"labels": labels, "t": [b - a for a, b in pairwise([0, *at])], "v": values}
 
 
 def shifted(series: list[dict], by: int) -> list[dict]:

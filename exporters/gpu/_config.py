@@ -133,6 +133,7 @@ def build_exporter(config: GpuExporterConfig, nvml=None):
     """The exporter for `config`; `nvml` replaces the pynvml module (tests)."""
     from inferwatch.exporters.gpu._server import GpuExporter
 
+    backend: SimulatedBackend | NvmlBackend
     if config.backend == "simulated":
         from inferwatch.exporters.gpu._sim import SimulatedBackend
 
@@ -142,7 +143,9 @@ def build_exporter(config: GpuExporterConfig, nvml=None):
         from inferwatch.exporters.gpu._pods import PodResolver
 
         if nvml is None:
-            import pynvml as nvml     # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
+            import pynvml             # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
+
+            nvml = pynvml
         from inferwatch.exporters.gpu._podresources import PodResourcesClient
 
         pods = PodResolver(Path(config.proc_root), Path(config.kubelet_pods_dir), config.pod_list)

@@ -19,6 +19,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 
 from inferwatch.exporters.gpu._model import Labels, Reading, Snapshot, Workload
 
@@ -169,10 +170,11 @@ class NvmlBackend:
             identity = (("gpu", str(index)), ("uuid", uuid), ("gpu_model", model), ("hostname", self.hostname))
             self._known[index] = identity
             self._register_events(handle, uuid)
-            gpm = self._optional(lambda: bool(nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice), False)
+            support = self._optional(partial(nv.nvmlGpmQueryDeviceSupport, handle), None)
+            gpm = support is not None and bool(support.isSupportedDevice)
             # device plugins list a GPU by UUID; with deviceIDStrategy=index (Bottlerocket's default) by NVML
             # index; GKE's by device node, /dev/nvidia<minor>
-            minor = self._optional(lambda: nv.nvmlDeviceGetMinorNumber(handle), None)
+            minor = self._optional(partial(nv.nvmlDeviceGetMinorNumber, handle), None)
             gke = f"nvidia{minor}" if minor is not None else ""
             migs = self._mig_instances(handle, index, identity, gpm, gke)
             devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm,
@@ -199,7 +201,7 @@ class NvmlBackend:
             profile = f"{attrs.gpuInstanceSliceCount}g.{math.ceil(attrs.memorySizeMB / 1024)}gb"  # 9.5 GiB: 1g.10gb
             # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci;
             # with deviceIDStrategy=index as <GPU index>:<MIG index>; GKE's as nvidia<minor>/gi<gi>
-            keys = (self._optional(lambda: nv.nvmlDeviceGetUUID(mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}",
+            keys = (self._optional(partial(nv.nvmlDeviceGetUUID, mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}",
                     f"{index}:{i}", f"{gke}/gi{gi}" if gke else "")
             found.append(_Device(index, mig, identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
                                  parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm,
@@ -218,7 +220,8 @@ class NvmlBackend:
     # -- GPM ----------------------------------------------------------------------------------------------
 
     def _gpm_samples(self, devices: list[_Device]) -> dict[int, dict[Labels, object]]:
-        nv, out = self.nv, {}
+        nv = self.nv
+        out: dict[int, dict[Labels, object]] = {}
         for device in devices:
             try:
                 sample = nv.nvmlGpmSampleAlloc()
@@ -247,7 +250,7 @@ class NvmlBackend:
         for i, (_, metric, _) in enumerate(wanted):
             request.metrics[i].metricId = metric
         nv.nvmlGpmMetricsGet(request)
-        rows = []
+        rows: list[tuple[str, Labels, float]] = []
         for i, (name, _, divide) in enumerate(wanted):
             metric = request.metrics[i]
             if metric.nvmlReturn == nv.NVML_SUCCESS:

@@ -124,7 +124,7 @@ class PodResolver:
         if self._index is None or now - self._fetched > _LIST_TTL:
             self._fetched = now
             try:
-                self._index = index_pod_list(self._load_list())
+                self._index = index_pod_list(self._load_list(self.pod_list))
                 self._last_problem = None
             # a kubelet can answer anything: JSON of another shape (TypeError), nested without end (RecursionError),
             # or no HTTP at all (HTTPException); none of it may cost more than the pod names
@@ -140,12 +140,12 @@ class PodResolver:
         return self._index
 
     def _is_url(self) -> bool:
-        return self.pod_list.startswith(("http://", "https://"))
+        return (self.pod_list or "").startswith(("http://", "https://"))
 
-    def _load_list(self) -> dict:
+    def _load_list(self, pod_list: str) -> dict:
         if self._is_url():
-            return json.loads(get_capped(self.pod_list, POD_LIST_TIMEOUT, MAX_POD_LIST_BYTES))
-        return json.loads(Path(self.pod_list).read_text())
+            return json.loads(get_capped(pod_list, POD_LIST_TIMEOUT, MAX_POD_LIST_BYTES))
+        return json.loads(Path(pod_list).read_text())
 
     def _kind(self, err: BaseException) -> str:
         """The POD_LIST_ERRORS kind of a failed read."""

@@ -53,7 +53,7 @@ OWN_FAMILIES = {  # name: (type, help); gpu_exporter_up is in the catalog, so al
 
 def _expand(reading: Reading) -> list[tuple[str, Labels, float]]:
     """The reading's series before workload labels: up, profiling, then its samples."""
-    rows = [("gpu_up", (), 1.0 if reading.up else 0.0)]
+    rows: list[tuple[str, Labels, float]] = [("gpu_up", (), 1.0 if reading.up else 0.0)]
     if reading.up and reading.profiling is not None:
         rows.append(("gpu_profiling_supported", (), 1.0 if reading.profiling else 0.0))
     if reading.up:

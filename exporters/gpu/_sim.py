@@ -16,11 +16,15 @@ import math
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from inferwatch.errors import InferwatchError
 from inferwatch.exporters._config import MAX_BODY_BYTES
 from inferwatch.exporters.gpu._http import get_capped, one_line
-from inferwatch.exporters.gpu._model import Reading, Snapshot, Workload
+from inferwatch.exporters.gpu._model import Labels, Reading, Snapshot, Workload
+
+if TYPE_CHECKING:                 # imported when first needed: the simulator alone does not load the mappings
+    from inferwatch.exporters import Normalizer
 
 __all__ = ["SimulatedBackend", "EngineLoad", "activity", "simulated_gpus", "SCENARIOS"]
 
@@ -89,7 +93,7 @@ class SimulatedBackend:
         self.workload, self.sleep, self.clock = workload, sleep, clock
         self.fetch = fetch or _fetch
         self.errors: dict[str, int] = {}
-        self._normalizer = None
+        self._normalizer: Normalizer | None = None
         self._counters: tuple[float, float, float] | None = None     # time, prompt, generation tokens
         self._energy = [0.0] * gpus
         self._temp = [32.0] * gpus
@@ -112,7 +116,8 @@ class SimulatedBackend:
     def sample(self, wait: float) -> Snapshot:
         self.sleep(wait)
         now = self.clock()
-        return self._snapshot(self._follow(now, max(0.5, min(2.0, wait))) if self.follow else _wave(now), now)
+        return self._snapshot(self._follow(self.follow, now, max(0.5, min(2.0, wait))) if self.follow else _wave(now),
+                              now)
 
     def sample_engine(self, text: str) -> Snapshot:
         """A pass over an engine exposition handed in: a simulator serving its own GPUs."""
@@ -133,7 +138,7 @@ class SimulatedBackend:
         self._temp[index] += (target - self._temp[index]) * (1 - math.exp(-dt / 30))
         values["gpu_energy_joules_total"] = 1e6 + self._energy[index]
         values["gpu_temperature_celsius"] = round(self._temp[index], 1)
-        samples = [(name, (), value) for name, value in values.items()]
+        samples: list[tuple[str, Labels, float]] = [(name, (), value) for name, value in values.items()]
         samples += [("gpu_clock_throttle_active", (("reason", reason),), value) for reason, value in (
             ("gpu_idle", float(values["gpu_utilization_ratio"] == 0)),
             ("sw_power_cap", float(values["gpu_power_watts"] > 0.95 * MAX_W)), ("hw_slowdown", 0.0))]
@@ -148,9 +153,9 @@ class SimulatedBackend:
 
     # -- following an engine ------------------------------------------------------------------------------
 
-    def _follow(self, now: float, timeout: float) -> EngineLoad:
+    def _follow(self, url: str, now: float, timeout: float) -> EngineLoad:
         try:
-            totals = self._totals(self.fetch(self.follow, timeout))
+            totals = self._totals(self.fetch(url, timeout))
         except (OSError, ValueError, InferwatchError, http.client.HTTPException) as err:   # the last: not HTTP
             self._problem_is(f"--follow {self.follow}: {one_line(getattr(err, 'reason', err))}")
             return EngineLoad()
@@ -172,11 +177,12 @@ class SimulatedBackend:
         from inferwatch.exporters import Normalizer, split_families
         from inferwatch.mappings import load_catalog, load_mappings
 
-        if self._normalizer is None:
+        normalizer = self._normalizer
+        if normalizer is None:
             catalog = load_catalog()
-            self._normalizer = Normalizer(load_mappings(catalog=catalog), catalog, drop_unmapped=True)
+            self._normalizer = normalizer = Normalizer(load_mappings(catalog=catalog), catalog, drop_unmapped=True)
         totals: dict[str, float] = {}
-        for family in split_families(self._normalizer.normalize(text).render(), tolerant=True):
+        for family in split_families(normalizer.normalize(text).render(), tolerant=True):
             for s in family.samples():
                 value = float(s.value)
                 if math.isnan(value):

@@ -9,6 +9,8 @@ WireError: a cut or foreign answer is refused whole, never half-read.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["WireError", "fields", "decode"]
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
@@ -54,6 +56,7 @@ def fields(data: bytes):
         number, wire = key >> 3, key & 7
         if number == 0:
             raise WireError(f"field number 0 at byte {pos}")
+        value: int | bytes
         if wire == _VARINT:
             value, pos = _varint(data, pos)
         elif wire == _LEN:
@@ -75,7 +78,8 @@ def decode(data: bytes, message: str = "ListPodResourcesResponse", schema: dict 
     """`message` as a dict of the fields `schema` names (repeated ones as lists); raises WireError."""
     if _depth > _MAX_DEPTH:
         raise WireError("messages nested deeper than the schema")
-    known, out = schema[message], {}
+    known = schema[message]
+    out: dict[str, Any] = {}
     for name, kind in known.values():
         out[name] = [] if name in _REPEATED else ("" if kind == "str" else {})
     for number, wire, value in fields(data):

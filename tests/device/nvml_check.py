@@ -167,7 +167,8 @@ def exporter_scrape() -> None:
             proc.kill()
             out, _ = proc.communicate()
     print("exporter log:\n" + out[-3000:])
-    print("/metrics (GPU 0 lines):\n" + "\n".join(l for l in text.splitlines() if 'gpu="0"' in l or "exporter" in l))
+    shown = [line for line in text.splitlines() if 'gpu="0"' in line or "exporter" in line]
+    print("/metrics (GPU 0 lines):\n" + "\n".join(shown))
     served = parse(text)
     check(served.get("gpu_exporter_up") == [1.0], f"gpu_exporter_up is 1 (got {served.get('gpu_exporter_up')})")
     for name, (low, high) in SANE.items():

@@ -21,7 +21,7 @@ import promql_parser
 from inferwatch._yaml import safe_load
 from inferwatch.canary._stats import bound_at_or_over, one_sided_p, quantile, share_over
 from inferwatch.errors import InferwatchError
-from inferwatch.slo import Matcher, RatioSLI, Selector, parse_spec
+from inferwatch.slo import Matcher, Selector, builtin_sli
 
 __all__ = ["Settings", "Finding", "Report", "compare", "parse_selector", "SelectorError", "signals"]
 
@@ -88,6 +88,8 @@ def parse_selector(text: str, flag: str) -> tuple[Matcher, ...]:
     body = body[1:-1] if body.startswith("{") and body.endswith("}") else body
     try:
         parsed = promql_parser.parse("x{" + body + "}")
+        if not isinstance(parsed, promql_parser.VectorSelector):
+            raise ValueError("not one selector")
         matchers = tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers
                          if m.name != "__name__")
     except (ValueError, KeyError, AttributeError) as err:
@@ -101,6 +103,7 @@ def parse_selector(text: str, flag: str) -> tuple[Matcher, ...]:
 
 def _selector(text: str) -> Selector:
     parsed = promql_parser.parse(text)
+    assert isinstance(parsed, promql_parser.VectorSelector) and parsed.name, text   # signals.yaml's own
     return Selector(parsed.name, tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers
                                        if m.name != "__name__"))
 
@@ -131,16 +134,9 @@ class _Side:
         return sorted(merged.items())
 
 
-def _answered(source: str) -> RatioSLI:
-    sli = parse_spec({"version": 1, "service": "canary", "source": source, "objectives": [
-        {"name": "answered", "sli": "answered", "target": "99%"}]}, "<built-in answered SLI>").objectives[0].sli
-    assert isinstance(sli, RatioSLI)
-    return sli
-
-
 def _bad_and_total(side: _Side, definition: dict, source: str) -> tuple[float | None, float | None]:
     if definition["bad"] == "answered":
-        sli = _answered(source)
+        sli = builtin_sli("answered", source)
         total = side.count(sli.total)
         if total is not None:
             total -= sum(side.count(e) or 0.0 for e in sli.exclude)
@@ -178,9 +174,12 @@ def _latency(name: str, definition: dict, stable: _Side, canary: _Side, settings
                 n_stable=n_s, n_canary=n_c, p_value=None, ratio=None)
     if short := _enough(n_s, n_c, settings):
         return Finding(**base, verdict=INCONCLUSIVE, why=short)
+    assert mean_c is not None                # both sides counted requests (_enough)
     ratio = mean_c / mean_s if mean_s else math.inf
     p90_s = quantile(sb, 0.9)
     bound = bound_at_or_over(sb, p90_s if p90_s is not None else 0.0)
+    if bound is None:
+        return Finding(**base, verdict=INCONCLUSIVE, why="the histogram has no finite bucket to compare at")
     over_s, _ = share_over(sb, bound)
     over_c, _ = share_over(cb, bound)
     p = one_sided_p(over_c, n_c, over_s, n_s)
@@ -241,16 +240,16 @@ def compare(client, model: str, canary: tuple[Matcher, ...], stable: tuple[Match
             settings: Settings = Settings(), at: float | None = None) -> Report:
     """The canary's signals against the stable side's over `settings.window` ending at `at` (now)."""
     table = signals()
-    sides = [_Side(client, model, m, settings, at) for m in (stable, canary)]
+    old, new = (_Side(client, model, m, settings, at) for m in (stable, canary))
     findings, skipped = [], []
     for name, definition in table["sources"][source].items():
-        finding = (_latency(name, definition, *sides, settings) if "histogram" in definition
-                   else _share(name, definition, *sides, settings, source))
+        finding = (_latency(name, definition, old, new, settings) if "histogram" in definition
+                   else _share(name, definition, old, new, settings, source))
         if finding is None:
             skipped.append(f"{name}: no series on either side")
         else:
             findings.append(finding)
-    mix = [f for name, d in table["mix"][source].items() if (f := _mix(name, d, *sides, settings))]
+    mix = [f for name, d in table["mix"][source].items() if (f := _mix(name, d, old, new, settings))]
     apart = [m.signal for m in mix if m.verdict == FAIL]
     if apart:
         findings = [replace(f, verdict=INCONCLUSIVE, why=f"{f.why}; but the traffic mix differs "

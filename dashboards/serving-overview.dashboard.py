@@ -6,7 +6,7 @@ Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, attainment, dashboard, engine_variables,
                                    latency_objective, logs, loki_variable, quantiles, rate_sum, ratio, row, stat,
                                    target, textbox, timeseries)
-from inferwatch.slo import parse_spec
+from inferwatch.slo import builtin_sli
 
 sel = Selector(ENGINE_FILTERS)
 # the installed SLO specs' thresholds and targets (slo/defaults.yaml's 1 s and 100 ms unless built with others), so
@@ -50,8 +50,7 @@ def _slow(field: str) -> str:
 # The engine-side goodput estimate: a request that failed one objective may fail another too, so one minus the
 # sum of the bad shares is a floor (never above the real share). The answered SLI's bad finishes are the compiler's
 # own (slo/slis.yaml), read through the public spec parser rather than written here again.
-_ANSWERED_BAD = parse_spec({"version": 1, "service": "estimate", "objectives": [
-    {"name": "answered", "sli": "answered", "target": "99%"}]}, "<built-in answered SLI>").objectives[0].sli.bad
+_ANSWERED_BAD = builtin_sli("answered").bad
 
 
 def _over(histogram: str, objective, extra: str = "") -> str:

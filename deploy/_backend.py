@@ -40,7 +40,7 @@ _KINDS = {
 }
 
 # the VictoriaMetrics components, told apart by the one API each serves: (kind, path, shape, params)
-_VM_PROBES = (
+_VM_PROBES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
     ("victoriametrics", "/api/v1/query", "any", {"query": "vector(1)"}),
     ("vmagent", "/api/v1/targets", "targets", {"state": "active"}),
     ("vmalert", "/api/v1/rules", "rules", {}),

@@ -25,7 +25,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 from inferwatch.errors import InferwatchError
-from inferwatch.slo import LatencySLI, Matcher, RatioSLI, Spec, load_spec, parse_spec
+from inferwatch.slo import LatencySLI, Matcher, RatioSLI, Spec, builtin_sli, load_spec
 
 __all__ = ["Goodput", "GoodputError", "LATENCY_TIMES", "default_goodput", "load_goodput"]
 
@@ -42,8 +42,7 @@ LABELS = ("model", "caller", "upstream")
 REQUEST_LABELS = LABELS + ("outcome", "code")
 
 # the built-in answered SLI at the front door: which requests it counts and which it calls answered
-_ANSWERED = parse_spec({"version": 1, "service": "goodput", "source": "frontdoor", "objectives": [
-    {"name": "answered", "sli": "answered", "target": "99%"}]}, "<built-in answered SLI>").objectives[0].sli
+_ANSWERED = builtin_sli("answered", "frontdoor")
 
 
 class GoodputError(InferwatchError):

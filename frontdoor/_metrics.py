@@ -45,7 +45,8 @@ def worst_case_series(models: int, callers: int, upstreams: int, outcome_codes: 
     """The most series a front door serves: `models` and `callers` label values (known ones, plus `unknown` and
     `other`, `anonymous` and `other`), `upstreams` (the configured ones plus `none`) and `outcome_codes` distinct
     (outcome, code) pairs. Per (model, caller, upstream): each histogram's buckets, +Inf, _sum and _count, three
-    token counters, two goodput counters, the in-flight gauge and one request counter per pair; then one per refusal reason."""
+    token counters, two goodput counters, the in-flight gauge and one request counter per pair; then one per
+    refusal reason."""
     per_labels = sum(len(bounds(name)) + 3 for name in HISTOGRAMS) + 3 + 2 + 1 + outcome_codes
     return models * callers * upstreams * per_labels + len(REFUSED)
 

@@ -13,8 +13,9 @@ from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, Rat
 from inferwatch.slo._output import FORMATS, render_files
 from inferwatch.slo._promtool import check_rule_files, run_rule_tests
 from inferwatch.slo._rules import BURN_ALERT, MISSING_ALERT, RuleSet, compile_spec
-from inferwatch.slo._spec import load_spec, parse_spec
+from inferwatch.slo._spec import builtin_sli, load_spec, parse_spec
 
-__all__ = ["load_spec", "parse_spec", "compile_spec", "render_files", "explain", "import_file", "check_rule_files",
+__all__ = ["load_spec", "parse_spec", "builtin_sli",
+           "compile_spec", "render_files", "explain", "import_file", "check_rule_files",
            "run_rule_tests", "tier_math", "TierMath", "RuleSet", "Spec", "Objective", "LatencySLI", "RatioSLI",
            "Selector", "Matcher", "Tier", "EngineRef", "FORMATS", "BURN_ALERT", "MISSING_ALERT"]

@@ -506,3 +506,13 @@ def _ratio_sli(c, node, field, definition, extra, builtin: bool) -> RatioSLI | N
     return RatioSLI(total=add(total), good=add(good) if good else None, bad=tuple(add(b) for b in bad or ()),
                     means=definition.get("means", f"events of {total.metric} that were good"),
                     exclude=tuple(add(e) for e in exclude))
+
+
+def builtin_sli(kind: str, source: str = "engine") -> RatioSLI:
+    """A built-in ratio SLI (answered, goodput) as slis.yaml defines it for `source`: the selectors other parts
+    (the front door's goodput judge, canary, the dashboards) count the same events by."""
+    sli = parse_spec({"version": 1, "service": "builtin", "source": source, "objectives": [
+        {"name": kind, "sli": kind, "target": "99%"}]}, f"<built-in {kind} SLI>").objectives[0].sli
+    if not isinstance(sli, RatioSLI):
+        raise ValueError(f"{kind} is a latency SLI: its threshold is the spec's")
+    return sli

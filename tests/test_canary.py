@@ -87,8 +87,8 @@ def _history(end: int, seed: int = SEED) -> str:
                         add(name, "histogram", f"{name}_count{{{labels}}} {row[idx][-1]} {row[0]}")
                 for reason in ("stop", "error", "length"):
                     for row in rows:
-                        add("llm_requests_finished", "counter",
-                            f'llm_requests_finished_total{{{labels},finished_reason="{reason}"}} {row[5][reason]} {row[0]}')
+                        finished = f'llm_requests_finished_total{{{labels},finished_reason="{reason}"}}'
+                        add("llm_requests_finished", "counter", f"{finished} {row[5][reason]} {row[0]}")
                 for row in rows:
                     add("llm_request_prompt_tokens", "histogram",
                         f"llm_request_prompt_tokens_sum{{{labels}}} {row[6]} {row[0]}")

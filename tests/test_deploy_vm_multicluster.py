@@ -116,7 +116,7 @@ def test_two_clusters_into_one_victoriametrics_and_the_dashboards_on_the_global_
         central = _store(stack, tmp_path / "central")
         engines = [stack.enter_context(serve_app(make_app(SimulatorConfig("vllm", None, MODEL, "normal", params,
                                                                           seed=i, gpus=1)))) for i in range(2)]
-        for name, engine in zip("ab", engines):
+        for name, engine in zip("ab", engines, strict=True):
             _cluster(stack, name, central, engine.removeprefix("http://"), tmp_path / name)
         (tmp_path / "alertmanager.yml").write_text(render(_config("a", central), "kubernetes")[
             "alertmanager/alertmanager.yml"])

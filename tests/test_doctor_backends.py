@@ -143,7 +143,7 @@ def _bad(lines: list[str]) -> list[str]:
 def test_healthy_prometheus_reads_all_ok(stacks):
     lines = _doctor(stacks["prom"], alertmanager=stacks["am"])
     assert not _bad(lines), "\n".join(lines)
-    assert lines[0].startswith(f"ok      backend --prometheus: Prometheus 2.") and lines[0].endswith(
+    assert lines[0].startswith("ok      backend --prometheus: Prometheus 2.") and lines[0].endswith(
         f"at {stacks['prom']}: queries, scrape targets, rules and alerts")
     text = "\n".join(lines)
     for check in ("targets: all 1 active targets are up", "running requests", "model label", "concurrency cap",
@@ -268,7 +268,7 @@ def test_a_prometheus_agent_is_a_scraper(stacks):
     as --prometheus, every check that needs queries or rules is skipped (no "unavailable with Prometheus Agent")."""
     lines = _doctor(stacks["vm_down"], scraper=stacks["prom_agent"])
     text = "\n".join(lines)
-    assert f"ok      backend --scraper: Prometheus agent 2." in text and f"at {stacks['prom_agent']}: scrape targets" \
+    assert "ok      backend --scraper: Prometheus agent 2." in text and f"at {stacks['prom_agent']}: scrape targets" \
         in text, text
     assert f"wrong   target vllm http://{stacks['dead']}/metrics: down: " in text
     assert f"wrong   scrape job vllm-renamed: {RENAMED}" in text

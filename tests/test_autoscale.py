@@ -142,3 +142,39 @@ def test_hpa_validates_against_the_kubernetes_schema_and_adapter_rules_name_the_
     kv.validate(doc, "1.33.0", strict=True)
     assert doc["spec"]["metrics"][0]["external"]["metric"]["name"] == ADAPTER_SIGNAL
     assert [r["name"]["as"] for r in adapter_rules()["externalRules"]][0] == ADAPTER_SIGNAL
+
+
+def _config(via: str, **engine):
+    from inferwatch.deploy import parse_config
+
+    return parse_config({"version": 1, "autoscaling": {"via": via}, "engines": [
+        {"name": "vllm", "selector": {"app": "vllm"}, **engine}]}, "deploy.yaml")
+
+
+@pytest.mark.parametrize("via, path, kind", [("keda", "autoscaling/vllm.scaledobject.yaml", "ScaledObject"),
+                                             ("hpa", "autoscaling/vllm.hpa.yaml", "HorizontalPodAutoscaler")])
+def test_deploy_render_scales_an_engine_with_a_model_and_a_deployment(via, path, kind):
+    from inferwatch.deploy import render
+
+    config = _config(via, model="llama-3-8b", workload="deployment/vllm-llama")
+    files = render(config, "kubernetes")
+    doc = yaml.safe_load(files[path])
+    assert doc["kind"] == kind and doc["spec"]["scaleTargetRef"]["name"] == "vllm-llama"
+    assert path in yaml.safe_load(files["kustomization.yaml"])["resources"]
+    assert "inferwatch-autoscaling" in files["rules/inferwatch-autoscaling.prometheusrule.yaml"]
+    if via == "hpa":
+        values = yaml.safe_load(files["autoscaling/prometheus-adapter-values.yaml"])
+        assert values["rules"]["externalRules"][0]["name"]["as"] == ADAPTER_SIGNAL
+    else:
+        jsonschema = pytest.importorskip("jsonschema")
+        jsonschema.validate(doc, _strict(json.loads(
+            (ROOT / "tests" / "fixtures" / "crds" / "keda-scaledobject-v1alpha1.json").read_text())))
+
+
+def test_autoscaling_without_an_engine_to_scale_says_what_is_missing():
+    from inferwatch.errors import SpecError
+
+    with pytest.raises(SpecError, match="autoscaling.via: keda: no engine to scale"):
+        _config("keda")
+    with pytest.raises(SpecError, match="autoscaling.via"):
+        _config("knative", model="m", workload="deployment/x")

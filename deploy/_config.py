@@ -48,6 +48,7 @@ class Engine:
     urls: tuple[str, ...] = ()            # exporter mode and compose: where to scrape, one URL per replica
     max_running_requests: tuple[tuple[str, int], ...] = ()   # model -> cap; no engine exports it
     workload: str = ""                    # sidecar mode: the workload to patch, e.g. deployment/vllm [deployment/NAME]
+    model: str = ""                       # the model it serves: with a deployment workload, what autoscaling scales
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,16 @@ class VictoriaMetrics:
 
 
 @dataclass(frozen=True)
+class Autoscaling:
+    """What scales each engine with a `model` and a `workload: deployment/NAME` on the signals of
+    autoscale/ (llm_autoscale:scaling_signal, waiting requests): none (the rules and alerts only), a KEDA
+    ScaledObject, or an HPA on prometheus-adapter's external metrics. The knobs: autoscale/knobs.yaml."""
+
+    via: str = "none"
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"   # what KEDA queries
+
+
+@dataclass(frozen=True)
 class Config:
     file: str = "<embedded defaults>"
     namespace: str = "monitoring"
@@ -137,6 +148,7 @@ class Config:
     compose: Compose = Compose()
     cluster: Cluster = Cluster()
     victoriametrics: VictoriaMetrics = VictoriaMetrics()
+    autoscaling: Autoscaling = Autoscaling()
 
 
 class _Reader:
@@ -175,7 +187,7 @@ class _Reader:
     def value(self, cls, key, value, node, where):
         kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
         nested = {"Dcgm": Dcgm, "Nvml": Nvml, "FrontDoor": FrontDoor, "Alerting": Alerting, "Cluster": Cluster,
-                  "Compose": Compose, "VictoriaMetrics": VictoriaMetrics}
+                  "Compose": Compose, "VictoriaMetrics": VictoriaMetrics, "Autoscaling": Autoscaling}
         if kind in nested:
             result = self.read(nested[kind], value, where + ".")
             return _BAD if result is None else result
@@ -326,6 +338,8 @@ _CHECKS = {
     ("Cluster", "remote_write_url"): _url_or_empty, ("Nvml", "runtime_class"): _DNS_CHECK,
     ("Cluster", "name"): _matching(_LABEL_VALUE, "a label value"),
     ("VictoriaMetrics", "url"): _url, ("VictoriaMetrics", "alertmanager_url"): _url,
+    ("Autoscaling", "via"): _one_of(("none", "keda", "hpa")), ("Autoscaling", "prometheus_url"): _url,
+    ("Engine", "model"): _matching(_LABEL_VALUE, "a model name as the engine's `model` label has it"),
 }
 _TYPE_CHECKS = {"str": _str, "bool": _bool, "int": _count, "str | None": _str}
 
@@ -353,12 +367,21 @@ def _cross_checks(config: Config, node, reader: _Reader) -> None:
     if bool(config.cluster.name) != bool(config.cluster.remote_write_url):
         reader.problem(node, "cluster", "cluster", "give both name and remote_write_url (the store tells clusters "
                                                    "apart by the name), or neither")
+    if config.autoscaling.via != "none" and not scaled_engines(config):
+        reader.problem(node, "autoscaling", "autoscaling.via", f"{config.autoscaling.via}: no engine to scale; give "
+                                                               "an engine a model and workload: deployment/NAME")
     for i, engine in enumerate(config.engines):
         if not engine.selector:
             reader.problem(node, "engines", f"engines[{i}].selector", "required: the labels of the engine's pods")
         if config.scrape_mode == "exporter" and not engine.urls:
             reader.problem(node, "engines", f"engines[{i}].urls", "required with scrape_mode: exporter: the URL of "
                                                                   "each replica's /metrics")
+
+
+def scaled_engines(config: Config) -> list[tuple[Engine, str]]:
+    """(engine, Deployment name) of each engine autoscaling scales: a model and a deployment workload."""
+    return [(e, e.workload.split("/", 1)[1]) for e in config.engines
+            if e.model and e.workload.startswith("deployment/")]
 
 
 def load_config(path: Path | str | None) -> Config:

@@ -61,6 +61,7 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     `inferwatch build --check` keeps equal to what the dashboard sources generate), built anew with the config's
     own SLO specs when it names some, so the overview's latency tiles show their thresholds."""
     from inferwatch.alerts import HERE as ALERTS_DIR
+    from inferwatch.autoscale import compile_autoscaling, load_knobs
     from inferwatch.dashboards import __file__ as dashboards_init
     from inferwatch.mappings import (load_mappings, recording_rules, relabel_configs, select_source,
                                      servicemonitor_relabelings)
@@ -82,6 +83,8 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     rules.append(RuleGroups("inferwatch-operational", "alerts", tuple(operational["groups"])))
     if _caps_group(config):
         rules.append(RuleGroups("inferwatch-caps", "caps", _caps_group(config)))
+    rules.append(RuleGroups("inferwatch-autoscaling", "autoscaling", tuple(
+        compile_autoscaling(next((s for s in specs if s.source == "engine"), specs[0]), load_knobs())["groups"])))
     if dashboards is None and config.slo_specs:      # the tiles show the thresholds the pager uses
         from inferwatch.dashboards._build import build
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from inferwatch.deploy._alertmanager import CHART_DEFAULT, alertmanager_config, alertmanager_config_resource
-from inferwatch.deploy._config import Config, Engine
+from inferwatch.deploy._config import Config, Engine, scaled_engines
 from inferwatch.deploy._inputs import Inputs
 from inferwatch.deploy._workloads import container, dump, deployment, labels, pod_spec, service
 
@@ -274,7 +274,22 @@ def workload_objects(config: Config, inputs: Inputs) -> dict[str, dict]:
         objects.update(_frontdoor(config))
     if not config.cluster.remote_write_url:
         objects.update(_rules(config, inputs))
+    objects.update(_scalers(config))
     return objects
+
+
+def _scalers(config: Config) -> dict[str, dict]:
+    """A KEDA ScaledObject or an HPA per engine that autoscaling scales (none by default)."""
+    from inferwatch.autoscale import hpa, keda_scaled_object, load_knobs
+
+    knobs, out = load_knobs(), {}
+    for engine, deployment in scaled_engines(config) if config.autoscaling.via != "none" else ():
+        if config.autoscaling.via == "keda":
+            out[f"autoscaling/{engine.name}.scaledobject.yaml"] = keda_scaled_object(
+                engine.model, engine.namespace, deployment, knobs, config.autoscaling.prometheus_url)
+        else:
+            out[f"autoscaling/{engine.name}.hpa.yaml"] = hpa(engine.model, engine.namespace, deployment, knobs)
+    return out
 
 
 def assemble(config: Config, inputs: Inputs, source: str, objects: dict[str, dict], files: dict[str, str],
@@ -308,6 +323,12 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
     banner = BANNER.format(source=source)
     files = {"alertmanager/values.yaml": banner + _VALUES_NOTE + dump({"alertmanager": {"config": alertmanager_config(
         config, inputs.inhibit_rules, inputs.rules, base=CHART_DEFAULT)}})}
+    if config.autoscaling.via == "hpa":
+        from inferwatch.autoscale import adapter_rules
+
+        files["autoscaling/prometheus-adapter-values.yaml"] = banner + (
+            "# prometheus-adapter Helm values: the external metrics the HPAs beside this file read.\n") + dump(
+            {"rules": adapter_rules()})
     if config.cluster.remote_write_url:
         files["prometheus/values.yaml"] = banner + "# kube-prometheus-stack Helm values: remote-write with this " \
             "cluster's label (or run the Prometheus in agent mode).\n" + dump({"prometheus": {"prometheusSpec": {

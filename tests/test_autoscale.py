@@ -59,7 +59,7 @@ def _annotations(rules, alert: str, **labels) -> dict:
     out = {}
     for key, text in rule["annotations"].items():
         for name, value in labels.items():
-            text = text.replace("{{ $labels.%s }}" % name, value)
+            text = text.replace("{{ $labels." + name + " }}", value)
         out[key] = text
     return out
 

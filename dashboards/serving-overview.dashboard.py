@@ -6,6 +6,7 @@ Written against the common vocabulary only, so it serves vLLM and SGLang alike.
 from inferwatch.dashboards import (ENGINE_FILTERS, RATE, STREAMED, Selector, attainment, dashboard, engine_variables,
                                    latency_objective, logs, loki_variable, quantiles, rate_sum, ratio, row, stat,
                                    target, textbox, timeseries)
+from inferwatch.autoscale import load_knobs
 from inferwatch.slo import builtin_sli
 
 sel = Selector(ENGINE_FILTERS)
@@ -27,6 +28,8 @@ def _within(objective, what: str) -> dict:
 TTFT_TILE, TPOT_TILE = _within(TTFT, "TTFT"), _within(TPOT, "TPOT")
 
 
+scaled = Selector(("namespace", "model"))                 # llm_autoscale:* records: per (namespace, model)
+KNOBS = load_knobs()
 http = Selector(("namespace", "engine", "pod"))          # the API server's counters carry no model label
 door = Selector(("namespace", "model"))                  # the front door's series carry model, caller, upstream
 FRONT_DOOR = "Front door only (inferwatch frontdoor): "  # tests/test_dashboards_data.py exempts these
@@ -105,6 +108,22 @@ dashboard = dashboard(
         timeseries("Preemptions per second", [target(rate_sum(sel, "llm_preemptions_total"), "{{model}}")],
                    unit="ops", description="rate(llm_preemptions_total): vLLM preemptions, SGLang retractions, "
                                            "under KV-cache pressure."),
+        row("Autoscaling: what the scaler sees (autoscale/)"),
+        timeseries("SLO pressure and the scaling signal", [
+            target(f"max by (model) ({scaled('llm_autoscale:slo_pressure')})", "pressure {{model}}"),
+            target(f"max by (model) ({scaled('llm_autoscale:scaling_signal')})", "signal {{model}}")],
+            max_value=None, description="llm_autoscale:slo_pressure: max(p90 TTFT / TTFT objective, p90 TPOT / "
+                        "TPOT objective), smoothed; 1 is the objective. The scaling signal is the pressure with "
+                        f"its band folded in (held at {KNOBS.scale_up:g} between {KNOBS.scale_down:g} and "
+                        f"{KNOBS.scale_up:g}): what KEDA or the HPA targets, asking for replicas x signal / "
+                        f"{KNOBS.scale_up:g} (autoscale/knobs.yaml)."),
+        timeseries("Replicas and waiting requests per replica", [
+            target(f"sum by (model) ({scaled('llm_autoscale:replicas')})", "replicas {{model}}"),
+            target(f"max by (model) ({scaled('llm_autoscale:waiting_per_replica')})", "waiting/replica {{model}}")],
+            description="llm_autoscale:replicas (pods with engine series serving the model) beside the waiting "
+                        f"requests per replica, the load signal that adds replicas over {KNOBS.waiting_per_replica:g} "
+                        "before latency moves. Replicas that do not follow the signal: a stalled scale-up "
+                        "(LLMScaleUpStalled)."),
         row("Latency"),
         stat(TTFT_TILE["title"],
              attainment(sel("llm_time_to_first_token_seconds_bucket", f"{STREAMED}, {TTFT.le}"),

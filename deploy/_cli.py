@@ -128,6 +128,11 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
            grafana: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
                                                           help="Grafana base URL (token from GRAFANA_TOKEN).")]
            = None,
+           external_metrics: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+                                                                   help="The Kubernetes API, e.g. `kubectl proxy`'s "
+                                                                        "http://127.0.0.1:8001: check that "
+                                                                        "prometheus-adapter serves each autoscaled "
+                                                                        "model's signal.")] = None,
            config: ConfigOpt = None,
            no_alertmanager: Annotated[bool, typer.Option("--no-alertmanager",
                                                          help="This stack runs no Alertmanager (a laptop, the "
@@ -168,7 +173,8 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
     if "--prometheus" in urls:
         results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
                               os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager,
-                              options=options, scraper=urls.get("--scraper"), ruler=urls.get("--ruler"))
+                              options=options, scraper=urls.get("--scraper"), ruler=urls.get("--ruler"),
+                              external_metrics=external_metrics)
     for result in results:
         typer.echo(str(result))
     typer.echo(summary(results), err=True)

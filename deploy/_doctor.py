@@ -268,6 +268,39 @@ def check_cap(prom: Client, configured: set[str], ruler: Client | None = None) -
     return out or [Result("ok", "concurrency cap", f"{CAP} for {len(models)} models")]
 
 
+def check_autoscaling(prom: Client, config: Config, external: Client | None = None) -> list[Result]:
+    """Each model deploy.yaml autoscales has its scaling signal in Prometheus and, given the Kubernetes API
+    (`external`), in the external metrics API that prometheus-adapter serves the HPA from: an empty answer there
+    leaves the HPA holding its replicas, never scaling."""
+    from inferwatch.autoscale import ADAPTER_SIGNAL
+    from inferwatch.deploy._config import scaled_engines
+
+    out = []
+    for engine, deployment in scaled_engines(config):
+        signal = f'llm_autoscale:scaling_signal{{namespace="{engine.namespace}", model="{engine.model}"}}'
+        if prom.query(signal):
+            out.append(Result("ok", f"autoscaling signal {engine.model}", f"in Prometheus for {deployment}"))
+        else:
+            out.append(Result("missing", f"autoscaling signal {engine.model}", f"no {signal}: {deployment} cannot "
+                              "scale on it", "load the inferwatch-autoscaling rules (every deploy render has them); "
+                              "the engine needs TTFT and TPOT histograms with traffic"))
+        if external is None or config.autoscaling.via != "hpa":
+            continue
+        path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{engine.namespace}/{ADAPTER_SIGNAL}"
+        answer = external.get(path, labelSelector=f"model={engine.model}")
+        items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list):
+            out.append(Result("wrong", f"external metric {engine.model}", f"{path} is no external metrics answer",
+                              "point --external-metrics at the Kubernetes API (kubectl proxy)"))
+            continue
+        out.append(Result("ok", f"external metric {engine.model}", f"{ADAPTER_SIGNAL} = {items[0].get('value')}")
+                   if items else
+                   Result("missing", f"external metric {engine.model}", f"prometheus-adapter answers {path} with "
+                          "no value: the HPA holds its replicas", "install prometheus-adapter with "
+                          "autoscaling/prometheus-adapter-values.yaml, pointed at this Prometheus"))
+    return out
+
+
 def configured_caps(config: Config) -> set[str]:
     """The models whose cap the user's config sets: the embedded defaults' example cap is nobody's."""
     if config.engines == Config().engines:
@@ -344,14 +377,16 @@ def check_grafana(grafana: Client, uids: dict[str, str]) -> list[Result]:
 def run_checks(config: Config, prometheus: str, alertmanager: str | None = None, grafana: str | None = None,
                token: str | None = None, rule_groups: list[str] | None = None,
                alertmanager_expected: bool = True, options: ClientOptions | None = None,
-               scraper: str | None = None, ruler: str | None = None) -> list[Result]:
+               scraper: str | None = None, ruler: str | None = None,
+               external_metrics: str | None = None) -> list[Result]:
     """Every check against the servers given, each call bounded by `options` (auth, TLS, deadline, size cap; one
     set for every server, Grafana's bearer token from `token` when given). What each server is (Prometheus,
     VictoriaMetrics, vmagent, vmalert) is detected first; each check asks the server that can answer it (`scraper`
     and `ruler` where the `prometheus` URL's server does not scrape or evaluate rules), and a check no server given
     can answer is `skipped`, naming the flag that would let it run. The rule groups expected are the config's,
     unless `rule_groups` names them (a stack that loads other rule files, such as the demo's);
-    `alertmanager_expected` False says the stack has none. A server that answers a check wrongly fails that check,
+    `alertmanager_expected` False says the stack has none; `external_metrics` is the Kubernetes API (a `kubectl
+    proxy`) where prometheus-adapter's external metrics are read for an HPA. A server that answers a check wrongly fails that check,
     in one line naming the endpoint, and the other checks still run."""
     from inferwatch.deploy._inputs import gather_inputs
 
@@ -378,6 +413,9 @@ def run_checks(config: Config, prometheus: str, alertmanager: str | None = None,
             if rules is not None else skipped(servers, RULES, "concurrency cap")
         results += _guarded("GPU series", check_gpus, prom, config.dcgm.enabled or config.nvml.enabled) + \
             _guarded("GPU <-> engine join", check_join, prom)
+        if config.autoscaling.via != "none":
+            kube = Client(external_metrics, options, "Kubernetes API") if external_metrics else None
+            results += _guarded("autoscaling", check_autoscaling, prom, config, kube)
     else:
         results += skipped(servers, QUERY, "engine series", "model label", "concurrency cap", "GPU series",
                            "GPU <-> engine join")

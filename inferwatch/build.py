@@ -6,7 +6,7 @@ the ones that drifted from what the code generates now.
 
     build/prometheus/                 relabel configs for scrape jobs and ServiceMonitors
     build/prometheus/rules/           rule files only (mapping recording rules, default SLO rules, operational
-                                      alerts), so `rule_files: [build/prometheus/rules/*.yaml]` loads them all
+                                      alerts, autoscaling signals), so `rule_files: [build/prometheus/rules/*.yaml]` loads them all
     build/prometheus/rules/tests/     their promtool tests (`promtool test rules *.test.yaml` in that folder)
     build/prometheus/rules-frontdoor/ the front-door variant of the default SLOs (slo/defaults-frontdoor.yaml),
                                       apart: load it only where a front door runs (else LLMSLIDataMissing
@@ -28,6 +28,7 @@ from inferwatch._yaml import dump_yaml
 from inferwatch.alerts import HAND_WRITTEN
 from inferwatch.alerts import HERE as ALERTS_DIR
 from inferwatch.alerts._runbooks import with_kinds_section
+from inferwatch.autoscale import load_knobs, render_autoscaling
 from inferwatch.dashboards._build import HERE as DASHBOARDS_DIR
 from inferwatch.dashboards._build import build as build_dashboards
 from inferwatch.deploy import render_default
@@ -55,6 +56,7 @@ _MAPPING_COPIES = {
 
 DEFAULT_SLO_SPEC = SLO_DIR / "defaults.yaml"
 FRONTDOOR_SLO_SPEC = SLO_DIR / "defaults-frontdoor.yaml"
+AUTOSCALING_RULES = "prometheus/rules/inferwatch-autoscaling.rules.yaml"   # autoscale/, from the default spec
 FRONTDOOR = "frontdoor"      # the front-door variant's folder under alerts/, and its rules-<it> in the bundle
 
 
@@ -84,11 +86,13 @@ def _bundle() -> tuple[dict[str, str], dict[str, Path]]:
                     for name in HAND_WRITTEN}
     deploy = {f"deploy/{rel}": text for rel, text in render_default(
         {Path(rel).name: text for rel, text in dashboards.items()}).items()}
+    autoscaling = {AUTOSCALING_RULES: render_autoscaling(load_spec(DEFAULT_SLO_SPEC), load_knobs())}
     copies = {**_MAPPING_COPIES, **{rel: ALERTS_DIR / name for rel, (name, _) in slo.items()},
+              AUTOSCALING_RULES: ALERTS_DIR / Path(AUTOSCALING_RULES).name,
               **{rel: DASHBOARDS_DIR / Path(rel).name for rel in dashboards},
               **{rel: DEPLOY_DIR / rel.removeprefix("deploy/") for rel in deploy}}
     return {**_mapping_files(load_mappings()), **{rel: text for rel, (_, text) in slo.items()}, **hand_written,
-            **dashboards, **deploy}, copies
+            **autoscaling, **dashboards, **deploy}, copies
 
 
 def source_copies() -> dict[str, Path]:

@@ -178,3 +178,41 @@ def test_autoscaling_without_an_engine_to_scale_says_what_is_missing():
         _config("keda")
     with pytest.raises(SpecError, match="autoscaling.via"):
         _config("knative", model="m", workload="deployment/x")
+
+
+def test_doctor_checks_each_autoscaled_model_in_prometheus_and_in_the_adapter(tmp_path):
+    """A real Prometheus holds the signal for one of two autoscaled models; the Kubernetes external metrics API
+    (which cannot run here: served by a stand-in answering as prometheus-adapter does) has it for the same one."""
+    from inferwatch.deploy import parse_config
+    from inferwatch.deploy._doctor import check_autoscaling
+    from inferwatch.promapi import Client
+    from promtools import prometheus, serve, wait_for
+
+    config = parse_config({"version": 1, "autoscaling": {"via": "hpa"}, "engines": [
+        {"name": "a", "namespace": "ml", "selector": {"app": "a"}, "model": "llama", "workload": "deployment/a"},
+        {"name": "b", "namespace": "ml", "selector": {"app": "b"}, "model": "qwen", "workload": "deployment/b"}]},
+        "deploy.yaml")
+    rules = tmp_path / "signal.rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": [{"name": "g", "interval": "1s", "rules": [
+        {"record": "llm_autoscale:scaling_signal", "expr": "vector(0.8)",
+         "labels": {"namespace": "ml", "model": "llama"}}]}]}))
+    path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/ml/{ADAPTER_SIGNAL}"
+
+    def adapter(handler):
+        body = json.dumps({"kind": "ExternalMetricValueList", "apiVersion": "external.metrics.k8s.io/v1beta1",
+                           "items": [{"metricName": ADAPTER_SIGNAL, "value": "800m"}]
+                           if "model%3Dllama" in handler.path else []}).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    routes = {f"{path}?labelSelector=model%3D{m}": adapter for m in ("llama", "qwen")}
+    with prometheus(need("prometheus"), {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)]},
+                    tmp_path) as base, serve(routes) as kube:
+        prom = Client(base)
+        wait_for(lambda: prom.query("llm_autoscale:scaling_signal"))
+        results = {r.check: r.status for r in check_autoscaling(prom, config, Client(kube))}
+    assert results == {"autoscaling signal llama": "ok", "external metric llama": "ok",
+                       "autoscaling signal qwen": "missing", "external metric qwen": "missing"}

@@ -50,12 +50,15 @@ def _has_data(prom: str, expr: str) -> bool:
     return any(r["value"][1] not in ("NaN", "+Inf", "-Inf") for r in query(prom, expr))
 
 
+AUTOSCALING = "inferwatch-autoscaling.rules.yaml"
+
+
 def fast_slo_rules(workdir) -> list[str]:
-    """The default SLO rule files, written to `workdir` with the demo's compression and each group evaluated every
+    """The default SLO rule files and the autoscaling signals, written to `workdir` with the demo's compression and each group evaluated every
     second (the demo's 10 s made the recordings first appear 14 s and the SLI 18 s into the load; the panels only
     need data)."""
     rules = []
-    for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
+    for path in [*sorted((ROOT / "alerts").glob("llm.*.rules.yaml")), ROOT / "alerts" / AUTOSCALING]:
         text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", _compress(path.read_text()))
         (workdir / path.name).write_text(text)
         rules.append(str(workdir / path.name))

@@ -6,7 +6,8 @@ the ones that drifted from what the code generates now.
 
     build/prometheus/                 relabel configs for scrape jobs and ServiceMonitors
     build/prometheus/rules/           rule files only (mapping recording rules, default SLO rules, operational
-                                      alerts, autoscaling signals), so `rule_files: [build/prometheus/rules/*.yaml]` loads them all
+                                      alerts, autoscaling signals), so `rule_files:
+                                      [build/prometheus/rules/*.yaml]` loads them all
     build/prometheus/rules/tests/     their promtool tests (`promtool test rules *.test.yaml` in that folder)
     build/prometheus/rules-frontdoor/ the front-door variant of the default SLOs (slo/defaults-frontdoor.yaml),
                                       apart: load it only where a front door runs (else LLMSLIDataMissing

@@ -55,8 +55,8 @@ AUTOSCALING = "inferwatch-autoscaling.rules.yaml"
 
 def fast_slo_rules(workdir) -> list[str]:
     """The default SLO rule files and the autoscaling signals, written to `workdir` with the demo's compression and
-    each group evaluated every second (the demo's 10 s made the recordings first appear 14 s and the SLI 18 s into the load; the panels only
-    need data)."""
+    each group evaluated every second (the demo's 10 s made the recordings first appear 14 s and the SLI 18 s into
+    the load; the panels only need data)."""
     rules = []
     for path in [*sorted((ROOT / "alerts").glob("llm.*.rules.yaml")), ROOT / "alerts" / AUTOSCALING]:
         text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", _compress(path.read_text()))

@@ -29,7 +29,7 @@ from inferwatch._yaml import dump_yaml
 from inferwatch.alerts import HAND_WRITTEN
 from inferwatch.alerts import HERE as ALERTS_DIR
 from inferwatch.alerts._runbooks import with_kinds_section
-from inferwatch.autoscale import load_knobs, render_autoscaling
+from inferwatch.autoscale import load_knobs, promtool_test, render_autoscaling
 from inferwatch.dashboards._build import HERE as DASHBOARDS_DIR
 from inferwatch.dashboards._build import build as build_dashboards
 from inferwatch.deploy import render_default
@@ -76,6 +76,15 @@ def _default_slo_files() -> dict[str, tuple[str, str]]:
             **_slo_files(FRONTDOOR_SLO_SPEC, f"rules-{FRONTDOOR}", f"{FRONTDOOR}/")}
 
 
+def _autoscaling_files() -> dict[str, str]:
+    """The autoscaling signals from the default spec and knobs, with their promtool test."""
+    spec, knobs = load_spec(DEFAULT_SLO_SPEC), load_knobs()
+    name = AUTOSCALING_RULES.removeprefix("prometheus/rules/")
+    return {AUTOSCALING_RULES: render_autoscaling(spec, knobs),
+            AUTOSCALING_RULES.replace("rules/", "rules/tests/").replace(".rules.yaml", ".test.yaml"):
+                promtool_test(spec, knobs, name)}
+
+
 def _dashboard_files() -> dict[str, str]:
     return {f"grafana/dashboards/{name}": text for name, text in build_dashboards().items()}
 
@@ -87,9 +96,9 @@ def _bundle() -> tuple[dict[str, str], dict[str, Path]]:
                     for name in HAND_WRITTEN}
     deploy = {f"deploy/{rel}": text for rel, text in render_default(
         {Path(rel).name: text for rel, text in dashboards.items()}).items()}
-    autoscaling = {AUTOSCALING_RULES: render_autoscaling(load_spec(DEFAULT_SLO_SPEC), load_knobs())}
+    autoscaling = _autoscaling_files()
     copies = {**_MAPPING_COPIES, **{rel: ALERTS_DIR / name for rel, (name, _) in slo.items()},
-              AUTOSCALING_RULES: ALERTS_DIR / Path(AUTOSCALING_RULES).name,
+              **{rel: ALERTS_DIR / rel.removeprefix("prometheus/rules/") for rel in autoscaling},
               **{rel: DASHBOARDS_DIR / Path(rel).name for rel in dashboards},
               **{rel: DEPLOY_DIR / rel.removeprefix("deploy/") for rel in deploy}}
     return {**_mapping_files(load_mappings()), **{rel: text for rel, (_, text) in slo.items()}, **hand_written,

@@ -1,5 +1,5 @@
-"""Autoscaling signals (autoscale/): the rules from the default SLO spec, run by promtool on engine series with
-known quantiles, a new pod's cold start and an idle replica; the KEDA, adapter and HPA renders validated."""
+"""Autoscaling signals (autoscale/): the rules and their generated promtool test for any knobs, the KEDA, adapter
+and HPA renders validated, deploy render's scalers and doctor's checks."""
 
 from __future__ import annotations
 
@@ -10,112 +10,36 @@ import yaml
 
 from conftest import ROOT, need
 from inferwatch.autoscale import (ADAPTER_SIGNAL, adapter_rules, hpa, keda_scaled_object, load_knobs,
-                                  render_autoscaling)
-from inferwatch.canary._stats import quantile
+                                  promtool_test, render_autoscaling)
 from inferwatch.slo import check_rule_files, load_spec, run_rule_tests
 from test_canary import _strict
 
 SPEC = ROOT / "slo" / "defaults.yaml"          # TTFT 1 s, TPOT 100 ms
 
 
-def _histogram(name: str, labels: str, per_minute: dict[str, int]) -> list[dict]:
-    return [{"series": f'{name}_bucket{{{labels}, le="{le}"}}', "values": f"0+{n}x90"}
-            for le, n in per_minute.items()]
-
-
-def _model(model: str, ttft: dict[str, int], tpot: dict[str, int], pods=("a", "b")) -> list[dict]:
-    series = []
-    for pod in pods:
-        labels = f'namespace="ml", model="{model}", pod="{model}-{pod}"'
-        series += _histogram("llm_time_to_first_token_seconds", labels, ttft)
-        series += _histogram("llm_time_per_output_token_seconds", labels, tpot)
-        series += [{"series": f"llm_requests_running{{{labels}}}", "values": "3+0x90"},
-                   {"series": f"llm_requests_waiting{{{labels}}}", "values": "1+0x90"},
-                   {"series": f"llm_requests_finished_total{{{labels}}}", "values": "0+10x90"}]
-    return series
-
-
-# per-minute bucket increments of TTFT and TPOT; the pressure each gives is worked out below as Prometheus does
-PRESSURE = {
-    "hot": ({"0.5": 60, "1": 100, "+Inf": 100}, {"0.05": 100, "0.1": 100, "+Inf": 100}),     # TTFT p90 0.875 s
-    "band": ({"0.5": 100, "1": 100, "+Inf": 100}, {"0.05": 80, "0.1": 100, "+Inf": 100}),    # TPOT p90 75 ms
-    "cool": ({"0.25": 90, "1": 100, "+Inf": 100}, {"0.025": 100, "0.05": 100, "+Inf": 100}),  # TTFT p90 0.25 s
-}
-THRESHOLDS = (1.0, 0.1)
-
-
-def _p90(per_minute: dict[str, int]) -> float:
-    return quantile([(float(le), float(n)) for le, n in per_minute.items()], 0.9)
-
-
-def _pressure(model: str) -> float:
-    ttft, tpot = PRESSURE[model]
-    return max(_p90(ttft) / THRESHOLDS[0], _p90(tpot) / THRESHOLDS[1])
-
-
-def _annotations(rules, alert: str, **labels) -> dict:
-    """The alert's annotations as Prometheus fills them in for `labels`."""
-    rule = next(r for r in yaml.safe_load(rules.read_text())["groups"][0]["rules"] if r.get("alert") == alert)
-    out = {}
-    for key, text in rule["annotations"].items():
-        for name, value in labels.items():
-            text = text.replace("{{ $labels." + name + " }}", value)
-        out[key] = text
-    return out
-
-
-def _expected_signal(pressure: float, knobs) -> float:
-    return pressure if pressure > knobs.scale_up or pressure < knobs.scale_down else knobs.scale_up
-
-
-def test_signals_pressure_cold_start_and_idle_replica(tmp_path):
+@pytest.mark.parametrize("knobs", [{}, {"scale_up": 1.2, "scale_down": 0.3, "scale_down_delay": "15m"}],
+                         ids=["default", "other-knobs"])
+def test_the_shipped_promtool_test_passes_for_any_knobs(tmp_path, knobs):
+    """The generated test (alerts/tests/inferwatch-autoscaling.test.yaml for the defaults): pressure over, inside
+    and under the band, the scaling signal held inside it, replicas, a cold start of 180 s, an idle replica."""
     need("promtool")
-    knobs = load_knobs()
-    assert [round(_pressure(m), 6) for m in PRESSURE] == [0.875, 0.75, 0.25]    # over, inside, under the band
+    spec, knobs = load_spec(SPEC), load_knobs(knobs)
     rules = tmp_path / "autoscaling.rules.yaml"
-    rules.write_text(render_autoscaling(load_spec(SPEC), knobs))
+    rules.write_text(render_autoscaling(spec, knobs))
     ok, output = check_rule_files([rules])
     assert ok, output
-    series = []
-    for model, (ttft, tpot) in PRESSURE.items():
-        series += _model(model, ttft, tpot)
-    # a third replica of `hot`, first scraped at 20m (the others at 0: before the lookback's hour at 70m), its
-    # first request finished at 23m; and a fourth, up from the start, that finishes nothing while others queue
-    new = 'namespace="ml", model="hot", pod="hot-new"'
-    series += [{"series": f"llm_requests_running{{{new}}}", "values": "_x20 1+0x60"},
-               {"series": f"llm_requests_finished_total{{{new}}}", "values": "_x20 0 0 0 1+1x57"}]
-    idle = 'namespace="ml", model="hot", pod="hot-idle"'
-    series += [{"series": f"llm_requests_running{{{idle}}}", "values": "0+0x90"},
-               {"series": f"llm_requests_waiting{{{idle}}}", "values": "20+0x90"},
-               {"series": f"llm_requests_finished_total{{{idle}}}", "values": "5+0x90"}]
-    cases = []
-    for model in PRESSURE:
-        pressure = _pressure(model)
-        sel = f'namespace="ml", model="{model}"'
-        cases.append({"expr": f"llm_autoscale:slo_pressure{{{sel}}}", "eval_time": "70m",
-                      "exp_samples": [{"labels": f"llm_autoscale:slo_pressure{{{sel}}}", "value": pressure}]})
-        cases.append({"expr": f"llm_autoscale:scaling_signal{{{sel}}}", "eval_time": "70m",
-                      "exp_samples": [{"labels": f"llm_autoscale:scaling_signal{{{sel}}}",
-                                       "value": _expected_signal(pressure, knobs)}]})
-    cases += [
-        {"expr": 'llm_autoscale:replicas{model="hot"}', "eval_time": "70m",
-         "exp_samples": [{"labels": 'llm_autoscale:replicas{namespace="ml", model="hot"}', "value": 4}]},
-        {"expr": 'llm_autoscale:running_per_replica{model="band"}', "eval_time": "70m",
-         "exp_samples": [{"labels": 'llm_autoscale:running_per_replica{namespace="ml", model="band"}', "value": 3}]},
-        {"expr": "llm_autoscale:cold_start_seconds", "eval_time": "70m",
-         "exp_samples": [{"labels": f"llm_autoscale:cold_start_seconds{{{new}}}", "value": 180}]},
-    ]
-    alerts = [{"eval_time": "9m", "alertname": "LLMReplicaIdleWhileOthersQueue", "exp_alerts": []},
-              {"eval_time": "25m", "alertname": "LLMReplicaIdleWhileOthersQueue", "exp_alerts": [
-                  {"exp_labels": {"severity": "warning", "namespace": "ml", "model": "hot", "pod": "hot-idle"},
-                   "exp_annotations": _annotations(rules, "LLMReplicaIdleWhileOthersQueue",
-                                                   pod="hot-idle", model="hot")}]}]
-    test = tmp_path / "autoscaling.test.yaml"
-    test.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "30s", "tests": [
-        {"interval": "1m", "input_series": series, "promql_expr_test": cases, "alert_rule_test": alerts}]},
-        sort_keys=False))
+    (tmp_path / "tests").mkdir()
+    test = tmp_path / "tests" / "autoscaling.test.yaml"
+    test.write_text(promtool_test(spec, knobs, rules.name))
     ok, output = run_rule_tests([test])
     assert ok, output
+
+
+def test_the_checked_in_autoscaling_files_are_the_generated_ones():
+    assert (ROOT / "alerts" / "inferwatch-autoscaling.rules.yaml").read_text() == render_autoscaling(
+        load_spec(SPEC), load_knobs())
+    assert (ROOT / "alerts" / "tests" / "inferwatch-autoscaling.test.yaml").read_text() == promtool_test(
+        load_spec(SPEC), load_knobs(), "inferwatch-autoscaling.rules.yaml")
 
 
 def test_knobs_refuse_a_band_upside_down():

@@ -59,7 +59,8 @@ def fast_slo_rules(workdir) -> list[str]:
     the load; the panels only need data)."""
     rules = []
     for path in [*sorted((ROOT / "alerts").glob("llm.*.rules.yaml")), ROOT / "alerts" / AUTOSCALING]:
-        text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", _compress(path.read_text()))
+        text = path.read_text() if path.name == AUTOSCALING else _compress(path.read_text())   # its windows are short
+        text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", text)
         (workdir / path.name).write_text(text)
         rules.append(str(workdir / path.name))
     return rules

@@ -9,6 +9,7 @@ import typer
 
 from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt,
                                      HeaderOpt, InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
+from inferwatch.clikit import Command
 from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
 from inferwatch.promapi_flags import options as client_options
 
@@ -102,4 +103,4 @@ def canary(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(canary)
+    app.command(cls=Command)(canary)

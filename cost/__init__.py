@@ -5,7 +5,13 @@
     text = render_cost(spec)               # the rule file, with its banner
 """
 
-from inferwatch.cost._rules import RECORDS, compile_cost, render_cost
-from inferwatch.cost._spec import CostSpec, LabelPrice, load_cost, parse_cost
+from inferwatch import _lazy
 
 __all__ = ["CostSpec", "LabelPrice", "load_cost", "parse_cost", "compile_cost", "render_cost", "RECORDS"]
+
+_LAZY = {name: module for module, names in {
+    "_rules": ("RECORDS", "compile_cost", "render_cost"),
+    "_spec": ("CostSpec", "LabelPrice", "load_cost", "parse_cost"),
+}.items() for name in names}
+
+__getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
+from inferwatch.clikit import Command, group
+
 __all__ = ["register"]
 
-cost_app = typer.Typer(help="What serving costs: a price table compiled to recording rules (llm_cost:*).",
-                       no_args_is_help=True)
+cost_app = group("What serving costs: a price table compiled to recording rules (llm_cost:*).")
 
 
-@cost_app.command("compile")
+@cost_app.command("compile", cls=Command)
 def compile_command(
         file: Annotated[Path, typer.Argument(metavar="FILE", help="A cost file (cost/example.yaml documents it).")],
         out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Where to write NAME.cost.rules.yaml.")]

@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch.clikit import Command, group
 from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt, HeaderOpt,
                                      InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
 from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
@@ -12,14 +13,13 @@ from inferwatch.promapi_flags import options as client_options
 
 __all__ = ["register"]
 
-deploy_app = typer.Typer(help="Everything a cluster (or a laptop) needs, from one config.", no_args_is_help=True,
-                         rich_markup_mode=None)
+deploy_app = group("Everything a cluster (or a laptop) needs, from one config.")
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", metavar="FILE", show_default=False,
                                                    help="deploy.yaml (version 1); default: the embedded defaults, "
                                                         "as checked in under deploy/.")]
 
 
-@deploy_app.command("render")
+@deploy_app.command("render", cls=Command)
 def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_default=False,
                                              help="Output folder (created if missing).")],
            config: ConfigOpt = None,
@@ -69,7 +69,7 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
                                                        f" (cd {out} && docker compose up)"))
 
 
-@deploy_app.command("merge-alertmanager")
+@deploy_app.command("merge-alertmanager", cls=Command)
 def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
                                                             help="Your alertmanager.yml, or kube-prometheus-stack "
                                                                  "values with alertmanager.config.")],
@@ -209,4 +209,4 @@ def _doctor_urls(prometheus: str | None, alertmanager: str | None, grafana: str 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(deploy_app, name="deploy")
-    app.command("doctor")(doctor)
+    app.command("doctor", cls=Command)(doctor)

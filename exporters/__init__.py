@@ -3,8 +3,6 @@
     from inferwatch.exporters import Normalizer
 """
 
-from inferwatch.exporters._exposition import Family, Sample, format_sample, parse_sample, split_families
-from inferwatch.exporters._normalize import NormalizeResult, Normalizer, OutFamily, add_label, render
 from inferwatch import _lazy
 
 __all__ = [
@@ -25,8 +23,14 @@ __all__ = [
 ]
 
 
-# loaded on first use: the server pulls in aiohttp, and neither it nor its config is needed for a text rewrite
-_LAZY = {"NormalizingExporter": "_server", "ExporterConfig": "_config", "Target": "_config", "load_config": "_config"}
+# loaded on first use: the server pulls in aiohttp, and neither it nor its config is needed for a text rewrite;
+# `inferwatch --help` registers the exporter commands without loading the normalizer
+_LAZY = {name: module for module, names in {
+    "_server": ("NormalizingExporter",),
+    "_config": ("ExporterConfig", "Target", "load_config"),
+    "_exposition": ("Family", "Sample", "format_sample", "parse_sample", "split_families"),
+    "_normalize": ("NormalizeResult", "Normalizer", "OutFamily", "add_label", "render"),
+}.items() for name in names}
 
 
 __getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch.clikit import Command, check_log_level
+
 __all__ = ["register"]
 
 
@@ -101,8 +103,7 @@ def frontdoor(
     from inferwatch.frontdoor._labels import load_keys
     from inferwatch.frontdoor._paths import DEFAULT_ALLOWED, parse_allowed
 
-    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise typer.BadParameter(f"{log_level!r}: use debug, info, warning or error", param_hint="--log-level")
+    level = check_log_level(log_level)
     default, routes = _parsed(parse_upstreams, upstream, "--upstream")
     host, port = _parsed(parse_listen, listen, "--listen")
     metrics_host, metrics_port = _parsed(parse_listen, metrics_listen, "--metrics-listen")
@@ -129,7 +130,7 @@ def frontdoor(
         raise typer.BadParameter("durations must be above 0",
                                  param_hint="--models-refresh, --head-timeout, --keepalive-timeout")
     salt = caller_salt or os.environ.get("INFERWATCH_CALLER_SALT")
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not salt:
         salt = secrets.token_hex(16)
         logging.getLogger("inferwatch.frontdoor").info(
@@ -177,8 +178,7 @@ def probe(
     from inferwatch.frontdoor._config import parse_base_url, parse_listen, parse_seconds
     from inferwatch.frontdoor._probe import ProbeConfig
 
-    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise typer.BadParameter(f"{log_level!r}: use debug, info, warning or error", param_hint="--log-level")
+    level = check_log_level(log_level)
     try:
         url = parse_base_url(target)
     except ValueError:
@@ -192,7 +192,7 @@ def probe(
     config = ProbeConfig(url, tuple(dict.fromkeys(model)), every=_parsed(parse_seconds, every, "--every"),
                          timeout=_parsed(parse_seconds, timeout, "--timeout"), max_tokens=max_tokens,
                          api_key=os.environ.get("INFERWATCH_PROBE_API_KEY") or None, host=host, port=port)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from inferwatch.frontdoor._probe import Prober
     from inferwatch.frontdoor._serve import serve_app
 
@@ -202,5 +202,5 @@ def probe(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(frontdoor)
-    app.command()(probe)
+    for command in (frontdoor, probe):
+        app.command(cls=Command)(command)

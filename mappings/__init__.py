@@ -4,14 +4,7 @@
     mappings = load_mappings()          # vLLM, SGLang, dcgm-exporter, plus user files
 """
 
-from inferwatch.mappings._load import (
-    builtin_mapping_paths,
-    load_catalog,
-    load_mapping,
-    load_mappings,
-    select_source,
-)
-from inferwatch.mappings._model import Catalog, CatalogMetric, Entry, LabelRule, SourceMapping, sanitized
+from inferwatch import _lazy
 
 __all__ = [
     "Catalog",
@@ -25,14 +18,18 @@ __all__ = [
     "load_mappings",
     "sanitized",
     "select_source",
+    "as_values",
+    "recording_rules",
+    "relabel_configs",
+    "renamed_by_relabel",
+    "servicemonitor_relabelings",
 ]
 
-from inferwatch.mappings._render import (  # noqa: E402
-    as_values,
-    recording_rules,
-    relabel_configs,
-    renamed_by_relabel,
-    servicemonitor_relabelings,
-)
+# loaded on first use: `inferwatch --help` registers the mappings commands without reading a mapping
+_LAZY = {name: module for module, names in {
+    "_load": ("builtin_mapping_paths", "load_catalog", "load_mapping", "load_mappings", "select_source"),
+    "_model": ("Catalog", "CatalogMetric", "Entry", "LabelRule", "SourceMapping", "sanitized"),
+    "_render": ("as_values", "recording_rules", "relabel_configs", "renamed_by_relabel", "servicemonitor_relabelings"),
+}.items() for name in names}
 
-__all__ += ["as_values", "recording_rules", "relabel_configs", "renamed_by_relabel", "servicemonitor_relabelings"]
+__getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

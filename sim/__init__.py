@@ -5,13 +5,21 @@
     inferwatch demo                               engines, exporter, Prometheus, load and an incident
 """
 
-from inferwatch.sim._demo import run_demo
-from inferwatch.sim._engine import Engine, Event, Request
-from inferwatch.sim._load import LoadConfig, LoadReport, format_report, percentile, run_load
-from inferwatch.sim._metrics import EngineMetrics, default_release, releases
-from inferwatch.sim._params import EngineParams, scenarios, with_scenario
-from inferwatch.sim._server import SimulatorConfig, make_app, serve
+from inferwatch import _lazy
 
 __all__ = ["Engine", "Event", "Request", "EngineMetrics", "EngineParams", "SimulatorConfig", "LoadConfig",
            "LoadReport", "make_app", "serve", "run_load", "format_report", "percentile", "releases",
            "default_release", "scenarios", "with_scenario", "run_demo"]
+
+# loaded on first use: the server and the load generator pull in aiohttp, which `inferwatch --help` and the
+# commands that only read sim's tables never need
+_LAZY = {name: module for module, names in {
+    "_demo": ("run_demo",),
+    "_engine": ("Engine", "Event", "Request"),
+    "_load": ("LoadConfig", "LoadReport", "format_report", "percentile", "run_load"),
+    "_metrics": ("EngineMetrics", "default_release", "releases"),
+    "_params": ("EngineParams", "scenarios", "with_scenario"),
+    "_server": ("SimulatorConfig", "make_app", "serve"),
+}.items() for name in names}
+
+__getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

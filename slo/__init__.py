@@ -6,16 +6,23 @@
     print(explain(spec))                     # windows, factors, detection and reset times per tier
 """
 
-from inferwatch.slo._burn import TierMath, tier_math
-from inferwatch.slo._explain import explain
-from inferwatch.slo._import import import_file
-from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec, Tier
-from inferwatch.slo._output import FORMATS, render_files
-from inferwatch.slo._promtool import check_rule_files, run_rule_tests
-from inferwatch.slo._rules import BURN_ALERT, MISSING_ALERT, RuleSet, compile_spec
-from inferwatch.slo._spec import builtin_sli, load_spec, parse_spec
+from inferwatch import _lazy
 
 __all__ = ["load_spec", "parse_spec", "builtin_sli",
            "compile_spec", "render_files", "explain", "import_file", "check_rule_files",
            "run_rule_tests", "tier_math", "TierMath", "RuleSet", "Spec", "Objective", "LatencySLI", "RatioSLI",
            "Selector", "Matcher", "Tier", "EngineRef", "FORMATS", "BURN_ALERT", "MISSING_ALERT"]
+
+# loaded on first use: `inferwatch --help` registers the slo commands without loading the compiler
+_LAZY = {name: module for module, names in {
+    "_burn": ("TierMath", "tier_math"),
+    "_explain": ("explain",),
+    "_import": ("import_file",),
+    "_model": ("EngineRef", "LatencySLI", "Matcher", "Objective", "RatioSLI", "Selector", "Spec", "Tier"),
+    "_output": ("FORMATS", "render_files"),
+    "_promtool": ("check_rule_files", "run_rule_tests"),
+    "_rules": ("BURN_ALERT", "MISSING_ALERT", "RuleSet", "compile_spec"),
+    "_spec": ("builtin_sli", "load_spec", "parse_spec"),
+}.items() for name in names}
+
+__getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import shutil
 from pathlib import Path
@@ -58,26 +57,11 @@ def need(tool: str) -> str:
     return path
 
 
-def pytest_configure(config):
-    # `--dist loadgroup` would sort the work units by their number of tests, which put every one-test slow run
-    # behind all the grouped modules (the demo started last); the order below is the one xdist keeps
-    if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
-
-
 def _scope(item) -> str:
     """xdist's unit of work under --dist loadgroup: the item's xdist_group, else the item alone."""
     names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                     for m in item.iter_markers("xdist_group")})
     return "_".join(names) if names else item.nodeid
-
-
-def _runs_promtool(item) -> bool:
-    """The test itself runs promtool (`need("promtool")` in its body): seconds of CPU, often tens."""
-    try:
-        return 'need("promtool")' in inspect.getsource(item.function)
-    except (AttributeError, OSError, TypeError):
-        return False
 
 
 def pytest_addoption(parser):
@@ -107,14 +91,17 @@ def _deselect_real_engine(config, items) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Order the work units for xdist's workers (each unit is a whole xdist_group or one test).
+    """Order the work units for xdist's workers (each unit is a whole xdist_group or one test); xdist keeps this
+    order because pyproject's addopts turn its own reordering off (`--no-loadscope-reorder`: it would sort the
+    units by their number of tests, putting every one-test slow run behind all the grouped modules).
 
     The suite is CPU-bound on two cores, except for the slow end-to-end runs, which mostly wait on real
     processes (the demo, the multicluster run: ~105 s each at a few CPU seconds). Half the workers start with
-    them; the other half start with the single tests that run promtool, the CPU-bound part of the suite, largest
-    first (the slow property test, ~45 CPU seconds in two promtool processes), so both cores are busy from the
-    start. (The largest groups used to start there: their fixtures wait on Prometheus scrapes while the slow runs
-    wait too, leaving a core idle; collected last, the promtool tests ran four at once on two cores at the end.)
+    them; the other half start with the single tests that run promtool (marked promtool), the CPU-bound part of
+    the suite, largest first (the slow property test, ~45 CPU seconds in two promtool processes), so both cores
+    are busy from the start. (The largest groups used to start there: their fixtures wait on Prometheus scrapes
+    while the slow runs wait too, leaving a core idle; collected last, the promtool tests ran four at once on two
+    cores at the end.)
     xdist queues one more unit behind every worker at once, so right behind each slow run comes one of the last
     single tests collected (quick pure-Python ones: a group would wait there for the slow run). Then the groups,
     largest first, and the other single tests: small units at the end keep the workers finishing together.
@@ -126,7 +113,7 @@ def pytest_collection_modifyitems(config, items):
         units.setdefault(_scope(item), []).append(item)
     waiting, heavy, groups, singles = [], [], [], []
     for unit in units.values():
-        promtool = len(unit) == 1 and _runs_promtool(unit[0])
+        promtool = len(unit) == 1 and unit[0].get_closest_marker("promtool") is not None
         if any(i.get_closest_marker("slow") for i in unit) and promtool:
             heavy.insert(0, unit)               # a slow test that computes rather than waits: the first of them
         elif any(i.get_closest_marker("slow") for i in unit):

@@ -29,6 +29,7 @@ def _alerts(paths=RULE_FILES):
                     yield path.name, rule
 
 
+@pytest.mark.promtool
 def test_rule_files_are_valid_and_their_tests_pass():
     need("promtool")
     ok, output = check_rule_files(RULE_FILES)
@@ -39,6 +40,7 @@ def test_rule_files_are_valid_and_their_tests_pass():
     assert ok, output
 
 
+@pytest.mark.promtool
 def test_frontdoor_rule_files_are_valid_and_their_tests_pass():
     """alerts/frontdoor/: the front-door SLOs, out of the alerts/*.yaml glob, with their own promtool tests."""
     need("promtool")

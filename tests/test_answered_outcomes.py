@@ -94,6 +94,7 @@ def _case(outcome: str, source: str, verdict: str) -> dict:
     }
 
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("length_is_bad", [False, True], ids=["default", "length_is_bad"])
 @pytest.mark.parametrize("source_kind", ["engine", "frontdoor"])
 def test_each_outcome_counts_as_the_table_says(tmp_path: Path, source_kind: str, length_is_bad: bool):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from conftest import ROOT
@@ -28,6 +29,7 @@ def test_build_writes_the_bundle(tmp_path):
     assert check_proc.returncode == 0
 
 
+@pytest.mark.promtool
 def test_bundle_rules_and_their_tests_work_where_they_are_written(tmp_path):
     """The bundle keeps the promtool tests in rules/tests/, naming their rules as ../x.rules.yaml, so
     `promtool test rules` runs in place."""
@@ -62,6 +64,7 @@ def _rule_folders(tmp_path):
             "alerts front door": ROOT / "alerts" / "frontdoor"}
 
 
+@pytest.mark.promtool
 def test_rule_folders_load_as_a_glob(tmp_path):
     """`rule_files: [<folder>/*.yaml]` passes `promtool check config`: rule folders hold rule files only, with
     the promtool tests in tests/ and Alertmanager's inhibit rules in alertmanager/."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import subprocess
 
+import pytest
+
 from conftest import ROOT, need
 from promtools import compress_durations
 
@@ -21,6 +23,7 @@ def test_every_range_subquery_offset_for_and_interval_shrinks():
     assert compress_durations("rate(x[1h30m])\n  for: 1m\n", 7) == "rate(x[771429ms])\n  for: 8571ms\n"
 
 
+@pytest.mark.promtool
 def test_the_compressed_operational_alerts_load_in_promtool(tmp_path):
     source = (ROOT / "alerts" / "operational.rules.yaml").read_text()
     out = tmp_path / "operational.rules.yaml"

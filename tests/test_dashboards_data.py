@@ -100,7 +100,7 @@ def prom(tmp_path_factory):
             with prometheus(need("prometheus"), config, workdir) as base:
                 load.start()
                 wait_for(lambda: len(query(base, 'llm_slo:sli:ratio')) >= 6, timeout=60)
-                time.sleep(5)
+                _until_every_panel_has_data(base, deadline=time.monotonic() + 60)
                 yield base
         finally:
             done.set()
@@ -136,8 +136,8 @@ def panel_cases():
                 yield pytest.param(board, panel, id=f"{name}:{panel['title']}")
 
 
-@pytest.mark.parametrize("board, panel", list(panel_cases()))
-def test_panel_has_data_for_both_engines(board, panel, prom):
+def _no_data(board: dict, panel: dict, prom: str) -> str | None:
+    """What `panel` lacks: None when it has data for each engine it shows, else which engine and its queries."""
     exprs = [t["expr"] for t in panel["targets"]]
     per_engine = any("$engine" in e or "$model" in e for e in exprs)
     engines = ["vllm"] + ([] if "vLLM only" in panel.get("description", "") else ["sglang"])
@@ -145,8 +145,26 @@ def test_panel_has_data_for_both_engines(board, panel, prom):
         values = {"engine": engine, "model": MODELS.get(engine, ".*")} if engine != "any" else {}
         if "service" in json.dumps(board["templating"]):                 # the SLO dashboard filters by model only
             values = {"model": MODELS.get(engine, ".*")}
-        assert any(_has_data(prom, _substitute(e, values)) for e in exprs), \
-            f"{panel['title']}: no data for {engine}: {[_substitute(e, values) for e in exprs]}"
+        if not any(_has_data(prom, _substitute(e, values)) for e in exprs):
+            return f"{panel['title']}: no data for {engine}: {[_substitute(e, values) for e in exprs]}"
+    return None
+
+
+def _until_every_panel_has_data(prom: str, deadline: float) -> None:
+    """Wait until every panel has data (rates and quantiles need a few scrapes after the SLI's first samples),
+    or the deadline; the tests then name each panel still without."""
+    cases = [param.values for param in panel_cases()]
+    while time.monotonic() < deadline:
+        cases = [(board, panel) for board, panel in cases if _no_data(board, panel, prom)]
+        if not cases:
+            return
+        time.sleep(1)
+
+
+@pytest.mark.parametrize("board, panel", list(panel_cases()))
+def test_panel_has_data_for_both_engines(board, panel, prom):
+    missing = _no_data(board, panel, prom)
+    assert missing is None, missing
 
 
 def _tiles() -> dict[str, str]:

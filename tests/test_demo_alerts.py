@@ -26,6 +26,7 @@ HEALTHY_MINUTES = len(next(iter(HEALTHY_SERIES.values()))) // PER_MINUTE
 BEFORE = 60                  # minutes of healthy traffic before an incident: the page tiers' 1h window is clean
 
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("rule_file", list(rule_texts()))
 def test_the_healthy_demo_pages_nothing(rule_file):
     """Both demo models healthy for the recorded half hour, replayed from a fresh start as the demo runs: no page
@@ -39,6 +40,7 @@ def test_the_healthy_demo_pages_nothing(rule_file):
     assert ok, output
 
 
+@pytest.mark.promtool
 def test_the_healthy_demo_raises_no_ticket():
     """The recorded half hour holds blips of front-door TTFT over 1 s (1-7 % of a model's requests in some 2-minute
     spells, from the loaded host it was recorded on) in its first minutes: a fresh deployment's tickets would read
@@ -95,6 +97,7 @@ def test_every_incident_of_the_demos_script_is_covered():
     assert [p["phase"] for p in MANIFEST["phases"]] == ["healthy", *incidents]
 
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("incident, alert, rule_file, when", CASES,
                          ids=[f"{c[0]}: {c[1]['alertname']} {c[1].get('slo', '')}".strip() for c in CASES])
 def test_each_incident_raises_the_promised_alert_in_time(incident, alert, rule_file, when):

@@ -261,6 +261,7 @@ def test_dashboard_configmaps_are_the_dashboards_for_the_grafana_sidecar(renders
         assert len(text.encode()) < 262144 and "KiB" in text.split("apiVersion")[0]
 
 
+@pytest.mark.promtool
 def test_prometheusrule_groups_pass_promtool(renders, tmp_path):
     promtool = need("promtool")
     paths = []
@@ -278,6 +279,7 @@ def test_prometheusrule_groups_pass_promtool(renders, tmp_path):
 
 # --- compose ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("which", ["default-compose", "full-compose"])
 def test_compose_validates_and_its_prometheus_config_passes_promtool(renders, which, tmp_path):
     files = renders[which]

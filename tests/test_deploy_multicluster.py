@@ -27,6 +27,7 @@ CONFIG = {"version": 1, "frontdoor": {"enabled": False},
           "cluster": {"name": "a", "remote_write_url": "http://central:9090/api/v1/write"}}
 
 
+@pytest.mark.promtool
 def test_rendered_multicluster_variant():
     files = render(parse_config(CONFIG, "multi.yaml"))
     values = yaml.safe_load(files["prometheus/values.yaml"])["prometheus"]["prometheusSpec"]

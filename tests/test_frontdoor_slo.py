@@ -46,6 +46,7 @@ def _real_series() -> list[tuple[str, dict, float]]:
             if s.name.endswith(("_total", "_bucket", "_count"))]
 
 
+@pytest.mark.promtool
 def test_a_real_error_mix_fires_page_slow_not_page_fast(tmp_path):
     need("promtool")
     series = _real_series()

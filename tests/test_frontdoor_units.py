@@ -349,6 +349,7 @@ def test_answered_counts_ok_and_length_among_all_but_cancelled_and_invalid_reque
     assert sli.total == parse_selector('llm_frontdoor_requests_total{outcome!~"cancelled|invalid_request"}')
 
 
+@pytest.mark.promtool
 def test_the_front_door_defaults_mirror_the_engine_defaults_and_compile(tmp_path):
     import subprocess
 

@@ -523,13 +523,14 @@ def test_concurrent_requests_never_share_a_connection_and_reuse_the_kept_ones():
         assert engine.connections <= 24
 
 
-def _leave(door_url: str, after: bytes) -> float:
-    """A client that asks for ASKED and leaves once `after` came back (b"": once the request is out); when."""
+def _leave(door_url: str, engine: ScriptEngine, after: bytes) -> float:
+    """A client that asks for ASKED and leaves once `after` came back (b"": once the request reached the engine);
+    when."""
     with door_socket(door_url) as sock:
         seen = b""
         while after not in seen:
             seen += sock.recv(65536)
-        time.sleep(0.05 if not after else 0)      # the request reaches the engine
+        wait_for(lambda: engine.requests)
         left = time.monotonic()
     return left
 
@@ -560,7 +561,8 @@ def test_a_client_that_leaves_closes_the_upstream_connection_at_once_and_is_coun
             await writer.drain()
 
     with serving(ScriptEngine(script)) as (engine_url, engine), frontdoor(engine_url) as (door_url, door):
-        left = {"before the head": lambda: _leave(door_url, b""), "mid-body": lambda: _leave(door_url, b"data: "),
+        left = {"before the head": lambda: _leave(door_url, engine, b""),
+                "mid-body": lambda: _leave(door_url, engine, b"data: "),
                 "while the relay is paused": lambda: _hold(door_url)}[stage]()
         assert wait_for(lambda: engine.left, timeout=1)[0] - left < 0.1
         counted(door_url, {("cancelled", "499" if stage == "before the head" else "200"): 1})

@@ -10,6 +10,7 @@ import time
 import urllib.request
 
 import pynvml
+import pytest
 
 from conftest import ROOT, need
 from fakes.fake_pynvml import FakeNvml, hopper
@@ -26,6 +27,7 @@ def _scrape(tmp_path, **kw) -> str:
     return exporter.render()
 
 
+@pytest.mark.promtool
 def test_output_passes_promtool_and_normalize_unchanged(tmp_path):
     text = _scrape(tmp_path)
     proc = subprocess.run([need("promtool"), "check", "metrics"], input=text, capture_output=True, text=True)

@@ -350,6 +350,7 @@ def test_index_device_ids_name_gpus_by_nvml_index(tmp_path, kubelet):
     assert [w["pod"] for w, _ in values(text, "gpu_memory_used_bytes", GPU_I_ID="2")] == ["mig-job-0"]
 
 
+@pytest.mark.promtool
 def test_without_the_socket_the_exporter_falls_back_and_says_so(tmp_path, sock_dir, caplog):
     exporter = _node(tmp_path, sock_dir / "kubelet.sock")
     exporter.step()

@@ -177,6 +177,7 @@ def test_an_unreadable_pod_list_is_counted_by_kind_and_the_exporter_keeps_servin
     assert len(said) == 1 and f": {kind}: " in said[0] and "\n" not in said[0], said   # once, on one line
 
 
+@pytest.mark.promtool
 def test_pod_list_errors_are_valid_exposition_and_absent_when_the_list_reads(kubelet, tmp_path):
     _, exporter = node(tmp_path / "ok")
     exporter.step()

@@ -125,6 +125,7 @@ def _minutes(backend: SimulatedBackend, clock: list[float], minutes: int, stall_
     return out
 
 
+@pytest.mark.promtool
 def test_stall_fires_gpu_busy_not_computing_in_promtool(tmp_path):
     series = {}
     for host, stall_from in (("node-stall", 10), ("node-ok", None)):
@@ -203,6 +204,7 @@ def test_cli_mistakes_are_one_line(args, flag):
 
 
 
+@pytest.mark.promtool
 def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
     from inferwatch.exporters import split_families
     from inferwatch.sim import SimulatorConfig, make_app

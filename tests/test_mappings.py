@@ -116,6 +116,7 @@ def test_servicemonitor_format_uses_operator_keys():
     assert "source_labels" not in proc.stdout
 
 
+@pytest.mark.promtool
 def test_mapping_rules_record_each_name_once_and_promtool_is_silent():
     """promtool lints a name recorded twice (vLLM's and SGLang's queue time) as a duplicate rule."""
     from conftest import need

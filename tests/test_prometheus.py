@@ -112,6 +112,7 @@ def _value(v: float) -> str:
     return repr(v)
 
 
+@pytest.mark.promtool
 def test_recording_rules_match_normalize_under_promtool(scraped, mappings, catalog, tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text(dump_yaml(recording_rules(mappings)))
@@ -137,6 +138,7 @@ def test_recording_rules_match_normalize_under_promtool(scraped, mappings, catal
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
 
 
+@pytest.mark.promtool
 def test_checked_in_rules_pass_promtool_check():
     from inferwatch.build import source_copies
 

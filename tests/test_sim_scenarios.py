@@ -200,7 +200,7 @@ def test_metrics_down_fails_every_scrape_while_serving():
 def test_simulate_help_names_every_scenario():
     import typing
 
-    from inferwatch._cli_sim import simulate
+    from inferwatch.sim._cli import simulate
     from inferwatch.sim import scenarios
 
     text = typing.get_type_hints(simulate, include_extras=True)["scenario"].__metadata__[0].help

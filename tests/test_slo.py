@@ -209,6 +209,7 @@ def test_inhibit_rules_silence_slower_tiers_of_the_same_objective():
     assert all(r["equal"] == ["service", "slo", "model"] for r in inhibit)
 
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("spec_file", EXAMPLES + [DEFAULTS], ids=lambda p: p.name)
 def test_rules_are_valid_and_portable(spec_file, tmp_path):
     need("promtool")
@@ -241,6 +242,7 @@ def test_golden_output_of_the_example_spec():
     assert golden == sorted([*files, "chat.explain.txt"])
 
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("spec_file", EXAMPLES, ids=lambda p: p.name)
 def test_generated_promtool_tests_pass(spec_file, tmp_path):
     """Outage, slow burn, half budget, zero and low traffic, missing data, le spellings: for every objective."""
@@ -273,6 +275,7 @@ MUTATIONS = [
 ]
 
 
+@pytest.mark.promtool
 def test_generated_tests_catch_a_broken_rule(tmp_path):
     """Mutation check: a wrong threshold, a single le spelling, a 1h window of 61 minutes, a 5m-rate fallback
     that outlives its series (phantom requests after an engine dies; or kept alive by any fresh series, `on ()`),
@@ -329,6 +332,7 @@ def test_user_text_never_runs_as_a_template():
     assert missing["annotations"]["runbook_url"] == 'https://x/{{ "{{" }}query`up`}}/LLMSLIDataMissing'
 
 
+@pytest.mark.promtool
 def test_the_issues_cases_compile_and_pass_their_own_tests(tmp_path):
     """group_by job, a quote and braces in a selector value, templates in labels and URLs, a huge min_bad_events,
     a target of 99.9999% and one so low that only one tier can fire, missing data after 30m."""
@@ -358,6 +362,7 @@ TEMPLATED = {
 }
 
 
+@pytest.mark.promtool
 def test_annotation_templates_render_every_label_the_alert_has(tmp_path):
     """Prometheus renders `$labels` from the alert expression's labels only (service, slo, group_by): a label the
     rule sets (tier, the user's team, alertname) or one the SLI's selectors fix (namespace="prod", as Pyrra puts

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import GOLDEN, ROOT, need
@@ -33,6 +34,7 @@ def test_compile_writes_rules_tests_and_inhibit_rules(tmp_path):
                              + [f"tests/chat.{o}.test.yaml" for o in objectives] + ["alertmanager/chat.inhibit.yaml"])
 
 
+@pytest.mark.promtool
 def test_compile_for_the_prometheus_operator(tmp_path):
     need("promtool")
     proc = _run("compile", CHAT, "-o", tmp_path, "--format", "prometheus-operator")
@@ -55,6 +57,7 @@ def _one_objective(tmp_path, name: str, **changes) -> Path:
     return path
 
 
+@pytest.mark.promtool
 def test_a_selector_on_target_passes_its_own_tests(tmp_path):
     """`target` is the normalizing exporter's label for the engine behind it: an SLO pinned to one engine is
     legal, and its generated tests expect that label on the missing-data alert of a failing scrape."""
@@ -65,6 +68,7 @@ def test_a_selector_on_target_passes_its_own_tests(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.promtool
 def test_slo_test_runs_the_generated_tests(tmp_path):
     need("promtool")
     proc = _run("test", _one_objective(tmp_path, "answered"))
@@ -81,6 +85,7 @@ def _untestable(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.promtool
 def test_slo_test_tests_each_spec_of_a_shared_service(tmp_path):
     """Two specs of service chat: the second's rules used to overwrite the first's, whose tests then ran against
     them (and failed); each is now tested alone, and the untestable one is named."""
@@ -105,6 +110,7 @@ def test_unknown_format_is_a_clear_error(tmp_path):
     assert proc.returncode == 1 and proc.stderr.startswith("error: --format 'thanos': use one of")
 
 
+@pytest.mark.promtool
 def test_frontdoor_source_needs_no_engine_buckets(tmp_path):
     """The front door's own buckets hold the usual thresholds: 2s, off vLLM's TTFT buckets, is exact there."""
     need("promtool")

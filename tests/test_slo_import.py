@@ -237,6 +237,7 @@ def test_every_real_spec_imports_or_says_why_not(name):
             parse_spec(yaml.safe_load(dump_yaml(spec)), name)
 
 
+@pytest.mark.promtool
 def test_every_imported_spec_passes_check_and_promtool(tmp_path):
     """`slo check` passes, promtool accepts the rules (one batched call), and `slo test` would have tests to run."""
     need("promtool")
@@ -331,6 +332,7 @@ def test_a_non_prometheus_source_is_refused_by_name(name, source):
     assert f"{source} is not a Prometheus source" in str(err.value)
 
 
+@pytest.mark.promtool
 def test_slo_test_fails_when_it_generates_no_test_cases(tmp_path):
     need("promtool")
     spec = tmp_path / "any.yaml"
@@ -647,6 +649,7 @@ def test_pyrra_files_with_a_bare_v1alpha1_are_read_with_the_labels_and_annotatio
     assert spec["labels"] == {"team": "parca"} and spec["window"] == "14d"
 
 
+@pytest.mark.promtool
 def test_rhobs_dashboard_link_gets_the_namespace_its_selector_fixes_and_a_warning_where_none_is_fixed(tmp_path):
     """rhobs' dashboard annotations read {{$labels.namespace}}, a label our alerts' expressions do not carry. Where
     the SLI selects namespace="..." (as Pyrra puts such matchers on its alerts) the value is written out, and
@@ -786,6 +789,7 @@ def test_a_many_slo_pyrra_file_with_other_resources_imports_each_slo_and_names_t
     assert notes.count("not a Sloth, OpenSLO or Pyrra document (apiVersion: route.openshift.io/v1, kind: Route)") == 2
 
 
+@pytest.mark.promtool
 def test_a_selector_excluding_one_value_gets_generated_tests(tmp_path):
     """banka-3's gRPC errors are `rpc_grpc_status_code!="0"`: the good series of the generated tests take the value
     the matcher excludes (before: no generated tests, `slo test` failed with 0 test cases). promtool runs the

@@ -154,6 +154,7 @@ def _promtool(*args, cwd):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.promtool
 @pytest.mark.slow   # ~45 CPU seconds of promtool, a minute or more in the suite: conftest starts it first
 def test_accepted_specs_pass_promtool_and_their_own_tests(tmp_path):
     need("promtool")

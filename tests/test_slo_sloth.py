@@ -60,6 +60,7 @@ SCENARIOS = {
 }
 
 
+@pytest.mark.promtool
 @pytest.mark.parametrize("anchor", ["getting-started", "kubernetes-apiserver"])
 @pytest.mark.parametrize("severity", ["page", "ticket"])
 def test_we_fire_no_later_than_sloth(anchor, severity, tmp_path):

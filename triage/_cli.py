@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch.clikit import Command
 from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt,
                                      HeaderOpt, InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
 from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
@@ -100,4 +101,4 @@ def triage(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(triage)
+    app.command(cls=Command)(triage)

@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch.clikit import Command, bad_flag
 from inferwatch.errors import InferwatchError
 
 __all__ = ["register", "ENGINE_VERSIONS"]
@@ -139,11 +140,11 @@ def load(target: Annotated[str, typer.Option(metavar="URL",
 
     seconds, request_timeout = _seconds(duration, "--duration"), _seconds(timeout, "--timeout")
     if rate <= 0:
-        raise typer.BadParameter("must be above 0", param_hint="--rate")
+        bad_flag("--rate", "must be above 0")
     try:
         url = openai_server_url(target)
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--target") from None
+        bad_flag("--target", err)
     from inferwatch.sim import LoadConfig, format_report, run_load
     config = LoadConfig(url, rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
                         max_tokens=max_tokens, output_tokens=output_tokens, prefix_share=prefix_share,
@@ -167,9 +168,9 @@ def _seconds(text: str, flag: str) -> float:
     try:
         value = float(parse_duration(text, units="ms s m h"))
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint=flag) from None
+        bad_flag(flag, err)
     if value <= 0:
-        raise typer.BadParameter(f"{text!r} must be above 0, e.g. 30s", param_hint=flag)
+        bad_flag(flag, f"{text!r} must be above 0, e.g. 30s")
     return value
 
 
@@ -210,6 +211,5 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(simulate)
-    app.command()(load)
-    app.command()(demo)
+    for command in (simulate, load, demo):
+        app.command(cls=Command)(command)

@@ -5,16 +5,17 @@ from typing import Annotated, Optional
 
 import typer
 
-__all__ = ["dashboards_app"]
+from inferwatch.clikit import Command, bad_flag, group
 
-dashboards_app = typer.Typer(help="Grafana dashboards as code: build, lint, push.", no_args_is_help=True,
-                             rich_markup_mode=None)
+__all__ = ["register"]
+
+dashboards_app = group("Grafana dashboards as code: build, lint, push.")
 Sources = Annotated[Optional[list[Path]], typer.Argument(metavar="SOURCE", help="*.dashboard.py files (default: "
                                                                                 "inferwatch's four).",
                                                          show_default=False)]
 
 
-@dashboards_app.command()
+@dashboards_app.command(cls=Command)
 def build(sources: Sources = None,
           out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")]
           = Path("dashboards-json"),
@@ -55,7 +56,7 @@ def build(sources: Sources = None,
             typer.echo(f"wrote {path}")
 
 
-@dashboards_app.command()
+@dashboards_app.command(cls=Command)
 def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
                                                      help="Anyone's dashboards: JSON (classic or schema v2) or "
                                                           "Kubernetes YAML files, folders of them, - for stdin.")]):
@@ -77,7 +78,7 @@ def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_defaul
     raise typer.Exit(1 if findings else 0)
 
 
-@dashboards_app.command()
+@dashboards_app.command(cls=Command)
 def push(grafana_url: Annotated[str, typer.Option(metavar="URL", show_default=False,
                                                   help="Grafana base URL, e.g. http://grafana:3000.")],
          sources: Sources = None,
@@ -98,7 +99,11 @@ def push(grafana_url: Annotated[str, typer.Option(metavar="URL", show_default=Fa
     try:
         grafana_url = http_url(grafana_url, "http://grafana:3000")
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--grafana-url") from None
+        bad_flag("--grafana-url", err)
     boards = {name: json.loads(text) for name, text in build_all(sources).items()}
     for line in push_all(boards, grafana_url, folder):
         typer.echo(f"pushed {line}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(dashboards_app, name="dashboards")

@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from inferwatch.clikit import Command, group
 from inferwatch.errors import InferwatchError, SpecError, collect
 
-__all__ = ["slo_app"]
+__all__ = ["register"]
 
-slo_app = typer.Typer(help="SLO specs into burn-rate and missing-data alerts, with promtool tests.",
-                      no_args_is_help=True, rich_markup_mode=None)
+slo_app = group("SLO specs into burn-rate and missing-data alerts, with promtool tests.")
 Specs = Annotated[list[Path], typer.Argument(metavar="SPEC", help="SLO spec files (YAML).", show_default=False)]
 
 
@@ -54,7 +54,7 @@ def _write(specs, out: Path, fmt: str, tests: bool = True) -> list[Path]:
     return written
 
 
-@slo_app.command()
+@slo_app.command(cls=Command)
 def compile(specs: Specs,
             out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")]
             = Path("slo-rules"),
@@ -79,7 +79,7 @@ def compile(specs: Specs,
         typer.echo(f"wrote {path}")
 
 
-@slo_app.command()
+@slo_app.command(cls=Command)
 def explain(specs: Specs):
     """Print, per objective and tier, the windows, burn factor, threshold, detection and reset times.
 
@@ -93,7 +93,7 @@ def explain(specs: Specs):
         typer.echo(("\n" if i else "") + explain_spec(spec), nl=False)
 
 
-@slo_app.command()
+@slo_app.command(cls=Command)
 def check(specs: Specs):
     """Validate specs; every problem of every file is listed, and what compiling would warn of.
 
@@ -109,7 +109,7 @@ def check(specs: Specs):
             typer.echo(f"warning: {warning}", err=True)
 
 
-@slo_app.command()
+@slo_app.command(cls=Command)
 def test(specs: Specs):
     """Compile into a temporary folder and run `promtool check rules` and the generated tests.
 
@@ -145,7 +145,7 @@ def test(specs: Specs):
                    "passed" + (f"; untested (see the warnings above): {', '.join(untested)}" if untested else ""))
 
 
-@slo_app.command("import")
+@slo_app.command("import", cls=Command)
 def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
                                                  help="Sloth prometheus/v1 specs, Sloth PrometheusServiceLevels, "
                                                       "OpenSLO or Pyrra documents (several per file, or a YAML "
@@ -211,3 +211,7 @@ def _write_imported(targets: dict[Path, str], flag: str) -> list[Path]:
     for path, text in targets.items():
         write_output(path, text, flag)
     return list(targets)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(slo_app, name="slo")

@@ -210,6 +210,9 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
 
 
 def register(app: typer.Typer) -> None:
+    from inferwatch.sim._capacity_cli import capacity_app
+
     app.command()(simulate)
     app.command()(load)
     app.command()(demo)
+    app.add_typer(capacity_app, name="capacity")

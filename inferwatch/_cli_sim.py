@@ -210,7 +210,7 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
 
 
 def register(app: typer.Typer) -> None:
-    from inferwatch.sim._capacity_cli import capacity_app
+    from inferwatch._cli_capacity import capacity_app
 
     app.command()(simulate)
     app.command()(load)

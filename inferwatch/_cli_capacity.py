@@ -1,4 +1,4 @@
-"""`inferwatch capacity sweep` and `inferwatch capacity compare`. Registered by inferwatch/_cli_sim.py."""
+"""`inferwatch capacity sweep` and `inferwatch capacity compare` (sim/_capacity.py). Registered by inferwatch/_cli_sim.py."""
 
 from __future__ import annotations
 

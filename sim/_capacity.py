@@ -6,9 +6,12 @@ passes when the share of good requests is at or above the target.
 
 1. Ramp: from `start_rate`, multiply by `growth` after each passing step until one fails (or divide until one
    passes, when the first fails), within `max_rate`.
-2. Refine: repeat the two rates around the knee until each was measured `repeats` times, then bisect: probe the
-   middle of the widest gap between a passing (or unsure) rate and a failing (or unsure) one, `repeats` steps each,
-   until the interval is narrower than `precision` of its upper end, or `max_steps` were run.
+2. Refine: repeat the two rates around the knee until each was measured `repeats` times, then bisect: take the
+   widest gap between a passing (or unsure) rate and a failing (or unsure) one, repeat its ends until measured
+   `repeats` times, then probe its middle; until the interval is narrower than `precision` of its upper end, or
+   `max_steps` were run. A step that sent no request (a low rate, a
+   short step) says nothing; one whose requests were all cancelled or refused as the caller's mistake (4xx) ends
+   the sweep.
 
 Every step is bounded: at most `step_duration` seconds of arrivals and `step_requests` requests, each answered or
 given up after the load's `timeout`; the sweep at most `max_steps` steps. Steps run one after the other and each
@@ -60,6 +63,7 @@ class Step:
     ttft_p95: float | None = None
     tpot_p50: float | None = None
     tpot_p95: float | None = None
+    e2e_mean: float | None = None       # answered requests, send to last byte
     outcomes: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -90,6 +94,8 @@ def judge_step(rate: float, phase: str, samples: list[Sample], seconds: float, g
     tpot = [s.tpot for s in answered if s.tpot is not None]
     step.ttft_p50, step.ttft_p95 = _quantile(ttft, 0.5), _quantile(ttft, 0.95)
     step.tpot_p50, step.tpot_p95 = _quantile(tpot, 0.5), _quantile(tpot, 0.95)
+    e2e = [s.e2e for s in answered if s.e2e is not None]
+    step.e2e_mean = sum(e2e) / len(e2e) if e2e else None
     return step
 
 
@@ -102,7 +108,7 @@ def _ramp_rate(steps: list[Step], config: SweepConfig) -> float | None:
     if not steps:
         return config.start_rate
     passed = [s.rate for s in steps if s.share is not None and s.share >= config.target]
-    failed = [s.rate for s in steps if s.share is None or s.share < config.target]
+    failed = [s.rate for s in steps if s.share is not None and s.share < config.target]
     if passed and failed:
         return None
     last = steps[-1].rate
@@ -112,14 +118,14 @@ def _ramp_rate(steps: list[Step], config: SweepConfig) -> float | None:
 
 def next_rate(steps: list[Step], config: SweepConfig) -> tuple[float, str] | None:
     """The rate of the next step and its phase, or None when the sweep is done."""
-    if len(steps) >= config.max_steps:
-        return None
+    if len(steps) >= config.max_steps or (steps and steps[-1].sent and not steps[-1].judged):
+        return None                             # every request cancelled or the caller's mistake (4xx): no use
     if all(s.phase == "ramp" for s in steps):
         rate = _ramp_rate(steps, config)
         if rate is not None:
             return rate, "ramp"
         if not any(s.share is not None and s.share >= config.target for s in steps) or \
-                not any(s.share is None or s.share < config.target for s in steps):
+                not any(s.share is not None and s.share < config.target for s in steps):
             return None                         # a limit ended the ramp on one side of the knee
     stats = _stats(steps, config.target)
     counts = {s.rate: s.steps for s in stats}
@@ -146,9 +152,10 @@ def next_rate(steps: list[Step], config: SweepConfig) -> tuple[float, str] | Non
     width, a, b = max(gaps)
     if width <= config.precision * est.upper:
         return None
-    rate = _round((a + b) / 2)
-    unfinished = [r for r in unsure if counts[r] < config.repeats]
-    return (unfinished[0] if unfinished else rate), "refine"
+    for rate in (b, a):                         # an end of the widest gap measured too few times: repeat it
+        if rate in counts and counts[rate] < config.repeats:
+            return rate, "refine"
+    return _round((a + b) / 2), "refine"
 
 
 def _round(rate: float) -> float:

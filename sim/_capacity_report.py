@@ -13,7 +13,7 @@ import yaml
 
 from inferwatch import __version__
 from inferwatch.errors import InferwatchError
-from inferwatch.frontdoor._goodput import Goodput
+from inferwatch.frontdoor._goodput import Goodput, default_goodput
 from inferwatch.sim._capacity import Step, SweepConfig
 from inferwatch.sim._capacity_stats import estimate, rate_stats
 
@@ -33,9 +33,11 @@ _LOAD = ("prompt_tokens", "max_tokens", "output_tokens", "prefix_share", "prefix
 
 
 def _objectives(goodput: Goodput) -> list[dict]:
-    return [{"objective": o.name, "time": o.time, "threshold_s": o.threshold} if o.time else
-            {"objective": o.name, "outcomes": "good selector" if o.good is not None else "not bad"}
-            for o in goodput.objectives]
+    """The objectives by name (not by the file's path, which differs between machines) and what each checks."""
+    named = [(o, o.name.rpartition(": objective ")[2]) for o in goodput.objectives]
+    return [{"objective": name, "time": o.time, "threshold_s": o.threshold} if o.time else
+            {"objective": name, "outcomes": "good selector" if o.good is not None else "not bad"}
+            for o, name in named]
 
 
 def result(config: SweepConfig, goodput: Goodput, steps: list[Step], model: str, replicas: int,
@@ -51,7 +53,8 @@ def result(config: SweepConfig, goodput: Goodput, steps: list[Step], model: str,
         "url": config.load.target,
         "model": model,
         "replicas": replicas,
-        "slo": {"files": list(goodput.files) or ["(embedded) slo/defaults-frontdoor.yaml"],
+        "slo": {"files": ["(embedded) slo/defaults-frontdoor.yaml"] if goodput is default_goodput() else
+                list(goodput.files),
                 "objectives": _objectives(goodput)},
         "target": config.target,
         "settings": {**{k: getattr(config, k) for k in _SETTINGS}, "load": {k: getattr(config.load, k) for k in _LOAD}},

@@ -34,6 +34,7 @@ http = Selector(("namespace", "engine", "pod"))          # the API server's coun
 door = Selector(("namespace", "model"))                  # the front door's series carry model, caller, upstream
 FRONT_DOOR = "Front door only (inferwatch frontdoor): "  # tests/test_dashboards_data.py exempts these
 COST = "With cost rules only (inferwatch cost compile, cost/README.md): "   # exempted the same way
+CAPACITY = "With a capacity sweep only (inferwatch capacity sweep --rules, sim/README.md): "   # and this one
 NOT_CANCELLED = 'outcome!="cancelled"'
 BAD = 'outcome!~"ok|cancelled|length"'
 
@@ -99,6 +100,18 @@ dashboard = dashboard(
         ], description="llm_requests_running per engine, and the concurrency cap each engine was started with "
                        "(llm_max_running_requests, served by the normalizing exporter's --max-running-requests: no "
                        "engine exports it). Running at the cap with requests waiting is queueing."),
+        timeseries("Headroom: request rate per replica against measured capacity", [
+            target(ratio(rate_sum(sel, "llm_requests_finished_total"),
+                         f"count by (model) (count by (model, pod) ({sel('llm_requests_running')}))"),
+                   "rate per replica {{model}}"),
+            target('max by (model) (llm_capacity:requests_per_second_per_replica{model=~"$model"})',
+                   "capacity per replica {{model}}")],
+            unit="reqps", description=CAPACITY + "requests each replica finishes per second (rate of "
+                        "llm_requests_finished_total over the pods serving the model) against the capacity per "
+                        "replica a sweep measured: the highest rate at which 90 % of requests still met every "
+                        "objective (llm_capacity:requests_per_second_per_replica, a constant from the rule file "
+                        "the sweep writes). The gap between the lines is the headroom; traffic above the "
+                        "capacity line misses the SLO."),
         timeseries("Waiting requests", [
             target(f"sum by (model, pod) ({sel('llm_requests_waiting')})", "{{model}} {{pod}}")],
             description="llm_requests_waiting: requests admitted to the engine but not yet running."),

@@ -2,6 +2,7 @@
 
     inferwatch simulate --engine vllm|sglang      OpenAI-compatible API + that engine's /metrics
     inferwatch load --target URL --rate R         open-loop load, measuring what users see
+    inferwatch capacity sweep --target URL        the request rate it serves within its SLO
     inferwatch demo                               engines, exporter, Prometheus, load and an incident
 """
 

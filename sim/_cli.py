@@ -211,5 +211,8 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
 
 
 def register(app: typer.Typer) -> None:
+    from inferwatch.sim._cli_capacity import capacity_app
+
     for command in (simulate, load, demo):
         app.command(cls=Command)(command)
+    app.add_typer(capacity_app, name="capacity")

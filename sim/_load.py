@@ -26,9 +26,10 @@ import aiohttp
 
 from inferwatch.errors import InferwatchError
 from inferwatch.frontdoor import Facts, observe_stream, token_counts
+from inferwatch.frontdoor._outcome import classify
 from inferwatch.sim._engine import WORDS
 
-__all__ = ["LoadConfig", "LoadReport", "Sample", "run_load", "percentile", "format_report"]
+__all__ = ["LoadConfig", "LoadReport", "Sample", "run_load", "resolve_model", "percentile", "format_report"]
 
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city.",
@@ -51,6 +52,7 @@ class LoadConfig:
     timeout: float = 120.0              # per request, in all
     response_timeout: float = 10.0      # per request, until the response headers arrive
     seed: int | None = None
+    max_requests: int | None = None     # stop sending after this many, even before `duration` is over
 
 
 @dataclass
@@ -62,6 +64,8 @@ class Sample:
     tokens: int = 0
     finish_reason: str | None = None
     error: str | None = None
+    outcome: str | None = None          # as the front door would call it (frontdoor/_outcome.py)
+    code: int = 0                       # the HTTP status; 0: none came
 
 
 @dataclass
@@ -114,6 +118,12 @@ async def _model(session: aiohttp.ClientSession, config: LoadConfig) -> str:
                               "is an OpenAI-compatible server up there? give --model to skip this") from None
 
 
+async def resolve_model(config: LoadConfig) -> str:
+    """`config.model`, or the first model the server lists."""
+    async with aiohttp.ClientSession() as session:
+        return await _model(session, config)
+
+
 def _body(config: LoadConfig, model: str, rng: random.Random, prefix: str) -> dict:
     length = max(1, int(rng.lognormvariate(math.log(config.prompt_tokens), 0.5)))
     prompt = " ".join(rng.choice(WORDS) for _ in range(length))
@@ -140,11 +150,13 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict, config: Loa
             resp, sample.error = None, "no_response"
         if resp is not None:
             async with resp:
-                first, last = await _read_stream(resp, sample)
+                first, last = await _read_stream(resp, sample, _offered(body))
     except TimeoutError:
         sample.error = "timeout"
     except (aiohttp.ClientError, ValueError) as err:
         sample.error = "connect" if isinstance(err, aiohttp.ClientConnectionError) else "protocol"
+    if sample.outcome is None or sample.error in ("timeout", "connect", "protocol"):
+        sample.outcome = ERROR_OUTCOMES.get(sample.error or "", "error")
     sample.e2e = time.monotonic() - start
     if first is not None:
         sample.ttft = first - start
@@ -153,21 +165,35 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict, config: Loa
     return sample
 
 
-async def _read_stream(resp: aiohttp.ClientResponse, sample: Sample) -> tuple[float | None, float | None]:
+async def _read_stream(resp: aiohttp.ClientResponse, sample: Sample,
+                       offered: dict | None) -> tuple[float | None, float | None]:
     """Read an SSE answer into `sample`; returns when the first and the last visible token arrived. It is read
     with the front door's meter, so "visible" means here what it means there: content with something to see, a
     refusal or a tool call; not reasoning, nor the whitespace before the first of them."""
+    sample.code = resp.status
     if resp.status != 200:
         sample.error = f"http_{resp.status}"
+        sample.outcome = classify(resp.status, "complete", Facts(), True, offered)
         await resp.read()
         return None, None
     facts = Facts()
     await observe_stream(resp.content, facts, until_error=True)
+    sample.outcome = classify(resp.status, "complete", facts, True, offered)
     if facts.error:
         sample.error = "stream_error" if facts.error == "an error object" else "protocol"
     sample.tokens = token_counts(facts)[3] or 0
     sample.finish_reason = next(iter(facts.finish.values()), sample.finish_reason)
     return facts.first_visible, facts.last_visible
+
+
+def _offered(body: dict) -> dict | None:
+    """The functions a request offered, as the front door's outcome reads them (name -> parameters schema)."""
+    return {t["function"]["name"]: t["function"].get("parameters") for t in body.get("tools", ())} or None
+
+
+# how a request the load generator gave up on ends, in the front door's outcomes: the front door calls a request
+# whose upstream does not answer in time `timeout`, and one it cannot connect to or read `error`
+ERROR_OUTCOMES = {"no_response": "timeout", "timeout": "timeout", "unfinished": "timeout"}
 
 
 def _progress(started: float, config: LoadConfig, sent: int, samples: list[Sample]) -> None:
@@ -185,7 +211,8 @@ def _collector(samples: list[Sample]):
     sent = time.monotonic()
 
     def collect(task: asyncio.Task) -> None:
-        samples.append(Sample(started=sent, error="unfinished") if task.cancelled() else task.result())
+        samples.append(Sample(started=sent, error="unfinished", outcome="timeout") if task.cancelled()
+                       else task.result())
 
     return collect
 
@@ -208,7 +235,7 @@ async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sam
         try:
             while True:
                 next_at += rng.expovariate(config.rate) if config.rate > 0 else config.duration
-                if next_at >= config.duration:
+                if next_at >= config.duration or len(tasks) == config.max_requests:
                     break
                 while (wait := started + next_at - time.monotonic()) > 0:
                     await asyncio.sleep(min(wait, 0.25))

@@ -110,7 +110,8 @@ def prom(tmp_path_factory):
 
 
 # a panel whose description starts so reads a part this stack does not run, and must read that part's series
-EXEMPT = {"Front door only": "llm_frontdoor_", "With cost rules only": "llm_cost:"}
+EXEMPT = {"Front door only": "llm_frontdoor_", "With cost rules only": "llm_cost:",
+          "With a capacity sweep only": "llm_capacity:"}
 
 
 def _front_door_only(panel: dict) -> bool:

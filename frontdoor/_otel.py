@@ -22,8 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from inferwatch._urls import http_url
 from inferwatch.errors import InferwatchError
+from inferwatch.frontdoor._outcome import OUTCOMES
 
-__all__ = ["SEMCONV_VERSION", "SCHEMA_URL", "INSTRUMENTS", "ERROR_TYPES", "OPERATIONS", "OtlpConfig",
+__all__ = ["SEMCONV_VERSION", "SCHEMA_URL", "INSTRUMENTS", "ERROR_TYPES", "OtlpConfig",
            "OtelView", "otlp_metrics_url", "parse_resource", "sdk_missing"]
 
 log = logging.getLogger("inferwatch.frontdoor")
@@ -63,12 +64,10 @@ INSTRUMENTS = (
                (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864),
                "tokens", successful_only=False, error_type=False),
 )
-# the metered paths' gen_ai.operation.name (well-known values of the spec)
-OPERATIONS = {"/v1/chat/completions": "chat", "/v1/completions": "text_completion"}
-# error.type of each front door outcome (frontdoor/_outcome.py) that is a failure; ok and length (a finished
-# answer stopped at max_tokens) are successful responses and carry none
-ERROR_TYPES = {outcome: outcome for outcome in ("error", "rate_limited", "timeout", "cancelled", "truncated", "empty",
-                                                "tool_call_invalid", "content_filter", "invalid_request")}
+# gen_ai.operation.name is the metered path's (METERED_PATHS in _proxy.py: chat, text_completion).
+# error.type is the outcome of a request that failed: every outcome but ok and length (a finished answer stopped
+# at max_tokens), which are the spec's successful responses and carry none
+ERROR_TYPES = {outcome: outcome for outcome in OUTCOMES if outcome not in ("ok", "length")}
 
 
 @dataclass(frozen=True)
@@ -148,8 +147,9 @@ class OtelView:
             interval = None if config.interval is None else config.interval * 1000
             exporter = OTLPMetricExporter(endpoint=config.endpoint)
             reader = PeriodicExportingMetricReader(exporter, export_interval_millis=interval)
-            log.info("OpenTelemetry GenAI metrics (semantic conventions %s) to %s every %g s", SEMCONV_VERSION,
-                     exporter._endpoint, reader._export_interval_millis / 1000)
+            log.info("OpenTelemetry GenAI metrics (semantic conventions %s) to %s every %s s", SEMCONV_VERSION,
+                     getattr(exporter, "_endpoint", config.endpoint),       # the URL the SDK resolved, where known
+                     getattr(reader, "_export_interval_millis", 60000) / 1000)
         # no exemplars: there is no span to point at, and the filter would run on every record
         self.provider = MeterProvider(metric_readers=[reader], resource=_resource(config),
                                       exemplar_filter=AlwaysOffExemplarFilter())

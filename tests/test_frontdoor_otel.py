@@ -7,6 +7,7 @@ module's own table), and counts against the requests sent and the Prometheus ser
 from __future__ import annotations
 
 import gzip
+import os
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ pytest.importorskip("opentelemetry.sdk.metrics", reason="the [otel] extra is not
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (  # noqa: E402
     ExportMetricsServiceRequest, ExportMetricsServiceResponse)
 
+from inferwatch.frontdoor._cli import _otlp  # noqa: E402
 from inferwatch.frontdoor._otel import OtlpConfig, otlp_metrics_url  # noqa: E402
 from simtools import simulator  # noqa: E402
 from test_frontdoor import client, frontdoor, scrape, wait_for  # noqa: E402
@@ -167,12 +169,20 @@ def test_a_front_door_pushes_genai_metrics_the_spec_names_with_the_counts_promet
     assert _count(points, tokens, **{"gen_ai.token.type": "output"}) == streamed + whole + completions
 
 
-def test_the_last_measurements_are_exported_when_the_front_door_stops():
+def test_the_environment_alone_turns_the_export_on_and_the_last_export_comes_at_stop(monkeypatch):
     with otlp_receiver() as (collector, received), simulator() as (engine, _):
-        with frontdoor(engine, otlp=OtlpConfig(otlp_metrics_url(collector), interval=3600)) as (url, _):
+        # the standard variable, a base URL: the SDK adds /v1/metrics; and an hour between exports: none yet
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", raising=False)
+        config = _otlp(None, "1h", [], "sglang")
+        assert config == OtlpConfig(None, 3600.0, (), "sglang")
+        with frontdoor(engine, otlp=config) as (url, _):
             client(url).chat.completions.create(model="m", max_tokens=4, messages=[{"role": "user", "content": "x"}])
             assert not received                     # an hour's interval: nothing yet
-    assert _count(_points(received[-1]), "gen_ai.server.request.duration") == 1
+    points = _points(received[-1])
+    assert _count(points, "gen_ai.server.request.duration", **{"gen_ai.provider.name": "sglang"}) == 1
+    resource = {a.key: a.value.string_value for a in received[-1].resource_metrics[0].resource.attributes}
+    assert resource["service.name"] == "inferwatch-frontdoor"
 
 
 @pytest.mark.parametrize("given, url", [
@@ -217,8 +227,20 @@ def test_without_the_extra_the_flag_is_one_line_naming_it():
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_without_the_extra_an_endpoint_from_the_environment_is_a_warning_and_the_door_starts():
+    with socket.socket() as taken:           # the door gets as far as binding: its --listen port is taken
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = subprocess.run([sys.executable, "-c", _WITHOUT_OTEL, "frontdoor", "--upstream", "127.0.0.1:1",
+                                 "--listen", f"127.0.0.1:{taken.getsockname()[1]}", "--metrics-listen", "127.0.0.1:9"],
+                                capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert "$OTEL_EXPORTER_OTLP_ENDPOINT is set" in result.stderr and "inferwatch[otel]" in result.stderr
+    assert "cannot listen" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_otlp_settings_without_an_endpoint_are_refused():
-    result = _door("--otlp-interval", "10s", env={k: v for k, v in __import__("os").environ.items()
+    result = _door("--otlp-interval", "10s", env={k: v for k, v in os.environ.items()
                                                   if not k.startswith("OTEL_EXPORTER_OTLP")})
     assert result.returncode == 2 and "--otlp-interval" in result.stderr and "--otlp-endpoint" in result.stderr
     assert "Traceback" not in result.stderr

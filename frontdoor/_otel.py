@@ -37,32 +37,31 @@ DEFAULT_SERVICE_NAME = "inferwatch-frontdoor"
 
 @dataclass(frozen=True)
 class Instrument:
-    """One GenAI histogram: what it measures (a key of `times`, or `tokens`), and for which requests."""
+    """One GenAI histogram and what it measures (a key of `times`, or `tokens`); which requests each one
+    counts, as the spec says, is `OtelView.record`'s."""
 
     name: str
     unit: str
     description: str
     bounds: tuple[float, ...]     # the spec's ExplicitBucketBoundaries, given to the SDK as the advisory
     measures: str
-    successful_only: bool         # the spec's "for successful responses"
-    error_type: bool              # carries error.type when the request failed
 
 
 _SECONDS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 INSTRUMENTS = (
     Instrument("gen_ai.server.request.duration", "s",
                "Generative AI server request duration such as time-to-last byte or last output token.",
-               _SECONDS, "duration", successful_only=False, error_type=True),
+               _SECONDS, "duration"),
     Instrument("gen_ai.server.time_to_first_token", "s", "Time to generate first token for successful responses.",
                (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0),
-               "ttft", successful_only=True, error_type=False),
+               "ttft"),
     Instrument("gen_ai.server.time_per_output_token", "s",
                "Time per output token generated after the first token for successful responses.",
                (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5),
-               "tpot", successful_only=True, error_type=False),
+               "tpot"),
     Instrument("gen_ai.client.token.usage", "{token}", "Number of input and output tokens used.",
                (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864),
-               "tokens", successful_only=False, error_type=False),
+               "tokens"),
 )
 # gen_ai.operation.name is the metered path's (METERED_PATHS in _proxy.py: chat, text_completion).
 # error.type is the outcome of a request that failed: every outcome but ok and length (a finished answer stopped

@@ -260,3 +260,28 @@ def test_an_unreachable_collector_costs_the_requests_nothing(caplog, monkeypatch
             wait_for(lambda: any("Failed to export" in r.getMessage() for r in caplog.records), timeout=15)
             assert _prom(url, "llm_frontdoor_requests_total", code="200") == 3
     assert not any(r.exc_info for r in caplog.records)        # one line each, no traceback
+
+
+@pytest.mark.parametrize("outcome, error_type", [("ok", None), ("length", None), ("error", "error"),
+                                                 ("truncated", "truncated"), ("cancelled", "cancelled")])
+def test_first_token_and_per_token_times_count_successful_responses_only(outcome, error_type):
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from inferwatch.frontdoor._metrics import FrontdoorMetrics
+    from inferwatch.frontdoor._otel import OtelView
+
+    reader = InMemoryMetricReader()
+    metrics = FrontdoorMetrics(OtelView(OtlpConfig(None), reader=reader))
+    metrics.record(("m", "anonymous", "e:1"), outcome, 200, {"duration": 1.0, "ttft": 0.1, "tpot": 0.02},
+                   (7, 3, None), operation="text_completion")
+    points = {m.name: [(dict(p.attributes), p) for p in m.data.data_points]
+              for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    (attrs, _), = points["gen_ai.server.request.duration"]
+    assert attrs.get("error.type") == error_type and attrs["gen_ai.operation.name"] == "text_completion"
+    successful = error_type is None
+    assert len(points.get("gen_ai.server.time_to_first_token", ())) == len(
+        points.get("gen_ai.server.time_per_output_token", ())) == int(successful)
+    # Prometheus counts the first token of a failed answer too (its TTFT SLO reads it)
+    assert metrics.ttft.labels("m", "anonymous", "e:1")._sum.get() == 0.1
+    assert sorted((a["gen_ai.token.type"], p.sum) for a, p in points["gen_ai.client.token.usage"]) \
+        == [("input", 7), ("output", 3)]

@@ -77,6 +77,19 @@ def frontdoor(
         goodput_spec: Annotated[list[str], typer.Option(metavar="FILE", help=(
             "An SLO spec (source: frontdoor) each request is judged by for goodput (repeatable); default: the "
             "embedded slo/defaults-frontdoor.yaml."))] = [],
+        otlp_endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help=(
+            "Also push OpenTelemetry GenAI metrics over OTLP/HTTP to this collector, http://HOST:4318 "
+            "(/v1/metrics is added to a URL without a path) [$OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, "
+            "$OTEL_EXPORTER_OTLP_ENDPOINT; other OTEL_EXPORTER_OTLP_* honoured]. Needs pip install "
+            "'inferwatch[otel]'."))] = None,
+        otlp_interval: Annotated[Optional[str], typer.Option(metavar="DURATION", help=(
+            "Between two OTLP exports [default: $OTEL_METRIC_EXPORT_INTERVAL, else 60s]."))] = None,
+        otlp_resource: Annotated[list[str], typer.Option(metavar="KEY=VALUE", help=(
+            "A resource attribute of the OTLP metrics (repeatable), over $OTEL_RESOURCE_ATTRIBUTES; service.name "
+            "defaults to $OTEL_SERVICE_NAME, else inferwatch-frontdoor."))] = [],
+        otlp_provider: Annotated[str, typer.Option(metavar="NAME", help=(
+            "gen_ai.provider.name of the OTLP metrics: the engine behind the front door (vllm, sglang, ...)."))]
+        = "vllm",
         log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
     """Proxy an OpenAI-compatible engine and meter what users feel, on its own /metrics.
 
@@ -131,6 +144,7 @@ def frontdoor(
                                  param_hint="--models-refresh, --head-timeout, --keepalive-timeout")
     salt = caller_salt or os.environ.get("INFERWATCH_CALLER_SALT")
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    otlp = _otlp(otlp_endpoint, otlp_interval, otlp_resource, otlp_provider)
     if not salt:
         salt = secrets.token_hex(16)
         logging.getLogger("inferwatch.frontdoor").info(
@@ -144,10 +158,42 @@ def frontdoor(
         allow_paths=_parsed(parse_allowed, allow_path, "--allow-path") if allow_path else DEFAULT_ALLOWED,
         limits=limits, callers_file=_parsed(load_keys, callers_file, "--callers-file") if callers_file else None,
         models=tuple(dict.fromkeys(m.strip() for m in model if m.strip())), models_refresh=refresh,
-        goodput=load_goodput(goodput_spec) if goodput_spec else None)
+        goodput=load_goodput(goodput_spec) if goodput_spec else None, otlp=otlp)
     from inferwatch.frontdoor._proxy import serve
 
     serve(config)
+
+
+def _otlp(endpoint: str | None, interval: str | None, resource: list[str], provider: str):
+    """The OTLP export's settings, or None: off unless --otlp-endpoint or an OTEL_EXPORTER_OTLP_*ENDPOINT is set.
+    Without the [otel] extra the flag is an error; an endpoint from the environment alone only a warning."""
+    import logging
+
+    from inferwatch.errors import InferwatchError
+    from inferwatch.frontdoor._config import parse_seconds
+    from inferwatch.frontdoor._otel import OtlpConfig, otlp_metrics_url, parse_resource, sdk_missing
+
+    url = _parsed(otlp_metrics_url, endpoint, "--otlp-endpoint") if endpoint else None
+    from_env = next((v for v in ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+                     if os.environ.get(v, "").strip()), None)
+    if url is None and from_env is None:
+        given = [f for f, v in (("--otlp-interval", interval), ("--otlp-resource", resource)) if v]
+        if given:
+            raise typer.BadParameter("needs --otlp-endpoint (or $OTEL_EXPORTER_OTLP_ENDPOINT)", param_hint=given[0])
+        return None
+    seconds = _parsed(parse_seconds, interval, "--otlp-interval") if interval else None
+    if seconds is not None and seconds <= 0:
+        raise typer.BadParameter(f"{interval!r}: must be above 0", param_hint="--otlp-interval")
+    pairs = _parsed(parse_resource, resource, "--otlp-resource")
+    if not provider.strip():
+        raise typer.BadParameter("give the engine's name, e.g. vllm", param_hint="--otlp-provider")
+    if problem := sdk_missing():
+        if url is not None:
+            raise InferwatchError(f"--otlp-endpoint: {problem}")
+        logging.getLogger("inferwatch.frontdoor").warning("$%s is set, but %s; serving without it", from_env,
+                                                          problem)
+        return None
+    return OtlpConfig(url, seconds, pairs, provider.strip())
 
 
 def probe(

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from inferwatch import durations
 from inferwatch._urls import listen_address, openai_server_url
 from inferwatch.frontdoor._goodput import Goodput
+from inferwatch.frontdoor._otel import OtlpConfig
 from inferwatch.frontdoor._paths import DEFAULT_ALLOWED
 
 __all__ = ["Upstream", "Limits", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
@@ -62,6 +63,7 @@ class FrontdoorConfig:
     models: tuple[str, ...] = ()                        # model label values besides the routes' (--model)
     models_refresh: float = 60.0                        # how often each upstream's /v1/models is read; 0: never
     goodput: Goodput | None = None                      # the objectives requests are judged by; None: embedded
+    otlp: OtlpConfig | None = None                      # OpenTelemetry GenAI metrics over OTLP/HTTP; None: off
 
     def upstream_for(self, model: str | None) -> Upstream | None:
         for name, upstream in self.routes:

@@ -56,9 +56,11 @@ def _histogram(registry, name: str, doc: str) -> Histogram:
 
 
 class FrontdoorMetrics:
-    """One registry per front door; `record` is called once per metered request."""
+    """One registry per front door; `record` is called once per metered request. `otel`, when given (an
+    OtelView, --otlp-endpoint), records the same request into the OpenTelemetry GenAI instruments."""
 
-    def __init__(self):
+    def __init__(self, otel=None):
+        self.otel = otel
         r = self.registry = CollectorRegistry()
         self.requests = Counter("llm_frontdoor_requests", "Requests by how they ended for the user (outcome) and "
                                 "the HTTP status the client got (code).", LABELS + ("outcome", "code"), registry=r)
@@ -90,9 +92,9 @@ class FrontdoorMetrics:
             self.refused.labels(reason)
 
     def record(self, labels: tuple[str, str, str], outcome: str, code: int, times: dict, tokens,
-               good: bool | None = None) -> None:
+               good: bool | None = None, operation: str = "chat") -> None:
         """Count one finished request; `times` holds the seconds measured (ttft, ttfc, tpot, duration), `good` the
-        goodput verdict (None: not judged)."""
+        goodput verdict (None: not judged), `operation` its gen_ai.operation.name (chat or text_completion)."""
         self.requests.labels(*labels, outcome, str(code)).inc()
         if good is not None:
             self.judged.labels(*labels).inc()
@@ -104,3 +106,5 @@ class FrontdoorMetrics:
         for counter, value in ((self.prompt_tokens, prompt), (self.output_tokens, output),
                                (self.reasoning_tokens, reasoning)):
             counter.labels(*labels).inc(value or 0)
+        if self.otel is not None:
+            self.otel.record(labels, operation, outcome, times, tokens)

@@ -24,6 +24,8 @@ the same bytes to the client's socket and keeps a copy, split and parsed
 No task wakes per chunk, and there is no per-chunk timer, log line or series
 update (the idle watch wakes once per quarter of the idle timeout, series are
 updated once per request). Other paths go through aiohttp's client untouched.
+With --otlp-endpoint, the same per-request update records the OpenTelemetry GenAI
+instruments too (_otel.py); the SDK exports them from its own thread.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from inferwatch.frontdoor._idle import IdleWatch
 from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
 from inferwatch.frontdoor._labels import Callers, Models
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
+from inferwatch.frontdoor._otel import OtelView
 from inferwatch.frontdoor._outcome import classify
 from inferwatch.frontdoor._paths import allowed, normalized
 from inferwatch.frontdoor._serve import HTTP_LOG
@@ -66,7 +69,8 @@ __all__ = ["Frontdoor", "make_app", "admin_app", "start", "serve", "FRONTDOOR", 
 log = logging.getLogger("inferwatch.frontdoor")
 # app[FRONTDOOR]: the running front door, for tests and tools
 FRONTDOOR: web.AppKey[Frontdoor] = web.AppKey("frontdoor")
-METERED_PATHS = ("/v1/chat/completions", "/v1/completions")
+# the metered paths, and the gen_ai.operation.name (OpenTelemetry GenAI conventions) of each
+METERED_PATHS = {"/v1/chat/completions": "chat", "/v1/completions": "text_completion"}
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
                         "te", "trailer", "trailers", "transfer-encoding", "upgrade"})
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
@@ -86,6 +90,7 @@ class _Exchange:
     """One request's bookkeeping; `status` is the upstream's, `code` what the client got."""
 
     start: float
+    operation: str = "chat"       # gen_ai.operation.name of a metered path
     status: int | None = None
     code: int = 499
     ended: str = "complete"
@@ -231,7 +236,7 @@ class Frontdoor:
 
     def __init__(self, config: FrontdoorConfig):
         self.config = config
-        self.metrics = FrontdoorMetrics()
+        self.metrics = FrontdoorMetrics(OtelView(config.otlp) if config.otlp else None)
         self.goodput = config.goodput or default_goodput()
         self.callers = Callers(config.caller_header, config.caller_salt, config.max_callers, config.callers_file)
         self.models = Models(tuple(m for m, _ in config.routes) + config.models, config.max_models)
@@ -268,6 +273,8 @@ class Frontdoor:
             await self.session.close()
         if self.access:
             self.access.close()
+        if self.metrics.otel is not None:     # the last export: what came since the one before (in a thread: it
+            await asyncio.to_thread(self.metrics.otel.shutdown)    # waits on the collector, at most its timeout)
 
     # --- the models upstreams serve: the only model label values besides the routes' ---------------------------
 
@@ -324,7 +331,7 @@ class Frontdoor:
         routed, sent = routes
         target = sent + ("?" + query if query else "")
         if request.method == "POST" and routed in METERED_PATHS:
-            return await self._handle(request, True, target)
+            return await self._handle(request, True, target, METERED_PATHS[routed])
         if not allowed(routed, self.config.allow_paths):
             self.metrics.refused.labels("path").inc()
             return _error(404, "this path is not forwarded by the front door (--allow-path)")
@@ -353,8 +360,9 @@ class Frontdoor:
 
     # --- one request ---------------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request, metered: bool, target: str) -> web.StreamResponse:
-        ex = _Exchange(time.monotonic())
+    async def _handle(self, request: web.Request, metered: bool, target: str,
+                      operation: str = "chat") -> web.StreamResponse:
+        ex = _Exchange(time.monotonic(), operation)
         cfg = self.config
         name = self.callers.name(request.headers)
         caller = self.callers.label(name)
@@ -601,7 +609,7 @@ class Frontdoor:
                     times["tpot"] = (f.last_event - f.first_visible) / (visible - 1)
             if outcome is not None:                                      # metered
                 self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning),
-                                    self.goodput.judge(labels, outcome, ex.code, times))
+                                    self.goodput.judge(labels, outcome, ex.code, times), ex.operation)
             if self.access:
                 self.access.write(access_record(
                     request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,

@@ -40,6 +40,12 @@ loop stays busy, and chunks/s over cores is what one core can relay.
 Memory: `--memory-streams` (1000) slow streams held open at once through (b) and
 (c), twice; RSS is sampled from /proc while they are in flight.
 
+OTLP: `--otlp` adds a fifth path, `door+otlp`: the same front door with
+--otlp-endpoint (the OpenTelemetry GenAI view) exporting every second to a sink
+process that accepts each export; its TTFT and CPU per chunk are then shown as
+ratios over the plain front door's of the same repeat, and the per-request
+metering cost is measured with the view on too.
+
 Targets (issue 11): added TTFT p50 <= 2 ms up to 64 streams; <= 100 us CPU per chunk
 (>= 10k chunks/s on one core); memory bounded at 1,000 concurrent streams.
 """
@@ -63,6 +69,7 @@ CHUNK = {"id": "chatcmpl-0123456789abcdef0123456789abcdef", "object": "chat.comp
          "model": "llama-3-8b", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,
                                              "finish_reason": None}]}
 PATHS = ("direct", "pipe", "bare", "frontdoor")
+DOORS = ("frontdoor", "door+otlp")          # the front door's paths: without and with the OTLP export
 
 
 def _event(doc: dict) -> bytes:
@@ -190,6 +197,24 @@ def run_pipe(port: int, upstream: str) -> None:
 
     loop.run_until_complete(loop.create_server(Half, "127.0.0.1", port, backlog=4096))
     loop.run_forever()
+
+
+def run_otlp_sink(port: int) -> None:
+    """An OTLP/HTTP endpoint that accepts every export and keeps nothing (the collector is not what is measured)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Sink).serve_forever()
 
 
 def run_bare(port: int, upstream: str) -> None:
@@ -382,9 +407,10 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def metering_cost() -> tuple[float, float]:
-    """(seconds per chunk, seconds per request) of the front door's own metering, in this process: the part a
-    bare pass-through does not pay, measured without the event loop, the kernel or a shared machine's noise."""
+def metering_cost(otlp: bool = False) -> tuple[float, float, float | None]:
+    """(seconds per chunk, seconds per request, seconds per request with the OpenTelemetry view recording too or
+    None) of the front door's own metering, in this process: the part a bare pass-through does not pay, measured
+    without the event loop, the kernel or a shared machine's noise."""
     import timeit
 
     from inferwatch.frontdoor import Facts, SSESplitter, classify, observe_event, request_info, token_counts
@@ -401,7 +427,7 @@ def metering_cost() -> tuple[float, float]:
                        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}).encode()
     metrics, headers = FrontdoorMetrics(), {"Authorization": "Bearer sk-0123456789"}
 
-    def per_request():
+    def per_request(metrics=metrics, facts=facts):
         info, caller = request_info(body), caller_of(headers, None, "salt")
         labels = (info.model, caller, "upstream:8000")
         metrics.in_flight.labels(*labels).inc()
@@ -409,8 +435,24 @@ def metering_cost() -> tuple[float, float]:
         metrics.record(labels, classify(200, "complete", facts, True, info.tools), 200,
                        {"ttft": 0.1, "ttfc": 0.05, "tpot": 0.02, "duration": 1.0}, token_counts(facts)[:3])
 
-    return (min(timeit.repeat(per_chunk, number=20000, repeat=3)) / 20000,
-            min(timeit.repeat(per_request, number=2000, repeat=3)) / 2000)
+    per_chunk_s = min(timeit.repeat(per_chunk, number=20000, repeat=3)) / 20000      # first: it fills `facts`
+    request = min(timeit.repeat(per_request, number=2000, repeat=3)) / 2000
+    with_otel = None
+    if otlp:
+        # a stream that ended well, with usage: the view records all five (duration, first token, per output
+        # token, input and output tokens); into an in-memory reader, as recording does not depend on the reader
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+        from inferwatch.frontdoor._otel import OtelView, OtlpConfig
+        ended, last = Facts(), {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                                "usage": {"prompt_tokens": 500, "completion_tokens": 3}}
+        for payload in SSESplitter().feed(chunk * 3 + _event(last) + b"data: [DONE]\n\n"):
+            observe_event(ended, payload, 1.0)
+        assert classify(200, "complete", ended, True, None) == "ok"
+        viewed = FrontdoorMetrics(OtelView(OtlpConfig(None), reader=InMemoryMetricReader()))
+        request = min(timeit.repeat(lambda: per_request(metrics, ended), number=2000, repeat=3)) / 2000
+        with_otel = min(timeit.repeat(lambda: per_request(viewed, ended), number=2000, repeat=3)) / 2000
+    return per_chunk_s, request, with_otel
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -443,7 +485,7 @@ def _table(args, out: dict) -> None:
             failed = sum(out[streams, r, path][3] for r in reps)
             busy = _median(out[streams, r, path][4] for r in reps)
             added = " " * 44
-            if path == "frontdoor":
+            if path in DOORS:
                 added = "".join(
                     f" {_median(out[streams, r, path][i] - out[streams, r, ref][i] for r in reps) * ms:+8.2f}ms"
                     for ref in ("direct", "bare") for i in (0, 1))
@@ -452,12 +494,19 @@ def _table(args, out: dict) -> None:
             cpu_text = (f"{cpu * 1e6:8.1f}us {rate:9,.0f}/s on {cores:4.2f} core" if cpu == cpu
                         else f"{'':10} {rate:9,.0f}/s{'':13}")
             over_bare = " " * 17
-            if path == "frontdoor":         # what the front door's CPU adds per chunk over the bare pass-through
+            if path in DOORS:               # what the front door's CPU adds per chunk over the bare pass-through
                 pairs = [(out[streams, r, path][2], out[streams, r, "bare"][2]) for r in reps]
                 over_bare = (f"{_median(_difference(*p) for p in pairs) * 1e6:+8.1f}us "
                              f"{_median(_ratio(*p) for p in pairs):5.2f}x")
             print(f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {over_bare} "
                   f"{failed:>6} {busy:8.0%}")
+    if "door+otlp" not in PATHS:
+        return
+    print("OTLP export on, over the plain front door (median of per-repeat ratios):")
+    for streams in args.streams:
+        ratios = [_median(_ratio(out[streams, r, "door+otlp"][i], out[streams, r, "frontdoor"][i])
+                          for r in range(args.repeats)) for i in (0, 1, 2)]
+        print(f"{streams:>7} streams: TTFT p50 {ratios[0]:.2f}x, p99 {ratios[1]:.2f}x, CPU per chunk {ratios[2]:.2f}x")
 
 
 def main() -> None:
@@ -474,37 +523,54 @@ def main() -> None:
                         "on its own clock; step: every stream's on one clock, as an engine decoding a batch")
     parser.add_argument("--memory-streams", type=int, default=1000, help="slow streams held open for the RSS "
                                                                          "measurement (0: none)")
-    parser.add_argument("--role", choices=["upstream", "pipe", "bare"], help=argparse.SUPPRESS)
+    parser.add_argument("--otlp", action="store_true", help="also a front door exporting the OpenTelemetry GenAI "
+                        "view every second (needs the [otel] extra)")
+    parser.add_argument("--role", choices=["upstream", "pipe", "bare", "otlp-sink"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--upstream-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     _more_files()
     if args.role == "upstream":
         return run_upstream(args.port)
+    if args.role == "otlp-sink":
+        return run_otlp_sink(args.port)
     if args.role in ("pipe", "bare"):
         return (run_pipe if args.role == "pipe" else run_bare)(args.port, args.upstream_url)
     args.streams = [int(s) for s in args.streams.split(",")]
+    global PATHS
+    if args.otlp:
+        PATHS = PATHS + ("door+otlp",)
 
     me = [sys.executable, os.path.abspath(__file__)]
     up_port, pipe_port, bare_port, door_port, admin_port = (_free_port() for _ in range(5))
     upstream_url = f"http://127.0.0.1:{up_port}"
+
+    def door(port: int, admin: int, *more: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", upstream_url,
+                                 "--listen", f"127.0.0.1:{port}", "--caller-salt", "bench",
+                                 "--metrics-listen", f"127.0.0.1:{admin}",
+                                 # the load generator is one address, as a gateway is: 2 x 1,000 streams
+                                 "--max-client-connections", "4096", "--log-level", "warning", *more],
+                                env={**os.environ, **_frontdoor_env()})
+
     processes = {
         "upstream": subprocess.Popen(me + ["--role", "upstream", "--port", str(up_port)]),
         "pipe": subprocess.Popen(me + ["--role", "pipe", "--port", str(pipe_port), "--upstream-url", upstream_url]),
         "bare": subprocess.Popen(me + ["--role", "bare", "--port", str(bare_port), "--upstream-url", upstream_url]),
-        "frontdoor": subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", upstream_url,
-                                       "--listen", f"127.0.0.1:{door_port}", "--caller-salt", "bench",
-                                       "--metrics-listen", f"127.0.0.1:{admin_port}",
-                                       # the load generator is one address, as a gateway is: 2 x 1,000 streams
-                                       "--max-client-connections", "4096", "--log-level", "warning"],
-                                      env={**os.environ, **_frontdoor_env()}),
+        "frontdoor": door(door_port, admin_port),
     }
+    ports = {"upstream": up_port, "pipe": pipe_port, "bare": bare_port, "frontdoor": door_port}
+    if args.otlp:
+        sink_port, ports["door+otlp"], otlp_admin = (_free_port() for _ in range(3))
+        processes["otlp-sink"] = subprocess.Popen(me + ["--role", "otlp-sink", "--port", str(sink_port)])
+        processes["door+otlp"] = door(ports["door+otlp"], otlp_admin, "--otlp-endpoint",
+                                      f"http://127.0.0.1:{sink_port}", "--otlp-interval", "1s")
+        _wait_listening(sink_port, processes["otlp-sink"])
     try:
-        for name, port in (("upstream", up_port), ("pipe", pipe_port), ("bare", bare_port), ("frontdoor", door_port)):
+        for name, port in ports.items():
             _wait_listening(port, processes[name])
-        paths = {"direct": (upstream_url, None), "pipe": (f"http://127.0.0.1:{pipe_port}", processes["pipe"].pid),
-                 "bare": (f"http://127.0.0.1:{bare_port}", processes["bare"].pid),
-                 "frontdoor": (f"http://127.0.0.1:{door_port}", processes["frontdoor"].pid)}
+        paths = {"direct": (upstream_url, None), **{name: (f"http://127.0.0.1:{ports[name]}", processes[name].pid)
+                                                     for name in PATHS if name != "direct"}}
         print(f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
               f"{args.first * 1000:g} ms, then on {'one clock for all' if args.pace == 'step' else 'a clock each'}; "
               f"{'bursts' if args.burst else 'steady concurrency'}, {args.requests} "
@@ -515,21 +581,27 @@ def main() -> None:
         out = _run(_levels(args, paths))
         _table(args, out)
         if args.memory_streams:
-            for path in ("bare", "frontdoor"):
+            for path in ("bare",) + tuple(p for p in DOORS if p in PATHS):
                 url, pid = paths[path]
                 before, peaks, failed = _run(_memory(url, pid, args.memory_streams, 2))
                 print(f"{path:>9} RSS: {before:.0f} MiB idle, {' then '.join(f'{p:.0f}' for p in peaks)} MiB with "
                       f"{args.memory_streams} slow streams in flight (two waves; "
                       f"{(max(peaks) - before) * 1024 / args.memory_streams:.0f} KiB a stream), {failed} failed")
-        chunk_s, request_s = metering_cost()
+        chunk_s, request_s, otel_s = metering_cost(args.otlp)
         print(f"metering alone (split, parse, fold one event): {chunk_s * 1e6:.1f} us per chunk; "
-              f"per request (body, caller, outcome, series): {request_s * 1e6:.0f} us; "
-              f"{time.monotonic() - began:.0f} s in all")
+              f"per request (body, caller, outcome, series): {request_s * 1e6:.0f} us"
+              + (f" (a stream that ended well), {otel_s * 1e6:.0f} us with the OpenTelemetry view "
+                 f"({otel_s / request_s:.2f}x)" if otel_s else "")
+              + f"; {time.monotonic() - began:.0f} s in all")
     finally:
+        sink = processes.pop("otlp-sink", None)     # last: the front door exports once more as it stops
         for process in processes.values():
             process.terminate()
         for process in processes.values():
             process.wait(10)
+        if sink:
+            sink.terminate()
+            sink.wait(10)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ inferwatch/cli.py."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,7 @@ def canary(
         prometheus: Annotated[str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS",
                                                 help="Prometheus' base URL.")] = "http://localhost:9090",
         window: Annotated[str, typer.Option(metavar="DURATION", help="Compare over this window.")] = "30m",
-        at: Annotated[Optional[str], typer.Option(metavar="TIME", help="The window's end: RFC 3339 or Unix "
+        at: Annotated[str | None, typer.Option(metavar="TIME", help="The window's end: RFC 3339 or Unix "
                                                   "seconds [now].")] = None,
         source: Annotated[str, typer.Option(metavar="engine|frontdoor", help=(
             "Whose series: the engines' (selectors on pod, version...) or the front door's (selectors on "

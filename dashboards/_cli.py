@@ -1,7 +1,7 @@
 """`inferwatch dashboards ...`: build, lint and push Grafana dashboards."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -10,7 +10,7 @@ from inferwatch.clikit import Command, bad_flag, group
 __all__ = ["register"]
 
 dashboards_app = group("Grafana dashboards as code: build, lint, push.")
-Sources = Annotated[Optional[list[Path]], typer.Argument(metavar="SOURCE", help="*.dashboard.py files (default: "
+Sources = Annotated[list[Path] | None, typer.Argument(metavar="SOURCE", help="*.dashboard.py files (default: "
                                                                                 "inferwatch's four).",
                                                          show_default=False)]
 
@@ -24,7 +24,7 @@ def build(sources: Sources = None,
                                                                       "\"1\").")] = False,
           folder: Annotated[str, typer.Option(metavar="NAME", help="Grafana folder for the ConfigMaps' "
                                                                   "grafana_folder annotation.")] = "inferwatch",
-          slo: Annotated[Optional[list[Path]], typer.Option("--slo", metavar="SPEC", show_default=False,
+          slo: Annotated[list[Path] | None, typer.Option("--slo", metavar="SPEC", show_default=False,
                                                             help="Your SLO spec(s): the latency tiles show their "
                                                                  "thresholds and targets (default: "
                                                                  "slo/defaults.yaml's). Repeatable.")] = None):

@@ -1,7 +1,7 @@
 """`inferwatch deploy render` and `inferwatch doctor`: flags and files only; the library does the work."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,7 @@ from inferwatch.promapi_flags import options as client_options
 __all__ = ["register"]
 
 deploy_app = group("Everything a cluster (or a laptop) needs, from one config.")
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", metavar="FILE", show_default=False,
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE", show_default=False,
                                                    help="deploy.yaml (version 1); default: the embedded defaults, "
                                                         "as checked in under deploy/.")]
 
@@ -27,7 +27,7 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
                                                                       "for kube-prometheus-stack, or for the "
                                                                       "VictoriaMetrics operator) or compose.")]
            = "kubernetes",
-           backend: Annotated[Optional[str], typer.Option(metavar="BACKEND", show_default=False,
+           backend: Annotated[str | None, typer.Option(metavar="BACKEND", show_default=False,
                                                           help="prometheus or victoriametrics (vmagent, "
                                                                "VictoriaMetrics, vmalert); default: the config's "
                                                                "`backend`, else prometheus.")] = None):
@@ -74,7 +74,7 @@ def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show
                                                             help="Your alertmanager.yml, or kube-prometheus-stack "
                                                                  "values with alertmanager.config.")],
                        config: ConfigOpt = None,
-                       out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE",
+                       out: Annotated[Path | None, typer.Option("--out", "-o", metavar="FILE",
                                                                    show_default=False,
                                                                    help="Write here (default: standard output).")]
                        = None):
@@ -103,19 +103,19 @@ def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show
         write_file(out, text, "--out")
 
 
-def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+def doctor(prometheus: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
                                                              help="Prometheus base URL, e.g. "
                                                                   "http://prometheus:9090; or victoria-metrics', "
                                                                   "vmagent's or vmalert's (doctor says which it "
                                                                   "found).")] = None,
-           scraper: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+           scraper: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
                                                           help="The server that scrapes, where --prometheus "
                                                                "does not: vmagent or a Prometheus agent.")] = None,
-           ruler: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+           ruler: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
                                                         help="The server that evaluates the rules and sends the "
                                                              "alerts, where --prometheus does not: vmalert.")]
            = None,
-           file: Annotated[Optional[list[Path]], typer.Option("--file", "-f", metavar="PATH", show_default=False,
+           file: Annotated[list[Path] | None, typer.Option("--file", "-f", metavar="PATH", show_default=False,
                                                               help="Check files instead of (or as well as) a "
                                                                    "running stack: prometheus.yml, compose, "
                                                                    "ServiceMonitors, PodMonitors, "
@@ -123,12 +123,12 @@ def doctor(prometheus: Annotated[Optional[str], typer.Option(metavar="URL", show
                                                                    "Alertmanager config; a folder: every *.yaml and "
                                                                    "*.yml below it. "
                                                                    "Repeatable.")] = None,
-           alertmanager: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+           alertmanager: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
                                                                help="Alertmanager base URL.")] = None,
-           grafana: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+           grafana: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
                                                           help="Grafana base URL (token from GRAFANA_TOKEN).")]
            = None,
-           external_metrics: Annotated[Optional[str], typer.Option(metavar="URL", show_default=False,
+           external_metrics: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
                                                                    help="The Kubernetes API, e.g. `kubectl proxy`'s "
                                                                         "http://127.0.0.1:8001: check that "
                                                                         "prometheus-adapter serves each autoscaled "

@@ -386,8 +386,8 @@ def run_checks(config: Config, prometheus: str, alertmanager: str | None = None,
     can answer is `skipped`, naming the flag that would let it run. The rule groups expected are the config's,
     unless `rule_groups` names them (a stack that loads other rule files, such as the demo's);
     `alertmanager_expected` False says the stack has none; `external_metrics` is the Kubernetes API (a `kubectl
-    proxy`) where prometheus-adapter's external metrics are read for an HPA. A server that answers a check wrongly fails that check,
-    in one line naming the endpoint, and the other checks still run."""
+    proxy`) where prometheus-adapter's external metrics are read for an HPA. A server that answers a check wrongly
+    fails that check, in one line naming the endpoint, and the other checks still run."""
     from inferwatch.deploy._inputs import gather_inputs
 
     options = options or ClientOptions()

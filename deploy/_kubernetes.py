@@ -7,6 +7,8 @@ stack's Prometheus selects by (its Helm release name, unless `*SelectorNilUsesHe
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 
 from inferwatch.deploy._alertmanager import CHART_DEFAULT, alertmanager_config, alertmanager_config_resource
@@ -57,11 +59,12 @@ def _exporter(config: Config) -> dict[str, dict]:
     targets = [{"name": f"{e.name}-{i}" if len(e.urls) > 1 else e.name, "url": url}
                for e in config.engines for i, url in enumerate(e.urls)]
     caps = {model: cap for e in config.engines for model, cap in e.max_running_requests}
-    body = {"listen": f"0.0.0.0:{_EXPORTER_PORT}", "timeout": "5s", "targets": targets}
+    body: dict[str, Any] = {"listen": f"0.0.0.0:{_EXPORTER_PORT}", "timeout": "5s", "targets": targets}
     if caps:
         body["max_running_requests"] = caps
     text = dump(body)
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(config, "inferwatch-exporter", "exporter"),
+    cm: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": _meta(config, "inferwatch-exporter", "exporter"),
           "data": {"exporter.yaml": text}}
     cm["metadata"]["labels"].pop("release")
     spec = pod_spec([container("exporter", config.image, ["exporter", "normalize", "--config",
@@ -283,12 +286,12 @@ def _scalers(config: Config) -> dict[str, dict]:
     from inferwatch.autoscale import hpa, keda_scaled_object, load_knobs
 
     knobs, out = load_knobs(), {}
-    for engine, deployment in scaled_engines(config) if config.autoscaling.via != "none" else ():
+    for engine, target in scaled_engines(config) if config.autoscaling.via != "none" else ():
         if config.autoscaling.via == "keda":
             out[f"autoscaling/{engine.name}.scaledobject.yaml"] = keda_scaled_object(
-                engine.model, engine.namespace, deployment, knobs, config.autoscaling.prometheus_url)
+                engine.model, engine.namespace, target, knobs, config.autoscaling.prometheus_url)
         else:
-            out[f"autoscaling/{engine.name}.hpa.yaml"] = hpa(engine.model, engine.namespace, deployment, knobs)
+            out[f"autoscaling/{engine.name}.hpa.yaml"] = hpa(engine.model, engine.namespace, target, knobs)
     return out
 
 

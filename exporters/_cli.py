@@ -3,7 +3,7 @@ flags into configs, then the library."""
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -15,7 +15,7 @@ __all__ = ["register"]
 exporter_app = group("Run an exporter.")
 
 
-def normalize(file: Annotated[Optional[Path], typer.Argument(metavar="FILE", show_default=False,
+def normalize(file: Annotated[Path | None, typer.Argument(metavar="FILE", show_default=False,
                                                              help="Exposition file; standard input if omitted "
                                                                   "or -.")] = None,
               source: SourceOpt = None,
@@ -40,8 +40,8 @@ def normalize(file: Annotated[Optional[Path], typer.Argument(metavar="FILE", sho
     from inferwatch.exporters import Normalizer
 
     catalog, mappings = selected_mappings(mapping)
-    file = file if file is not None else "-"
-    text, origin = read_input_text(file), "<stdin>" if str(file) == "-" else shown(file)
+    name: Path | str = file if file is not None else "-"
+    text, origin = read_input_text(name), "<stdin>" if str(name) == "-" else shown(name)
     normalizer = Normalizer(mappings, catalog, source=source, drop_unmapped=drop_unmapped,
                             keep_original=keep_original)
     result = normalizer.normalize(text, origin)
@@ -55,25 +55,25 @@ def exporter_normalize(
         target: Annotated[list[str], typer.Option(metavar="[NAME=]URL",
                                                   help="URL or HOST:PORT of a /metrics endpoint, optionally "
                                                        "NAME=... (repeatable).")] = [],
-        listen: Annotated[Optional[str], typer.Option(metavar="HOST:PORT",
+        listen: Annotated[str | None, typer.Option(metavar="HOST:PORT",
                                                       help="Where to serve /metrics [0.0.0.0:9400].")] = None,
-        timeout: Annotated[Optional[str], typer.Option(metavar="DURATION",
+        timeout: Annotated[str | None, typer.Option(metavar="DURATION",
                                                        help="Per-target scrape timeout, e.g. 5s [5s].")] = None,
         max_running_requests: Annotated[list[str], typer.Option(
             metavar="MODEL=N", help="The concurrency cap, served as llm_max_running_requests (repeatable).")] = [],
-        config: Annotated[Optional[Path], typer.Option(metavar="FILE", help="YAML config file; flags add to it.")]
+        config: Annotated[Path | None, typer.Option(metavar="FILE", help="YAML config file; flags add to it.")]
         = None,
         source: SourceOpt = None,
         drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Serve only mapped metrics.")] = False,
-        target_label: Annotated[Optional[str], typer.Option(
+        target_label: Annotated[str | None, typer.Option(
             metavar="LABEL", help="Label naming the target on every series; '' for none [target].")] = None,
-        min_interval: Annotated[Optional[str], typer.Option(
+        min_interval: Annotated[str | None, typer.Option(
             metavar="DURATION", help="Fetch each target at most this often; concurrent scrapes share it [1s].")]
         = None,
-        max_labels: Annotated[Optional[str], typer.Option(
+        max_labels: Annotated[str | None, typer.Option(
             metavar="N", help="Drop samples with more labels than this (a counted error); 0 for no limit [64].")]
         = None,
-        max_body: Annotated[Optional[str], typer.Option(
+        max_body: Annotated[str | None, typer.Option(
             metavar="SIZE", help="Largest body read from a target, inflated, e.g. 64MiB; a larger one is a "
                                  "too_large error [16MiB].")] = None,
         mapping: MappingOpt = [],
@@ -128,7 +128,8 @@ def exporter_normalize(
                                     ("--max-body", "max_body", max_body, parse_max_body)):
         if value is not None:
             try:
-                cfg = replace(cfg, **{key: parse(value)})
+                changes: dict[str, Any] = {key: parse(value)}
+                cfg = replace(cfg, **changes)
             except ValueError as err:
                 bad_flag(flag, err)
     if not cfg.targets:
@@ -152,9 +153,9 @@ def exporter_gpu(
                                                                        "100ms to 1h.")] = "1s",
         backend: Annotated[str, typer.Option(metavar="BACKEND", help="nvml (the GPUs of this host) or simulated.")]
         = "nvml",
-        hostname: Annotated[Optional[str], typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, "
+        hostname: Annotated[str | None, typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, "
                                                                                "else this host's name].")] = None,
-        pod_list: Annotated[Optional[str], typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods "
+        pod_list: Annotated[str | None, typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods "
                                                                                   "answer) naming pods by UID.")]
         = None,
         kubelet_pods_dir: Annotated[str, typer.Option(metavar="DIR", help="The kubelet's pod folders.")]
@@ -165,16 +166,16 @@ def exporter_gpu(
             metavar="PATH", help="The kubelet's PodResources API socket: GPU -> pod, tried before the processes "
                                  "(/proc); '' turns it off.")] = "/var/lib/kubelet/pod-resources/kubelet.sock",
         gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
-        follow: Annotated[Optional[str], typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` "
+        follow: Annotated[str | None, typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` "
                                                                           "server whose load the GPUs follow.")]
         = None,
         scenario: Annotated[str, typer.Option(metavar="SCENARIO", help="Simulated: normal or stall (GPU-Util "
                                                                        "high, SMs idle); switch with POST "
                                                                        "/admin/scenario.")] = "normal",
-        workload: Annotated[Optional[str], typer.Option(metavar="NS/POD[/CONTAINER]",
+        workload: Annotated[str | None, typer.Option(metavar="NS/POD[/CONTAINER]",
                                                         help="Simulated: the pod the GPUs are labelled with.")]
         = None,
-        stale_after: Annotated[Optional[str], typer.Option(
+        stale_after: Annotated[str | None, typer.Option(
             metavar="DURATION", help="A sampling pass older than this is served as down (gpu_exporter_up 0, no "
                                      "GPU values), never as live [default: 2 intervals + 5s].")] = None,
         idle_timeout: Annotated[str, typer.Option(metavar="DURATION", help="An idle client connection is closed "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -32,10 +32,10 @@ def frontdoor(
         idle_timeout: Annotated[str, typer.Option(metavar="DURATION", help=(
             "Longest silence of the upstream: before its headers, and between two chunks (a whole stream has no "
             "limit)."))] = "5m",
-        caller_header: Annotated[Optional[str], typer.Option(metavar="HEADER", help=(
+        caller_header: Annotated[str | None, typer.Option(metavar="HEADER", help=(
             "Take the caller from this header, set by a trusted gateway (ignored unless given).")
         )] = None,
-        caller_salt: Annotated[Optional[str], typer.Option(metavar="TEXT", help=(
+        caller_salt: Annotated[str | None, typer.Option(metavar="TEXT", help=(
             "Salt for caller names hashed from API keys [$INFERWATCH_CALLER_SALT, else random per start].")
         )] = None,
         max_callers: Annotated[int, typer.Option(metavar="N", help="Callers known by a gateway's header or an "
@@ -43,7 +43,7 @@ def frontdoor(
                                                                    "other.")] = 20,
         max_models: Annotated[int, typer.Option(metavar="N", help="Models known (routed, --model, then listed by "
                                                                   "the upstreams); the rest count as other.")] = 50,
-        callers_file: Annotated[Optional[str], typer.Option(metavar="FILE", help=(
+        callers_file: Annotated[str | None, typer.Option(metavar="FILE", help=(
             "YAML of CALLER: KEY (or a list of keys): those callers by name, other keys as other. Without it, a "
             "key is a caller once an upstream answered it 2xx."))] = None,
         model: Annotated[list[str], typer.Option(metavar="NAME", help=(
@@ -53,7 +53,7 @@ def frontdoor(
             "How often the upstreams' /v1/models are read: only their models, routed ones and --model are label "
             "values, others count as other; 0: never [key: $INFERWATCH_UPSTREAM_API_KEY].")
         )] = "60s",
-        access_log: Annotated[Optional[str], typer.Option(metavar="FILE", help=(
+        access_log: Annotated[str | None, typer.Option(metavar="FILE", help=(
             "One JSON line per request (no content), to FILE or - for standard output."))] = None,
         metrics_listen: Annotated[str, typer.Option(metavar="HOST:PORT", help=(
             "The admin listener, where /metrics is served (never on --listen)."))] = "0.0.0.0:9403",
@@ -77,12 +77,12 @@ def frontdoor(
         goodput_spec: Annotated[list[str], typer.Option(metavar="FILE", help=(
             "An SLO spec (source: frontdoor) each request is judged by for goodput (repeatable); default: the "
             "embedded slo/defaults-frontdoor.yaml."))] = [],
-        otlp_endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help=(
+        otlp_endpoint: Annotated[str | None, typer.Option(metavar="URL", help=(
             "Also push OpenTelemetry GenAI metrics over OTLP/HTTP to this collector, http://HOST:4318 "
             "(/v1/metrics is added to a URL without a path) [$OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, "
             "$OTEL_EXPORTER_OTLP_ENDPOINT; other OTEL_EXPORTER_OTLP_* honoured]. Needs pip install "
             "'inferwatch[otel]'."))] = None,
-        otlp_interval: Annotated[Optional[str], typer.Option(metavar="DURATION", help=(
+        otlp_interval: Annotated[str | None, typer.Option(metavar="DURATION", help=(
             "Between two OTLP exports [default: $OTEL_METRIC_EXPORT_INTERVAL, else 60s]."))] = None,
         otlp_resource: Annotated[list[str], typer.Option(metavar="KEY=VALUE", help=(
             "A resource attribute of the OTLP metrics (repeatable), over $OTEL_RESOURCE_ATTRIBUTES; service.name "

@@ -19,6 +19,7 @@ selects is not judged.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import as_file, files
@@ -133,7 +134,7 @@ class Goodput:
         return good if judged else None
 
 
-def load_goodput(paths: list[str | Path]) -> Goodput:
+def load_goodput(paths: Sequence[str | Path]) -> Goodput:
     """Every objective of the specs at `paths`; SpecError for a spec that does not load, GoodputError for one that
     loads but cannot be judged per request (another source, a metric or label the front door does not have)."""
     objectives: list[_Objective] = []

@@ -10,7 +10,7 @@ needs it, so `--help` does not pay for aiohttp, grafanalib or the simulator.
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -45,7 +45,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False,
-          max_input: Annotated[Optional[str], typer.Option(
+          max_input: Annotated[str | None, typer.Option(
               "--max-input", metavar="SIZE", help="Largest file any command reads, e.g. 256MiB; a larger one is "
                                                   "refused (exit 2) [$INFERWATCH_MAX_INPUT, else 64MiB].")] = None):
     import os
@@ -85,14 +85,14 @@ def build(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="
 
     if check:
         stale = builder.check()
-        for path in stale:
-            typer.echo(f"stale: {path} (run `inferwatch build` to regenerate)", err=True)
+        for drifted in stale:
+            typer.echo(f"stale: {drifted} (run `inferwatch build` to regenerate)", err=True)
         if not stale:
             typer.echo("up to date: the checked-in generated files match the code")
         raise typer.Exit(1 if stale else 0)
     output_dir(out, "--out")
-    for path in builder.refresh_sources():
-        typer.echo(f"updated {path}")
+    for updated in builder.refresh_sources():
+        typer.echo(f"updated {updated}")
     try:
         written = builder.write_bundle(out)
     except OSError as err:
@@ -126,7 +126,7 @@ def _assemble() -> None:
 _assemble()
 
 
-def _usage_error(err: Exception) -> None:
+def _usage_error(err: Any) -> None:
     """Click's usage errors as one line (`error: ... (see `inferwatch x --help`)`), exit 2; bare groups show help."""
     if type(err).__name__ == "NoArgsIsHelpError":
         err.show()

@@ -4,7 +4,7 @@ the same names and help, and one way to load what they select."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,7 +12,7 @@ __all__ = ["MappingOpt", "SourceOpt", "selected_mappings"]
 
 MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", metavar="FILE",
                                                 help="Extra mapping file (repeatable).")]
-SourceOpt = Annotated[Optional[str], typer.Option(metavar="SOURCE",
+SourceOpt = Annotated[str | None, typer.Option(metavar="SOURCE",
                                                   help="Use this mapping only (vllm, sglang, dcgm or a user's).")]
 
 

@@ -4,7 +4,7 @@ turned into one `ClientOptions`. A command lists them in its signature (`HeaderO
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -47,7 +47,7 @@ TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", rich_help_panel=_P
 MaxBytesOpt = Annotated[int, typer.Option(metavar="BYTES", rich_help_panel=_PANEL, min=1,
                                           help="The most bytes of answers held at once, after "
                                                "decompression (the concurrent queries share it).")]
-DEFAULTS = {"timeout": DEFAULT_TIMEOUT, "max_bytes": DEFAULT_MAX_BYTES}
+DEFAULTS: dict[str, Any] = {"timeout": DEFAULT_TIMEOUT, "max_bytes": DEFAULT_MAX_BYTES}
 
 
 def parse_header(text: str) -> tuple[str, str]:

@@ -23,9 +23,11 @@ and 90 %), or short steps read an overload as capacity.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from inferwatch.frontdoor._goodput import Goodput
 from inferwatch.sim._capacity_stats import RateStats, estimate, rate_stats
@@ -148,7 +150,7 @@ def next_rate(steps: list[Step], config: SweepConfig) -> tuple[float, str] | Non
         return None
     unsure = sorted(r for r in counts if low < r < est.upper)
     points = [low] + unsure + [est.upper]
-    gaps = [(b - a, a, b) for a, b in zip(points, points[1:])]
+    gaps = [(b - a, a, b) for a, b in pairwise(points)]
     width, a, b = max(gaps)
     if width <= config.precision * est.upper:
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import yaml
@@ -49,7 +49,7 @@ def result(config: SweepConfig, goodput: Goodput, steps: list[Step], model: str,
     return {
         "schema": SCHEMA,
         "inferwatch": __version__,
-        "time": started.astimezone(timezone.utc).isoformat(timespec="seconds"),
+        "time": started.astimezone(UTC).isoformat(timespec="seconds"),
         "url": config.load.target,
         "model": model,
         "replicas": replicas,
@@ -181,7 +181,8 @@ def plot(doc: dict, path: str | Path) -> None:
     steps = doc["steps"]
     fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
     thresholds = {o["time"]: o["threshold_s"] for o in doc["slo"]["objectives"] if o.get("time")}
-    for ax, key, label in ((axes[0], "ttft", "time to first token (s)"), (axes[1], "tpot", "time per output token (s)")):
+    for ax, key, label in ((axes[0], "ttft", "time to first token (s)"),
+                           (axes[1], "tpot", "time per output token (s)")):
         for q, marker in (("p50", "o"), ("p95", "^")):
             points = [(s["rate"], s[f"{key}_{q}"]) for s in steps if s[f"{key}_{q}"] is not None]
             ax.scatter([p[0] for p in points], [p[1] for p in points], marker=marker, label=q, alpha=0.7)

@@ -103,7 +103,7 @@ def rate_stats(steps: list[tuple[float, int, int]], target: float) -> list[RateS
 def _non_increasing(values: list[float], weights: list[float]) -> list[float]:
     """Pool adjacent violators: the closest non-increasing sequence in weighted least squares."""
     blocks: list[list[float]] = []                  # [mean, weight, count]
-    for v, w in zip(values, weights):
+    for v, w in zip(values, weights, strict=True):
         blocks.append([v, w, 1])
         while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
             (v2, w2, c2), (v1, w1, c1) = blocks.pop(), blocks.pop()

@@ -1,7 +1,7 @@
 """`inferwatch simulate`, `inferwatch load` and `inferwatch demo`."""
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,7 +16,7 @@ ENGINE_VERSIONS = "vllm 0.33.0, 0.32.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4
 
 def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
                                                  help="vllm or sglang: whose API and /metrics to imitate.")] = "vllm",
-             engine_version: Annotated[Optional[str], typer.Option(
+             engine_version: Annotated[str | None, typer.Option(
                  metavar="VERSION", help=f"Release whose metric names, labels and buckets to expose: "
                                          f"{ENGINE_VERSIONS} (default: the first, the newest).")] = None,
              model: Annotated[str, typer.Option(metavar="NAME", help="The served model name.")] = "llama-3-8b",
@@ -37,11 +37,11 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
                                                         help="Seconds per decode step at batch size 1.")] = 0.02,
              reasoning: Annotated[int, typer.Option(metavar="N",
                                                     help="Hidden reasoning tokens before visible text.")] = 0,
-             seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed, for repeatable runs.")]
+             seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed, for repeatable runs.")]
              = None,
              gpus: Annotated[int, typer.Option(metavar="N", help="Also serve N simulated GPUs on /metrics "
                                                                  "(gpu_* series following this engine).")] = 0,
-             pod: Annotated[Optional[str], typer.Option(
+             pod: Annotated[str | None, typer.Option(
                  metavar="[NAMESPACE/]POD[/CONTAINER]", show_default=False,
                  help="The workload the --gpus name as using them (namespace, pod, container labels, as the NVML "
                       "exporter writes them), so they join the engine's series on pod; default: pod $HOSTNAME "
@@ -86,7 +86,7 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
           host, port)
 
 
-def _pod(text: Optional[str], gpus: int):
+def _pod(text: str | None, gpus: int):
     """--pod as a Workload: POD, NAMESPACE/POD or NAMESPACE/POD/CONTAINER."""
     if text is None:
         return None
@@ -109,12 +109,12 @@ def load(target: Annotated[str, typer.Option(metavar="URL",
          timeout: Annotated[str, typer.Option(metavar="DURATION",
                                               help="Give up on a request after this long; one without response "
                                                    "headers after 10s fails at once.")] = "120s",
-         model: Annotated[Optional[str], typer.Option(metavar="NAME",
+         model: Annotated[str | None, typer.Option(metavar="NAME",
                                                       help="Model to ask (default: the first of /v1/models).")]
          = None,
          prompt_tokens: Annotated[int, typer.Option(metavar="N", help="Mean prompt length in words.")] = 200,
          max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each request.")] = 512,
-         output_tokens: Annotated[Optional[int], typer.Option(
+         output_tokens: Annotated[int | None, typer.Option(
              metavar="N", help="Draw each request's max_tokens around this mean (outputs then mostly end at the "
                                "length limit, as in fixed-length benchmarks).")] = None,
          prefix_share: Annotated[float, typer.Option(metavar="SHARE",
@@ -122,7 +122,7 @@ def load(target: Annotated[str, typer.Option(metavar="URL",
          tool_share: Annotated[float, typer.Option(metavar="SHARE", help="Share of requests offering a tool.")]
          = 0.0,
          as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-         seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed.")] = None):
+         seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed.")] = None):
     """Open-loop load: measure TTFT (first visible token), time per output token and end-to-end latency.
 
     The run ends shortly after --duration even against a server that never
@@ -178,7 +178,7 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
                                                                    "did not fire.")] = False,
          short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")]
          = False,
-         workdir: Annotated[Optional[str], typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
+         workdir: Annotated[str | None, typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
          = None,
          engine: Annotated[str, typer.Option(metavar="ENGINE", help="sim (two simulated engines) or vllm-real (a "
                                                                     "real vLLM CPU build serving a tiny local "

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
 from inferwatch.clikit import Command, group
-from inferwatch.errors import InferwatchError
+from datetime import UTC
 
 __all__ = ["capacity_app"]
 
@@ -41,25 +41,25 @@ def sweep_command(
         max_steps: Annotated[int, typer.Option(metavar="N", min=1, max=500, help="Most steps in all.")] = 20,
         replicas: Annotated[int, typer.Option(metavar="N", min=1, help=(
             "Replicas behind --target: the capacity per replica is the capacity over N."))] = 1,
-        model: Annotated[Optional[str], typer.Option(metavar="NAME", help="Model to ask (default: the first of "
+        model: Annotated[str | None, typer.Option(metavar="NAME", help="Model to ask (default: the first of "
                                                                           "/v1/models).")] = None,
         prompt_tokens: Annotated[int, typer.Option(metavar="N", help="Mean prompt length in words.")] = 200,
         max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each request.")] = 512,
-        output_tokens: Annotated[Optional[int], typer.Option(metavar="N", help=(
+        output_tokens: Annotated[int | None, typer.Option(metavar="N", help=(
             "Draw each request's max_tokens around this mean."))] = None,
         prefix_share: Annotated[float, typer.Option(metavar="SHARE", help="Share with a shared system prompt.")]
         = 0.3,
         timeout: Annotated[str, typer.Option(metavar="DURATION", help="Give up on a request after this long.")]
         = "120s",
-        seed: Annotated[Optional[int], typer.Option(metavar="N", help="Random seed.")] = None,
-        json_out: Annotated[Optional[Path], typer.Option("--json-out", metavar="FILE", help=(
+        seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed.")] = None,
+        json_out: Annotated[Path | None, typer.Option("--json-out", metavar="FILE", help=(
             "Write the result (rates, steps, capacity, interval, SLO, settings, version, time).") )] = None,
-        plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png", help=(
+        plot: Annotated[Path | None, typer.Option(metavar="FILE.png", help=(
             "Plot TTFT, TPOT and goodput against the offered rate."))] = None,
-        rules: Annotated[Optional[Path], typer.Option(metavar="FILE", help=(
+        rules: Annotated[Path | None, typer.Option(metavar="FILE", help=(
             "Write a Prometheus rule file with the capacity per replica "
             "(llm_capacity:requests_per_second_per_replica{model}) for the overview's headroom panel."))] = None,
-        compare_to: Annotated[Optional[Path], typer.Option("--compare", metavar="OLD.json", help=(
+        compare_to: Annotated[Path | None, typer.Option("--compare", metavar="OLD.json", help=(
             "Compare with an earlier result; exit 1 when capacity is lower beyond both intervals."))] = None):
     """Step the request rate until the SLO fails, refine near the knee, report capacity with a 95% interval.
 
@@ -77,7 +77,7 @@ def sweep_command(
     import asyncio
     import json
     import time
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from inferwatch._files import write_output
     from inferwatch._urls import openai_server_url
@@ -107,7 +107,8 @@ def sweep_command(
     bound = max_steps * (config.step_duration + request_timeout)
     typer.echo(f"sweeping {name} at {url}: at most {max_steps} steps of {config.step_duration:g}s "
                f"(under {bound / 60:.0f} min); Ctrl-C stops with what was measured", err=True)
-    steps, started, clock = [], datetime.now(timezone.utc), time.monotonic()
+    steps: list[Any] = []
+    started, clock = datetime.now(UTC), time.monotonic()
     interrupted = False
     try:
         asyncio.run(sweep(config, goodput, steps, name, on_step=lambda s: typer.echo(

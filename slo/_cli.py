@@ -3,7 +3,7 @@
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -29,7 +29,7 @@ def _load_all(paths: list[Path]):
 def _one_per_service(specs) -> None:
     """Refuse two specs of one service: their files (`<service>.<objective>.rules.yaml`, `<service>.inhibit.yaml`)
     and their recorded series would overwrite each other."""
-    first = {}
+    first: dict[str, Any] = {}
     for spec in specs:
         if spec.service in first:
             raise InferwatchError(f"{first[spec.service].file} and {spec.file} both have service: {spec.service}; "
@@ -150,10 +150,10 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
                                                  help="Sloth prometheus/v1 specs, Sloth PrometheusServiceLevels, "
                                                       "OpenSLO or Pyrra documents (several per file, or a YAML "
                                                       "list).")],
-            out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE",
+            out: Annotated[Path | None, typer.Option("--out", "-o", metavar="FILE",
                                                         help="Write the spec here (one service) instead of "
                                                              "standard output.")] = None,
-            out_dir: Annotated[Optional[Path], typer.Option("--out-dir", "-d", metavar="DIR",
+            out_dir: Annotated[Path | None, typer.Option("--out-dir", "-d", metavar="DIR",
                                                             help="Write one <service>.yaml per service here "
                                                                  "(created if missing).")] = None):
     """Convert Sloth, OpenSLO or Pyrra specs into inferwatch specs, one per service, and list what was not carried
@@ -184,7 +184,7 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
         raise InferwatchError(f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give "
                               "--out-dir DIR to write one spec per service, or leave out --out to print them")
     if out is not None:
-        targets, flag = {out: text for text in texts.values()}, "--out"
+        targets, flag = {out: next(iter(texts.values()))}, "--out"   # one service: checked above
     elif out_dir is not None:
         targets, flag = {out_dir / name: text for name, text in texts.items()}, "--out-dir"
     else:

@@ -20,7 +20,7 @@ import random
 import signal
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import jsonschema
@@ -29,7 +29,7 @@ import pytest
 from inferwatch.frontdoor._goodput import default_goodput, load_goodput
 from inferwatch.sim import EngineParams, LoadConfig, SimulatorConfig, make_app
 from inferwatch.sim._capacity import Step, SweepConfig, next_rate, sweep
-from inferwatch.sim._capacity_report import compare, load_result, plot, result, rule_file
+from inferwatch.sim._capacity_report import compare, load_result, result, rule_file
 from inferwatch.sim._capacity_stats import estimate, rate_stats
 from conftest import need
 from simtools import serve_app
@@ -76,7 +76,7 @@ def _truth(doc: dict) -> tuple[float, float]:
     refusals with it, but also delays the client, so it bounds the knee from below)."""
     steps = [s for s in doc["steps"] if s["e2e_mean"] is not None]
     answered = [s["judged"] - s["outcomes"].get("error", 0) for s in steps]
-    hold = sum(s["e2e_mean"] * n for s, n in zip(steps, answered)) / sum(answered)
+    hold = sum(s["e2e_mean"] * n for s, n in zip(steps, answered, strict=True)) / sum(answered)
     modelled = TOKENS * LOSS.decode_step_s
     assert hold >= modelled * 0.9, hold
     return erlang_capacity(CAP, hold, 0.1), erlang_capacity(CAP, modelled, 0.1)
@@ -102,15 +102,15 @@ def _sweep(url: str, slo: Path, **settings) -> tuple[dict, tuple[float, float]]:
     steps: list[Step] = []
     goodput = load_goodput([slo])
     asyncio.run(sweep(config, goodput, steps, "m"))
-    doc = result(config, goodput, steps, "m", 1, datetime.now(timezone.utc), 0.0, False)
+    doc = result(config, goodput, steps, "m", 1, datetime.now(UTC), 0.0, False)
     jsonschema.validate(doc, SCHEMA)
     return doc, _truth(doc)
 
 
 def test_sweep_finds_the_simulator_knee(loss_sim, answered, tmp_path):
     """The command, on short steps (the fast suite): its ramp stops in the octave of the Erlang capacity and the
-    estimate is within 1.6x of where it lies; it writes the result, the plot and the rule file, and compares with an older
-    result (not "lower": exit 0)."""
+    estimate is within 1.6x of where it lies; it writes the result, the plot and the rule file, and compares with an
+    older result (not "lower": exit 0)."""
     old, out, png, rules = (tmp_path / n for n in ("old.json", "new.json", "knee.png", "capacity.rules.yaml"))
     old.write_text(json.dumps(_doc(1, 0.5, 1.5)))
     done = _cli("capacity", "sweep", "--target", loss_sim, "--start-rate", "4", "--step-duration", "2s",
@@ -188,7 +188,7 @@ def test_no_failure_within_the_limits_reports_not_reached():
     config = SweepConfig(LoadConfig("http://unused"), start_rate=1, growth=2, max_rate=4)
     steps = [Step(r, "ramp", judged=50, good=50, share=1.0) for r in (1, 2, 4)]
     assert next_rate(steps, config) is None
-    doc = result(config, default_goodput(), steps, "m", 1, datetime.now(timezone.utc), 1.0, False)
+    doc = result(config, default_goodput(), steps, "m", 1, datetime.now(UTC), 1.0, False)
     assert doc["status"] == "not-reached" and doc["capacity"]["requests_per_second"] is None
     jsonschema.validate(doc, SCHEMA)
 
@@ -198,7 +198,7 @@ def test_no_failure_within_the_limits_reports_not_reached():
 def _doc(capacity: float, lower: float, upper: float, **extra) -> dict:
     config = SweepConfig(LoadConfig("http://x"))
     doc = result(config, default_goodput(), [Step(lower, "ramp", judged=10, good=10, share=1.0)], "m", 2,
-                 datetime(2026, 1, 1, tzinfo=timezone.utc), 1.0, False)
+                 datetime(2026, 1, 1, tzinfo=UTC), 1.0, False)
     doc["capacity"].update(requests_per_second=capacity, lower=lower, upper=upper)
     doc["capacity"]["per_replica"].update(requests_per_second=capacity / 2, lower=lower / 2, upper=upper / 2)
     doc["status"] = "measured"

@@ -16,6 +16,7 @@ import zlib
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import openai
 import pytest
 
 pytest.importorskip("opentelemetry.sdk.metrics", reason="the [otel] extra is not installed")
@@ -117,7 +118,7 @@ def test_a_front_door_pushes_genai_metrics_the_spec_names_with_the_counts_promet
                 api.chat.completions.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
             for _ in range(completions):
                 api.completions.create(model="m", prompt="hi", max_tokens=8)
-            with pytest.raises(Exception):          # the engine does not serve it: 404, an invalid request
+            with pytest.raises(openai.APIStatusError):   # the engine does not serve it: 404, an invalid request
                 api.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}])
             sent = streamed + whole + completions + 1
             # cumulative: an export that has them all, at the reader's interval (no fixed wait)
@@ -164,8 +165,9 @@ def test_a_front_door_pushes_genai_metrics_the_spec_names_with_the_counts_promet
     assert _count(points, "gen_ai.server.time_per_output_token") == streamed
     # tokens: the same sums as the Prometheus counters, one input and one output point per answered request
     tokens = "gen_ai.client.token.usage"
-    assert _sum(points, tokens, **{"gen_ai.token.type": "input"}) == prometheus["llm_frontdoor_prompt_tokens_total"] > 0
-    assert _sum(points, tokens, **{"gen_ai.token.type": "output"}) == prometheus["llm_frontdoor_output_tokens_total"] > 0
+    prompt, output = prometheus["llm_frontdoor_prompt_tokens_total"], prometheus["llm_frontdoor_output_tokens_total"]
+    assert _sum(points, tokens, **{"gen_ai.token.type": "input"}) == prompt > 0
+    assert _sum(points, tokens, **{"gen_ai.token.type": "output"}) == output > 0
     assert _count(points, tokens, **{"gen_ai.token.type": "output"}) == streamed + whole + completions
 
 

@@ -308,7 +308,7 @@ def assemble(config: Config, inputs: Inputs, source: str, objects: dict[str, dic
     if config.cluster.remote_write_url:
         out.update(central_rules(inputs, banner, central_note or _CENTRAL_NOTE))
     resources = sorted(p for p in out if p.endswith(".yaml") and not p.endswith("values.yaml")
-                       and not p.startswith(("central/", "sidecars/")))
+                       and not p.startswith(("central/", "sidecars/", "canary/")))
     out["kustomization.yaml"] = banner + "# kubectl apply -k . --server-side\n" + dump(
         {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources})
     return dict(sorted(out.items()))
@@ -326,6 +326,12 @@ def render_kubernetes(config: Config, inputs: Inputs, source: str = "the embedde
     banner = BANNER.format(source=source)
     files = {"alertmanager/values.yaml": banner + _VALUES_NOTE + dump({"alertmanager": {"config": alertmanager_config(
         config, inputs.inhibit_rules, inputs.rules, base=CHART_DEFAULT)}})}
+    # the canary comparisons as Argo Rollouts and Flagger analyses (canary/); not in the kustomization: apply the
+    # one your cluster runs, whose CRDs are installed
+    from inferwatch.canary import render_templates
+
+    files.update({f"canary/{name}": banner + text for name, text in render_templates(
+        address=f"http://prometheus-operated.{config.namespace}.svc:9090").items()})
     if config.autoscaling.via == "hpa":
         from inferwatch.autoscale import adapter_rules
 

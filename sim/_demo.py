@@ -147,8 +147,8 @@ def _compress(text: str) -> str:
 
 
 def _rule_files(folder: Path, compress: bool = True) -> list[str]:
-    """The bundle's rules and the front-door SLOs (slo/defaults-frontdoor.yaml), compressed unless told not to,
-    written to folder."""
+    """The bundle's rules (the autoscaling signals among them), the front-door SLOs (slo/defaults-frontdoor.yaml)
+    and cost/example.yaml's cost rules, compressed unless told not to, written to folder."""
     from inferwatch.build import SLO_DIR, artifacts
     from inferwatch.slo import compile_spec, load_spec, render_files
 
@@ -156,12 +156,24 @@ def _rule_files(folder: Path, compress: bool = True) -> list[str]:
              if rel.startswith("prometheus/rules/") and rel.endswith(".rules.yaml")}
     front_door, _ = render_files(compile_spec(load_spec(SLO_DIR / "defaults-frontdoor.yaml")), generator="demo")
     texts.update({name: text for name, text in front_door.items() if "/" not in name and name.endswith(".rules.yaml")})
+    texts["demo.cost.rules.yaml"] = _cost_rules()
     paths = []
     for name, text in texts.items():
         path = folder / name
         path.write_text(_compress(text) if compress else text)
         paths.append(str(path))
     return paths
+
+
+def _cost_rules() -> str:
+    """cost/example.yaml's prices as rules, so the overview's cost row is live (the simulated H100s take its
+    `default` price)."""
+    from importlib.resources import as_file, files
+
+    from inferwatch.cost import load_cost, render_cost
+
+    with as_file(files("inferwatch.cost") / "example.yaml") as path:
+        return render_cost(load_cost(path), generator="demo")
 
 
 class _Processes:

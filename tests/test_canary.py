@@ -225,3 +225,13 @@ def test_argo_analysis_queries_give_the_verdicts_on_the_same_history(stack, mode
         limit = float(metric["successCondition"].rsplit("<=", 1)[1])
         got = "inconclusive" if not result else "success" if result[0] <= limit else "failure"
         assert got == outcome[metric["name"]], (metric["name"], result)
+
+
+def test_deploy_render_writes_the_templates_outside_its_kustomization():
+    from inferwatch.deploy import render_default
+
+    files = render_default()
+    resources = yaml.safe_load(files["kubernetes/kustomization.yaml"])["resources"]
+    for name in ("canary/argo-rollouts-analysistemplate.yaml", "canary/flagger-metrictemplates.yaml"):
+        assert f"kubernetes/{name}" in files and name not in resources
+        assert "prometheus-operated.monitoring.svc:9090" in files[f"kubernetes/{name}"]

@@ -136,7 +136,10 @@ def test_the_checked_in_render_is_the_default():
 def test_every_manifest_validates_offline(renders, which):
     files = renders[which]
     manifests = _manifests(files)
-    assert set(manifests) == set(files) - {"kustomization.yaml", "alertmanager/values.yaml"}
+    # the canary analyses stay out of the kustomization (their CRDs may not be installed): tests/test_canary.py
+    # validates them against Argo Rollouts' and Flagger's schemas
+    assert set(manifests) == {f for f in set(files) - {"kustomization.yaml", "alertmanager/values.yaml"}
+                              if not f.startswith("canary/")}
     problems = {path: validate_manifest(doc) for path, doc in manifests.items()}
     assert not {p: e for p, e in problems.items() if e}
 

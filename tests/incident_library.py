@@ -37,7 +37,7 @@ from triage_tools import own_names, series_of  # noqa: E402
 __all__ = ["Case", "Incident", "T0", "INCIDENT", "library", "case_series", "write_store", "CLASSES"]
 
 DAY = 86400
-T0 = 1793710800                         # 2026-11-02T15:00:00Z: the incident starts (a weekday afternoon)
+T0 = 1793710800                         # 2026-11-03T13:00:00Z: the incident starts (a weekday, midday)
 INCIDENT = (T0, T0 + 1800)              # every case's incident window
 NAMESPACE = "llm"
 TTFT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

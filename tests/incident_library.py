@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import sys
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +34,15 @@ sys.path.insert(0, str(HERE))
 
 from triage_tools import own_names, series_of  # noqa: E402
 
-__all__ = ["Case", "Incident", "T0", "INCIDENT", "library", "case_series", "write_store", "CLASSES"]
+__all__ = ["Case", "Incident", "T0", "INCIDENT", "CLASSES", "library", "case_series", "as_held", "store_of", "write_store",
+           "labels"]
 
 DAY = 86400
 T0 = 1793710800                         # 2026-11-03T13:00:00Z: the incident starts (a weekday, midday)
 INCIDENT = (T0, T0 + 1800)              # every case's incident window
 NAMESPACE = "llm"
 TTFT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+YESTERDAY_END = 5400.0                  # seconds after T0 - 1 day when the day before's incidents ended
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,9 @@ def _params(case: Case, t: np.ndarray, rng, pod: int, incidents) -> dict[str, np
         what, hours, factor = case.drift
         x = np.clip((t - (T0 - hours * 3600)) / (hours * 3600), 0, None)
         p[what] = p[what] * (1 + (factor - 1) * x) if what != "accept" else p[what] - (p[what] * (1 - factor)) * x
-    for inc, at in [(i, T0) for i in incidents] + [(i, T0 - DAY) for i in case.yesterday]:
+    # yesterday's incidents were over within the hour and a half: today starts from normal
+    for inc, at in [(i, T0) for i in incidents] + [(replace(i, end=min(i.end, YESTERDAY_END)), T0 - DAY)
+                                                   for i in case.yesterday]:
         if inc.pods and pod not in inc.pods:
             continue
         w = np.clip((t - (at + inc.start)) / max(inc.ramp, 1), 0, 1) * (t < at + inc.end)
@@ -476,6 +480,10 @@ def library(seed: int = 0) -> list[Case]:
         incidents=(Incident(start=at(), rate=_draw(rng, 1.15, 1.4) / 0.55),), load=0.55)
     add("degraded-baseline", "queueing", yesterday=(Incident(start=-600, rate=1.3 / 0.55),),
         incidents=(Incident(start=-600, rate=1.3 / 0.55),), load=0.55)
+    # yesterday's throttling at the same hour, as bad as today's: against the day before nothing changed
+    k = f()
+    add("degraded-baseline", "slow-decode", yesterday=(Incident(start=-900, decode=k),),
+        incidents=(Incident(start=at(), decode=k),), load=0.3)
     # a slow drift over six hours: speculative acceptance sliding
     add("slow-drift", "spec-decode-collapse", engine="vllm", accept=_draw(rng, 0.65, 0.8),
         drift=("accept", 6, _draw(rng, 0.3, 0.45)), history=5 * 3600, load=0.3)

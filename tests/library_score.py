@@ -64,12 +64,15 @@ def served(cases: list[Case], work: Path | None = None):
 
 def verdicts(cases: list[Case], urls: dict[str, str], rules=()) -> dict[str, object]:
     """{model: Verdict} of every case, each store judged in one triage() over the library's incident window."""
+    from inferwatch.promapi import ClientOptions
     from inferwatch.triage import Connection, Window, triage
 
     out = {}
     for store, url in urls.items():
         models = tuple(c.model for c in cases if store_of(c) == store)
-        report = triage(Connection(url), Window(*INCIDENT), "auto", models, tuple(rules))
+        # a deadline for a shared CI machine's load, not for speed (tests/bench_triage.py measures that)
+        conn = Connection(url, ClientOptions(timeout=600))
+        report = triage(conn, Window(*INCIDENT), "auto", models, tuple(rules))
         out.update({v.model: v for v in report.verdicts})
     return out
 

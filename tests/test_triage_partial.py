@@ -82,3 +82,16 @@ def test_a_model_finding_names_the_one_replica_that_shows_it():
     assert _named(errors, pods).pod == "p-0"
     pods["p-2"] = (Finding("errors", 0.8, (), pod="p-2"),)
     assert _named(errors, pods).pod is None            # two replicas show it: the model's, not one pod's
+
+
+def test_a_day_before_that_hides_the_incident_gives_way_to_the_hour_before():
+    from inferwatch.triage._triage import Verdict, _second_look
+
+    hour = Window(0, 3600)
+    quiet, found = Verdict("m", ()), Verdict("m", (Finding("queueing", 0.8, ()),))
+    assert _second_look([quiet], [found], hour)[0].findings == found.findings
+    assert _second_look([quiet], [found], hour)[0].baseline_window == hour
+    kept = Verdict("m", (Finding("spec-decode-collapse", 0.9, ()),))      # a drift the hour before hides
+    assert _second_look([kept], [quiet], hour) == [kept]
+    short = Verdict("m", (), not_enough_data="too few requests")
+    assert _second_look([short], [found], hour) == [short]

@@ -21,6 +21,9 @@ DEFAULT_SCRAPE_INTERVAL = 15.0
 INTERVAL_PROBE = "10m"   # raw samples read to measure the scrape interval: a few even at 2-minute scrapes
 FRESH_SCRAPES = 2.5     # a gauge counts while its last sample is at most this many scrapes old
 MAX_PROBED = 5000        # series whose spacing is measured for the scrape interval
+# why a model was judged against the hour before while the report's baseline is the day before
+YOUNG = "no series a day earlier (deployed since)"
+SECOND_LOOK = "nothing wrong against the same hour a day earlier (itself an incident?), but against this"
 GONE_REPLICA = 0.6       # confidence of a replica absent from the whole incident: a crash, or just a scale-in
 # named when a model has no series at all: the engine series every kind starts from
 CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_request_duration_seconds",
@@ -43,7 +46,8 @@ class Verdict:
     incident: dict[str, Reading] = field(default_factory=dict)
     not_enough_data: str = ""             # why nothing could be judged; "" when something could
     deployment: tuple[tuple[str, str], ...] = ()   # (label, value) of cluster, namespace: only when split
-    baseline_window: Window | None = None  # its own baseline, when not the report's (a deployment under a day old)
+    baseline_window: Window | None = None  # its own baseline, when not the report's; baseline_why says why
+    baseline_why: str = ""
 
     @property
     def enough_data(self) -> bool:
@@ -231,12 +235,25 @@ def _models_in(client, url: str, sel: str, window: Window) -> set[str]:
 
 def _young(client, url: str, sel: str, spec: str, choices: list[Window], chosen: Window, incident: Window
            ) -> tuple[Window | None, set[str]]:
-    """`--baseline auto` chose the day before for the fleet: the fallback window (the hour before) and the models
-    with series now but none a day ago (deployed since), which are judged against it instead."""
+    """`--baseline auto` chose the day before for the fleet: the second baseline (the hour before), and the models
+    with series now but none a day ago (deployed since), which are judged against it alone."""
     if spec.strip() != "auto" or len(choices) < 2 or chosen != choices[0]:
         return None, set()
-    young = _models_in(client, url, sel, incident) - _models_in(client, url, sel, chosen)
-    return (choices[-1], young) if young else (None, set())
+    return choices[-1], _models_in(client, url, sel, incident) - _models_in(client, url, sel, chosen)
+
+
+def _second_look(verdicts: list[Verdict], against: list[Verdict], window: Window) -> list[Verdict]:
+    """A model the day before finds nothing wrong with, but the hour before does, takes the hour before's
+    verdict: the same hour yesterday was itself an incident (a nightly job, yesterday's throttling), so it
+    hides today's; a slow drift that the hour before hides keeps the day before's findings."""
+    other = {v.unit: v for v in against}
+    out = []
+    for v in verdicts:
+        second = other.get(v.unit)
+        if not v.findings and v.enough_data and second is not None and second.findings:
+            v = replace(second, baseline_window=window, baseline_why=SECOND_LOOK)
+        out.append(v)
+    return out
 
 
 def _models_with_series(client, url: str, incident: Window, baseline: Window) -> list[str]:
@@ -321,7 +338,9 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
                     incident, chosen)
     if models:                    # in the order asked, each model's deployments together
         judged = asked_units(models, judged, units)
-    verdicts = [replace(v, baseline_window=fallback) if v.model in young else v
+    verdicts = [replace(v, baseline_window=fallback, baseline_why=YOUNG) if v.model in young else v
                  for v in assess(kinds, signals, base, inc, judged, units)]
+    if rest:
+        verdicts = _second_look(verdicts, assess(kinds, signals, rest[0], inc, judged, units), fallback)
     return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
                   lookback)

@@ -40,6 +40,13 @@ def triage(
                                                      "shaded and baseline faint, into this PNG.")] = None,
         rules: Annotated[list[Path], typer.Option(metavar="FILE", help="Kinds to add or replace (kinds.yaml's "
                                                   "format; repeatable).")] = [],
+        alert: Annotated[Optional[str], typer.Option(metavar="NAME", help="Judge the incident of this alert: "
+                                                     "from its last activation (less 5 minutes) to --end, for "
+                                                     "the models its labels name (read from ALERTS_FOR_STATE); "
+                                                     "instead of --since/--start.")] = None,
+        alert_match: Annotated[list[str], typer.Option(metavar="LABEL=VALUE", help="With --alert: pick the "
+                                                       "alert's instance by label (repeatable; =, !=, =~, !~)."
+                                                       )] = [],
         header: HeaderOpt = [],
         bearer_token: BearerTokenOpt = None,
         bearer_token_file: BearerTokenFileOpt = None,
@@ -65,6 +72,7 @@ def triage(
       inferwatch triage --start 2026-11-30T10:00:00Z --end 2026-11-30T10:45:00Z --model llama-3-70b --baseline 1d
       inferwatch triage --since 1h --json | jq '.models[].kinds[0].kind'
       inferwatch triage --since 30m --plot incident.png --header 'Authorization: Bearer TOKEN'
+      inferwatch triage --alert LLMErrorBudgetBurn --alert-match model=llama-3-8b
     """
     import json
     import sys
@@ -83,7 +91,18 @@ def triage(
         raise typer.BadParameter(str(err), param_hint="--prometheus") from None
     conn = Connection(url, client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure,
                                           cert, key, proxy, timeout, max_bytes))
-    window = incident_window(since, start, end, time.time())
+    if alert is not None:
+        from inferwatch.triage._alert import alert_incident
+        from inferwatch.triage._fetch import connect
+        from inferwatch.triage._window import parse_time
+
+        if since is not None or start is not None:
+            raise typer.BadParameter("give --alert or --since/--start, not both", param_hint="--alert")
+        now = time.time()
+        found = alert_incident(connect(conn), alert, alert_match, parse_time(end, "--end") if end else now)
+        window, model = found.window, [*model, *found.models]
+    else:
+        window = incident_window(since, start, end, time.time())
     report = run(conn, window, baseline, tuple(dict.fromkeys(model)), tuple(rules))
     if plot is not None:
         from inferwatch.triage._plot import plot_report

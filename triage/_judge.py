@@ -124,6 +124,10 @@ def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], fl
             s = score(cond, b, i, floors.get(cond.signal, 0.0))
             if s is not None and (best is None or s > best[0]):
                 best = (s, [Evidence(cond.signal, b.value, i.value, _change(b.value, i.value), cond.text, s)])
+        if best is None and clause.unmeasured is not None and not clause.need:
+            # what the data could not show: counted at its stated score, and said
+            best = (clause.unmeasured, [Evidence(c.signal, None, None, None, f"{c.text} (not measured)",
+                                                 clause.unmeasured) for c in clause.conditions[:1]])
         if best is None:
             if clause.need:
                 return None

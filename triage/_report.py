@@ -42,6 +42,8 @@ def to_json(report) -> dict:
     return {**report.incident.iso(), "baseline": report.baseline.iso(), "step_seconds": report.step,
             "rate_window_seconds": report.rate_window, "read_from_sources": list(report.read_from_sources),
             "models": [{"model": v.model, **({"deployment": dict(v.deployment)} if v.deployment else {}),
+                        **({"baseline": {**v.baseline_window.iso(), "why": v.baseline_why}}
+                           if v.baseline_window else {}),
                         "kinds": [_finding(f) for f in v.findings],
                         "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
                         "not_measured": list(v.not_measured), "too_few_events": list(v.too_few),
@@ -97,6 +99,9 @@ def render_text(report) -> str:
     for v in report.verdicts:
         lines.append("")
         lines.append(headline(v))
+        if v.baseline_window:
+            lines.append(f"  baseline {iso(v.baseline_window.start)} .. {iso(v.baseline_window.end)}: "
+                         f"{v.baseline_why}")
         for f in v.findings:
             by = f" (explained by {', '.join(f.explained_by)})" if f.explained_by else ""
             pod = f" on pod {f.pod}" if f.pod else ""

@@ -18,7 +18,7 @@ __all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "pars
 KINDS_FILE = Path(__file__).resolve().parent / "kinds.yaml"
 ANY = "*"
 KIND_KEYS = ("summary", "runbook", "next", "explains", "min_confidence", "when")
-CLAUSE_KEYS = ("if", "weight", "need")
+CLAUSE_KEYS = ("if", "weight", "need", "unmeasured")
 _NUM = r"([0-9]*\.?[0-9]+)"
 _FORMS = [
     (re.compile(rf"(up|down)\s*>=\s*{_NUM}\s*x"), lambda m: (m[1], float(m[2]))),
@@ -44,11 +44,13 @@ class Condition:
 
 @dataclass(frozen=True)
 class Clause:
-    """Weighted conditions, the best of which counts; `need`: the kind cannot hold without it."""
+    """Weighted conditions, the best of which counts; `need`: the kind cannot hold without it; `unmeasured`: the
+    score it counts at when none of its signals was measured (None: it is left out)."""
 
     conditions: tuple[Condition, ...]
     weight: float = 1.0
     need: bool = False
+    unmeasured: float | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,13 @@ def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | 
     need = node.get("need", False)
     if not isinstance(need, bool):
         problems.add(node, "need", f"{where}.need", f"{need!r}: need is true or false")
-    return Clause(tuple(conditions), float(weight), bool(need)) if conditions else None
+    unmeasured = node.get("unmeasured")
+    if unmeasured is not None and (isinstance(unmeasured, bool) or not isinstance(unmeasured, (int, float))
+                                   or not 0 <= unmeasured <= 1):
+        problems.add(node, "unmeasured", f"{where}.unmeasured", f"{unmeasured!r}: a score in [0, 1]")
+        unmeasured = None
+    return Clause(tuple(conditions), float(weight), bool(need),
+                  None if unmeasured is None else float(unmeasured)) if conditions else None
 
 
 def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> Kind | None:

@@ -19,7 +19,7 @@ SHAPES = ("value", "num", "buckets", "presence")
 # keeps them, and a model served in more than one is judged per deployment (_units)
 DEPLOYMENT = ("cluster", "namespace")
 # functions whose value at a step depends on the whole rate window before it (last_over_time only keeps a gauge fresh)
-LOOKING_BACK = ("rate", "increase", "max_over_time", "min_over_time", "avg_over_time")
+LOOKING_BACK = ("rate", "increase", "resets", "max_over_time", "min_over_time", "avg_over_time")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ class Signal:
     queries: tuple[tuple[str, str], ...]   # (part, PromQL template) with $sel, $by, $unit, $w, $fresh, $pods*
     per_pod: bool = False
     combine: str = "sum"                   # how pods merge into their model (value signals)
-    agg: str = "mean"                      # how a window sums up (value signals)
+    agg: str = "mean"                      # how a window sums up (value signals): mean, max, min, or events
+    #                                        (a count over each rate window: the window's total)
     q: float = 0.95                        # buckets signals: the quantile
     min_den: float = 0.0                   # ratio signals: fewer events than this read as too few
     floor: float = 0.0                     # values below this are noise: changes are measured from here

@@ -65,15 +65,23 @@ def _per_step(window, step: float, lead: float) -> float:
     return window.seconds / n if n else 0.0
 
 
+def _window_value(values, agg: str, step: float, lead: float) -> float:
+    """A value signal over the window: its mean, max or min; `events`, counts over each rate window (`lead`
+    seconds, steps `step` apart) summed into the window's total."""
+    if agg == "events":
+        return float(values.sum()) * step / max(lead, step)
+    return float(values.agg(agg))
+
+
 def _value_readings(rows, signal, out, window, step, lead=0.0):
     agg, n = signal.agg, _steps(window, step, lead)
     for (model, pod), group in rows.groupby(["model", "pod"], sort=False):
         if signal.per_pod and pod:
-            out.setdefault((model, pod), {})[signal.name] = Reading(float(group["v"].agg(agg)),
+            out.setdefault((model, pod), {})[signal.name] = Reading(_window_value(group["v"], agg, step, lead),
                                                                     coverage=min(1.0, len(group) / n))
     combined = rows.groupby(["model", "t"], sort=False)["v"].agg(COMBINE[signal.combine])
     for model, series in combined.groupby(level=0, sort=False):
-        out.setdefault((model, None), {})[signal.name] = Reading(float(series.agg(agg)),
+        out.setdefault((model, None), {})[signal.name] = Reading(_window_value(series, agg, step, lead),
                                                                  coverage=min(1.0, len(series) / n))
 
 
@@ -114,14 +122,17 @@ def _presence_readings(rows, signal, out, window, step):
         out.setdefault((model, None), {})[signal.name] = Reading(share, coverage=share)
         if not signal.per_pod:
             continue
-        pods_at = group.groupby("t")["pod"].nunique()
-        most = pods_at.max()
+        pods_at = group.groupby("t")["pod"].nunique().sort_index()
+        # fewer replicas at the window's end than at its start: one that went away was not replaced (a rollout's
+        # old pods end while their successors serve, and a replica's gauges linger a few scrapes beside its
+        # successor's, so the count at its busiest moment says nothing)
+        shrank = pods_at.iloc[-1] < pods_at.iloc[0]
         for pod, pod_rows in group.groupby("pod", sort=False):
             if not pod:
                 continue
             first, last, present = pod_rows["t"].min(), pod_rows["t"].max(), pod_rows["t"].nunique()
             stop = last
-            if last < window.end - 2 * step and pods_at.get(pods_at.index.max(), 0) < most:
+            if last < window.end - 2 * step and shrank:
                 stop = window.end        # the replica went away and was not replaced: its silence counts
             span = int(round((stop - first) / step)) + 1
             share = min(1.0, present / max(span, 1))

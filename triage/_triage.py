@@ -20,6 +20,10 @@ __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "
 DEFAULT_SCRAPE_INTERVAL = 15.0
 INTERVAL_PROBE = "10m"   # raw samples read to measure the scrape interval: a few even at 2-minute scrapes
 FRESH_SCRAPES = 2.5     # a gauge counts while its last sample is at most this many scrapes old
+MAX_PROBED = 5000        # series whose spacing is measured for the scrape interval
+# why a model was judged against the hour before while the report's baseline is the day before
+YOUNG = "no series a day earlier (deployed since)"
+SECOND_LOOK = "nothing wrong against the same hour a day earlier (itself an incident?), but against this"
 GONE_REPLICA = 0.6       # confidence of a replica absent from the whole incident: a crash, or just a scale-in
 # named when a model has no series at all: the engine series every kind starts from
 CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_request_duration_seconds",
@@ -42,6 +46,8 @@ class Verdict:
     incident: dict[str, Reading] = field(default_factory=dict)
     not_enough_data: str = ""             # why nothing could be judged; "" when something could
     deployment: tuple[tuple[str, str], ...] = ()   # (label, value) of cluster, namespace: only when split
+    baseline_window: Window | None = None  # its own baseline, when not the report's; baseline_why says why
+    baseline_why: str = ""
 
     @property
     def enough_data(self) -> bool:
@@ -108,6 +114,8 @@ def assess(kinds, signals, base: dict, inc: dict, models, units: dict[str, Unit]
         findings = judge(kinds, b, i, floors)
         pods = _pod_findings(kinds, signals, floors, model, base, inc)
         held = {f.kind for f in findings}
+        if sum(1 for key in inc if key[0] == model and key[1] is not None) >= 2:
+            findings = [_named(f, pods) for f in findings]
         extra = [f for pod_findings in pods.values() for f in pod_findings if f.kind not in held]
         findings = sorted(findings + extra, key=lambda f: -f.confidence)
         unmeasured = tuple(s.name for s in signals if s.name not in b and s.name not in i)
@@ -116,6 +124,13 @@ def assess(kinds, signals, base: dict, inc: dict, models, units: dict[str, Unit]
         verdicts.append(Verdict(name, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i, felt),
                                 deployment))
     return verdicts
+
+
+def _named(finding: Finding, pods: dict[str, tuple[Finding, ...]]) -> Finding:
+    """A model's finding with the pod that causes it: the one replica (of several) that shows the same kind
+    against the others (a crash-looping or throttled replica), else as it is."""
+    holders = [pod for pod, found in pods.items() if any(f.kind == finding.kind for f in found)]
+    return replace(finding, pod=holders[0]) if len(holders) == 1 and finding.pod is None else finding
 
 
 def _not_enough(base: dict, inc: dict, felt: list[str]) -> str:
@@ -146,8 +161,10 @@ def _running(sel: str, raw: frozenset[str], func: str, window: str) -> str:
 
 
 def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset[str]) -> float:
-    """The scrape interval: the median spacing of the engines' (llm_requests_running) and the front doors'
-    (llm_frontdoor_requests_in_flight) raw samples near `at`, the longer of the two when they are scraped apart."""
+    """The scrape interval: the median spacing of each engine's (llm_requests_running) and front door's
+    (llm_frontdoor_requests_in_flight) raw samples near `at`, the longest of them: a fleet scraped at 15 s and
+    60 s (two ServiceMonitors) is rated over four of the slower scrapes, or the slow ones' rates, and the
+    restarts their gaps hide, would read as missing."""
     import statistics
 
     if "engine" in raw:
@@ -158,10 +175,10 @@ def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset
     for selector in (engines, f"llm_frontdoor_requests_in_flight{{{sel}}}"):
         for moment in at:
             rows = instant(client, url, f"{selector}[{INTERVAL_PROBE}]", moment)
-            gaps = [float(b[0]) - float(a[0]) for row in rows[:50] for a, b in zip(row.get("values", []),
-                                                                                    row.get("values", [])[1:])]
-            if gaps:
-                found.append(max(0.5, statistics.median(gaps)))
+            medians = [statistics.median(gaps) for row in rows[:MAX_PROBED] if (gaps := [
+                float(b[0]) - float(a[0]) for a, b in zip(row.get("values", []), row.get("values", [])[1:])])]
+            if medians:
+                found.append(max(0.5, max(medians)))
                 break
     return max(found, default=DEFAULT_SCRAPE_INTERVAL)
 
@@ -207,6 +224,36 @@ def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: froze
         if result and "value" in result[0] and float(result[0]["value"][1]) > 0:
             return window
     return choices[-1]
+
+
+def _models_in(client, url: str, sel: str, window: Window) -> set[str]:
+    """The models with engine series in `window`, under the vocabulary's names or the engines' own."""
+    query = f"count by (model) ({_running(sel, frozenset(), 'count_over_time', f'{max(1, int(window.seconds))}s')})"
+    return set(_models_of(client, url, query, window.end)) | set(_models_of(client, url, translate(query, ENGINE),
+                                                                         window.end))
+
+
+def _young(client, url: str, sel: str, spec: str, choices: list[Window], chosen: Window, incident: Window
+           ) -> tuple[Window | None, set[str]]:
+    """`--baseline auto` chose the day before for the fleet: the second baseline (the hour before), and the models
+    with series now but none a day ago (deployed since), which are judged against it alone."""
+    if spec.strip() != "auto" or len(choices) < 2 or chosen != choices[0]:
+        return None, set()
+    return choices[-1], _models_in(client, url, sel, incident) - _models_in(client, url, sel, chosen)
+
+
+def _second_look(verdicts: list[Verdict], against: list[Verdict], window: Window) -> list[Verdict]:
+    """A model the day before finds nothing wrong with, but the hour before does, takes the hour before's
+    verdict: the same hour yesterday was itself an incident (a nightly job, yesterday's throttling), so it
+    hides today's; a slow drift that the hour before hides keeps the day before's findings."""
+    other = {v.unit: v for v in against}
+    out = []
+    for v in verdicts:
+        second = other.get(v.unit)
+        if not v.findings and v.enough_data and second is not None and second.findings:
+            v = replace(second, baseline_window=window, baseline_why=SECOND_LOOK)
+        out.append(v)
+    return out
 
 
 def _models_with_series(client, url: str, incident: Window, baseline: Window) -> list[str]:
@@ -265,9 +312,10 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     sets = _query_sets(asked, vocabulary, own, gpu)
     raw = ENGINE if own and not vocabulary else frozenset()      # what the probes below read
     chosen = _pick_baseline(client, conn.url, sel, choices, raw)
+    fallback, young = _young(client, conn.url, sel, baseline, choices, chosen, incident)
     interval = _scrape_interval(client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2,
                                                         chosen.end], raw)
-    step = choose_step(incident, chosen)
+    step = choose_step(incident, chosen, *([fallback] if fallback else []))
     rate = rate_window(step, interval, min(incident.seconds, chosen.seconds))
     lookback = float(rate.rstrip("s"))
     fresh = f"{math.ceil(FRESH_SCRAPES * interval)}s"
@@ -276,15 +324,23 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     if own and vocabulary:
         warnings.append(f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-"
                         "vocabulary series")
-    frames = fetch_windows(client, conn.url, queries, (chosen, incident), step, warnings)
+    windows = (chosen, incident, *([fallback] if fallback else []))
+    frames = fetch_windows(client, conn.url, queries, windows, step, warnings)
     frames, units = split_deployments(frames)
-    base, inc = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, (chosen, incident)))
+    base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows))
+    mine = lambda key: units.get(key[0], (key[0], ()))[0] in young     # noqa: E731 - a young model's reading
+    if rest:
+        base = {**{k: r for k, r in base.items() if not mine(k)}, **{k: r for k, r in rest[0].items() if mine(k)}}
+        frames = frames[:2]            # the plot shows the report's baseline
     judged = sorted({key[0] for key in list(base) + list(inc)})
     seen = sorted({units.get(name, (name, ()))[0] for name in judged})
     _require_series(client, conn.url, [next((m for m in names if m in seen), names[-1]) for names in wanted], seen,
                     incident, chosen)
     if models:                    # in the order asked, each model's deployments together
         judged = asked_units(models, judged, units)
-    verdicts = assess(kinds, signals, base, inc, judged, units)
+    verdicts = [replace(v, baseline_window=fallback, baseline_why=YOUNG) if v.model in young else v
+                 for v in assess(kinds, signals, base, inc, judged, units)]
+    if rest:
+        verdicts = _second_look(verdicts, assess(kinds, signals, rest[0], inc, judged, units), fallback)
     return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
                   lookback)

@@ -345,7 +345,7 @@ def _door(case: Case, t, keep, ps: list[dict], es: list[dict]) -> list[dict]:
     reasoning_time = p["reasoning"] * mean("tpot")
     w = _Writer(t, keep, {"model": case.model, "namespace": NAMESPACE, "job": "frontdoor", "caller": "app",
                           "upstream": case.engine})
-    errors = sum(e["done"] * q["errors"] for e, q in zip(es, ps)) / np.maximum(done, 1e-9)
+    errors = sum(e["done"] * q["errors"] for e, q in zip(es, ps, strict=True)) / np.maximum(done, 1e-9)
     cut = np.zeros(len(t))
     for pod, at in case.restarts:      # a crash cuts the streams in flight; requests sent its way fail until
         down = (t >= T0 + at) & (t < T0 + at + 40)          # the readiness probe takes it out (~20 s)

@@ -4,7 +4,7 @@ inferwatch/cli.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,11 +21,11 @@ def triage(
         prometheus: Annotated[str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS",
                                                 help="Prometheus' base URL.")]
         = "http://localhost:9090",
-        since: Annotated[Optional[str], typer.Option(metavar="DURATION", help="The incident: this long before "
+        since: Annotated[str | None, typer.Option(metavar="DURATION", help="The incident: this long before "
                                                      "--end (default now) [30m].")] = None,
-        start: Annotated[Optional[str], typer.Option(metavar="TIME", help="The incident's start: RFC 3339 or "
+        start: Annotated[str | None, typer.Option(metavar="TIME", help="The incident's start: RFC 3339 or "
                                                      "Unix seconds.")] = None,
-        end: Annotated[Optional[str], typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
+        end: Annotated[str | None, typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
         model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to judge (repeatable), in every "
                                                  "namespace and cluster that serves it, or one deployment as the "
                                                  "report names it, 'llama-3-8b (namespace=a)'; names are "
@@ -36,11 +36,11 @@ def triage(
         = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON (kinds sorted by confidence; empty when "
                                                              "nothing is wrong).")] = False,
-        plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png", help="Also draw the signals, incident "
+        plot: Annotated[Path | None, typer.Option(metavar="FILE.png", help="Also draw the signals, incident "
                                                      "shaded and baseline faint, into this PNG.")] = None,
         rules: Annotated[list[Path], typer.Option(metavar="FILE", help="Kinds to add or replace (kinds.yaml's "
                                                   "format; repeatable).")] = [],
-        alert: Annotated[Optional[str], typer.Option(metavar="NAME", help="Judge the incident of this alert: "
+        alert: Annotated[str | None, typer.Option(metavar="NAME", help="Judge the incident of this alert: "
                                                      "from its last activation (less 5 minutes) to --end, for "
                                                      "the models its labels name (read from ALERTS_FOR_STATE); "
                                                      "instead of --since/--start.")] = None,

@@ -112,7 +112,7 @@ def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], fl
     evidence: list[Evidence] = []
     for clause in kind.clauses:
         total += clause.weight
-        best: tuple[float, Evidence] | None = None
+        best: tuple[float, list[Evidence]] | None = None
         for cond in clause.conditions:
             if cond.signal == ANY:
                 found = _missing(base, inc)

@@ -76,9 +76,9 @@ def plot_report(report, path: Path | str) -> None:
     offset, zero = _offset(report), report.incident.start
     span = max(report.incident.seconds, report.baseline.seconds if not offset else 0)
     scale, unit = (1, "seconds") if span <= 300 else (60, "minutes") if span <= 36000 else (3600, "hours")
-    for (group, row_signals), row_axes in zip(rows, axes):
-        for ax, signal in zip(row_axes, row_signals):
-            for color, model in zip(COLORS, models):
+    for (group, row_signals), row_axes in zip(rows, axes, strict=True):
+        for ax, signal in zip(row_axes, row_signals, strict=False):   # a row's spare axes stay empty
+            for color, model in zip(COLORS, models, strict=False):   # more models than colours: the first ones
                 for k, shift, alpha, style in ((0, offset, 0.35, "--"), (1, 0.0, 1.0, "-")):
                     line = series.get((k, signal.name, model))
                     if line is not None and len(line):

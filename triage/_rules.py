@@ -7,6 +7,7 @@ file, line and field (`kinds.queueing.when[2].if`), then reported at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def parse_condition(text: str, signals) -> Condition:
 
 class _Problems:
     def __init__(self, file: str):
-        self.file, self.items = file, []
+        self.file, self.items = file, list[Problem]()
 
     def add(self, node, key, field: str, message: str) -> None:
         self.items.append(Problem(self.file, line_of(node, key), field, message))
@@ -180,7 +181,7 @@ def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) ->
     return kinds
 
 
-def load_kinds(extra: list[str | Path] = (), signals=None) -> dict[str, Kind]:
+def load_kinds(extra: Sequence[str | Path] = (), signals=None) -> dict[str, Kind]:
     """The shipped kinds, then each --rules file over them in order."""
     from inferwatch.triage._signals import load_signals
 

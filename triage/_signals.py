@@ -1,9 +1,10 @@
-"""The signal table (signals.yaml): what triage reads from Prometheus, and the PromQL of each, for all models at once."""
+"""The signal table (signals.yaml): what triage reads from Prometheus, and the PromQL of each, for all models
+at once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from string import Template
 
@@ -63,7 +64,7 @@ def _signal(entry: dict) -> Signal:
                   **{k: entry[k] for k in keys if k in entry})
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_signals() -> tuple[Signal, ...]:
     """The shipped signal table, in file order."""
     doc = yaml.safe_load((HERE / "signals.yaml").read_text(encoding="utf-8"))

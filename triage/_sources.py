@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from functools import lru_cache
+from functools import cache
 
 __all__ = ["FAMILIES", "SOURCE_NAMES", "translate", "source_names", "family_of", "name_matcher"]
 
@@ -38,7 +38,7 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 SCRATCH = "inferwatch_candidate"     # the label a rename passes through: its first present candidate
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mappings() -> tuple:
     from inferwatch.mappings import load_mappings
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
@@ -176,7 +177,7 @@ def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset
         for moment in at:
             rows = instant(client, url, f"{selector}[{INTERVAL_PROBE}]", moment)
             medians = [statistics.median(gaps) for row in rows[:MAX_PROBED] if (gaps := [
-                float(b[0]) - float(a[0]) for a, b in zip(row.get("values", []), row.get("values", [])[1:])])]
+                float(b[0]) - float(a[0]) for a, b in pairwise(row.get("values", []))])]
             if medians:
                 found.append(max(0.5, max(medians)))
                 break
@@ -327,7 +328,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     windows = (chosen, incident, *([fallback] if fallback else []))
     frames = fetch_windows(client, conn.url, queries, windows, step, warnings)
     frames, units = split_deployments(frames)
-    base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows))
+    base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows, strict=True))
     mine = lambda key: units.get(key[0], (key[0], ()))[0] in young     # noqa: E731 - a young model's reading
     if rest:
         base = {**{k: r for k, r in base.items() if not mine(k)}, **{k: r for k, r in rest[0].items() if mine(k)}}
@@ -341,6 +342,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     verdicts = [replace(v, baseline_window=fallback, baseline_why=YOUNG) if v.model in young else v
                  for v in assess(kinds, signals, base, inc, judged, units)]
     if rest:
+        assert fallback is not None                  # `rest` is the fallback window's reading
         verdicts = _second_look(verdicts, assess(kinds, signals, rest[0], inc, judged, units), fallback)
     return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
                   lookback)

@@ -36,7 +36,7 @@ def _deployment(labels: tuple[str, ...], engine: bool) -> tuple[tuple[str, str],
     """A split model's deployment as its non-empty (label, value) pairs; `namespace=""` for an engine deployment
     with none (a static scrape config beside a team's namespace), so that it is named and asked for apart from
     the bare model name, which is left to series no one deployment claims."""
-    pairs = tuple((label, value) for label, value in zip(DEPLOYMENT, labels) if value)
+    pairs = tuple((label, value) for label, value in zip(DEPLOYMENT, labels, strict=True) if value)
     return pairs or (((DEPLOYMENT[-1], ""),) if engine else ())
 
 
@@ -64,7 +64,7 @@ def _home(labels: tuple[str, ...], engines: set[tuple[str, ...]]) -> tuple[str, 
     Prometheus), else their own (none agrees, or several do: a front door with no labels before two)."""
     if labels in engines:
         return labels
-    agree = [d for d in engines if all(not value or value == mine for value, mine in zip(labels, d))]
+    agree = [d for d in engines if all(not value or value == mine for value, mine in zip(labels, d, strict=True))]
     return agree[0] if len(agree) == 1 else labels
 
 
@@ -94,7 +94,8 @@ def split_deployments(frames) -> tuple[list, dict[str, Unit]]:
     """The frames with `model` holding each row's unit name, and {unit name: (model, deployment labels)} for
     every unit with rows."""
     engines = _engine_deployments(frames)
-    out, units = [], {}
+    out: list = []
+    units: dict = {}
     for frame in frames:
         if frame is None or not len(frame):
             out.append(frame)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from inferwatch.durations import parse_duration
 from inferwatch.errors import InferwatchError
@@ -24,7 +24,7 @@ class Window:
     def seconds(self) -> float:
         return self.end - self.start
 
-    def shifted(self, by: float) -> "Window":
+    def shifted(self, by: float) -> Window:
         return Window(self.start + by, self.end + by)
 
     def iso(self) -> dict[str, str]:
@@ -33,7 +33,7 @@ class Window:
 
 def iso(ts: float) -> str:
     """RFC 3339 in UTC, to the second."""
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str, flag: str = "--start") -> float:
@@ -49,7 +49,7 @@ def parse_time(text: str, flag: str = "--start") -> float:
         raise InferwatchError(f"{flag} {text!r}: not a time; use RFC 3339 (2026-11-30T10:00:00Z) or Unix seconds "
                               "(1764496800)") from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
 
 

@@ -50,13 +50,16 @@ class RealPhase:
 # The load is sized to the engine by how many requests are in flight, not by a rate: a CPU engine's speed is the
 # machine's, and an open rate it cannot serve (8 a second here) grew the queue without bound until the engine's
 # /metrics answered too late for its scrapes and the queue alert never fired. Arrivals come faster than any CPU
-# engine answers, so the in-flight bound holds the queue: CAP + 3 in flight is CAP running and 3 waiting, on a
-# fast machine and a slow one.
+# engine answers, so the in-flight bound holds the queue: 4 * CAP in flight is CAP running and the rest waiting,
+# on a fast machine and a slow one. (CAP + 3 was not enough on an idle machine: answers of 256 tokens took 0.7 s
+# there, and the load generator's and front door's turnaround between one answer and the next request left the
+# queue under one request on average at times, under the alert's bar.)
+IN_FLIGHT = 4 * CAP
 REAL_SCRIPT = [
     RealPhase("normal", 60, 15, 0.5, 32, 1, "light load: one request at a time, under the cap, nothing waits"),
-    RealPhase("queueing", 150, 120, 8.0, 256, CAP + 3,
-              f"more clients than --max-num-seqs {CAP} ({CAP + 3} requests at once): requests wait at the cap before "
-              "their first token; LLMQueueSaturated fires", tuple(REAL_EXPECTED)),
+    RealPhase("queueing", 150, 120, 8.0, 512, IN_FLIGHT,
+              f"more clients than --max-num-seqs {CAP} ({IN_FLIGHT} requests at once): requests wait at the cap "
+              "before their first token; LLMQueueSaturated fires", tuple(REAL_EXPECTED)),
 ]
 RESPONSE_TIMEOUT = 120                     # seconds to a response's headers: a queued request waits for its slot
 

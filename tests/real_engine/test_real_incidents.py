@@ -7,9 +7,8 @@ baseline, in which nothing may fire), then the incidents. One Prometheus scrapes
 normalizing exporter (which adds the configured cap, `llm_max_running_requests`, that LLMQueueSaturated reads)
 through one run of phases: healthy, over-long prompts beside it, short prompts, prompts sharing a long prefix,
 long prompts sharing none (long-prompts against the short ones, prefix-cache-loss against the shared ones), then
-queueing and admission rejections, last as their alert outlasts them. Another scrapes the pressure engine (few KV
-blocks) directly with the generated relabel configs and mapping rules, in the background meanwhile: healthy, then
-KV pressure.
+queueing and admission rejections, last as their alert outlasts them. Then another scrapes the pressure engine
+(few KV blocks) directly with the generated relabel configs and mapping rules: healthy, then KV pressure.
 
 The load is sized to the engine, not to a clock: closed-loop clients, each sending its next request when its last
 was answered, so "more clients than --max-num-seqs" keeps the same queue on a fast machine and a busy one, and the
@@ -37,7 +36,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -133,15 +131,13 @@ def healthy(url: str) -> Clients:
 @dataclass
 class Phase:
     """One stretch of load: `clients` run until every `promised` alert fires and at least `hold` seconds passed
-    (or PATIENCE); `facts` are PromQL read at its end (`$W` its length); `begins`, if given, is called as it
-    starts."""
+    (or PATIENCE); `facts` are PromQL read at its end (`$W` its length)."""
 
     name: str
     clients: list
     promised: tuple[str, ...] = ()
     hold: float = MIN_INCIDENT_S
     facts: dict[str, str] = field(default_factory=dict)
-    begins: object = None
 
 
 @dataclass
@@ -214,8 +210,6 @@ class Stack:
     @staticmethod
     def _phase(prom: str, phase: Phase) -> Outcome:
         outcome = Outcome(phase.name)
-        if phase.begins:
-            phase.begins()
         with ExitStack() as load:
             t0 = time.time()
             for clients in phase.clients:
@@ -251,40 +245,8 @@ def _exporter_stack(engine_url: str, workdir: Path, cap: int):  # noqa: F811 - a
     return Stack(workdir, scrape), exporter
 
 
-class Background:
-    """`work` in a thread of its own, from `start()` (once) on; `result()` starts it if nothing did."""
-
-    def __init__(self, work):
-        self.work, self.pool, self.future = work, ThreadPoolExecutor(1), None
-
-    def start(self) -> None:
-        if self.future is None:
-            self.future = self.pool.submit(self.work)
-
-    def result(self):
-        self.start()
-        return self.future.result()
-
-    def close(self) -> None:
-        if self.future is not None:
-            self.future.exception()
-        self.pool.shutdown()
-
-
 @pytest.fixture(scope="module")
-def kv_run(request, pressure_url, tmp_path_factory):  # noqa: F811 - the fixture
-    """The KV-pressure incident on the pressure engine, in the background from the shared engine's queueing on
-    (another engine, another Prometheus), so that the two overlap where contention on the two shared cores
-    cannot make a healthy phase slow: a queue is the same on a slow machine, a healthy client's first token is
-    not. Every wait is on a condition."""
-    workdir = tmp_path_factory.mktemp("kv-pressure")
-    run = Background(lambda: _kv_pressure(pressure_url, workdir))
-    request.addfinalizer(run.close)
-    return run
-
-
-@pytest.fixture(scope="module")
-def shared(request, engine_url, kv_run, tmp_path_factory) -> dict[str, Outcome]:  # noqa: F811 - fixtures
+def shared(request, engine_url, tmp_path_factory) -> dict[str, Outcome]:  # noqa: F811 - fixtures
     """Every incident of the shared engine (--max-num-seqs 2, --max-num-queued-reqs 4), run once: a run that
     fails fails each test that reads it, with the same error (pytest keeps a fixture's failure for its scope)."""
     if request.config.getoption("--engine-url"):
@@ -294,7 +256,7 @@ def shared(request, engine_url, kv_run, tmp_path_factory) -> dict[str, Outcome]:
     workdir = tmp_path_factory.mktemp("shared")
     stack, exporter = _exporter_stack(engine_url, workdir, cap)
     try:
-        return stack.run(_shared_phases(engine_url, cap, kv_run.start), JUDGED)
+        return stack.run(_shared_phases(engine_url, cap), JUDGED)
     finally:
         exporter.terminate()
         exporter.wait(30)
@@ -328,7 +290,7 @@ JUDGED = {"over-context": ("over-context", "healthy"),
           "admission-rejections": ("admission-rejections", "healthy")}
 
 
-def _shared_phases(url: str, cap: int, queueing_begins=None) -> list[Phase]:
+def _shared_phases(url: str, cap: int) -> list[Phase]:
     """The shared engine's phases, in order:
     - healthy: one client, never at the cap (nothing may fire), then the same beside one client sending prompts
       over --max-model-len (400 at once);
@@ -337,15 +299,14 @@ def _shared_phases(url: str, cap: int, queueing_begins=None) -> list[Phase]:
       prefix cache's loss;
     - cap + 2 clients (two run, two wait) until LLMQueueSaturated fires; then cap + 8, more than vLLM admits under
       --max-num-queued-reqs 4 (it refuses at cap + 2 requests in flight): the rest get 503 at once, while the
-      queue stays full. Last, since the queue alert outlasts its queue by design (hysteresis).
-    `queueing_begins` is called as the queueing starts."""
+      queue stays full. Last, since the queue alert outlasts its queue by design (hysteresis)."""
     over = Clients(url, 1, lambda rnd: {"prompt": _prompt(rnd, 3000), "max_tokens": 4}, backoff=1)
     return [Phase("healthy", [healthy(url)], hold=BASELINE_S, facts=SLOW_FACTS),
             Phase("over-context", [healthy(url), over], hold=QUIET_S, facts=SLOW_FACTS),
             Phase("short", [chats(url, words=40, max_tokens=16)], hold=BASELINE_S),
             Phase("shared-prefix", [chats(url, words=30, max_tokens=16, prefix=PREFIX)], hold=BASELINE_S),
             Phase("no-prefix", [chats(url, words=630, max_tokens=16)], facts=TTFT_FACTS),
-            Phase("queueing", [chats(url, cap + 2)], promised=("LLMQueueSaturated",), begins=queueing_begins),
+            Phase("queueing", [chats(url, cap + 2)], promised=("LLMQueueSaturated",)),
             Phase("admission-rejections", [chats(url, cap + 8)], promised=("LLMQueueSaturated",),
                   facts={"rejected": REJECTED})]
 
@@ -477,8 +438,11 @@ def _kv_pressure(url: str, workdir: Path) -> Outcome:
 
 
 @pytest.fixture(scope="module")
-def kv_pressure(kv_run):
-    return kv_run.result()
+def kv_pressure(pressure_url, tmp_path_factory):  # noqa: F811 - the fixture
+    """The KV-pressure incident on the session's pressure engine, after the shared engine's incidents: run beside
+    them, the two engines' load on the two cores made its phases unlike each other (a baseline slower than its
+    incident, and triage named nothing)."""
+    return _kv_pressure(pressure_url, tmp_path_factory.mktemp("kv-pressure"))
 
 
 def test_kv_pressure_fires_preemption_storm(kv_pressure):

@@ -473,12 +473,19 @@ def detection_table(outcomes: dict[str, Outcome]) -> list[str]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _print_detection_times(request):
+def _print_detection_times(request, tmp_path_factory):
+    """The table, printed and written to detection-times.txt in pytest's base temporary folder (its path printed
+    under it), to compare runs or machines."""
     yield
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if REPORT:
+        lines = detection_table(REPORT)
+        saved = tmp_path_factory.getbasetemp() / "detection-times.txt"
+        saved.write_text("\n".join(lines) + "\n")
+        lines.append(f"  (written to {saved})")
     if REPORT and reporter and capture:
         with capture.global_and_fixture_disabled():       # past -q and the capture, as -ra's lines are
             reporter.write("\n")
-            for line in detection_table(REPORT):
+            for line in lines:
                 reporter.write_line(line)

@@ -297,18 +297,16 @@ def _shared_phases(url: str, cap: int) -> list[Phase]:
     - short prompts; then ~630-token prompts sharing a 600-word prefix (the prefix cache hits); then ~630-token
       prompts sharing nothing. Judged against the short ones they are long prompts; against the shared ones, the
       prefix cache's loss;
-    - cap + 3 clients until LLMQueueSaturated fires: two run, two wait (vLLM admits cap + 2 under
-      --max-num-queued-reqs 4) and one more is refused now and then, so a slot that an answer frees is taken again
-      at once (with cap + 2, each client's turnaround between an answer and its next request left the queue under
-      the alert's bar of one on average at load 25, and it took 252 s to fire); then cap + 8: most get 503 at once,
-      while the queue stays full. Last, since the queue alert outlasts its queue by design (hysteresis)."""
+    - cap + 2 clients (two run, two wait) until LLMQueueSaturated fires; then cap + 8, more than vLLM admits under
+      --max-num-queued-reqs 4 (it refuses at cap + 2 requests in flight): the rest get 503 at once, while the
+      queue stays full. Last, since the queue alert outlasts its queue by design (hysteresis)."""
     over = Clients(url, 1, lambda rnd: {"prompt": _prompt(rnd, 3000), "max_tokens": 4}, backoff=1)
     return [Phase("healthy", [healthy(url)], hold=BASELINE_S, facts=SLOW_FACTS),
             Phase("over-context", [healthy(url), over], hold=QUIET_S, facts=SLOW_FACTS),
             Phase("short", [chats(url, words=40, max_tokens=16)], hold=BASELINE_S),
             Phase("shared-prefix", [chats(url, words=30, max_tokens=16, prefix=PREFIX)], hold=BASELINE_S),
             Phase("no-prefix", [chats(url, words=630, max_tokens=16)], facts=TTFT_FACTS),
-            Phase("queueing", [chats(url, cap + 3)], promised=("LLMQueueSaturated",)),
+            Phase("queueing", [chats(url, cap + 2)], promised=("LLMQueueSaturated",)),
             Phase("admission-rejections", [chats(url, cap + 8)], promised=("LLMQueueSaturated",),
                   facts={"rejected": REJECTED})]
 

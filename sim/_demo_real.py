@@ -41,18 +41,26 @@ class RealPhase:
     short_seconds: float
     rate: float                 # requests per second (Poisson), each writing up to max_tokens
     max_tokens: int
+    in_flight: int              # at most this many requests at once: an arrival waits for an answer first
     says: str
     shows: tuple[dict[str, str], ...] = ()
 
 
+# The load is sized to the engine by how many requests are in flight, not by a rate: a CPU engine's speed is the
+# machine's, and an open rate it cannot serve (8 a second here) grew the queue without bound until the engine's
+# /metrics answered too late for its scrapes and the queue alert never fired. Arrivals come faster than any CPU
+# engine answers, so the in-flight bound holds the queue: 4 * CAP in flight is CAP running and the rest waiting,
+# on a fast machine and a slow one. (CAP + 3 was not enough on an idle machine: answers of 256 tokens took 0.7 s
+# there, and the load generator's and front door's turnaround between one answer and the next request left the
+# queue under one request on average at times, under the alert's bar.)
+IN_FLIGHT = 4 * CAP
 REAL_SCRIPT = [
-    RealPhase("normal", 60, 15, 0.5, 32, "light load: running under the cap, nothing waits"),
-    # two running answers of 256 tokens take a second or more on two cores: 8 requests a second keep a queue
-    # growing on an idle machine too (2.5 did not: the engine kept up there); the phase's end stops the load
-    RealPhase("queueing", 150, 120, 8.0, 256, f"more clients than --max-num-seqs {CAP}: requests wait at the cap "
-                                              "before their first token; LLMQueueSaturated fires",
-              tuple(REAL_EXPECTED)),
+    RealPhase("normal", 60, 15, 0.5, 32, 1, "light load: one request at a time, under the cap, nothing waits"),
+    RealPhase("queueing", 150, 120, 8.0, 512, IN_FLIGHT,
+              f"more clients than --max-num-seqs {CAP} ({IN_FLIGHT} requests at once): requests wait at the cap "
+              "before their first token; LLMQueueSaturated fires", tuple(REAL_EXPECTED)),
 ]
+RESPONSE_TIMEOUT = 120                     # seconds to a response's headers: a queued request waits for its slot
 
 # the simulated demo's scenarios (sim/scenarios.yaml) a real CPU engine shows here, and those it cannot
 SHOWN = {"normal": "light load", "queueing": "more clients than --max-num-seqs"}
@@ -120,7 +128,9 @@ async def _drive(door: str, model: str, prom: str, short: bool, say) -> set:
         wall_start = time.time()
         say(f"\n== {phase.name} ({seconds:.0f}s{' at most' if short and phase.shows else ''}): {phase.says}")
         load = asyncio.ensure_future(run_load(LoadConfig(door, phase.rate, seconds, model, prompt_tokens=40,
-                                                         max_tokens=phase.max_tokens, prefix_share=0.0, seed=7)))
+                                                         max_tokens=phase.max_tokens, prefix_share=0.0, seed=7,
+                                                         concurrency=phase.in_flight,
+                                                         response_timeout=RESPONSE_TIMEOUT)))
         end = time.monotonic() + seconds
         fired_here: set = set()
         while time.monotonic() < end:

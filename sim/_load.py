@@ -53,6 +53,10 @@ class LoadConfig:
     response_timeout: float = 10.0      # per request, until the response headers arrive
     seed: int | None = None
     max_requests: int | None = None     # stop sending after this many, even before `duration` is over
+    # at most this many requests in flight: an arrival waits for an answer first. A rate the engine cannot serve
+    # then keeps a queue of the same length on a fast machine and a slow one, instead of one that grows without
+    # bound (and an engine too busy to answer its /metrics)
+    concurrency: int | None = None
 
 
 @dataclass
@@ -232,16 +236,22 @@ async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sam
         started, next_at = time.monotonic(), 0.0
         tasks: list[asyncio.Task] = []
         last_shown = 0.0
+
+        def full() -> bool:
+            return config.concurrency is not None and sum(not t.done() for t in tasks) >= config.concurrency
         try:
             while True:
                 next_at += rng.expovariate(config.rate) if config.rate > 0 else config.duration
                 if next_at >= config.duration or len(tasks) == config.max_requests:
                     break
-                while (wait := started + next_at - time.monotonic()) > 0:
-                    await asyncio.sleep(min(wait, 0.25))
+                while ((wait := started + next_at - time.monotonic()) > 0 or full()) \
+                        and time.monotonic() - started < config.duration:
+                    await asyncio.sleep(min(wait, 0.25) if wait > 0 else 0.05)
                     if progress and time.monotonic() - last_shown > 0.25:
                         _progress(started, config, len(tasks), samples)
                         last_shown = time.monotonic()
+                if full():
+                    break                   # the duration ended while every slot was taken
                 task = asyncio.ensure_future(_one(session, url, _body(config, model, rng, prefix), config))
                 task.add_done_callback(_collector(samples))
                 tasks.append(task)

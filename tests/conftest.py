@@ -71,8 +71,7 @@ def pytest_addoption(parser):
                          "cached venv: tests/real_engine/harness.py)")
     group.addoption("--real-incidents", action="store_true",
                     help="with --real-engine or --engine-url, also run the real incidents (test_real_incidents.py: "
-                         "their alerts' detection times and triage's verdicts) and the real-engine demo "
-                         "(test_real_demo.py); minutes")
+                         "their alerts' detection times and triage's verdicts); minutes")
     group.addoption("--engine-url", metavar="URL",
                     help="run the real_engine tests against this running vLLM (a GPU one, say) instead of starting "
                          "one; tests that need their own engine flags are skipped")

@@ -254,6 +254,22 @@ def test_load_generator_percentiles_agree_with_the_simulators_histograms():
         assert lower - 0.005 <= report.tpot[key] <= upper + 0.005, (key, report.tpot[key], lower, upper)
 
 
+def test_load_with_a_concurrency_keeps_that_many_requests_in_flight():
+    """A rate far over what the engine serves, bounded to 3 in flight: never more than 3 at once (each sample's
+    start to its end), and a slot freed is taken again, so the engine's queue stays at its length."""
+    params = replace(FAST, decode_step_s=0.01, max_num_seqs=2, output_tokens_mean=20)
+    with simulator(params=params) as (base, _):
+        report = asyncio.run(run_load(LoadConfig(base, rate=200, duration=3, prompt_tokens=20, seed=3,
+                                                 concurrency=3)))
+    assert report.ok == report.requests > 6 and not report.errors
+    edges = sorted([(s.started, 1) for s in report.samples] + [(s.started + s.e2e, -1) for s in report.samples],
+                   key=lambda edge: (edge[0], edge[1]))
+    in_flight = [0]
+    for _, step in edges:
+        in_flight.append(in_flight[-1] + step)
+    assert max(in_flight) == 3
+
+
 def test_simulate_and_load_commands(tmp_path):
     from promtools import free_port
 

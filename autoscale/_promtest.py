@@ -11,7 +11,7 @@ from inferwatch.slo import Spec
 
 __all__ = ["promtool_test"]
 
-EVAL = "70m"        # the pods of the start are over the cold-start lookback by then; the new one is not
+EVAL = "70m"  # the pods of the start are over the cold-start lookback by then; the new one is not
 NS = 'namespace="ml"'
 
 
@@ -27,11 +27,14 @@ def _engine(model: str, pod: str, ttft: float, tpot: float, metrics: dict[str, s
     series = []
     for kind, seconds in (("ttft", ttft), ("tpot", tpot)):
         bound = f"{seconds / 0.9:.6g}"
-        series += [{"series": f'{metrics[kind]}_bucket{{{labels}, le="{le}"}}', "values": "0+100x90"}
-                   for le in (bound, "+Inf")]
-    return series + [{"series": f"llm_requests_running{{{labels}}}", "values": "3+0x90"},
-                     {"series": f"llm_requests_waiting{{{labels}}}", "values": "1+0x90"},
-                     {"series": f"llm_requests_finished_total{{{labels}}}", "values": "0+10x90"}]
+        series += [
+            {"series": f'{metrics[kind]}_bucket{{{labels}, le="{le}"}}', "values": "0+100x90"} for le in (bound, "+Inf")
+        ]
+    return series + [
+        {"series": f"llm_requests_running{{{labels}}}", "values": "3+0x90"},
+        {"series": f"llm_requests_waiting{{{labels}}}", "values": "1+0x90"},
+        {"series": f"llm_requests_finished_total{{{labels}}}", "values": "0+10x90"},
+    ]
 
 
 def promtool_test(spec: Spec, knobs: Knobs, rules_file: str) -> str:
@@ -44,14 +47,21 @@ def promtool_test(spec: Spec, knobs: Knobs, rules_file: str) -> str:
     series: list[dict] = []
     for model, pressure in _bands(knobs).items():
         for pod in ("a", "b"):
-            series += _engine(model, f"{model}-{pod}", pressure * threshold["ttft"],
-                              _bands(knobs)["cool"] * threshold["tpot"], metrics)
+            series += _engine(
+                model,
+                f"{model}-{pod}",
+                pressure * threshold["ttft"],
+                _bands(knobs)["cool"] * threshold["tpot"],
+                metrics,
+            )
     new, idle = f'{NS}, model="hot", pod="hot-new"', f'{NS}, model="hot", pod="hot-idle"'
-    series += [{"series": f"llm_requests_running{{{new}}}", "values": "_x20 1+0x60"},      # first scraped at 20m
-               {"series": f"llm_requests_finished_total{{{new}}}", "values": "_x20 0 0 0 1+1x57"},   # served at 23m
-               {"series": f"llm_requests_running{{{idle}}}", "values": "0+0x90"},
-               {"series": f"llm_requests_waiting{{{idle}}}", "values": "20+0x90"},
-               {"series": f"llm_requests_finished_total{{{idle}}}", "values": "5+0x90"}]
+    series += [
+        {"series": f"llm_requests_running{{{new}}}", "values": "_x20 1+0x60"},  # first scraped at 20m
+        {"series": f"llm_requests_finished_total{{{new}}}", "values": "_x20 0 0 0 1+1x57"},  # served at 23m
+        {"series": f"llm_requests_running{{{idle}}}", "values": "0+0x90"},
+        {"series": f"llm_requests_waiting{{{idle}}}", "values": "20+0x90"},
+        {"series": f"llm_requests_finished_total{{{idle}}}", "values": "5+0x90"},
+    ]
 
     def holds(expr: str, labels: str) -> dict:
         return {"expr": expr, "eval_time": EVAL, "exp_samples": [{"labels": f"{{{labels}}}", "value": 1}]}
@@ -63,25 +73,52 @@ def promtool_test(spec: Spec, knobs: Knobs, rules_file: str) -> str:
         holds(f'llm_autoscale:slo_pressure{{model="band"}} < bool {knobs.scale_up:g}', f'{NS}, model="band"'),
         holds(f'llm_autoscale:scaling_signal{{model="band"}} == bool {knobs.scale_up:g}', f'{NS}, model="band"'),
         holds(f'llm_autoscale:slo_pressure{{model="cool"}} < bool {knobs.scale_down:g}', f'{NS}, model="cool"'),
-        holds('llm_autoscale:scaling_signal{model="cool"} == bool llm_autoscale:slo_pressure',
-              f'{NS}, model="cool"'),
-        {"expr": 'llm_autoscale:replicas{model="hot"}', "eval_time": EVAL,
-         "exp_samples": [{"labels": f'llm_autoscale:replicas{{{NS}, model="hot"}}', "value": 4}]},
-        {"expr": 'llm_autoscale:running_per_replica{model="band"}', "eval_time": EVAL,
-         "exp_samples": [{"labels": f'llm_autoscale:running_per_replica{{{NS}, model="band"}}', "value": 3}]},
-        {"expr": "llm_autoscale:cold_start_seconds", "eval_time": EVAL,
-         "exp_samples": [{"labels": f"llm_autoscale:cold_start_seconds{{{new}}}", "value": 180}]},
+        holds('llm_autoscale:scaling_signal{model="cool"} == bool llm_autoscale:slo_pressure', f'{NS}, model="cool"'),
+        {
+            "expr": 'llm_autoscale:replicas{model="hot"}',
+            "eval_time": EVAL,
+            "exp_samples": [{"labels": f'llm_autoscale:replicas{{{NS}, model="hot"}}', "value": 4}],
+        },
+        {
+            "expr": 'llm_autoscale:running_per_replica{model="band"}',
+            "eval_time": EVAL,
+            "exp_samples": [{"labels": f'llm_autoscale:running_per_replica{{{NS}, model="band"}}', "value": 3}],
+        },
+        {
+            "expr": "llm_autoscale:cold_start_seconds",
+            "eval_time": EVAL,
+            "exp_samples": [{"labels": f"llm_autoscale:cold_start_seconds{{{new}}}", "value": 180}],
+        },
     ]
     idle_rule = next(r for r in _alerts(knobs) if r["alert"] == "LLMReplicaIdleWhileOthersQueue")
-    fired_by = 2 + knobs.seconds("scale_down_delay") // 60 + 5      # the 5m rate, then its `for`
-    annotations = {k: v.replace("{{ $labels.pod }}", "hot-idle").replace("{{ $labels.model }}", "hot")
-                   for k, v in idle_rule["annotations"].items()}
-    alerts = [{"eval_time": "3m", "alertname": "LLMReplicaIdleWhileOthersQueue", "exp_alerts": []},
-              {"eval_time": f"{fired_by}m", "alertname": "LLMReplicaIdleWhileOthersQueue", "exp_alerts": [
-                  {"exp_labels": {"severity": "warning", "namespace": "ml", "model": "hot", "pod": "hot-idle"},
-                   "exp_annotations": annotations}]},
-              {"eval_time": f"{fired_by}m", "alertname": "LLMScaleUpStalled", "exp_alerts": []}]
-    return ("# Generated by `inferwatch build` with the autoscaling rules (autoscale/_promtest.py); do not edit.\n"
-            + dump_yaml({"rule_files": [f"../{rules_file}"], "evaluation_interval": "30s", "tests": [
-                {"interval": "1m", "input_series": series, "promql_expr_test": cases,
-                 "alert_rule_test": alerts}]}))
+    fired_by = 2 + knobs.seconds("scale_down_delay") // 60 + 5  # the 5m rate, then its `for`
+    annotations = {
+        k: v.replace("{{ $labels.pod }}", "hot-idle").replace("{{ $labels.model }}", "hot")
+        for k, v in idle_rule["annotations"].items()
+    }
+    alerts = [
+        {"eval_time": "3m", "alertname": "LLMReplicaIdleWhileOthersQueue", "exp_alerts": []},
+        {
+            "eval_time": f"{fired_by}m",
+            "alertname": "LLMReplicaIdleWhileOthersQueue",
+            "exp_alerts": [
+                {
+                    "exp_labels": {"severity": "warning", "namespace": "ml", "model": "hot", "pod": "hot-idle"},
+                    "exp_annotations": annotations,
+                }
+            ],
+        },
+        {"eval_time": f"{fired_by}m", "alertname": "LLMScaleUpStalled", "exp_alerts": []},
+    ]
+    return (
+        "# Generated by `inferwatch build` with the autoscaling rules (autoscale/_promtest.py); do not edit.\n"
+        + dump_yaml(
+            {
+                "rule_files": [f"../{rules_file}"],
+                "evaluation_interval": "30s",
+                "tests": [
+                    {"interval": "1m", "input_series": series, "promql_expr_test": cases, "alert_rule_test": alerts}
+                ],
+            }
+        )
+    )

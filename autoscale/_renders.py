@@ -13,7 +13,7 @@ from inferwatch.autoscale._rules import Knobs
 
 __all__ = ["keda_scaled_object", "adapter_rules", "hpa", "ADAPTER_SIGNAL", "ADAPTER_WAITING"]
 
-ADAPTER_SIGNAL = "llm_autoscale_scaling_signal"     # Kubernetes metric names cannot hold a colon
+ADAPTER_SIGNAL = "llm_autoscale_scaling_signal"  # Kubernetes metric names cannot hold a colon
 ADAPTER_WAITING = "llm_requests_waiting"
 
 
@@ -22,29 +22,50 @@ def _labels(namespace: str, model: str) -> str:
 
 
 def _behavior(knobs: Knobs) -> dict:
-    return {"scaleUp": {"stabilizationWindowSeconds": knobs.seconds("scale_up_stabilization")},
-            "scaleDown": {"stabilizationWindowSeconds": knobs.seconds("scale_down_delay")}}
+    return {
+        "scaleUp": {"stabilizationWindowSeconds": knobs.seconds("scale_up_stabilization")},
+        "scaleDown": {"stabilizationWindowSeconds": knobs.seconds("scale_down_delay")},
+    }
 
 
 def keda_scaled_object(model: str, namespace: str, deployment: str, knobs: Knobs, address: str) -> dict:
     sel = _labels(namespace, model)
     return {
-        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
         "metadata": {"name": f"{deployment}-inferwatch", "namespace": namespace},
         "spec": {
             "scaleTargetRef": {"name": deployment},
-            "minReplicaCount": knobs.min_replicas, "maxReplicaCount": knobs.max_replicas,
-            "pollingInterval": 15, "cooldownPeriod": knobs.seconds("scale_down_delay"),
+            "minReplicaCount": knobs.min_replicas,
+            "maxReplicaCount": knobs.max_replicas,
+            "pollingInterval": 15,
+            "cooldownPeriod": knobs.seconds("scale_down_delay"),
             "advanced": {"horizontalPodAutoscalerConfig": {"behavior": _behavior(knobs)}},
             "triggers": [
-                {"type": "prometheus", "name": "slo-pressure", "metricType": "Value",
-                 "metadata": {"serverAddress": address, "query": f"max(llm_autoscale:scaling_signal{{{sel}}})",
-                              "threshold": f"{knobs.scale_up:g}", "activationThreshold": f"{knobs.scale_down:g}",
-                              "ignoreNullValues": "false"}},
-                {"type": "prometheus", "name": "waiting", "metricType": "AverageValue",
-                 "metadata": {"serverAddress": address, "query": f"sum(llm_requests_waiting{{{sel}}})",
-                              "threshold": f"{knobs.waiting_per_replica:g}", "activationThreshold": "0",
-                              "ignoreNullValues": "false"}},
+                {
+                    "type": "prometheus",
+                    "name": "slo-pressure",
+                    "metricType": "Value",
+                    "metadata": {
+                        "serverAddress": address,
+                        "query": f"max(llm_autoscale:scaling_signal{{{sel}}})",
+                        "threshold": f"{knobs.scale_up:g}",
+                        "activationThreshold": f"{knobs.scale_down:g}",
+                        "ignoreNullValues": "false",
+                    },
+                },
+                {
+                    "type": "prometheus",
+                    "name": "waiting",
+                    "metricType": "AverageValue",
+                    "metadata": {
+                        "serverAddress": address,
+                        "query": f"sum(llm_requests_waiting{{{sel}}})",
+                        "threshold": f"{knobs.waiting_per_replica:g}",
+                        "activationThreshold": "0",
+                        "ignoreNullValues": "false",
+                    },
+                },
             ],
         },
     }
@@ -53,34 +74,50 @@ def keda_scaled_object(model: str, namespace: str, deployment: str, knobs: Knobs
 def adapter_rules() -> dict:
     """prometheus-adapter `rules` for the external metrics API: the signal and the waiting requests, by
     namespace and model."""
-    return {"externalRules": [
-        {"seriesQuery": 'llm_autoscale:scaling_signal{namespace!="", model!=""}',
-         "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-         "name": {"matches": "^llm_autoscale:scaling_signal$", "as": ADAPTER_SIGNAL},
-         "metricsQuery": "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"},
-        {"seriesQuery": 'llm_requests_waiting{namespace!="", model!=""}',
-         "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-         "name": {"matches": "^llm_requests_waiting$", "as": ADAPTER_WAITING},
-         "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"},
-    ]}
+    return {
+        "externalRules": [
+            {
+                "seriesQuery": 'llm_autoscale:scaling_signal{namespace!="", model!=""}',
+                "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+                "name": {"matches": "^llm_autoscale:scaling_signal$", "as": ADAPTER_SIGNAL},
+                "metricsQuery": "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            },
+            {
+                "seriesQuery": 'llm_requests_waiting{namespace!="", model!=""}',
+                "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+                "name": {"matches": "^llm_requests_waiting$", "as": ADAPTER_WAITING},
+                "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            },
+        ]
+    }
 
 
 def hpa(model: str, namespace: str, deployment: str, knobs: Knobs) -> dict:
     match = {"matchLabels": {"model": model}}
     return {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": f"{deployment}-inferwatch", "namespace": namespace},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
-            "minReplicas": knobs.min_replicas, "maxReplicas": knobs.max_replicas,
+            "minReplicas": knobs.min_replicas,
+            "maxReplicas": knobs.max_replicas,
             "behavior": _behavior(knobs),
             "metrics": [
-                {"type": "External", "external": {"metric": {"name": ADAPTER_SIGNAL, "selector": match},
-                                                  "target": {"type": "Value",
-                                                             "value": f"{round(knobs.scale_up * 1000)}m"}}},
-                {"type": "External", "external": {"metric": {"name": ADAPTER_WAITING, "selector": match},
-                                                  "target": {"type": "AverageValue",
-                                                             "averageValue": f"{knobs.waiting_per_replica:g}"}}},
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": {"name": ADAPTER_SIGNAL, "selector": match},
+                        "target": {"type": "Value", "value": f"{round(knobs.scale_up * 1000)}m"},
+                    },
+                },
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": {"name": ADAPTER_WAITING, "selector": match},
+                        "target": {"type": "AverageValue", "averageValue": f"{knobs.waiting_per_replica:g}"},
+                    },
+                },
             ],
         },
     }

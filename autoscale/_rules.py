@@ -22,9 +22,9 @@ from inferwatch.slo import LatencySLI, Spec
 __all__ = ["Knobs", "load_knobs", "objectives", "compile_autoscaling", "render_autoscaling", "RECORDS", "ALERTS"]
 
 BY = "namespace, model"
-ENGINE = "llm_requests_running"             # one series per engine and model: which pods serve which model
+ENGINE = "llm_requests_running"  # one series per engine and model: which pods serve which model
 GROUP = "inferwatch-autoscaling"
-COLD_START_LOOKBACK = "1h"                  # a pod first seen longer ago than this is not new
+COLD_START_LOOKBACK = "1h"  # a pod first seen longer ago than this is not new
 RECORDS = {
     "llm_autoscale:replicas": "pods serving the model (with engine series)",
     "llm_autoscale:requests_per_second_per_replica": "finished requests a second, per replica",
@@ -34,11 +34,10 @@ RECORDS = {
     "llm_autoscale:kv_cache_usage_ratio": "mean KV-cache usage over the replicas",
     "llm_autoscale:slo_pressure_raw": "max(p90 TTFT / objective, p90 TPOT / objective), by signal",
     "llm_autoscale:slo_pressure": "the pressure, max over the signals, averaged over the knobs' window: the "
-                                  "scaling signal",
+    "scaling signal",
     "llm_autoscale:scaling_signal": "the pressure with the knobs' band folded in: itself above scale_up or under "
-                                    "scale_down, exactly scale_up between (hold): what KEDA and the HPA target",
-    "llm_autoscale:cold_start_seconds": "per pod first seen in the last hour: first sample to first finished "
-                                        "request",
+    "scale_down, exactly scale_up between (hold): what KEDA and the HPA target",
+    "llm_autoscale:cold_start_seconds": "per pod first seen in the last hour: first sample to first finished request",
 }
 ALERTS = ("LLMScaleUpStalled", "LLMReplicaIdleWhileOthersQueue")
 
@@ -69,8 +68,9 @@ def load_knobs(overrides: dict | None = None) -> Knobs:
     if not 0 < knobs.scale_down < knobs.scale_up:
         raise ValueError(f"scale_down {knobs.scale_down} must be above 0 and under scale_up {knobs.scale_up}")
     if not 1 <= knobs.min_replicas <= knobs.max_replicas:
-        raise ValueError(f"min_replicas {knobs.min_replicas} must be 1 or more and at most max_replicas "
-                         f"{knobs.max_replicas}")
+        raise ValueError(
+            f"min_replicas {knobs.min_replicas} must be 1 or more and at most max_replicas {knobs.max_replicas}"
+        )
     return knobs
 
 
@@ -101,68 +101,91 @@ def _expressions(spec: Spec, knobs: Knobs) -> dict[str, str]:
     pressure = []
     for kind, sli in objectives(spec).items():
         quantile = f"histogram_quantile(0.9, sum by ({BY}, le) (rate({_selector(sli, '_bucket')}[{rate}])))"
-        pressure.append(f'label_replace(\n  {quantile}\n  / {_number(sli.threshold)},\n  "signal", "{kind}", '
-                        '"", "")')
+        pressure.append(f'label_replace(\n  {quantile}\n  / {_number(sli.threshold)},\n  "signal", "{kind}", "", "")')
     new_pod = f"min_over_time(timestamp(group by ({BY}, pod) ({ENGINE}))[{COLD_START_LOOKBACK}:30s])"
-    first_done = (f"min_over_time(timestamp(sum by ({BY}, pod) (llm_requests_finished_total) > 0)"
-                  f"[{COLD_START_LOOKBACK}:30s])")
+    first_done = (
+        f"min_over_time(timestamp(sum by ({BY}, pod) (llm_requests_finished_total) > 0)[{COLD_START_LOOKBACK}:30s])"
+    )
     return {
         "llm_autoscale:replicas": f"count by ({BY}) (group by ({BY}, pod) ({ENGINE}))",
-        "llm_autoscale:requests_per_second_per_replica":
-            _per_replica(f"sum by ({BY}) (rate(llm_requests_finished_total[{rate}]))"),
-        "llm_autoscale:generation_tokens_per_second_per_replica":
-            _per_replica(f"sum by ({BY}) (rate(llm_generation_tokens_total[{rate}]))"),
+        "llm_autoscale:requests_per_second_per_replica": _per_replica(
+            f"sum by ({BY}) (rate(llm_requests_finished_total[{rate}]))"
+        ),
+        "llm_autoscale:generation_tokens_per_second_per_replica": _per_replica(
+            f"sum by ({BY}) (rate(llm_generation_tokens_total[{rate}]))"
+        ),
         "llm_autoscale:waiting_per_replica": _per_replica(f"sum by ({BY}) (llm_requests_waiting)"),
         "llm_autoscale:running_per_replica": _per_replica(f"sum by ({BY}) ({ENGINE})"),
         "llm_autoscale:kv_cache_usage_ratio": f"avg by ({BY}) (llm_kv_cache_usage_ratio)",
         "llm_autoscale:slo_pressure_raw": "\nor\n".join(pressure) if pressure else "vector(0) unless vector(0)",
-        "llm_autoscale:slo_pressure":
-            f"max by ({BY}) (avg_over_time(llm_autoscale:slo_pressure_raw[{knobs.window}]))",
-        "llm_autoscale:scaling_signal":
-            f"llm_autoscale:slo_pressure > {_number(knobs.scale_up)}\nor llm_autoscale:slo_pressure < "
-            f"{_number(knobs.scale_down)}\nor llm_autoscale:slo_pressure * 0 + {_number(knobs.scale_up)}",
+        "llm_autoscale:slo_pressure": (
+            f"max by ({BY}) (avg_over_time(llm_autoscale:slo_pressure_raw[{knobs.window}]))"
+        ),
+        "llm_autoscale:scaling_signal": (
+            f"llm_autoscale:slo_pressure > {_number(knobs.scale_up)}\n"
+            f"or llm_autoscale:slo_pressure < {_number(knobs.scale_down)}\n"
+            f"or llm_autoscale:slo_pressure * 0 + {_number(knobs.scale_up)}"
+        ),
         # the first sample inside the lookback is the pod's first only when it came after the lookback began
-        "llm_autoscale:cold_start_seconds":
-            f"({first_done} - {new_pod})\nand on ({BY}, pod)\n({new_pod} > time() - "
-            f"{int(parse_duration(COLD_START_LOOKBACK)) - 60})",
+        "llm_autoscale:cold_start_seconds": f"({first_done} - {new_pod})\nand on ({BY}, pod)\n({new_pod} > time() - "
+        f"{int(parse_duration(COLD_START_LOOKBACK)) - 60})",
     }
 
 
 def _alerts(knobs: Knobs) -> list[dict]:
     delay = format_duration(Fraction(max(600, knobs.seconds("scale_down_delay"))))
     return [
-        {"alert": "LLMScaleUpStalled",
-         "expr": "kube_deployment_status_replicas_unavailable * on (namespace, deployment) group_left "
-                 "kube_deployment_spec_replicas > 0\nand on (namespace) (sum by (namespace) "
-                 "(llm_requests_waiting) > 0)",
-         "for": "10m", "labels": {"severity": "warning"},
-         "annotations": {"summary": "Deployment {{ $labels.namespace }}/{{ $labels.deployment }} has wanted "
-                                    "replicas unavailable for 10 minutes while requests wait",
-                         "description": "A scale-up is stuck: pods pending (no GPU free, image pull, quota) or "
-                                        "not ready (model still loading). Needs kube-state-metrics.",
-                         "runbook_url": "https://github.com/inferwatch/inferwatch/blob/main/alerts/"
-                                        "RUNBOOKS.md#llmscaleupstalled"}},
-        {"alert": "LLMReplicaIdleWhileOthersQueue",
-         "expr": f"(sum by ({BY}, pod) (rate(llm_requests_finished_total[5m])) == 0\n"
-                 f"  and on ({BY}, pod) sum by ({BY}, pod) ({ENGINE}) == 0)\n"
-                 f"and on ({BY}) (llm_autoscale:waiting_per_replica > {_number(knobs.waiting_per_replica)})",
-         "for": delay, "labels": {"severity": "warning"},
-         "annotations": {"summary": "Replica {{ $labels.pod }} of {{ $labels.model }} finished nothing for "
-                                    f"{delay} while the model's other replicas queue",
-                         "description": "A replica is up but receives no traffic: the Service or router does "
-                                        "not send it any (readiness, endpoints, a router's stale list).",
-                         "runbook_url": "https://github.com/inferwatch/inferwatch/blob/main/alerts/"
-                                        "RUNBOOKS.md#llmreplicaidlewhileothersqueue"}},
+        {
+            "alert": "LLMScaleUpStalled",
+            "expr": "kube_deployment_status_replicas_unavailable * on (namespace, deployment) group_left "
+            "kube_deployment_spec_replicas > 0\nand on (namespace) (sum by (namespace) "
+            "(llm_requests_waiting) > 0)",
+            "for": "10m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Deployment {{ $labels.namespace }}/{{ $labels.deployment }} has wanted "
+                "replicas unavailable for 10 minutes while requests wait",
+                "description": "A scale-up is stuck: pods pending (no GPU free, image pull, quota) or "
+                "not ready (model still loading). Needs kube-state-metrics.",
+                "runbook_url": "https://github.com/inferwatch/inferwatch/blob/main/alerts/"
+                "RUNBOOKS.md#llmscaleupstalled",
+            },
+        },
+        {
+            "alert": "LLMReplicaIdleWhileOthersQueue",
+            "expr": f"(sum by ({BY}, pod) (rate(llm_requests_finished_total[5m])) == 0\n"
+            f"  and on ({BY}, pod) sum by ({BY}, pod) ({ENGINE}) == 0)\n"
+            f"and on ({BY}) (llm_autoscale:waiting_per_replica > {_number(knobs.waiting_per_replica)})",
+            "for": delay,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Replica {{ $labels.pod }} of {{ $labels.model }} finished nothing for "
+                f"{delay} while the model's other replicas queue",
+                "description": "A replica is up but receives no traffic: the Service or router does "
+                "not send it any (readiness, endpoints, a router's stale list).",
+                "runbook_url": "https://github.com/inferwatch/inferwatch/blob/main/alerts/"
+                "RUNBOOKS.md#llmreplicaidlewhileothersqueue",
+            },
+        },
     ]
 
 
 def compile_autoscaling(spec: Spec, knobs: Knobs = Knobs()) -> dict:
     exprs = _expressions(spec, knobs)
-    return {"groups": [{"name": GROUP, "interval": "30s",
-                        "rules": [{"record": name, "expr": exprs[name]} for name in RECORDS] + _alerts(knobs)}]}
+    return {
+        "groups": [
+            {
+                "name": GROUP,
+                "interval": "30s",
+                "rules": [{"record": name, "expr": exprs[name]} for name in RECORDS] + _alerts(knobs),
+            }
+        ]
+    }
 
 
 def render_autoscaling(spec: Spec, knobs: Knobs = Knobs(), generator: str = "inferwatch build") -> str:
-    return (f"# Generated by `{generator}` from {spec.file} and autoscale/knobs.yaml; do not edit by hand.\n"
-            "# Autoscaling signals (llm_autoscale:*) and scale-up alerts; the KEDA and HPA renders read them.\n"
-            + dump_yaml(compile_autoscaling(spec, knobs)))
+    return (
+        f"# Generated by `{generator}` from {spec.file} and autoscale/knobs.yaml; do not edit by hand.\n"
+        "# Autoscaling signals (llm_autoscale:*) and scale-up alerts; the KEDA and HPA renders read them.\n"
+        + dump_yaml(compile_autoscaling(spec, knobs))
+    )

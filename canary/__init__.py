@@ -8,16 +8,46 @@ pass, fail or inconclusive (too little traffic, or a traffic mix too different t
 
 from inferwatch import _lazy
 
-__all__ = ["compare", "parse_selector", "Settings", "Report", "Finding", "SelectorError", "signals",
-           "render_text", "to_json", "EXIT", "PASS", "FAIL", "INCONCLUSIVE", "render_templates", "analysis_template",
-           "metric_templates"]
+__all__ = [
+    "compare",
+    "parse_selector",
+    "Settings",
+    "Report",
+    "Finding",
+    "SelectorError",
+    "signals",
+    "render_text",
+    "to_json",
+    "EXIT",
+    "PASS",
+    "FAIL",
+    "INCONCLUSIVE",
+    "render_templates",
+    "analysis_template",
+    "metric_templates",
+]
 
 # loaded on first use: `inferwatch --help` registers the canary command without loading promql_parser
-_LAZY = {name: module for module, names in {
-    "_compare": ("EXIT", "FAIL", "INCONCLUSIVE", "PASS", "Finding", "Report", "SelectorError", "Settings", "compare",
-                 "parse_selector", "signals"),
-    "_report": ("render_text", "to_json"),
-    "_templates": ("analysis_template", "metric_templates", "render_templates"),
-}.items() for name in names}
+_LAZY = {
+    name: module
+    for module, names in {
+        "_compare": (
+            "EXIT",
+            "FAIL",
+            "INCONCLUSIVE",
+            "PASS",
+            "Finding",
+            "Report",
+            "SelectorError",
+            "Settings",
+            "compare",
+            "parse_selector",
+            "signals",
+        ),
+        "_report": ("render_text", "to_json"),
+        "_templates": ("analysis_template", "metric_templates", "render_templates"),
+    }.items()
+    for name in names
+}
 
 __getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

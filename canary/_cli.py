@@ -7,53 +7,97 @@ from typing import Annotated
 
 import typer
 
-from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt,
-                                     HeaderOpt, InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
 from inferwatch.clikit import Command
 from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
+from inferwatch.promapi_flags import (
+    BasicAuthOpt,
+    BearerTokenFileOpt,
+    BearerTokenOpt,
+    CaFileOpt,
+    CertOpt,
+    HeaderOpt,
+    InsecureOpt,
+    KeyOpt,
+    MaxBytesOpt,
+    ProxyOpt,
+    TimeoutOpt,
+)
 from inferwatch.promapi_flags import options as client_options
 
 __all__ = ["register"]
 
 
 def canary(
-        model: Annotated[str, typer.Option(metavar="NAME", help="The model both versions serve.")],
-        canary_selector: Annotated[str, typer.Option("--canary", metavar="SELECTOR", help=(
-            "Label matchers of the canary's series, e.g. 'version=\"v2\"' or 'pod=~\"llama-7d9f.*\"'."))],
-        stable_selector: Annotated[str, typer.Option("--stable", metavar="SELECTOR", help=(
-            "Label matchers of the stable version's series."))],
-        prometheus: Annotated[str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS",
-                                                help="Prometheus' base URL.")] = "http://localhost:9090",
-        window: Annotated[str, typer.Option(metavar="DURATION", help="Compare over this window.")] = "30m",
-        at: Annotated[str | None, typer.Option(metavar="TIME", help="The window's end: RFC 3339 or Unix "
-                                                  "seconds [now].")] = None,
-        source: Annotated[str, typer.Option(metavar="engine|frontdoor", help=(
-            "Whose series: the engines' (selectors on pod, version...) or the front door's (selectors on "
-            "upstream), which adds tool-call failures and goodput."))] = "engine",
-        min_requests: Annotated[int, typer.Option(metavar="N", min=1, help="Requests each side needs per "
-                                                  "signal; fewer is inconclusive.")] = 100,
-        alpha: Annotated[float, typer.Option(metavar="P", min=1e-9, max=0.5, help="Significance level of the "
-                                             "one-sided tests.")] = 0.01,
-        latency_tolerance: Annotated[float, typer.Option(metavar="SHARE", min=0.0, help="A canary mean this "
-                                                         "much above the stable one fails (0.1: 10 %).")] = 0.10,
-        share_tolerance: Annotated[float, typer.Option(metavar="SHARE", min=0.0, help="An error, truncation or "
-                                                       "tool-call share this much above the stable one, "
-                                                       "relatively, fails (0.5: 1.5x).")] = 0.5,
-        mix_tolerance: Annotated[float, typer.Option(metavar="SHARE", min=0.0, help="Prompt length or "
-                                                     "prefix-cache hits this far apart make latency "
-                                                     "inconclusive.")] = 0.25,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-        header: HeaderOpt = [],
-        bearer_token: BearerTokenOpt = None,
-        bearer_token_file: BearerTokenFileOpt = None,
-        basic_auth: BasicAuthOpt = None,
-        ca_file: CaFileOpt = None,
-        insecure: InsecureOpt = False,
-        cert: CertOpt = None,
-        key: KeyOpt = None,
-        proxy: ProxyOpt = None,
-        timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
-        max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"]):
+    model: Annotated[str, typer.Option(metavar="NAME", help="The model both versions serve.")],
+    canary_selector: Annotated[
+        str,
+        typer.Option(
+            "--canary",
+            metavar="SELECTOR",
+            help=("Label matchers of the canary's series, e.g. 'version=\"v2\"' or 'pod=~\"llama-7d9f.*\"'."),
+        ),
+    ],
+    stable_selector: Annotated[
+        str, typer.Option("--stable", metavar="SELECTOR", help=("Label matchers of the stable version's series."))
+    ],
+    prometheus: Annotated[
+        str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS", help="Prometheus' base URL.")
+    ] = "http://localhost:9090",
+    window: Annotated[str, typer.Option(metavar="DURATION", help="Compare over this window.")] = "30m",
+    at: Annotated[
+        str | None, typer.Option(metavar="TIME", help="The window's end: RFC 3339 or Unix seconds [now].")
+    ] = None,
+    source: Annotated[
+        str,
+        typer.Option(
+            metavar="engine|frontdoor",
+            help=(
+                "Whose series: the engines' (selectors on pod, version...) or the front door's (selectors on "
+                "upstream), which adds tool-call failures and goodput."
+            ),
+        ),
+    ] = "engine",
+    min_requests: Annotated[
+        int, typer.Option(metavar="N", min=1, help="Requests each side needs per signal; fewer is inconclusive.")
+    ] = 100,
+    alpha: Annotated[
+        float, typer.Option(metavar="P", min=1e-9, max=0.5, help="Significance level of the one-sided tests.")
+    ] = 0.01,
+    latency_tolerance: Annotated[
+        float,
+        typer.Option(metavar="SHARE", min=0.0, help="A canary mean this much above the stable one fails (0.1: 10 %)."),
+    ] = 0.10,
+    share_tolerance: Annotated[
+        float,
+        typer.Option(
+            metavar="SHARE",
+            min=0.0,
+            help="An error, truncation or "
+            "tool-call share this much above the stable one, "
+            "relatively, fails (0.5: 1.5x).",
+        ),
+    ] = 0.5,
+    mix_tolerance: Annotated[
+        float,
+        typer.Option(
+            metavar="SHARE",
+            min=0.0,
+            help="Prompt length or prefix-cache hits this far apart make latency inconclusive.",
+        ),
+    ] = 0.25,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    header: HeaderOpt = [],
+    bearer_token: BearerTokenOpt = None,
+    bearer_token_file: BearerTokenFileOpt = None,
+    basic_auth: BasicAuthOpt = None,
+    ca_file: CaFileOpt = None,
+    insecure: InsecureOpt = False,
+    cert: CertOpt = None,
+    key: KeyOpt = None,
+    proxy: ProxyOpt = None,
+    timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
+    max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"],
+):
     """Is the canary worse than the stable version? A gate for CI and rollouts.
 
     Compares time to first token, time per output token, error and truncation
@@ -71,9 +115,9 @@ def canary(
     """
     import json
 
-    from inferwatch.durations import parse_duration
     from inferwatch._urls import http_url
     from inferwatch.canary import Settings, compare, parse_selector, render_text, to_json
+    from inferwatch.durations import parse_duration
     from inferwatch.promapi import ApiError, Client
     from inferwatch.triage import parse_time
 
@@ -88,13 +132,30 @@ def canary(
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--prometheus") from None
     end = parse_time(at, "--at") if at else None
-    client = Client(url, client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure,
-                                        cert, key, proxy, timeout, max_bytes))
-    settings = Settings(window=window, alpha=alpha, min_requests=min_requests, latency_tolerance=latency_tolerance,
-                        share_tolerance=share_tolerance, mix_tolerance=mix_tolerance)
+    client = Client(
+        url,
+        client_options(
+            header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy, timeout, max_bytes
+        ),
+    )
+    settings = Settings(
+        window=window,
+        alpha=alpha,
+        min_requests=min_requests,
+        latency_tolerance=latency_tolerance,
+        share_tolerance=share_tolerance,
+        mix_tolerance=mix_tolerance,
+    )
     try:
-        report = compare(client, model, parse_selector(canary_selector, "--canary"),
-                         parse_selector(stable_selector, "--stable"), source, settings, end)
+        report = compare(
+            client,
+            model,
+            parse_selector(canary_selector, "--canary"),
+            parse_selector(stable_selector, "--stable"),
+            source,
+            settings,
+            end,
+        )
     except ApiError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None

@@ -37,19 +37,19 @@ class SelectorError(InferwatchError):
 @dataclass(frozen=True)
 class Settings:
     window: str = "30m"
-    alpha: float = 0.01                 # the one-sided test's significance level
-    min_requests: int = 100             # per side and signal, else inconclusive
-    latency_tolerance: float = 0.10     # a canary mean this much above the stable mean is a regression
-    share_tolerance: float = 0.5        # a bad share this much above the stable one (relatively) is a regression
-    min_bad: int = 3                    # and this many bad events more than the stable share predicts
-    mix_tolerance: float = 0.25         # prompt length or cache hits this much apart: latency inconclusive
+    alpha: float = 0.01  # the one-sided test's significance level
+    min_requests: int = 100  # per side and signal, else inconclusive
+    latency_tolerance: float = 0.10  # a canary mean this much above the stable mean is a regression
+    share_tolerance: float = 0.5  # a bad share this much above the stable one (relatively) is a regression
+    min_bad: int = 3  # and this many bad events more than the stable share predicts
+    mix_tolerance: float = 0.25  # prompt length or cache hits this much apart: latency inconclusive
 
 
 @dataclass(frozen=True)
 class Finding:
     signal: str
     means: str
-    kind: str                           # latency or share
+    kind: str  # latency or share
     stable: float | None
     canary: float | None
     ratio: float | None
@@ -70,7 +70,7 @@ class Report:
     verdict: str
     findings: tuple[Finding, ...]
     mix: tuple[Finding, ...]
-    skipped: tuple[str, ...]            # signals with no series on either side, and why
+    skipped: tuple[str, ...]  # signals with no series on either side, and why
 
     @property
     def exit_code(self) -> int:
@@ -90,30 +90,37 @@ def parse_selector(text: str, flag: str) -> tuple[Matcher, ...]:
         parsed = promql_parser.parse("x{" + body + "}")
         if not isinstance(parsed, promql_parser.VectorSelector):
             raise ValueError("not one selector")
-        matchers = tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers
-                         if m.name != "__name__")
+        matchers = tuple(
+            Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers if m.name != "__name__"
+        )
     except (ValueError, KeyError, AttributeError) as err:
-        raise SelectorError(f"{flag} {text!r}: not a label selector ({err}); write e.g. 'version=\"v2\"' or "
-                            "'pod=~\"llama-7d9f.*\"'") from None
+        raise SelectorError(
+            f"{flag} {text!r}: not a label selector ({err}); write e.g. 'version=\"v2\"' or 'pod=~\"llama-7d9f.*\"'"
+        ) from None
     if not matchers:
-        raise SelectorError(f"{flag} {text!r}: selects nothing apart; give at least one matcher, e.g. "
-                            "'version=\"v2\"'")
+        raise SelectorError(f"{flag} {text!r}: selects nothing apart; give at least one matcher, e.g. 'version=\"v2\"'")
     return matchers
 
 
 def _selector(text: str) -> Selector:
     parsed = promql_parser.parse(text)
-    assert isinstance(parsed, promql_parser.VectorSelector) and parsed.name, text   # signals.yaml's own
-    return Selector(parsed.name, tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers
-                                       if m.name != "__name__"))
+    assert isinstance(parsed, promql_parser.VectorSelector) and parsed.name, text  # signals.yaml's own
+    return Selector(
+        parsed.name,
+        tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers if m.name != "__name__"),
+    )
 
 
 class _Side:
     """One side's queries: everything summed over the window at `at`, restricted to the model and selector."""
 
     def __init__(self, client, model: str, matchers: tuple[Matcher, ...], settings: Settings, at: float | None):
-        self.client, self.extra, self.settings, self.at = client, (Matcher("model", "=", model), *matchers), \
-            settings, at
+        self.client, self.extra, self.settings, self.at = (
+            client,
+            (Matcher("model", "=", model), *matchers),
+            settings,
+            at,
+        )
 
     def _increase(self, selector: Selector, by: str = "") -> list[dict]:
         grouping = f" by ({by})" if by else ""
@@ -127,7 +134,7 @@ class _Side:
     def buckets(self, histogram: str, matchers: tuple[Matcher, ...]) -> list[tuple[float, float]]:
         rows = self._increase(Selector(histogram + "_bucket", matchers), by="le")
         merged: dict[float, float] = {}
-        for row in rows:                       # le="1" and le="1.0" are one bound
+        for row in rows:  # le="1" and le="1.0" are one bound
             le = float(row["metric"].get("le", "nan"))
             if not math.isnan(le):
                 merged[le] = merged.get(le, 0.0) + float(row["value"][1])
@@ -154,8 +161,7 @@ def _bad_and_total(side: _Side, definition: dict, source: str) -> tuple[float | 
 
 
 def _enough(n_stable: float, n_canary: float, settings: Settings) -> str:
-    short = [f"{name} {n:.0f}" for name, n in (("stable", n_stable), ("canary", n_canary))
-             if n < settings.min_requests]
+    short = [f"{name} {n:.0f}" for name, n in (("stable", n_stable), ("canary", n_canary)) if n < settings.min_requests]
     return f"too few requests ({', '.join(short)}; --min-requests {settings.min_requests})" if short else ""
 
 
@@ -170,11 +176,20 @@ def _latency(name: str, definition: dict, stable: _Side, canary: _Side, settings
     sum_c = canary.count(Selector(hist + "_sum", matchers)) or 0.0
     mean_s = sum_s / n_s if n_s > 0 else None
     mean_c = sum_c / n_c if n_c > 0 else None
-    base = dict(signal=name, means=definition["means"], kind="latency", stable=mean_s, canary=mean_c,
-                n_stable=n_s, n_canary=n_c, p_value=None, ratio=None)
+    base = dict(
+        signal=name,
+        means=definition["means"],
+        kind="latency",
+        stable=mean_s,
+        canary=mean_c,
+        n_stable=n_s,
+        n_canary=n_c,
+        p_value=None,
+        ratio=None,
+    )
     if short := _enough(n_s, n_c, settings):
         return Finding(**base, verdict=INCONCLUSIVE, why=short)
-    assert mean_c is not None                # both sides counted requests (_enough)
+    assert mean_c is not None  # both sides counted requests (_enough)
     ratio = mean_c / mean_s if mean_s else math.inf
     p90_s = quantile(sb, 0.9)
     bound = bound_at_or_over(sb, p90_s if p90_s is not None else 0.0)
@@ -183,19 +198,33 @@ def _latency(name: str, definition: dict, stable: _Side, canary: _Side, settings
     over_s, _ = share_over(sb, bound)
     over_c, _ = share_over(cb, bound)
     p = one_sided_p(over_c, n_c, over_s, n_s)
-    detail = {"p90_stable": p90_s, "p90_canary": quantile(cb, 0.9), "bound": bound,
-              "over_bound_stable": over_s / n_s, "over_bound_canary": over_c / n_c}
+    detail = {
+        "p90_stable": p90_s,
+        "p90_canary": quantile(cb, 0.9),
+        "bound": bound,
+        "over_bound_stable": over_s / n_s,
+        "over_bound_canary": over_c / n_c,
+    }
     base.update(ratio=ratio, p_value=p, detail=detail)
     if p < settings.alpha and ratio > 1 + settings.latency_tolerance:
-        return Finding(**base, verdict=FAIL, why=f"mean {ratio:.2f}x the stable one; {over_c / n_c:.1%} of requests "
-                       f"over {bound:g}s against {over_s / n_s:.1%} (p={p:.2g})")
-    return Finding(**base, verdict=PASS, why=f"mean {ratio:.2f}x the stable one (tolerance "
-                   f"{1 + settings.latency_tolerance:.2f}x); over {bound:g}s: {over_c / n_c:.1%} against "
-                   f"{over_s / n_s:.1%} (p={p:.2g})")
+        return Finding(
+            **base,
+            verdict=FAIL,
+            why=f"mean {ratio:.2f}x the stable one; {over_c / n_c:.1%} of requests "
+            f"over {bound:g}s against {over_s / n_s:.1%} (p={p:.2g})",
+        )
+    return Finding(
+        **base,
+        verdict=PASS,
+        why=f"mean {ratio:.2f}x the stable one (tolerance "
+        f"{1 + settings.latency_tolerance:.2f}x); over {bound:g}s: {over_c / n_c:.1%} against "
+        f"{over_s / n_s:.1%} (p={p:.2g})",
+    )
 
 
-def _share(name: str, definition: dict, stable: _Side, canary: _Side, settings: Settings,
-           source: str) -> Finding | None:
+def _share(
+    name: str, definition: dict, stable: _Side, canary: _Side, settings: Settings, source: str
+) -> Finding | None:
     bad_s, n_s = _bad_and_total(stable, definition, source)
     bad_c, n_c = _bad_and_total(canary, definition, source)
     if n_s is None and n_c is None:
@@ -203,8 +232,17 @@ def _share(name: str, definition: dict, stable: _Side, canary: _Side, settings: 
     bad_s, n_s, bad_c, n_c = bad_s or 0.0, n_s or 0.0, bad_c or 0.0, n_c or 0.0
     share_s = bad_s / n_s if n_s > 0 else None
     share_c = bad_c / n_c if n_c > 0 else None
-    base = dict(signal=name, means=definition["means"], kind="share", stable=share_s, canary=share_c,
-                n_stable=n_s, n_canary=n_c, p_value=None, ratio=None)
+    base = dict(
+        signal=name,
+        means=definition["means"],
+        kind="share",
+        stable=share_s,
+        canary=share_c,
+        n_stable=n_s,
+        n_canary=n_c,
+        p_value=None,
+        ratio=None,
+    )
     if short := _enough(n_s, n_c, settings):
         return Finding(**base, verdict=INCONCLUSIVE, why=short)
     assert share_s is not None and share_c is not None
@@ -231,20 +269,40 @@ def _mix(name: str, definition: dict, stable: _Side, canary: _Side, settings: Se
         return None
     ratio = values[1] / values[0] if values[0] else (1.0 if not values[1] else math.inf)
     apart = abs(ratio - 1) > settings.mix_tolerance
-    return Finding(name, definition["means"], "mix", values[0], values[1], ratio, None, 0.0, 0.0,
-                   FAIL if apart else PASS, f"canary {ratio:.2f}x the stable side" +
-                   (f": more than {settings.mix_tolerance:.0%} apart" if apart else ""))
+    return Finding(
+        name,
+        definition["means"],
+        "mix",
+        values[0],
+        values[1],
+        ratio,
+        None,
+        0.0,
+        0.0,
+        FAIL if apart else PASS,
+        f"canary {ratio:.2f}x the stable side" + (f": more than {settings.mix_tolerance:.0%} apart" if apart else ""),
+    )
 
 
-def compare(client, model: str, canary: tuple[Matcher, ...], stable: tuple[Matcher, ...], source: str = "engine",
-            settings: Settings = Settings(), at: float | None = None) -> Report:
+def compare(
+    client,
+    model: str,
+    canary: tuple[Matcher, ...],
+    stable: tuple[Matcher, ...],
+    source: str = "engine",
+    settings: Settings = Settings(),
+    at: float | None = None,
+) -> Report:
     """The canary's signals against the stable side's over `settings.window` ending at `at` (now)."""
     table = signals()
     old, new = (_Side(client, model, m, settings, at) for m in (stable, canary))
     findings, skipped = [], []
     for name, definition in table["sources"][source].items():
-        finding = (_latency(name, definition, old, new, settings) if "histogram" in definition
-                   else _share(name, definition, old, new, settings, source))
+        finding = (
+            _latency(name, definition, old, new, settings)
+            if "histogram" in definition
+            else _share(name, definition, old, new, settings, source)
+        )
         if finding is None:
             skipped.append(f"{name}: no series on either side")
         else:
@@ -252,9 +310,16 @@ def compare(client, model: str, canary: tuple[Matcher, ...], stable: tuple[Match
     mix = [f for name, d in table["mix"][source].items() if (f := _mix(name, d, old, new, settings))]
     apart = [m.signal for m in mix if m.verdict == FAIL]
     if apart:
-        findings = [replace(f, verdict=INCONCLUSIVE, why=f"{f.why}; but the traffic mix differs "
-                            f"({', '.join(apart)}), so the difference may be the mix's")
-                    if f.kind == "latency" and f.verdict == FAIL else f for f in findings]
+        findings = [
+            replace(
+                f,
+                verdict=INCONCLUSIVE,
+                why=f"{f.why}; but the traffic mix differs ({', '.join(apart)}), so the difference may be the mix's",
+            )
+            if f.kind == "latency" and f.verdict == FAIL
+            else f
+            for f in findings
+        ]
     verdicts = {f.verdict for f in findings}
     verdict = FAIL if FAIL in verdicts else INCONCLUSIVE if (INCONCLUSIVE in verdicts or not findings) else PASS
     return Report(model, source, settings.window, at, verdict, tuple(findings), tuple(mix), tuple(skipped))

@@ -15,15 +15,16 @@ def _value(kind: str, value: float | None) -> str:
 
 
 def render_text(report) -> str:
-    lines = [f"canary verdict for {report.model}: {report.verdict.upper()} (source {report.source}, window "
-             f"{report.window})", ""]
+    lines = [
+        f"canary verdict for {report.model}: {report.verdict.upper()} (source {report.source}, window {report.window})",
+        "",
+    ]
     rows = [("signal", "stable", "canary", "ratio", "verdict", "why")]
     for f in report.findings:
         ratio = "-" if f.ratio is None else ("inf" if math.isinf(f.ratio) else f"{f.ratio:.2f}x")
         rows.append((f.signal, _value(f.kind, f.stable), _value(f.kind, f.canary), ratio, f.verdict, f.why))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True)) + "  " + row[5]
-              for row in rows]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True)) + "  " + row[5] for row in rows]
     if report.mix:
         lines += ["", "traffic mix (latency compares like with like only when these agree):"]
         lines += [f"  {m.signal}: stable {m.stable:.4g}, canary {m.canary:.4g} ({m.why})" for m in report.mix]

@@ -7,7 +7,7 @@ import math
 
 __all__ = ["quantile", "share_over", "bound_at_or_over", "one_sided_p"]
 
-Buckets = list[tuple[float, float]]        # (le, cumulative count), sorted by le, +Inf last
+Buckets = list[tuple[float, float]]  # (le, cumulative count), sorted by le, +Inf last
 
 
 def quantile(buckets: Buckets, q: float) -> float | None:

@@ -16,9 +16,11 @@ cost_app = group("What serving costs: a price table compiled to recording rules 
 
 @cost_app.command("compile", cls=Command)
 def compile_command(
-        file: Annotated[Path, typer.Argument(metavar="FILE", help="A cost file (cost/example.yaml documents it).")],
-        out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Where to write NAME.cost.rules.yaml.")]
-        = Path("rules")):
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A cost file (cost/example.yaml documents it).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="DIR", help="Where to write NAME.cost.rules.yaml.")
+    ] = Path("rules"),
+):
     """Compile a price table into Prometheus recording rules.
 
     Per GPU (by gpu_model or any label, plus an overhead share), per pod and per

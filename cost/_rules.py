@@ -16,32 +16,32 @@ from inferwatch.cost._spec import CostSpec
 
 __all__ = ["RECORDS", "WINDOW", "compile_cost", "render_cost"]
 
-GPU_SERIES = "gpu_memory_used_bytes"        # one per GPU (or MIG instance) on every GPU source
+GPU_SERIES = "gpu_memory_used_bytes"  # one per GPU (or MIG instance) on every GPU source
 GPU_LABELS = "namespace, pod, uuid, gpu_model, hostname"
-ENGINE_SERIES = "llm_requests_running"      # one per engine and model: which pod serves which model
+ENGINE_SERIES = "llm_requests_running"  # one per engine and model: which pod serves which model
 CACHED_PROMPT_TOKENS = ("llm_prompt_tokens_cached_total", "llm_prefix_cache_hit_tokens_total")
-WINDOW = "1h"                               # what the dollars bought: tokens and good requests over this window
+WINDOW = "1h"  # what the dollars bought: tokens and good requests over this window
 GROUP = "inferwatch-cost"
 INTERVAL = "1m"
 
 # record -> what it holds (README's table is this one); the order is the evaluation order
 RECORDS = {
     "llm_cost:gpu_dollars_per_hour": "per GPU (namespace, pod, uuid, gpu_model, hostname): its price, overhead "
-                                     "included",
+    "included",
     "llm_cost:unpriced_gpus": "GPUs of a model the price table does not list (no default), by gpu_model",
     "llm_cost:pod_dollars_per_hour": "per pod holding GPUs",
     "llm_cost:unallocated_dollars_per_hour": "GPUs no pod holds",
     "llm_cost:model_share": "per (namespace, pod, model): the share of the pod's cost a model carries (1 / the "
-                            "models the pod serves)",
+    "models the pod serves)",
     "llm_cost:model_dollars_per_hour": "per model: the GPUs of the pods serving it",
     "llm_cost:idle_dollars_per_hour": "per pod: GPUs allocated to a pod that finished no request in 5m (an engine "
-                                      "with no traffic, or a pod with no engine series at all)",
+    "with no traffic, or a pod with no engine series at all)",
     "llm_cost:dollars_per_million_output_tokens": f"per model: its cost over {WINDOW} / the tokens it generated",
     "llm_cost:dollars_per_million_prompt_tokens_computed": f"per model: its cost over {WINDOW} / the prompt tokens "
-                                                           "it computed (cache hits excluded where the engine "
-                                                           "counts them)",
+    "it computed (cache hits excluded where the engine "
+    "counts them)",
     "llm_cost:dollars_per_good_request": f"per model: its cost over {WINDOW} / the front door's good requests "
-                                         "(goodput)",
+    "(goodput)",
 }
 
 
@@ -59,8 +59,12 @@ def _gpu_prices(spec: CostSpec) -> str:
     branches += [(f'gpu_model="{_escape(model)}"', price) for model, price in spec.gpu_hour]
     if spec.default is not None:
         branches.append(("", spec.default))
-    terms = [f"group by ({GPU_LABELS}) ({GPU_SERIES}{{{m}}}) * {_number(p)}" if m else
-             f"group by ({GPU_LABELS}) ({GPU_SERIES}) * {_number(p)}" for m, p in branches]
+    terms = [
+        f"group by ({GPU_LABELS}) ({GPU_SERIES}{{{m}}}) * {_number(p)}"
+        if m
+        else f"group by ({GPU_LABELS}) ({GPU_SERIES}) * {_number(p)}"
+        for m, p in branches
+    ]
     body = "\n  or ".join(terms)
     return f"(\n  {body}\n)" + (f" * {_number(1 + spec.overhead)}" if spec.overhead else "")
 
@@ -79,35 +83,41 @@ def _expressions(spec: CostSpec) -> dict[str, str]:
     return {
         "llm_cost:gpu_dollars_per_hour": _gpu_prices(spec),
         "llm_cost:unpriced_gpus": f"count by (gpu_model) (group by (uuid, gpu_model) ({GPU_SERIES}) unless on "
-                                  "(uuid) llm_cost:gpu_dollars_per_hour)",
+        "(uuid) llm_cost:gpu_dollars_per_hour)",
         "llm_cost:pod_dollars_per_hour": 'sum by (namespace, pod) (llm_cost:gpu_dollars_per_hour{pod!=""})',
         "llm_cost:unallocated_dollars_per_hour": 'sum(llm_cost:gpu_dollars_per_hour{pod=""})',
         "llm_cost:model_share": f"{served}\n/ on (namespace, pod) group_left\ncount by (namespace, pod) ({served})",
         "llm_cost:model_dollars_per_hour": "sum by (model) (\n  llm_cost:model_share\n  * on (namespace, pod) "
-                                           "group_left llm_cost:pod_dollars_per_hour\n)",
+        "group_left llm_cost:pod_dollars_per_hour\n)",
         "llm_cost:idle_dollars_per_hour": "llm_cost:pod_dollars_per_hour\nunless on (namespace, pod)\n(sum by "
-                                          "(namespace, pod) (rate(llm_requests_finished_total[5m])) > 0)",
-        "llm_cost:dollars_per_million_output_tokens":
-            _per_million("llm_cost:model_dollars_per_hour", rate("llm_generation_tokens_total")),
-        "llm_cost:dollars_per_million_prompt_tokens_computed":
-            _per_million("llm_cost:model_dollars_per_hour", f"({prompt} - {cached})"),
-        "llm_cost:dollars_per_good_request":
-            f"avg_over_time(llm_cost:model_dollars_per_hour[{WINDOW}])\n/ on (model)\n"
-            f"({rate('llm_frontdoor_goodput_good_requests_total')} * 3600 > 0)",
+        "(namespace, pod) (rate(llm_requests_finished_total[5m])) > 0)",
+        "llm_cost:dollars_per_million_output_tokens": _per_million(
+            "llm_cost:model_dollars_per_hour", rate("llm_generation_tokens_total")
+        ),
+        "llm_cost:dollars_per_million_prompt_tokens_computed": _per_million(
+            "llm_cost:model_dollars_per_hour", f"({prompt} - {cached})"
+        ),
+        "llm_cost:dollars_per_good_request": f"avg_over_time(llm_cost:model_dollars_per_hour[{WINDOW}])\n/ on (model)\n"
+        f"({rate('llm_frontdoor_goodput_good_requests_total')} * 3600 > 0)",
     }
 
 
 def compile_cost(spec: CostSpec) -> dict:
     """One rule group of RECORDS, each labelled with the currency."""
     exprs = _expressions(spec)
-    rules = [{"record": name, "expr": exprs[name], "labels": {"currency": spec.currency}}
-             if name not in ("llm_cost:unpriced_gpus", "llm_cost:model_share") else
-             {"record": name, "expr": exprs[name]} for name in RECORDS]
+    rules = [
+        {"record": name, "expr": exprs[name], "labels": {"currency": spec.currency}}
+        if name not in ("llm_cost:unpriced_gpus", "llm_cost:model_share")
+        else {"record": name, "expr": exprs[name]}
+        for name in RECORDS
+    ]
     return {"groups": [{"name": GROUP, "interval": INTERVAL, "rules": rules}]}
 
 
 def render_cost(spec: CostSpec, generator: str = "inferwatch cost compile") -> str:
-    banner = (f"# Generated by `{generator}` from {spec.file}; do not edit by hand.\n"
-              "# What serving costs (llm_cost:*): load with `rule_files`; the overview dashboard's cost row reads "
-              "it.\n")
+    banner = (
+        f"# Generated by `{generator}` from {spec.file}; do not edit by hand.\n"
+        "# What serving costs (llm_cost:*): load with `rule_files`; the overview dashboard's cost row reads "
+        "it.\n"
+    )
     return banner + dump_yaml(compile_cost(spec))

@@ -28,10 +28,10 @@ class LabelPrice:
 class CostSpec:
     file: str
     currency: str
-    gpu_hour: tuple[tuple[str, Fraction], ...]      # (gpu_model, price), in the file's order
-    default: Fraction | None = None                   # any other gpu_model; None: unpriced
-    by_label: tuple[LabelPrice, ...] = ()             # checked first, first match wins
-    overhead: Fraction = Fraction(0)                  # a share on top: 0.15 for 15 %
+    gpu_hour: tuple[tuple[str, Fraction], ...]  # (gpu_model, price), in the file's order
+    default: Fraction | None = None  # any other gpu_model; None: unpriced
+    by_label: tuple[LabelPrice, ...] = ()  # checked first, first match wins
+    overhead: Fraction = Fraction(0)  # a share on top: 0.15 for 15 %
 
 
 def load_cost(path) -> CostSpec:
@@ -41,8 +41,14 @@ def load_cost(path) -> CostSpec:
 def _price(problems: list, doc, node, key, field: str) -> Fraction | None:
     value = plain(node.get(key))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        problems.append(Problem(doc, line_of(node, key), field, f"{value!r} is no price: a number of currency "
-                                                               "units per GPU-hour, 0 or more, e.g. 2.49"))
+        problems.append(
+            Problem(
+                doc,
+                line_of(node, key),
+                field,
+                f"{value!r} is no price: a number of currency units per GPU-hour, 0 or more, e.g. 2.49",
+            )
+        )
         return None
     return Fraction(str(value))
 
@@ -63,8 +69,15 @@ def parse_cost(doc, file: str = "<cost>") -> CostSpec:
     table = doc.get("gpu_hour")
     prices, default = [], None
     if not isinstance(table, dict) or not [k for k in table if not str(k).startswith("__")]:
-        problems.append(Problem(file, line_of(doc, "gpu_hour"), "gpu_hour", "a mapping of GPU model (the "
-                                "gpu_model label) to its price per GPU-hour, e.g. {NVIDIA H100 80GB HBM3: 2.49}"))
+        problems.append(
+            Problem(
+                file,
+                line_of(doc, "gpu_hour"),
+                "gpu_hour",
+                "a mapping of GPU model (the "
+                "gpu_model label) to its price per GPU-hour, e.g. {NVIDIA H100 80GB HBM3: 2.49}",
+            )
+        )
     else:
         for model in (k for k in table if not str(k).startswith("__")):
             price = _price(problems, file, table, model, f"gpu_hour.{model}")
@@ -98,8 +111,9 @@ def parse_cost(doc, file: str = "<cost>") -> CostSpec:
             if overhead < 0:
                 raise ValueError
         except (ValueError, ZeroDivisionError):
-            problems.append(Problem(file, line_of(doc, "overhead"), "overhead", f"{raw!r}: a share such as 15% "
-                                                                                 "or 0.15, 0 or more"))
+            problems.append(
+                Problem(file, line_of(doc, "overhead"), "overhead", f"{raw!r}: a share such as 15% or 0.15, 0 or more")
+            )
     if problems:
         raise SpecError(problems)
     return CostSpec(file, currency.strip(), tuple(prices), default, tuple(rules), overhead)

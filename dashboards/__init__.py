@@ -8,18 +8,71 @@ Grafana JSON, linted, and checked for empty panels against real series.
 
 from inferwatch import _lazy
 
-__all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
-           "quantiles", "variable", "datasource_variable", "engine_variables", "dashboard", "ratio", "rate_sum",
-           "grid", "modern", "SCHEMA_VERSION", "DATASOURCE_REF", "attainment", "FRESH", "LatencyObjective",
-           "latency_objective", "slo_specs", "LOKI", "loki_variable", "textbox", "logs"]
+__all__ = [
+    "STREAMED",
+    "Selector",
+    "ENGINE_FILTERS",
+    "GPU_FILTERS",
+    "RATE",
+    "target",
+    "timeseries",
+    "stat",
+    "row",
+    "quantiles",
+    "variable",
+    "datasource_variable",
+    "engine_variables",
+    "dashboard",
+    "ratio",
+    "rate_sum",
+    "grid",
+    "modern",
+    "SCHEMA_VERSION",
+    "DATASOURCE_REF",
+    "attainment",
+    "FRESH",
+    "LatencyObjective",
+    "latency_objective",
+    "slo_specs",
+    "LOKI",
+    "loki_variable",
+    "textbox",
+    "logs",
+]
 
 # loaded on first use: the panels pull in grafanalib, which `inferwatch --help` never needs
-_LAZY = {name: module for module, names in {
-    "_modern": ("DATASOURCE_REF", "SCHEMA_VERSION", "modern"),
-    "_panels": ("ENGINE_FILTERS", "FRESH", "GPU_FILTERS", "LOKI", "RATE", "STREAMED", "Selector", "attainment",
-                "dashboard", "datasource_variable", "engine_variables", "grid", "logs", "loki_variable", "quantiles",
-                "rate_sum", "ratio", "row", "stat", "target", "textbox", "timeseries", "variable"),
-    "_objectives": ("LatencyObjective", "latency_objective", "slo_specs"),
-}.items() for name in names}
+_LAZY = {
+    name: module
+    for module, names in {
+        "_modern": ("DATASOURCE_REF", "SCHEMA_VERSION", "modern"),
+        "_panels": (
+            "ENGINE_FILTERS",
+            "FRESH",
+            "GPU_FILTERS",
+            "LOKI",
+            "RATE",
+            "STREAMED",
+            "Selector",
+            "attainment",
+            "dashboard",
+            "datasource_variable",
+            "engine_variables",
+            "grid",
+            "logs",
+            "loki_variable",
+            "quantiles",
+            "rate_sum",
+            "ratio",
+            "row",
+            "stat",
+            "target",
+            "textbox",
+            "timeseries",
+            "variable",
+        ),
+        "_objectives": ("LatencyObjective", "latency_objective", "slo_specs"),
+    }.items()
+    for name in names
+}
 
 __getattr__ = _lazy.lazy_attributes(__name__, _LAZY)

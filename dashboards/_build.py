@@ -55,9 +55,17 @@ def build(sources: list[Path] | None = None, specs=None) -> dict[str, str]:
 
 def configmap(name: str, text: str, folder: str = "inferwatch") -> dict:
     """A ConfigMap the Grafana sidecar (kube-prometheus-stack) picks up: label grafana_dashboard: "1"."""
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "inferwatch-dashboard-" + Path(name).stem,
-                         "labels": {"grafana_dashboard": "1", "app.kubernetes.io/name": "inferwatch",
-                                    "app.kubernetes.io/component": "dashboards"},
-                         "annotations": {"grafana_folder": folder}},
-            "data": {name: text}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "inferwatch-dashboard-" + Path(name).stem,
+            "labels": {
+                "grafana_dashboard": "1",
+                "app.kubernetes.io/name": "inferwatch",
+                "app.kubernetes.io/component": "dashboards",
+            },
+            "annotations": {"grafana_folder": folder},
+        },
+        "data": {name: text},
+    }

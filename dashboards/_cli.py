@@ -10,24 +10,38 @@ from inferwatch.clikit import Command, bad_flag, group
 __all__ = ["register"]
 
 dashboards_app = group("Grafana dashboards as code: build, lint, push.")
-Sources = Annotated[list[Path] | None, typer.Argument(metavar="SOURCE", help="*.dashboard.py files (default: "
-                                                                                "inferwatch's four).",
-                                                         show_default=False)]
+Sources = Annotated[
+    list[Path] | None,
+    typer.Argument(metavar="SOURCE", help="*.dashboard.py files (default: inferwatch's four).", show_default=False),
+]
 
 
 @dashboards_app.command(cls=Command)
-def build(sources: Sources = None,
-          out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")]
-          = Path("dashboards-json"),
-          configmaps: Annotated[bool, typer.Option("--configmaps", help="Also write Kubernetes ConfigMaps for the "
-                                                                      "Grafana sidecar (label grafana_dashboard: "
-                                                                      "\"1\").")] = False,
-          folder: Annotated[str, typer.Option(metavar="NAME", help="Grafana folder for the ConfigMaps' "
-                                                                  "grafana_folder annotation.")] = "inferwatch",
-          slo: Annotated[list[Path] | None, typer.Option("--slo", metavar="SPEC", show_default=False,
-                                                            help="Your SLO spec(s): the latency tiles show their "
-                                                                 "thresholds and targets (default: "
-                                                                 "slo/defaults.yaml's). Repeatable.")] = None):
+def build(
+    sources: Sources = None,
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")] = Path("dashboards-json"),
+    configmaps: Annotated[
+        bool,
+        typer.Option(
+            "--configmaps",
+            help='Also write Kubernetes ConfigMaps for the Grafana sidecar (label grafana_dashboard: "1").',
+        ),
+    ] = False,
+    folder: Annotated[
+        str, typer.Option(metavar="NAME", help="Grafana folder for the ConfigMaps' grafana_folder annotation.")
+    ] = "inferwatch",
+    slo: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--slo",
+            metavar="SPEC",
+            show_default=False,
+            help="Your SLO spec(s): the latency tiles show their "
+            "thresholds and targets (default: "
+            "slo/defaults.yaml's). Repeatable.",
+        ),
+    ] = None,
+):
     """Write modern Grafana JSON for each dashboard (and ConfigMaps with --configmaps).
 
     \b
@@ -57,9 +71,17 @@ def build(sources: Sources = None,
 
 
 @dashboards_app.command(cls=Command)
-def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
-                                                     help="Anyone's dashboards: JSON (classic or schema v2) or "
-                                                          "Kubernetes YAML files, folders of them, - for stdin.")]):
+def lint(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILE",
+            show_default=False,
+            help="Anyone's dashboards: JSON (classic or schema v2) or "
+            "Kubernetes YAML files, folders of them, - for stdin.",
+        ),
+    ],
+):
     """Flag dashboard anti-patterns: raw counters, quantiles without `by (le)`, stale metric names, ...
 
     \b
@@ -71,19 +93,27 @@ def lint(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_defaul
     findings = [f for path in files for f in lint_file(path)]
     for finding in findings:
         typer.echo(str(finding))
-    files_with = len({finding.file for finding in findings})       # a folder or a ConfigMap holds several
-    typer.echo(f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {files_with} "
-               f"file{'s' if files_with != 1 else ''}" if findings
-               else "no findings", err=True)
+    files_with = len({finding.file for finding in findings})  # a folder or a ConfigMap holds several
+    typer.echo(
+        f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {files_with} "
+        f"file{'s' if files_with != 1 else ''}"
+        if findings
+        else "no findings",
+        err=True,
+    )
     raise typer.Exit(1 if findings else 0)
 
 
 @dashboards_app.command(cls=Command)
-def push(grafana_url: Annotated[str, typer.Option(metavar="URL", show_default=False,
-                                                  help="Grafana base URL, e.g. http://grafana:3000.")],
-         sources: Sources = None,
-         folder: Annotated[str, typer.Option(metavar="NAME", help="Folder to put them in (created if "
-                                                                 "missing).")] = "inferwatch"):
+def push(
+    grafana_url: Annotated[
+        str, typer.Option(metavar="URL", show_default=False, help="Grafana base URL, e.g. http://grafana:3000.")
+    ],
+    sources: Sources = None,
+    folder: Annotated[
+        str, typer.Option(metavar="NAME", help="Folder to put them in (created if missing).")
+    ] = "inferwatch",
+):
     """Upload dashboards to Grafana by uid (create or update); the token is read from GRAFANA_TOKEN.
 
     \b

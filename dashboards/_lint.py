@@ -38,31 +38,70 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from inferwatch.dashboards._lint_read import _dicts, _map, _text, from_v2, read_dashboards
 from inferwatch.dashboards._lint_names import known
-from inferwatch.dashboards._lint_promql import (BAD_THINGS, PYTHON_SOURCES, VARIABLE, PanelContext, le_text,
-                                                metric_names, query_findings, rated_names, selector_filters)
+from inferwatch.dashboards._lint_promql import (
+    BAD_THINGS,
+    PYTHON_SOURCES,
+    VARIABLE,
+    PanelContext,
+    le_text,
+    metric_names,
+    query_findings,
+    rated_names,
+    selector_filters,
+)
+from inferwatch.dashboards._lint_read import _dicts, _map, _text, from_v2, read_dashboards
 
 __all__ = ["Finding", "lint_dashboard", "lint_file", "RULES", "from_v2"]
 
-RULES = ("counter-without-rate", "quantile-without-le", "sum-rate-as-latency", "average-of-ratios",
-         "rate-over-interval", "rate-over-range", "rate-of-gauge", "unit-mismatch", "missing-as-good", "le-format",
-         "deprecated-metric", "unknown-metric", "invalid-promql",
-         "angular-panel", "old-schema", "hard-coded-datasource", "legacy-datasource",
-         "loki-on-prometheus-datasource", "undefined-variable",
-         "unused-variable", "ignored-variable", "invalid-json", "not-a-dashboard")
-FILE_RULES = ("invalid-json", "not-a-dashboard")        # about the file, not a dashboard in it
-ANGULAR = {"graph", "singlestat", "table-old", "grafana-piechart-panel", "grafana-worldmap-panel",
-           "grafana-clock-panel"}
+RULES = (
+    "counter-without-rate",
+    "quantile-without-le",
+    "sum-rate-as-latency",
+    "average-of-ratios",
+    "rate-over-interval",
+    "rate-over-range",
+    "rate-of-gauge",
+    "unit-mismatch",
+    "missing-as-good",
+    "le-format",
+    "deprecated-metric",
+    "unknown-metric",
+    "invalid-promql",
+    "angular-panel",
+    "old-schema",
+    "hard-coded-datasource",
+    "legacy-datasource",
+    "loki-on-prometheus-datasource",
+    "undefined-variable",
+    "unused-variable",
+    "ignored-variable",
+    "invalid-json",
+    "not-a-dashboard",
+)
+FILE_RULES = ("invalid-json", "not-a-dashboard")  # about the file, not a dashboard in it
+ANGULAR = {
+    "graph",
+    "singlestat",
+    "table-old",
+    "grafana-piechart-panel",
+    "grafana-worldmap-panel",
+    "grafana-clock-panel",
+}
 BUILTIN_VARIABLES = re.compile(r"__\w*|timeFilter|interval|\d\w*")
 BUILTIN_DATASOURCES = {"grafana", "__expr__", "-- grafana --", "-- mixed --", "-- dashboard --", "default"}
-NOT_PROMQL = re.compile(r"loki|elastic|influx|tempo|jaeger|mysql|postgres|mssql|cloudwatch|graphite|opensearch|"
-                        r"testdata|__expr__|grafana", re.IGNORECASE)
+NOT_PROMQL = re.compile(
+    r"loki|elastic|influx|tempo|jaeger|mysql|postgres|mssql|cloudwatch|graphite|opensearch|"
+    r"testdata|__expr__|grafana",
+    re.IGNORECASE,
+)
 # LogQL, not PromQL: a line filter or parser stage (`|= "x"`, `| json`), or `!=` / `!~` of a string right after a
 # stream selector (PromQL compares no strings); quoted text removed first
-LOGQL = re.compile(r"\|\s*(?:[=~]|json\b|logfmt\b|pattern\b|regexp\b|unpack\b|line_format\b|label_format\b|"
-                   r"unwrap\b|decolorize\b|drop\b|keep\b|__error__\b)|\}\s*![=~]\s*[\"`]")
-FILTER_VARIABLES = {"query"}                  # label_values() filters; custom ones are often thresholds (le="$slo")
+LOGQL = re.compile(
+    r"\|\s*(?:[=~]|json\b|logfmt\b|pattern\b|regexp\b|unpack\b|line_format\b|label_format\b|"
+    r"unwrap\b|decolorize\b|drop\b|keep\b|__error__\b)|\}\s*![=~]\s*[\"`]"
+)
+FILTER_VARIABLES = {"query"}  # label_values() filters; custom ones are often thresholds (le="$slo")
 NOT_FILTERS = {"le", "quantile", "__name__"}
 ENGINE_SOURCES = {"vllm", "sglang", "ray_vllm"}
 TARGET_LABELS = {"job", "instance", "pod", "namespace", "cluster", "service", "node", "container", "endpoint"}
@@ -79,8 +118,15 @@ class Finding:
     message: str
 
     def __str__(self) -> str:
-        where = self.panel if self.panel.startswith("variable ") else f'panel "{self.panel}"' if self.panel \
-            else "file" if self.rule in FILE_RULES else "dashboard"
+        where = (
+            self.panel
+            if self.panel.startswith("variable ")
+            else f'panel "{self.panel}"'
+            if self.panel
+            else "file"
+            if self.rule in FILE_RULES
+            else "dashboard"
+        )
         return f"{self.file}: {where}: {self.rule}: {self.message}"
 
 
@@ -95,19 +141,20 @@ def lint_file(path) -> list[Finding]:
             continue
         try:
             found += lint_dashboard(board, label)
-        except RecursionError:                              # panels or queries nested thousands deep
+        except RecursionError:  # panels or queries nested thousands deep
             found.append(Finding(label, "", "not-a-dashboard", "nested too deeply to lint"))
     return found
 
 
 # --- walking a dashboard ------------------------------------------------------------------------------------
 
+
 def _panels(board: dict):
     """Every panel that can hold queries: top-level, inside collapsed rows, and in old `rows` (schemaVersion < 16)."""
     for panel in _dicts(board.get("panels")):
         yield panel
-        yield from _dicts(panel.get("panels"))                             # a collapsed row's panels
-    for old_row in _dicts(board.get("rows")):                               # schemaVersion < 16
+        yield from _dicts(panel.get("panels"))  # a collapsed row's panels
+    for old_row in _dicts(board.get("rows")):  # schemaVersion < 16
         yield from _dicts(old_row.get("panels"))
 
 
@@ -121,10 +168,10 @@ def _unit(panel: dict) -> str:
     """The panel's display unit wherever its Grafana version keeps it (fieldConfig, Angular yaxes or format)."""
     defaults = _field_config(panel, "defaults")
     unit = defaults.get("unit") if isinstance(defaults, dict) else None
-    if not unit and _dicts(panel.get("yaxes")):                             # Angular graph
+    if not unit and _dicts(panel.get("yaxes")):  # Angular graph
         unit = _dicts(panel.get("yaxes"))[0].get("format")
     if not unit:
-        unit = panel.get("format")                                          # Angular singlestat
+        unit = panel.get("format")  # Angular singlestat
     return unit if isinstance(unit, str) else ""
 
 
@@ -164,8 +211,12 @@ def _datasource_kind(ds, variables: dict) -> str:
         names = _uses(ds)
         for name in names:
             query = variables.get(name, {}).get("query")
-            if variables.get(name, {}).get("type") == "datasource" and isinstance(query, str) \
-                    and query and query != "prometheus":
+            if (
+                variables.get(name, {}).get("type") == "datasource"
+                and isinstance(query, str)
+                and query
+                and query != "prometheus"
+            ):
                 return "other"
         if not names and NOT_PROMQL.search(ds):
             return "other"
@@ -185,8 +236,10 @@ def _loki_on_prometheus(ds, expr: str, variables: dict) -> str | None:
     for name in sorted(_uses(uid)):
         var = variables.get(name, {})
         if var.get("type") == "datasource" and _text(var.get("query")) == "prometheus":
-            return (f"a Loki query on ${name}, a data source variable of Prometheus data sources: Grafana offers no "
-                    f"Loki there; give Loki a variable of its own (type datasource, query loki) and use it")
+            return (
+                f"a Loki query on ${name}, a data source variable of Prometheus data sources: Grafana offers no "
+                f"Loki there; give Loki a variable of its own (type datasource, query loki) and use it"
+            )
     return None
 
 
@@ -198,8 +251,11 @@ def _datasource_finding(ds, title: str) -> tuple[str, str, str] | None:
         if ds.lower() in BUILTIN_DATASOURCES:
             return None
         if _uses(ds):
-            return (title, "legacy-datasource", f"datasource {ds!r} is a string; current Grafana writes "
-                                                f'{{"type": "prometheus", "uid": "{ds}"}}')
+            return (
+                title,
+                "legacy-datasource",
+                f'datasource {ds!r} is a string; current Grafana writes {{"type": "prometheus", "uid": "{ds}"}}',
+            )
         return (title, "hard-coded-datasource", f"datasource {ds!r} is fixed: use a datasource variable")
     if not isinstance(ds, dict):
         return None
@@ -211,11 +267,12 @@ def _datasource_finding(ds, title: str) -> tuple[str, str, str] | None:
 
 # --- the dashboard ------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Panel:
     title: str
-    uses: set[str]                              # every variable its queries, title and links reference
-    filters: list[tuple[str, str, dict]]        # (metric, source, {variable: label}) per selector
+    uses: set[str]  # every variable its queries, title and links reference
+    filters: list[tuple[str, str, dict]]  # (metric, source, {variable: label}) per selector
 
 
 def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
@@ -225,9 +282,15 @@ def lint_dashboard(board: dict, file: str = "<dashboard>") -> list[Finding]:
         schema = int(board.get("schemaVersion") or 0)
     except (TypeError, ValueError):
         schema = 0
-    if "schemaVersion" in board and schema < 36:                  # hand-written JSON without one: no claim
-        found.append(("", "old-schema", f"schemaVersion {board.get('schemaVersion')} predates Grafana 9; export it "
-                                        "again from a current Grafana"))
+    if "schemaVersion" in board and schema < 36:  # hand-written JSON without one: no claim
+        found.append(
+            (
+                "",
+                "old-schema",
+                f"schemaVersion {board.get('schemaVersion')} predates Grafana 9; export it "
+                "again from a current Grafana",
+            )
+        )
     templating = _map(board.get("templating"))
     variables = {v["name"]: v for v in _dicts(templating.get("list")) if isinstance(v.get("name"), str)}
     inputs = {v["name"] for v in _dicts(board.get("__inputs")) if isinstance(v.get("name"), str)}
@@ -253,14 +316,25 @@ def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: lis
     title = _text(panel.get("title")).strip() or f"untitled {kind} #{panel.get('id', '?')}"
     found = []
     if _text(panel.get("type")) in ANGULAR:
-        found.append((title, "angular-panel", f"{panel['type']} is an Angular panel, removed in Grafana 12: "
-                                              "use timeseries or stat"))
+        found.append(
+            (
+                title,
+                "angular-panel",
+                f"{panel['type']} is an Angular panel, removed in Grafana 12: use timeseries or stat",
+            )
+        )
     targets = _dicts(panel.get("targets"))
     problems = [_datasource_finding(panel.get("datasource"), title)] + [
-        _datasource_finding(t.get("datasource"), title) for t in targets]
-    found += [p for p in problems if p][:1]                      # one per panel: its targets repeat the panel's
-    context = replace(board, type=_text(panel.get("type")), title=title,
-                      unit="" if _overrides_unit(panel) else _unit(panel), steps=_steps(panel))
+        _datasource_finding(t.get("datasource"), title) for t in targets
+    ]
+    found += [p for p in problems if p][:1]  # one per panel: its targets repeat the panel's
+    context = replace(
+        board,
+        type=_text(panel.get("type")),
+        title=title,
+        unit="" if _overrides_unit(panel) else _unit(panel),
+        steps=_steps(panel),
+    )
     found += _no_value(panel, title)
     filters, uses = [], _uses([title, panel.get("datasource"), panel.get("links"), panel.get("repeat")])
     for target in targets:
@@ -270,15 +344,17 @@ def _panel_findings(panel: dict, variables: dict, board: PanelContext, seen: lis
             found.append((title, "loki-on-prometheus-datasource", loki))
             continue
         if _datasource_kind(ds, variables) == "other" or "expression" in target:
-            continue                                             # Loki, server-side expressions ($A + $B), ...
-        uses |= _uses({k: v for k, v in target.items() if k != "alias"})    # InfluxDB's $tag_x, $col
+            continue  # Loki, server-side expressions ($A + $B), ...
+        uses |= _uses({k: v for k, v in target.items() if k != "alias"})  # InfluxDB's $tag_x, $col
         expr = _text(target.get("expr"))
         if expr.strip():
             filters += selector_filters(expr)
             # an instant query draws one value per series even in a bar chart: a snapshot, as a stat or table
             snapshot = target.get("instant") is True and target.get("range") is not True
-            found += [(title, rule, message) for rule, message in
-                      query_findings(expr, replace(context, type="instant") if snapshot else context)]
+            found += [
+                (title, rule, message)
+                for rule, message in query_findings(expr, replace(context, type="instant") if snapshot else context)
+            ]
     seen.append(_Panel(title, uses, filters))
     return found
 
@@ -289,8 +365,14 @@ def _no_value(panel: dict, title: str) -> list[tuple[str, str, str]]:
     defaults = defaults if isinstance(defaults, dict) else {}
     shown = str(defaults.get("noValue", "")).strip().rstrip("%").strip()
     if shown in ("0", "0.0") and BAD_THINGS.search(title) and _dicts(panel.get("targets")):
-        return [(title, "missing-as-good", f'"No value" reads {defaults["noValue"]!r}: when the series are missing '
-                                           "the panel shows no errors; leave No value as it is")]
+        return [
+            (
+                title,
+                "missing-as-good",
+                f'"No value" reads {defaults["noValue"]!r}: when the series are missing '
+                "the panel shows no errors; leave No value as it is",
+            )
+        ]
     return []
 
 
@@ -298,16 +380,23 @@ def _variable_findings(board: dict, variables: dict, inputs: set[str], panels: l
     """Variables used but not defined, defined but unused, ignored by most panels, or filling `le` wrongly."""
     found = []
     # what is used anywhere (broad: descriptions, links, other variables), and what is referenced in queries
-    definitions = {name: {k: v for k, v in var.items() if k not in ("name", "current", "options")}
-                   for name, var in variables.items()}
+    definitions = {
+        name: {k: v for k, v in var.items() if k not in ("name", "current", "options")}
+        for name, var in variables.items()
+    }
     everywhere = _uses({k: v for k, v in board.items() if k != "templating"}) | _uses(list(definitions.values()))
-    everywhere |= {_text(p.get("repeat")) for p in _panels(board)} | {_text(r.get("repeat"))
-                                                                    for r in _dicts(board.get("rows"))}
-    referenced: dict[str, list[str]] = {}                  # variable -> where it is referenced
-    places = [(f'panel "{p.title}"', p.uses) for p in panels] + [
-        ("the dashboard title or links", _uses([board.get("title"), board.get("links")]))] + [
-        (f"variable {name}", _uses([var.get("query"), var.get("definition"), var.get("datasource")]))
-        for name, var in variables.items()]
+    everywhere |= {_text(p.get("repeat")) for p in _panels(board)} | {
+        _text(r.get("repeat")) for r in _dicts(board.get("rows"))
+    }
+    referenced: dict[str, list[str]] = {}  # variable -> where it is referenced
+    places = (
+        [(f'panel "{p.title}"', p.uses) for p in panels]
+        + [("the dashboard title or links", _uses([board.get("title"), board.get("links")]))]
+        + [
+            (f"variable {name}", _uses([var.get("query"), var.get("definition"), var.get("datasource")]))
+            for name, var in variables.items()
+        ]
+    )
     for place, names in places:
         for name in names:
             referenced.setdefault(name, []).append(place)
@@ -326,7 +415,8 @@ def _undefined(name: str, places: list[str], variables: list[str]) -> str:
     where = places[0] + (f" and {len(places) - 1} more" if len(places) > 1 else "")
     have = ", ".join(f"${v}" for v in variables[:6]) + (", ..." if len(variables) > 6 else "")
     return f"${name} is used ({where}) but not defined: define it, or use " + (
-        f"one of {have}" if have else "no variable")
+        f"one of {have}" if have else "no variable"
+    )
 
 
 def _le_variables(variables: dict, panels: list[_Panel]):
@@ -334,23 +424,34 @@ def _le_variables(variables: dict, panels: list[_Panel]):
     writes it (`1` for "1.0"): that choice selects no bucket."""
     found = []
     for name, var in sorted(variables.items()):
-        sources = {source for p in panels for _, source, used in p.filters
-                   if used.get(name) == "le" and source in PYTHON_SOURCES}
+        sources = {
+            source
+            for p in panels
+            for _, source, used in p.filters
+            if used.get(name) == "le" and source in PYTHON_SOURCES
+        }
         if not sources or var.get("type") not in ("custom", "constant", "textbox"):
             continue
         values = [v.split(" : ")[-1].strip() for v in _text(var.get("query")).split(",")]
         wrong = [(v, le_text(v)) for v in values if le_text(v) not in (None, v)]
         if wrong:
-            found.append((f"variable {name}", "le-format", f"${name} fills le of {'/'.join(sorted(sources))} buckets, "
-                                                          f'which the engine writes le="{wrong[0][1]}": '
-                                                          f'"{wrong[0][0]}" selects no bucket'))
+            found.append(
+                (
+                    f"variable {name}",
+                    "le-format",
+                    f"${name} fills le of {'/'.join(sorted(sources))} buckets, "
+                    f'which the engine writes le="{wrong[0][1]}": '
+                    f'"{wrong[0][0]}" selects no bucket',
+                )
+            )
     return found
 
 
 def _depends(variables: dict) -> dict[str, set[str]]:
     """For each variable, every variable whose value it narrows to (job -> instance -> ...), itself included."""
-    direct = {name: _uses([var.get("query"), var.get("definition")]) & set(variables)
-              for name, var in variables.items()}
+    direct = {
+        name: _uses([var.get("query"), var.get("definition")]) & set(variables) for name, var in variables.items()
+    }
     closure = {}
     for name in variables:
         todo, seen = [name], set()
@@ -380,13 +481,22 @@ def _ignored_variables(variables: dict, panels: list[_Panel]):
                 if labels:
                     wide = source in ENGINE_SOURCES or labels & TARGET_LABELS
                     groups.add(("source", source) if wide else ("metric", metric))
-            if any(set(used) & narrowing for _, _, used in panel.filters):       # any use counts as using it
+            if any(set(used) & narrowing for _, _, used in panel.filters):  # any use counts as using it
                 users.append(panel)
-        using = {id(p) for p in users}                 # by identity: comparing panels by value is quadratic
-        ignoring = [p for p in panels if id(p) not in using and any(
-            ("source", source) in groups or ("metric", metric) in groups for metric, source, _ in p.filters)]
-        if users and len(ignoring) >= 2 * len(users):         # two thirds of them or more
-            found.append((f"variable {name}", "ignored-variable",
-                          f"${name} filters {len(users)} of {len(users) + len(ignoring)} panels reading the same "
-                          f"series; the others (\"{ignoring[0].title}\", ...) ignore the selection"))
+        using = {id(p) for p in users}  # by identity: comparing panels by value is quadratic
+        ignoring = [
+            p
+            for p in panels
+            if id(p) not in using
+            and any(("source", source) in groups or ("metric", metric) in groups for metric, source, _ in p.filters)
+        ]
+        if users and len(ignoring) >= 2 * len(users):  # two thirds of them or more
+            found.append(
+                (
+                    f"variable {name}",
+                    "ignored-variable",
+                    f"${name} filters {len(users)} of {len(users) + len(ignoring)} panels reading the same "
+                    f'series; the others ("{ignoring[0].title}", ...) ignore the selection',
+                )
+            )
     return found

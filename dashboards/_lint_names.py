@@ -27,21 +27,24 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
 class Known:
     """The name tables of the judged sources, as engine-metrics.yaml, dcgm-fields.txt and the mappings give them."""
 
-    names: frozenset[str]              # exact names of judged sources (vllm:, sglang:, DCGM_FI_, vocabulary)
-    families: tuple[str, ...]          # prefixes whose every name exists (vllm:nixl_, ...)
-    foreign: frozenset[str]            # names under a judged prefix that belong to other software
+    names: frozenset[str]  # exact names of judged sources (vllm:, sglang:, DCGM_FI_, vocabulary)
+    families: tuple[str, ...]  # prefixes whose every name exists (vllm:nixl_, ...)
+    foreign: frozenset[str]  # names under a judged prefix that belong to other software
     foreign_families: tuple[str, ...]  # prefixes of other software (llm_d_, vllm:semantic_cache_)
-    gauges: frozenset[str]             # gauges whose names end like counters
-    dcgm_units: dict[str, str]         # DCGM gauges -> their unit (percent, ratio, MiB, MHz, W, C, B/s)
-    state_counters: tuple[str, ...]    # prefixes of counters that mirror object state (kube_)
-    ratio_gauges: frozenset[str]       # engine-computed ratios and rates
-    deprecated: dict[str, str]         # stale name -> what replaces it
-    vocabulary: frozenset[str]         # the common vocabulary's names
+    gauges: frozenset[str]  # gauges whose names end like counters
+    dcgm_units: dict[str, str]  # DCGM gauges -> their unit (percent, ratio, MiB, MHz, W, C, B/s)
+    state_counters: tuple[str, ...]  # prefixes of counters that mirror object state (kube_)
+    ratio_gauges: frozenset[str]  # engine-computed ratios and rates
+    deprecated: dict[str, str]  # stale name -> what replaces it
+    vocabulary: frozenset[str]  # the common vocabulary's names
 
     def exists(self, name: str) -> bool:
         created = {name.removesuffix("_created") + s for s in ("", "_total")} if name.endswith("_created") else set()
-        return bool({name, base(name)} & self.names or created & self.names) or name.startswith(self.families) \
+        return (
+            bool({name, base(name)} & self.names or created & self.names)
+            or name.startswith(self.families)
             or self.is_foreign(name)
+        )
 
     def is_foreign(self, name: str) -> bool:
         return name in self.foreign or base(name) in self.foreign or name.startswith(self.foreign_families)
@@ -81,21 +84,28 @@ def known() -> Known:
     names |= vocabulary
     dcgm = (HERE / "dcgm-fields.txt").read_text(encoding="utf-8").split("\n")
     names |= {line.strip() for line in dcgm if line.strip() and not line.startswith("#")}
-    return Known(frozenset(names), tuple(doc["families"]), frozenset(doc["foreign"]),
-                 tuple(doc["foreign_families"]), frozenset(doc["gauges"]), dict(doc["dcgm_units"]),
-                 tuple(doc["state_counters"]),
-                 frozenset(doc["ratio_gauges"]),
-                 deprecated, frozenset(vocabulary))
+    return Known(
+        frozenset(names),
+        tuple(doc["families"]),
+        frozenset(doc["foreign"]),
+        tuple(doc["foreign_families"]),
+        frozenset(doc["gauges"]),
+        dict(doc["dcgm_units"]),
+        tuple(doc["state_counters"]),
+        frozenset(doc["ratio_gauges"]),
+        deprecated,
+        frozenset(vocabulary),
+    )
 
 
 def canonical(name: str) -> tuple[str, str | None]:
     """(the engine's own spelling, the source judging it); source None: not ours to judge."""
     if name.startswith(("vllm:", "sglang:")):
         return name, name.split(":", 1)[0]
-    if name.startswith("sglang_"):                       # colons sanitized by a router or an OTel pipeline
+    if name.startswith("sglang_"):  # colons sanitized by a router or an OTel pipeline
         return "sglang:" + name.removeprefix("sglang_"), "sglang"
-    if name.startswith(("ray_vllm:", "ray_vllm_")):      # Ray Serve's copies of vLLM's metrics
-        return "vllm:" + name[len("ray_vllm:"):], "ray"
+    if name.startswith(("ray_vllm:", "ray_vllm_")):  # Ray Serve's copies of vLLM's metrics
+        return "vllm:" + name[len("ray_vllm:") :], "ray"
     if name.startswith("DCGM_FI_"):
         return name, "dcgm"
     if name.startswith("llm_") and ":" not in name:

@@ -13,41 +13,80 @@ import promql_parser
 from inferwatch.dashboards._lint_names import HISTOGRAM_SUFFIXES, canonical, known
 from inferwatch.dashboards._lint_names import base as _base
 
-__all__ = ["PanelContext", "query_findings", "metric_names", "rated_names", "selector_filters",
-           "parse", "le_text", "PYTHON_SOURCES", "BAD_THINGS", "VARIABLE"]
+__all__ = [
+    "PanelContext",
+    "query_findings",
+    "metric_names",
+    "rated_names",
+    "selector_filters",
+    "parse",
+    "le_text",
+    "PYTHON_SOURCES",
+    "BAD_THINGS",
+    "VARIABLE",
+]
 
 RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes", "predict_linear"}
 RATE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv"}
 # where a series' values do not matter: counting series, presence, a filter's right-hand side
 VALUE_BLIND_AGGREGATIONS = {"count", "count_values", "group"}
-VALUE_BLIND_FUNCTIONS = {"absent", "absent_over_time", "present_over_time", "count_over_time", "timestamp",
-                         "changes", "resets"}
+VALUE_BLIND_FUNCTIONS = {
+    "absent",
+    "absent_over_time",
+    "present_over_time",
+    "count_over_time",
+    "timestamp",
+    "changes",
+    "resets",
+}
 COUNTER_SUFFIXES = ("_total", "_bucket", "_count", "_sum")
 TIME_PLOTS = {"timeseries", "graph", "heatmap", "barchart", "trend", "state-timeline"}
-TIME_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0,
-              "dtdurationms": 1e-3, "dtdurations": 1.0, "clockms": 1e-3, "clocks": 1.0}
-NAME_SCALES = (("_nanoseconds", 1e-9), ("_microseconds", 1e-6), ("_milliseconds", 1e-3), ("_ms", 1e-3),
-               ("_seconds", 1.0))
+TIME_UNITS = {
+    "ns": 1e-9,
+    "µs": 1e-6,
+    "us": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "dtdurationms": 1e-3,
+    "dtdurations": 1.0,
+    "clockms": 1e-3,
+    "clocks": 1.0,
+}
+NAME_SCALES = (
+    ("_nanoseconds", 1e-9),
+    ("_microseconds", 1e-6),
+    ("_milliseconds", 1e-3),
+    ("_ms", 1e-3),
+    ("_seconds", 1.0),
+)
 LATENCY_WORDS = re.compile(r"latency|time|duration|ttft|tpot|itl", re.IGNORECASE)
 # `[$__interval]` and `[$__range]` stand in as these odd ranges, so the rate rules can tell them from a fixed one
 INTERVAL_SENTINEL = timedelta(milliseconds=299_999)
 RANGE_SENTINEL = timedelta(milliseconds=299_998)
-COUNTING_FUNCTIONS = {"rate", "irate", "increase"}           # only for counters; delta() and deriv() are for gauges
+COUNTING_FUNCTIONS = {"rate", "irate", "increase"}  # only for counters; delta() and deriv() are for gauges
 # a DCGM field's unit (engine-metrics.yaml dcgm_units) -> Grafana unit ids of another scale, and what is right
 WRONG_UNITS = {
     "percent": ({"percentunit"}, "use the unit percent (0-100), or divide by 100"),
     "ratio": ({"percent"}, "use the unit percentunit (0.0-1.0), or multiply by 100"),
-    "MiB": ({"bytes", "decbytes", "kbytes", "deckbytes", "gbytes", "decgbytes", "bits", "decbits"},
-            "use the unit mbytes (MiB), or multiply by 1048576 for bytes"),
+    "MiB": (
+        {"bytes", "decbytes", "kbytes", "deckbytes", "gbytes", "decgbytes", "bits", "decbits"},
+        "use the unit mbytes (MiB), or multiply by 1048576 for bytes",
+    ),
     "MHz": ({"hertz"}, "multiply by 1e6 for hertz, or use the custom unit suffix:MHz"),
     "W": ({"mwatt", "kwatt"}, "use the unit watt"),
 }
 # a fallback of `or vector(c)` is the good value for panels named like these
-BAD_THINGS = re.compile(r"fail|error|reject|drop|timeout|abort|preempt|evict|5xx|restart|violation|latency|ttft|"
-                        r"tpot|queue|waiting|pending", re.IGNORECASE)
+BAD_THINGS = re.compile(
+    r"fail|error|reject|drop|timeout|abort|preempt|evict|5xx|restart|violation|latency|ttft|"
+    r"tpot|queue|waiting|pending",
+    re.IGNORECASE,
+)
 GOOD_THINGS = re.compile(r"success|availab|healthy|ready|uptime|hit.?rat|attain|\bup\b", re.IGNORECASE)
-MAX_OPERATORS = 1000                                # real queries have tens; the parser segfaults past ~4000
-PYTHON_SOURCES = {"vllm", "sglang"}                 # prometheus_client writes le as a Python float: "2.0", "+Inf"
+MAX_OPERATORS = 1000  # real queries have tens; the parser segfaults past ~4000
+PYTHON_SOURCES = {"vllm", "sglang"}  # prometheus_client writes le as a Python float: "2.0", "+Inf"
 # a Grafana variable: ${name}, ${name:format}, ${name.field}, $name, [[name]], not $$hashKey; the name in group 1-3
 VARIABLE = re.compile(r"(?<!\$)\$\{([^}:.]+)(?:[:.][^}]*)?\}|(?<!\$)\$(\w+)|\[\[(\w+)(?::\w+)?\]\]")
 
@@ -61,11 +100,12 @@ class PanelContext:
     unit: str = ""
     # the colour of each threshold step, (lowest value or None for the base, colour), in order: says what is good
     steps: tuple[tuple[float | None, str], ...] = ()
-    vocabulary: bool = False           # the dashboard uses our vocabulary, so `llm_` names are judged
+    vocabulary: bool = False  # the dashboard uses our vocabulary, so `llm_` names are judged
     rated: frozenset[str] = frozenset()  # names the dashboard passes to rate() or increase() somewhere
 
 
 # --- parsing --------------------------------------------------------------------------------------------------
+
 
 def parseable(expr: str, bare: str = "1") -> str:
     """Grafana variables out of the way: `$__interval` ranges become a sentinel, other ranges 5m, a variable
@@ -79,8 +119,9 @@ def parseable(expr: str, bare: str = "1") -> str:
     expr = re.sub(r"\boffset\s+-?\$\{?\w+\}?", "offset 5m", expr)
 
     def one(match):
-        before, after = match.string[match.start() - 1:match.start()], match.string[match.end():match.end() + 1]
+        before, after = match.string[match.start() - 1 : match.start()], match.string[match.end() : match.end() + 1]
         return "iw_var" if re.match(r"[\w:{]", after) or re.match(r"[\w:]", before) else bare
+
     out = []
     for part in re.split(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`)', expr):
         out.append(part if part[:1] in ('"', "'", "`") else VARIABLE.sub(one, part))
@@ -129,9 +170,12 @@ def _walk(node, ranged=False, blind=False):
         yield node, ranged, blind
         kind, children = _kind(node), []
         for child in _children(node):
-            child_blind = blind or (kind == "AggregateExpr" and str(node.op) in VALUE_BLIND_AGGREGATIONS) or (
-                kind == "Call" and node.func.name in VALUE_BLIND_FUNCTIONS) or (
-                kind == "BinaryExpr" and str(node.op) in ("and", "unless") and child is node.rhs)
+            child_blind = (
+                blind
+                or (kind == "AggregateExpr" and str(node.op) in VALUE_BLIND_AGGREGATIONS)
+                or (kind == "Call" and node.func.name in VALUE_BLIND_FUNCTIONS)
+                or (kind == "BinaryExpr" and str(node.op) in ("and", "unless") and child is node.rhs)
+            )
             child_ranged = ranged or (kind == "Call" and node.func.name in RANGE_FUNCTIONS) or kind == "MatrixSelector"
             children.append((child, child_ranged, child_blind))
         stack.extend(reversed(children))
@@ -161,8 +205,12 @@ def rated_names(expr: str) -> set[str]:
         tree = parse(expr)
     except ValueError:
         return set()
-    return {s.name for n, _, _ in _walk(tree) if _kind(n) == "Call" and n.func.name in COUNTING_FUNCTIONS
-            for s in _selectors(n)}
+    return {
+        s.name
+        for n, _, _ in _walk(tree)
+        if _kind(n) == "Call" and n.func.name in COUNTING_FUNCTIONS
+        for s in _selectors(n)
+    }
 
 
 def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
@@ -174,11 +222,12 @@ def selector_filters(expr: str) -> list[tuple[str, str, dict[str, str]]]:
         return []
     out = []
     for selector in _selectors(tree):
-        matchers = list(selector.matchers.matchers) + [m for group in selector.matchers.or_matchers or []
-                                                       for m in group]
+        matchers = list(selector.matchers.matchers) + [
+            m for group in selector.matchers.or_matchers or [] for m in group
+        ]
         used = {(a or b or c).strip(): m.name for m in matchers for a, b, c in VARIABLE.findall(m.value or "")}
         spelled, source = canonical(selector.name)
-        if source == "ray":                              # Ray's copies of vLLM's metrics, not Ray Serve's own ray_*
+        if source == "ray":  # Ray's copies of vLLM's metrics, not Ray Serve's own ray_*
             source = "ray_vllm"
         elif source not in ("vllm", "sglang"):
             source = selector.name.split(":", 1)[0] if ":" in selector.name else selector.name.split("_", 1)[0]
@@ -206,18 +255,26 @@ def _below_aggregations(node):
 
 
 def _numeric_scaling(tree) -> bool:
-    return any(_kind(n) == "BinaryExpr" and str(n.op) in ("*", "/") and
-               (_kind(_unparen(n.lhs)) == "NumberLiteral" or _kind(_unparen(n.rhs)) == "NumberLiteral")
-               for n, _, _ in _walk(tree))
+    return any(
+        _kind(n) == "BinaryExpr"
+        and str(n.op) in ("*", "/")
+        and (_kind(_unparen(n.lhs)) == "NumberLiteral" or _kind(_unparen(n.rhs)) == "NumberLiteral")
+        for n, _, _ in _walk(tree)
+    )
 
 
 def _counter_difference(node) -> bool:
     """`a_total - b_total` (started minus finished: how many are in flight) or `x - x offset 1h`."""
-    return _kind(node) == "BinaryExpr" and str(node.op) == "-" and bool(_selectors(node.lhs)) and \
-        bool(_selectors(node.rhs))
+    return (
+        _kind(node) == "BinaryExpr"
+        and str(node.op) == "-"
+        and bool(_selectors(node.lhs))
+        and bool(_selectors(node.rhs))
+    )
 
 
 # --- the rules ------------------------------------------------------------------------------------------------
+
 
 def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tuple[str, str]]:
     """(rule, message) for everything one expression gets wrong on its panel; an unparseable one is one
@@ -242,9 +299,14 @@ def query_findings(expr: str, panel: PanelContext = PanelContext()) -> list[tupl
         elif kind == "AggregateExpr" and str(node.op) in ("avg", "sum"):
             found += _average_of_ratios(node)
         elif kind == "MatrixSelector" and node.range == RANGE_SENTINEL and panel.type in TIME_PLOTS and not blind:
-            found.append(("rate-over-range", "[$__range] in a time series: every point covers a window as long as "
-                                             "the whole time range, reaching back before it (a flattened line); "
-                                             "use [$__rate_interval], or an instant query in a stat"))
+            found.append(
+                (
+                    "rate-over-range",
+                    "[$__range] in a time series: every point covers a window as long as "
+                    "the whole time range, reaching back before it (a flattened line); "
+                    "use [$__rate_interval], or an instant query in a stat",
+                )
+            )
     found += _unit_findings(tree, panel) + _missing_as_good(tree, panel) + _le_findings(nodes)
     return sorted(set(found))
 
@@ -261,13 +323,22 @@ def _name_findings(name: str, panel: PanelContext) -> list[tuple[str, str]]:
     if stale:
         respell = _respelling(name)
         successor = respell(table.deprecated[stale])
-        if successor.startswith("nothing: "):                   # removed, not renamed
-            return [("deprecated-metric", f"{respell(stale)} is stale, {successor.removeprefix('nothing: ')} and "
-                                          "nothing replaces it: drop the query")]
+        if successor.startswith("nothing: "):  # removed, not renamed
+            return [
+                (
+                    "deprecated-metric",
+                    f"{respell(stale)} is stale, {successor.removeprefix('nothing: ')} and "
+                    "nothing replaces it: drop the query",
+                )
+            ]
         return [("deprecated-metric", f"{respell(stale)} is stale: use {successor}")]
     if not table.exists(spelled):
-        return [("unknown-metric", f"{name} is not a name any {source} release exposes "
-                                   "(check the spelling and the _total suffix)")]
+        return [
+            (
+                "unknown-metric",
+                f"{name} is not a name any {source} release exposes (check the spelling and the _total suffix)",
+            )
+        ]
     return []
 
 
@@ -285,11 +356,18 @@ def _raw_counter(name: str, panel: PanelContext) -> list[tuple[str, str]]:
     if not _is_counter(name, panel):
         return []
     if _source(name, panel) is None and (":" in name or panel.type not in TIME_PLOTS):
-        return []                                        # a recording rule; someone else's table of totals
-    what = f"{_base(name)}_bucket/_sum/_count are counters" if name.endswith(HISTOGRAM_SUFFIXES) \
+        return []  # a recording rule; someone else's table of totals
+    what = (
+        f"{_base(name)}_bucket/_sum/_count are counters"
+        if name.endswith(HISTOGRAM_SUFFIXES)
         else f"{name} is a counter"
-    return [("counter-without-rate", f"{what}: shown raw, a lifetime total since the process started; "
-                                     "use rate() or increase()")]
+    )
+    return [
+        (
+            "counter-without-rate",
+            f"{what}: shown raw, a lifetime total since the process started; use rate() or increase()",
+        )
+    ]
 
 
 def _source(name: str, panel: PanelContext) -> str | None:
@@ -304,8 +382,11 @@ def _is_counter(name: str, panel: PanelContext) -> bool:
     dashboard rates elsewhere (else it may be a gauge: semantic-router's `llm_cache_entries_total`); never a gauge
     named like a counter."""
     table = known()
-    if not name.endswith(COUNTER_SUFFIXES) or {name, canonical(name)[0]} & table.gauges or \
-            name.startswith(table.state_counters):
+    if (
+        not name.endswith(COUNTER_SUFFIXES)
+        or {name, canonical(name)[0]} & table.gauges
+        or name.startswith(table.state_counters)
+    ):
         return False
     return _source(name, panel) is not None or name.endswith(HISTOGRAM_SUFFIXES) or name in panel.rated
 
@@ -315,29 +396,57 @@ def _call_findings(node, tree, panel: PanelContext) -> list[tuple[str, str]]:
     counter, sum-rate-as-latency."""
     name = node.func.name
     if name == "histogram_quantile" and len(node.args) > 1 and _drops_le(node.args[1]):
-        return [("quantile-without-le", "histogram_quantile over buckets aggregated without `le`: "
-                                        "sum by (le) (rate(x_bucket[...]))")]
+        return [
+            (
+                "quantile-without-le",
+                "histogram_quantile over buckets aggregated without `le`: sum by (le) (rate(x_bucket[...]))",
+            )
+        ]
     if name not in RATE_FUNCTIONS or not node.args or _kind(node.args[0]) != "MatrixSelector":
         return []
     matrix = node.args[0]
     found = []
     if matrix.range == INTERVAL_SENTINEL:
-        found.append(("rate-over-interval", f"{name}(...[$__interval]) has fewer than two samples when the "
-                                            "step is short: no data or jumps; use [$__rate_interval]"))
+        found.append(
+            (
+                "rate-over-interval",
+                f"{name}(...[$__interval]) has fewer than two samples when the "
+                "step is short: no data or jumps; use [$__rate_interval]",
+            )
+        )
     selector = matrix.vector_selector.name or ""
     gauge = known().dcgm_units.get(selector) or ("ratio" if canonical(selector)[0] in known().ratio_gauges else None)
     if name in COUNTING_FUNCTIONS and gauge:
-        found.append(("rate-of-gauge", f"{selector} is a gauge ({gauge}): {name}() of it is its slope, not a "
-                                       "throughput; plot it as it is, or avg_over_time() it"))
+        found.append(
+            (
+                "rate-of-gauge",
+                f"{selector} is a gauge ({gauge}): {name}() of it is its slope, not a "
+                "throughput; plot it as it is, or avg_over_time() it",
+            )
+        )
     if name in ("delta", "deriv") and _is_counter(selector, panel):
-        found.append(("counter-without-rate", f"{name}() of the counter {selector}: a restart reads as a drop "
-                                              "below zero; use increase() (or rate())"))
+        found.append(
+            (
+                "counter-without-rate",
+                f"{name}() of the counter {selector}: a restart reads as a drop below zero; use increase() (or rate())",
+            )
+        )
     has_division = any(_kind(n) == "BinaryExpr" and str(n.op) == "/" for n, _, _ in _walk(tree))
     shown_as_time = panel.unit in TIME_UNITS or LATENCY_WORDS.search(panel.title)
-    if name in ("rate", "irate") and selector.endswith("_sum") and _time_scale(selector) and shown_as_time \
-            and not has_division:
-        found.append(("sum-rate-as-latency", f"{name}({selector}) alone is seconds per second, not a latency: "
-                                             "divide by the rate of _count, or use quantiles"))
+    if (
+        name in ("rate", "irate")
+        and selector.endswith("_sum")
+        and _time_scale(selector)
+        and shown_as_time
+        and not has_division
+    ):
+        found.append(
+            (
+                "sum-rate-as-latency",
+                f"{name}({selector}) alone is seconds per second, not a latency: "
+                "divide by the rate of _count, or use quantiles",
+            )
+        )
     return found
 
 
@@ -357,18 +466,36 @@ def _average_of_ratios(node) -> list[tuple[str, str]]:
     """average-of-ratios for an avg() of ratios or ratio gauges, or a sum() of per-series means."""
     inner = list(_averaged(node.expr))
     # one series over another; over a number (`/ 100`) is scaling, not a ratio
-    divisions = [n for n in inner if _kind(n) == "BinaryExpr" and str(n.op) == "/" and _selectors(n.lhs)
-                 and _selectors(n.rhs)]
+    divisions = [
+        n for n in inner if _kind(n) == "BinaryExpr" and str(n.op) == "/" and _selectors(n.lhs) and _selectors(n.rhs)
+    ]
     if str(node.op) == "sum":
-        means = [d for d in divisions if any(s.name.endswith("_sum") for s in _selectors(d.lhs))
-                 and any(s.name.endswith("_count") for s in _selectors(d.rhs))]
-        return [("average-of-ratios", "sum() of per-series means (_sum / _count) adds averages up: neither a total "
-                                      "nor a mean; divide sums instead, sum(rate(x_sum)) / sum(rate(x_count))")
-                ] if means else []
+        means = [
+            d
+            for d in divisions
+            if any(s.name.endswith("_sum") for s in _selectors(d.lhs))
+            and any(s.name.endswith("_count") for s in _selectors(d.rhs))
+        ]
+        return (
+            [
+                (
+                    "average-of-ratios",
+                    "sum() of per-series means (_sum / _count) adds averages up: neither a total "
+                    "nor a mean; divide sums instead, sum(rate(x_sum)) / sum(rate(x_count))",
+                )
+            ]
+            if means
+            else []
+        )
     gauge = any(_kind(n) == "VectorSelector" and canonical(n.name or "")[0] in known().ratio_gauges for n in inner)
     if divisions or gauge:
-        return [("average-of-ratios", "avg() of ratios weighs a quiet engine like a busy one: divide sums "
-                                      "instead, sum(rate(a)) / sum(rate(b))")]
+        return [
+            (
+                "average-of-ratios",
+                "avg() of ratios weighs a quiet engine like a busy one: divide sums "
+                "instead, sum(rate(a)) / sum(rate(b))",
+            )
+        ]
     return []
 
 
@@ -384,8 +511,9 @@ def _time_scale(name: str) -> float | None:
 def _latency_scale(tree) -> float | None:
     """The time unit of a latency the query computes (a quantile or a mean from a histogram), else None."""
     top = _unparen(tree)
-    while _kind(top) == "AggregateExpr" or (_kind(top) == "Call" and top.func.name in (
-            "clamp_min", "clamp_max", "label_replace", "sort", "sort_desc")):
+    while _kind(top) == "AggregateExpr" or (
+        _kind(top) == "Call" and top.func.name in ("clamp_min", "clamp_max", "label_replace", "sort", "sort_desc")
+    ):
         top = _unparen(top.expr if _kind(top) == "AggregateExpr" else top.args[0])
     if _kind(top) == "Call" and top.func.name == "histogram_quantile" and len(top.args) > 1:
         scales = {_time_scale(s.name) for s in _selectors(top.args[1]) if s.name.endswith("_bucket")}
@@ -407,15 +535,25 @@ def _unit_findings(tree, panel: PanelContext) -> list[tuple[str, str]]:
     shown = TIME_UNITS.get(panel.unit)
     natural = _latency_scale(tree)
     if shown and natural and shown != natural:
-        found.append(("unit-mismatch", f"the query gives {_unit_name(natural)} but the panel unit is "
-                                       f"{panel.unit!r}: set the unit to {_unit_name(natural)!r} or scale the query"))
+        found.append(
+            (
+                "unit-mismatch",
+                f"the query gives {_unit_name(natural)} but the panel unit is "
+                f"{panel.unit!r}: set the unit to {_unit_name(natural)!r} or scale the query",
+            )
+        )
     top = _below_aggregations(tree)
     if _kind(top) == "Call" and top.func.name in ("rate", "irate") and _kind(top.args[0]) == "MatrixSelector":
         name = top.args[0].vector_selector.name or ""
         says_tokens = "tok" in panel.unit.lower() or "token" in panel.title.lower()
         if name.endswith("_count") and "token" in name and says_tokens and _time_scale(name) is None:
-            found.append(("unit-mismatch", f"rate({name}) counts observations (engine steps or requests) per "
-                                           "second, not tokens: tokens per second is the rate of _sum"))
+            found.append(
+                (
+                    "unit-mismatch",
+                    f"rate({name}) counts observations (engine steps or requests) per "
+                    "second, not tokens: tokens per second is the rate of _sum",
+                )
+            )
     return found
 
 
@@ -448,13 +586,19 @@ def _missing_as_good(tree, panel: PanelContext) -> list[tuple[str, str]]:
     if all(s.name in ("up", "ALERTS") for s in _selectors(top.lhs)):
         return []
     value = _unparen(rhs.args[0]).val
-    good = (value == 0 and BAD_THINGS.search(panel.title)) or (value in (1, 100) and GOOD_THINGS.search(panel.title)
-                                                                and not BAD_THINGS.search(panel.title))
+    good = (value == 0 and BAD_THINGS.search(panel.title)) or (
+        value in (1, 100) and GOOD_THINGS.search(panel.title) and not BAD_THINGS.search(panel.title)
+    )
     if not good and not _coloured_good(value, panel.steps):
         return []
-    return [("missing-as-good", f"`or vector({value:g})` reads {value:g} when the series are missing (engine down, "
-                                "scrape broken): missing data shows as the good value; drop it, or fall back only "
-                                "while the source is scraped: `or 0 * sum(rate(<all outcomes>[5m]))`")]
+    return [
+        (
+            "missing-as-good",
+            f"`or vector({value:g})` reads {value:g} when the series are missing (engine down, "
+            "scrape broken): missing data shows as the good value; drop it, or fall back only "
+            "while the source is scraped: `or 0 * sum(rate(<all outcomes>[5m]))`",
+        )
+    ]
 
 
 def _coloured_good(value: float, steps) -> bool:
@@ -463,8 +607,14 @@ def _coloured_good(value: float, steps) -> bool:
     colours = [colour.lower() for _, colour in steps]
     if not any("green" in c for c in colours) or all("green" in c for c in colours):
         return False
-    shown = next((c for (bound, c) in reversed(list(zip([b for b, _ in steps], colours, strict=True)))
-                  if bound is None or bound <= value), "")
+    shown = next(
+        (
+            c
+            for (bound, c) in reversed(list(zip([b for b, _ in steps], colours, strict=True)))
+            if bound is None or bound <= value
+        ),
+        "",
+    )
     return "green" in shown
 
 
@@ -480,7 +630,7 @@ def le_text(text: str) -> str | None:
     text = repr(value)
     dot = text.find(".")
     if value > 0 and dot > 6:
-        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1:]}".rstrip("0.")
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
         return f"{mantissa}e+0{dot - 1}"
     return text
 
@@ -496,8 +646,9 @@ def _le_findings(nodes) -> list[tuple[str, str]]:
                 continue
             written = le_text(m.value)
             if written is not None and written != m.value:
-                found.append(("le-format", f'{node.name}{{le="{m.value}"}} matches no series: the engine writes '
-                                           f'le="{written}"'))
+                found.append(
+                    ("le-format", f'{node.name}{{le="{m.value}"}} matches no series: the engine writes le="{written}"')
+                )
     return found
 
 

@@ -16,7 +16,7 @@ from inferwatch._yaml import safe_load_all
 
 __all__ = ["read_dashboards", "from_v2", "SUFFIXES"]
 
-SUFFIXES = (".json", ".yaml", ".yml")                   # what a folder given to lint is searched for
+SUFFIXES = (".json", ".yaml", ".yml")  # what a folder given to lint is searched for
 
 
 def _dicts(value) -> list[dict]:
@@ -40,10 +40,11 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
     if str(path) != "-" and Path(path).is_dir():
         each = [found for file in _dashboard_files(Path(path)) for found in read_dashboards(file)]
         return [f for f in each if f[2] != "not-a-dashboard" or " points at " in f[3]] or [
-            (str(path), None, "not-a-dashboard", "a folder with no dashboard in a .json, .yaml or .yml file")]
+            (str(path), None, "not-a-dashboard", "a folder with no dashboard in a .json, .yaml or .yml file")
+        ]
     name = "<stdin>" if str(path) == "-" else str(path)
     try:
-        data = read_input(path)                    # missing, a folder, over the cap: InputError, exit 2
+        data = read_input(path)  # missing, a folder, over the cap: InputError, exit 2
         text = data.decode("utf-8-sig")
     except OSError as err:
         return [(name, None, "not-a-dashboard", f"cannot read it: {err.strerror or err}")]
@@ -59,8 +60,13 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
             return [(name, None, "not-a-dashboard", why)]
         if manifests is None:
             conflict = "; it holds git merge-conflict markers" if re.search(r"^<<<<<<< ", text, re.M) else ""
-            why = "the file is empty" if not text.strip() else _not_yaml(text) if name.endswith((".yaml", ".yml")) \
+            why = (
+                "the file is empty"
+                if not text.strip()
+                else _not_yaml(text)
+                if name.endswith((".yaml", ".yml"))
                 else f"not JSON: {err}"
+            )
             return [(name, None, "invalid-json", why + conflict)]
         docs = manifests
     found: list[tuple[str, dict | None, str, str]] = []
@@ -75,13 +81,18 @@ def read_dashboards(path) -> list[tuple[str, dict | None, str, str]]:
         else:
             (pointers if " points at " in problem else found).append((label, None, "not-a-dashboard", problem))
     boards = any(board is not None for _, board, _, _ in found)
-    return found + (pointers if not boards else [])   # a GrafanaDashboard beside the ConfigMap it points at
+    return found + (pointers if not boards else [])  # a GrafanaDashboard beside the ConfigMap it points at
 
 
 def _dashboard_files(folder: Path) -> list[Path]:
     """The files of a folder lint reads, sorted, hidden folders (.git) aside."""
-    return sorted(file for file in folder.rglob("*") if file.suffix in SUFFIXES and file.is_file()
-                  and not any(part.startswith(".") for part in file.relative_to(folder).parts))
+    return sorted(
+        file
+        for file in folder.rglob("*")
+        if file.suffix in SUFFIXES
+        and file.is_file()
+        and not any(part.startswith(".") for part in file.relative_to(folder).parts)
+    )
 
 
 class _NotJson(str):
@@ -158,24 +169,28 @@ def _unwrap(doc) -> tuple[dict, str]:
         return {}, f"a JSON {_json_type(doc)}, not a Grafana dashboard object"
     if doc.get("kind") == "ConfigMap":
         return {}, "a ConfigMap with no `*.json` key: no dashboard in it"
-    if isinstance(doc.get("dashboard"), dict) and "panels" not in doc:        # GET /api/dashboards/uid/...
+    if isinstance(doc.get("dashboard"), dict) and "panels" not in doc:  # GET /api/dashboards/uid/...
         doc = doc["dashboard"]
     spec = doc.get("spec")
     if isinstance(spec, dict) and str(doc.get("kind", "")).endswith("Dashboard"):
-        if isinstance(spec.get("json"), str):                                # grafana-operator GrafanaDashboard
+        if isinstance(spec.get("json"), str):  # grafana-operator GrafanaDashboard
             try:
                 return _unwrap(json.loads(spec["json"]))
             except ValueError as err:
                 return {}, f"spec.json is not JSON: {err}"
-        for key, what in (("url", "the URL"), ("configMapRef", "the ConfigMap"), ("grafanaCom", "grafana.com id"),
-                          ("gzipJson", "gzipped JSON")):
+        for key, what in (
+            ("url", "the URL"),
+            ("configMapRef", "the ConfigMap"),
+            ("grafanaCom", "grafana.com id"),
+            ("gzipJson", "gzipped JSON"),
+        ):
             if spec.get(key) and not any(k in spec for k in ("panels", "elements", "rows")):
                 where = spec[key]
                 if isinstance(where, dict):
                     where = " ".join(f"{k} {v}" for k, v in where.items() if isinstance(v, (str, int)))
                 return {}, f"a {doc.get('kind')} that points at {what} {_short(where)}: lint that dashboard"
         doc = spec
-    if isinstance(doc.get("elements"), dict) and "panels" not in doc:       # schema v2 (Grafana 12+): its JSON model
+    if isinstance(doc.get("elements"), dict) and "panels" not in doc:  # schema v2 (Grafana 12+): its JSON model
         try:
             return from_v2(doc), ""
         except RecursionError:
@@ -196,9 +211,17 @@ def _short(value) -> str:
 
 # --- schema v2 ----------------------------------------------------------------------------------------------
 
-_V2_VARIABLES = {"QueryVariable": "query", "DatasourceVariable": "datasource", "CustomVariable": "custom",
-                 "ConstantVariable": "constant", "IntervalVariable": "interval", "TextVariable": "textbox",
-                 "AdhocVariable": "adhoc", "GroupByVariable": "groupby", "SwitchVariable": "switch"}
+_V2_VARIABLES = {
+    "QueryVariable": "query",
+    "DatasourceVariable": "datasource",
+    "CustomVariable": "custom",
+    "ConstantVariable": "constant",
+    "IntervalVariable": "interval",
+    "TextVariable": "textbox",
+    "AdhocVariable": "adhoc",
+    "GroupByVariable": "groupby",
+    "SwitchVariable": "switch",
+}
 
 
 def _v2_datasource(query: dict, spec: dict):
@@ -260,7 +283,7 @@ def _v2_layout(layout, elements: dict, out: list, repeat: str = "") -> None:
         if again.get("value"):
             panel["repeat"] = again["value"]
         out.append(panel)
-    elif again.get("value") or "title" in spec:                              # a row or a tab
+    elif again.get("value") or "title" in spec:  # a row or a tab
         out.append({"type": "row", "title": _text(spec.get("title")), "repeat": again.get("value"), "panels": []})
     for value in spec.values():
         if isinstance(value, (dict, list)) and value is not element:
@@ -273,14 +296,17 @@ def from_v2(spec: dict) -> dict:
     elements = {name: _v2_panel(e) for name, e in spec["elements"].items() if isinstance(e, dict)}
     panels: list[dict] = []
     _v2_layout(spec.get("layout"), elements, panels)
-    panels += elements.values()                                            # elements no layout places
+    panels += elements.values()  # elements no layout places
     variables = []
     for var in _dicts(spec.get("variables")):
         vspec = _map(var.get("spec"))
         query = vspec.get("query")
-        out = {"name": vspec.get("name"), "type": _V2_VARIABLES.get(_text(var.get("kind")), _text(var.get("kind"))),
-               "definition": vspec.get("definition")}
-        if isinstance(query, dict):                                         # a DataQuery
+        out = {
+            "name": vspec.get("name"),
+            "type": _V2_VARIABLES.get(_text(var.get("kind")), _text(var.get("kind"))),
+            "definition": vspec.get("definition"),
+        }
+        if isinstance(query, dict):  # a DataQuery
             inner = _map(query.get("spec"))
             out["query"] = inner.get("query", inner.get("expr", vspec.get("definition")))
             out["datasource"] = _v2_datasource(query, vspec)

@@ -18,14 +18,46 @@ __all__ = ["modern", "SCHEMA_VERSION", "DATASOURCE_REF", "LOKI_REF"]
 SCHEMA_VERSION = 41
 DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}
 LOKI_REF = {"type": "loki", "uid": "${loki}"}
-_REFS = {"${loki}": LOKI_REF}              # a datasource grafanalib wrote as a string -> its ref (else Prometheus)
+_REFS = {"${loki}": LOKI_REF}  # a datasource grafanalib wrote as a string -> its ref (else Prometheus)
 _DASHBOARD_DROP = {"rows", "style", "hideControls", "sharedCrosshair", "__inputs", "__requires", "gnetId", "version"}
 _TARGET_KEEP = {"expr", "legendFormat", "refId", "datasource", "instant", "range", "hide", "interval", "format"}
-_PANEL_DROP = {"maxDataPoints", "span", "minSpan", "error", "editable", "height", "hideTimeOverride", "timeShift",
-               "timeFrom", "repeat", "transparent", "cacheTimeout", "interval", "links", "repeatDirection",
-               "maxPerRow"}
-_VARIABLE_KEEP = {"name", "label", "type", "query", "datasource", "current", "multi", "includeAll", "allValue",
-                  "refresh", "sort", "hide", "options", "regex", "definition", "description", "skipUrlSync"}
+_PANEL_DROP = {
+    "maxDataPoints",
+    "span",
+    "minSpan",
+    "error",
+    "editable",
+    "height",
+    "hideTimeOverride",
+    "timeShift",
+    "timeFrom",
+    "repeat",
+    "transparent",
+    "cacheTimeout",
+    "interval",
+    "links",
+    "repeatDirection",
+    "maxPerRow",
+}
+_VARIABLE_KEEP = {
+    "name",
+    "label",
+    "type",
+    "query",
+    "datasource",
+    "current",
+    "multi",
+    "includeAll",
+    "allValue",
+    "refresh",
+    "sort",
+    "hide",
+    "options",
+    "regex",
+    "definition",
+    "description",
+    "skipUrlSync",
+}
 
 
 def _drop_nulls(value):
@@ -57,7 +89,7 @@ def _target(raw: dict, ref: str) -> dict:
     out["refId"] = ref
     out["datasource"] = _ref(raw.get("datasource"))
     out.pop("hide", None)
-    if out["datasource"]["type"] == "loki":       # Loki's dataquery: queryType, not the deprecated instant/range
+    if out["datasource"]["type"] == "loki":  # Loki's dataquery: queryType, not the deprecated instant/range
         out.pop("instant", None)
         out.pop("format", None)
         out.update({"queryType": "range", "editorMode": "code"})
@@ -71,11 +103,17 @@ def _panel(raw: dict, ids) -> dict:
     panel = {k: v for k, v in raw.items() if k not in _PANEL_DROP and v is not None}
     panel["id"] = panel_id = next(ids)
     if panel.get("type") == "row":
-        return {"type": "row", "id": panel_id, "title": panel.get("title", ""), "gridPos": panel["gridPos"],
-                "collapsed": bool(raw.get("collapsed")), "panels": [_panel(p, ids) for p in raw.get("panels", [])]}
+        return {
+            "type": "row",
+            "id": panel_id,
+            "title": panel.get("title", ""),
+            "gridPos": panel["gridPos"],
+            "collapsed": bool(raw.get("collapsed")),
+            "panels": [_panel(p, ids) for p in raw.get("panels", [])],
+        }
     panel["datasource"] = _ref(raw.get("datasource"))
     panel["targets"] = [_target(t, string.ascii_uppercase[i]) for i, t in enumerate(raw.get("targets", []))]
-    if panel.get("type") == "logs":              # the options current Grafana requires of a logs panel
+    if panel.get("type") == "logs":  # the options current Grafana requires of a logs panel
         panel["options"].setdefault("showLogContextToggle", True)
     if panel.get("type") == "timeseries":
         panel.setdefault("options", {}).setdefault("legend", {})["showLegend"] = True
@@ -90,7 +128,7 @@ def _panel(raw: dict, ids) -> dict:
     if defaults.get("noValue") == "none":
         defaults.pop("noValue")
     steps = defaults.get("thresholds", {}).get("steps", [])
-    for i, step in enumerate(steps):             # the base step has value null; grafanalib writes "null"
+    for i, step in enumerate(steps):  # the base step has value null; grafanalib writes "null"
         steps[i] = {"color": step["color"], "value": None if i == 0 else float(step["value"])}
     if defaults.get("thresholds") and not steps:
         defaults["thresholds"]["steps"] = [{"color": "green", "value": None}]
@@ -100,14 +138,27 @@ def _panel(raw: dict, ids) -> dict:
 def _variable(raw: dict) -> dict:
     var = {k: v for k, v in raw.items() if k in _VARIABLE_KEEP and v is not None}
     if var.get("type") == "datasource":
-        var.update({"query": var.get("query") or "prometheus", "refresh": 1, "current": {"text": "", "value": ""},
-                    "options": [], "hide": 0})
+        var.update(
+            {
+                "query": var.get("query") or "prometheus",
+                "refresh": 1,
+                "current": {"text": "", "value": ""},
+                "options": [],
+                "hide": 0,
+            }
+        )
         var.pop("datasource", None)
         return var
     if var.get("type") == "textbox":
         value = var.get("query", "")
-        var.update({"query": value, "current": {"text": value, "value": value},
-                    "options": [{"selected": True, "text": value, "value": value}], "hide": 0})
+        var.update(
+            {
+                "query": value,
+                "current": {"text": value, "value": value},
+                "options": [{"selected": True, "text": value, "value": value}],
+                "hide": 0,
+            }
+        )
         for key in ("datasource", "multi", "includeAll", "allValue", "refresh", "sort", "regex", "definition"):
             var.pop(key, None)
         return var
@@ -125,17 +176,27 @@ def modern(dashboard: core.Dashboard) -> dict:
     raw = _plain(dashboard)
     out = {k: v for k, v in raw.items() if k not in _DASHBOARD_DROP and v is not None}
     out["schemaVersion"] = SCHEMA_VERSION
-    out["graphTooltip"] = 1                                  # shared crosshair
+    out["graphTooltip"] = 1  # shared crosshair
     out["editable"] = True
     out["fiscalYearStartMonth"] = 0
     out["id"] = None
-    ids = itertools.count(1)                     # top-level panels first, then those of collapsed rows
+    ids = itertools.count(1)  # top-level panels first, then those of collapsed rows
     top = [(p, next(ids)) for p in raw.get("panels", [])]
     out["panels"] = [_panel(p, itertools.chain([i], ids)) for p, i in top]
     out["templating"] = {"list": [_variable(v) for v in raw.get("templating", {}).get("list", [])]}
-    out["annotations"] = {"list": [{
-        "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True, "hide": True,
-        "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts", "type": "dashboard"}]}
+    out["annotations"] = {
+        "list": [
+            {
+                "builtIn": 1,
+                "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                "enable": True,
+                "hide": True,
+                "iconColor": "rgba(0, 211, 255, 1)",
+                "name": "Annotations & Alerts",
+                "type": "dashboard",
+            }
+        ]
+    }
     out["timepicker"] = {}
     out["links"] = [{k: v for k, v in link.items() if k != "url" or v} for link in raw.get("links", [])]
     return out

@@ -28,8 +28,8 @@ class LatencyObjective:
 
     threshold: Fraction
     target: Fraction
-    source: str                  # "slo/defaults.yaml, objective responsive"
-    le: str                      # the bucket matcher for the bound however an engine spells it: le=~"1|1[.]0"
+    source: str  # "slo/defaults.yaml, objective responsive"
+    le: str  # the bucket matcher for the bound however an engine spells it: le=~"1|1[.]0"
 
     @property
     def words(self) -> str:
@@ -74,6 +74,10 @@ def latency_objective(kind: str) -> LatencyObjective:
         for objective in spec.objectives:
             if objective.kind == kind:
                 m = le_matcher(objective.sli.threshold)
-                return LatencyObjective(objective.sli.threshold, objective.target,
-                                        f"{_name(spec)}, objective {objective.name}", f'{m.label}{m.op}"{m.value}"')
+                return LatencyObjective(
+                    objective.sli.threshold,
+                    objective.target,
+                    f"{_name(spec)}, objective {objective.name}",
+                    f'{m.label}{m.op}"{m.value}"',
+                )
     raise LookupError(f"no {kind} objective in the installed SLO specs nor in the embedded defaults")

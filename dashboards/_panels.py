@@ -18,15 +18,38 @@ from grafanalib import core
 # SGLang gives a non-streamed request its first token only at the end: keep TTFT to streamed requests
 STREAMED = 'is_streaming!="false"'
 
-__all__ = ["STREAMED", "Selector", "ENGINE_FILTERS", "GPU_FILTERS", "RATE", "target", "timeseries", "stat", "row",
-           "quantiles", "variable", "datasource_variable", "dashboard", "ratio", "rate_sum", "grid",
-           "engine_variables", "attainment", "FRESH", "mean", "LOKI", "loki_variable", "textbox", "logs"]
+__all__ = [
+    "STREAMED",
+    "Selector",
+    "ENGINE_FILTERS",
+    "GPU_FILTERS",
+    "RATE",
+    "target",
+    "timeseries",
+    "stat",
+    "row",
+    "quantiles",
+    "variable",
+    "datasource_variable",
+    "dashboard",
+    "ratio",
+    "rate_sum",
+    "grid",
+    "engine_variables",
+    "attainment",
+    "FRESH",
+    "mean",
+    "LOKI",
+    "loki_variable",
+    "textbox",
+    "logs",
+]
 
 RATE = "$__rate_interval"
 ENGINE_FILTERS = ("namespace", "model", "engine", "pod")
 GPU_FILTERS = ("namespace", "pod")
 DATASOURCE = "${datasource}"
-LOKI = "${loki}"                 # Loki queries: a data source variable of their own (loki_variable)
+LOKI = "${loki}"  # Loki queries: a data source variable of their own (loki_variable)
 
 
 @dataclass(frozen=True)
@@ -59,11 +82,12 @@ def mean(sel: Selector, histogram: str, by: str = "model", extra: str = "", wind
     over a sum), no data at zero traffic. Exact whatever the buckets, so it belongs beside every quantile of a
     histogram with coarse buckets (vLLM's time per output token: 0.01 then 0.025 s; a p95 stays under 0.025 while
     the time users feel doubles)."""
-    return ratio(rate_sum(sel, histogram + "_sum", by, extra, window),
-                 rate_sum(sel, histogram + "_count", by, extra, window))
+    return ratio(
+        rate_sum(sel, histogram + "_sum", by, extra, window), rate_sum(sel, histogram + "_count", by, extra, window)
+    )
 
 
-FRESH = "5m"    # how recently a count must have grown for an attainment to be shown
+FRESH = "5m"  # how recently a count must have grown for an attainment to be shown
 
 
 def attainment(good: str, total: str, window: str = "$__range") -> str:
@@ -74,48 +98,104 @@ def attainment(good: str, total: str, window: str = "$__range") -> str:
     return f"sum(rate({good}[{window}]))\n/\n(sum(rate({total}[{window}])) > 0 and on () {fresh})"
 
 
-def quantiles(sel: Selector, histogram: str, by: str = "model", qs=(0.5, 0.95, 0.99),
-              extra: str = "") -> list[core.Target]:
+def quantiles(
+    sel: Selector, histogram: str, by: str = "model", qs=(0.5, 0.95, 0.99), extra: str = ""
+) -> list[core.Target]:
     """p50/p95/p99 of a histogram: buckets rated, then summed by `le`, then the quantile."""
-    return [target(f"histogram_quantile({q}, sum by (le, {by}) (rate({sel(histogram + '_bucket', extra)}[{RATE}])))",
-                   f"p{int(q * 100)} {{{{{by}}}}}") for q in qs]
+    return [
+        target(
+            f"histogram_quantile({q}, sum by (le, {by}) (rate({sel(histogram + '_bucket', extra)}[{RATE}])))",
+            f"p{int(q * 100)} {{{{{by}}}}}",
+        )
+        for q in qs
+    ]
 
 
-def timeseries(title: str, targets: list[core.Target], unit: str = "short", description: str = "",
-               width: int = 12, height: int = 8, stack: bool = False, max_value: float | None = None,
-               legend_calcs: tuple[str, ...] = ("lastNotNull", "max")) -> core.TimeSeries:
-    return core.TimeSeries(title=title, description=description, dataSource=DATASOURCE, targets=targets,
-                           unit=unit, gridPos=core.GridPos(h=height, w=width, x=0, y=0),
-                           stacking={"mode": "normal", "group": "A"} if stack else {},
-                           legendDisplayMode="table", legendPlacement="bottom", legendCalcs=list(legend_calcs),
-                           maxDataPoints=None, valueMax=max_value, valueMin=0, tooltipMode="multi")
+def timeseries(
+    title: str,
+    targets: list[core.Target],
+    unit: str = "short",
+    description: str = "",
+    width: int = 12,
+    height: int = 8,
+    stack: bool = False,
+    max_value: float | None = None,
+    legend_calcs: tuple[str, ...] = ("lastNotNull", "max"),
+) -> core.TimeSeries:
+    return core.TimeSeries(
+        title=title,
+        description=description,
+        dataSource=DATASOURCE,
+        targets=targets,
+        unit=unit,
+        gridPos=core.GridPos(h=height, w=width, x=0, y=0),
+        stacking={"mode": "normal", "group": "A"} if stack else {},
+        legendDisplayMode="table",
+        legendPlacement="bottom",
+        legendCalcs=list(legend_calcs),
+        maxDataPoints=None,
+        valueMax=max_value,
+        valueMin=0,
+        tooltipMode="multi",
+    )
 
 
-def stat(title: str, expr: str, unit: str = "percentunit", description: str = "", width: int = 4,
-         height: int = 4, thresholds: tuple = (), base_color: str = "green") -> core.Stat:
+def stat(
+    title: str,
+    expr: str,
+    unit: str = "percentunit",
+    description: str = "",
+    width: int = 4,
+    height: int = 4,
+    thresholds: tuple = (),
+    base_color: str = "green",
+) -> core.Stat:
     """A Stat showing the last value (grafanalib would average over the range); `base_color` colours values
     under the first threshold (a neutral "blue" where no value is good or bad in itself)."""
-    steps = [core.Threshold(base_color, 0, 0.0)] + [core.Threshold(color, i + 1, float(value))
-                                                    for i, (value, color) in enumerate(thresholds)]
-    return core.Stat(title=title, description=description, dataSource=DATASOURCE,
-                     targets=[target(expr, instant=True)], format=unit, reduceCalc="lastNotNull",
-                     gridPos=core.GridPos(h=height, w=width, x=0, y=0), thresholdType="absolute",
-                     thresholds=steps, colorMode="value", graphMode="none", textMode="value")
+    steps = [core.Threshold(base_color, 0, 0.0)] + [
+        core.Threshold(color, i + 1, float(value)) for i, (value, color) in enumerate(thresholds)
+    ]
+    return core.Stat(
+        title=title,
+        description=description,
+        dataSource=DATASOURCE,
+        targets=[target(expr, instant=True)],
+        format=unit,
+        reduceCalc="lastNotNull",
+        gridPos=core.GridPos(h=height, w=width, x=0, y=0),
+        thresholdType="absolute",
+        thresholds=steps,
+        colorMode="value",
+        graphMode="none",
+        textMode="value",
+    )
 
 
 def logs(title: str, exprs: list[str], description: str = "", width: int = 24, height: int = 12) -> core.Logs:
     """A logs panel of LogQL queries on the Loki data source variable ($loki), newest first, one JSON line each
     with its fields in the details."""
-    return core.Logs(title=title, description=description, dataSource=LOKI,
-                     targets=[core.Target(expr=expr, datasource=LOKI) for expr in exprs],
-                     gridPos=core.GridPos(h=height, w=width, x=0, y=0), showTime=True, wrapLogMessages=True,
-                     enableLogDetails=True, sortOrder="Descending", dedupStrategy="none")
+    return core.Logs(
+        title=title,
+        description=description,
+        dataSource=LOKI,
+        targets=[core.Target(expr=expr, datasource=LOKI) for expr in exprs],
+        gridPos=core.GridPos(h=height, w=width, x=0, y=0),
+        showTime=True,
+        wrapLogMessages=True,
+        enableLogDetails=True,
+        sortOrder="Descending",
+        dedupStrategy="none",
+    )
 
 
 def row(title: str, collapsed: list | None = None) -> core.RowPanel:
     """A row; with `collapsed` panels, a collapsed row holding them (opened on demand, queried only then)."""
-    return core.RowPanel(title=title, gridPos=core.GridPos(h=1, w=24, x=0, y=0), collapsed=collapsed is not None,
-                         panels=list(collapsed or []))
+    return core.RowPanel(
+        title=title,
+        gridPos=core.GridPos(h=1, w=24, x=0, y=0),
+        collapsed=collapsed is not None,
+        panels=list(collapsed or []),
+    )
 
 
 def datasource_variable() -> core.Template:
@@ -135,19 +215,30 @@ def textbox(name: str, default: str, label: str) -> core.Template:
 
 def variable(name: str, query: str, label: str | None = None) -> core.Template:
     """A multi-select query variable with All (`.*`, so series without the label still match)."""
-    return core.Template(name=name, label=label or name.capitalize(), query=query, dataSource=DATASOURCE,
-                         multi=True, includeAll=True, allValue=".*", refresh=2, sort=1,
-                         default="All", hide=0)
+    return core.Template(
+        name=name,
+        label=label or name.capitalize(),
+        query=query,
+        dataSource=DATASOURCE,
+        multi=True,
+        includeAll=True,
+        allValue=".*",
+        refresh=2,
+        sort=1,
+        default="All",
+        hide=0,
+    )
 
 
 def engine_variables() -> list[core.Template]:
     """namespace, model, engine and pod, each narrowing the next."""
     base = "llm_requests_running"
-    return [variable("namespace", f"label_values({base}, namespace)"),
-            variable("model", f'label_values({base}{{namespace=~"$namespace"}}, model)'),
-            variable("engine", f'label_values({base}{{namespace=~"$namespace", model=~"$model"}}, engine)'),
-            variable("pod",
-                     f'label_values({base}{{namespace=~"$namespace", model=~"$model", engine=~"$engine"}}, pod)')]
+    return [
+        variable("namespace", f"label_values({base}, namespace)"),
+        variable("model", f'label_values({base}{{namespace=~"$namespace"}}, model)'),
+        variable("engine", f'label_values({base}{{namespace=~"$namespace", model=~"$model"}}, engine)'),
+        variable("pod", f'label_values({base}{{namespace=~"$namespace", model=~"$model", engine=~"$engine"}}, pod)'),
+    ]
 
 
 def grid(panels: list, top: int = 0) -> list:
@@ -169,12 +260,34 @@ def grid(panels: list, top: int = 0) -> list:
     return panels
 
 
-def dashboard(uid: str, title: str, description: str, panels: list, variables: list, tags=("inferwatch",),
-              links: tuple[str, ...] = ("inferwatch",)) -> core.Dashboard:
+def dashboard(
+    uid: str,
+    title: str,
+    description: str,
+    panels: list,
+    variables: list,
+    tags=("inferwatch",),
+    links: tuple[str, ...] = ("inferwatch",),
+) -> core.Dashboard:
     """`$datasource` (Prometheus) first, then `variables`."""
     return core.Dashboard(
-        uid=uid, title=title, description=description, tags=list(tags), panels=grid(panels),
-        templating=core.Templating(list=[datasource_variable(), *variables]), timezone="browser",
-        time=core.Time("now-3h", "now"), refresh="30s",
-        links=[core.DashboardLink(title="inferwatch", type="dashboards", tags=list(links), asDropdown=True,
-                                  includeVars=True, keepTime=True)])
+        uid=uid,
+        title=title,
+        description=description,
+        tags=list(tags),
+        panels=grid(panels),
+        templating=core.Templating(list=[datasource_variable(), *variables]),
+        timezone="browser",
+        time=core.Time("now-3h", "now"),
+        refresh="30s",
+        links=[
+            core.DashboardLink(
+                title="inferwatch",
+                type="dashboards",
+                tags=list(links),
+                asDropdown=True,
+                includeVars=True,
+                keepTime=True,
+            )
+        ],
+    )

@@ -24,9 +24,16 @@ class _Grafana:
 
     def call(self, method: str, path: str, body: dict | None = None, ok=(200,)):
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self._token}", "Content-Type": "application/json",
-            "Accept": "application/json"})
+        request = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self._token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
@@ -50,11 +57,17 @@ def push(dashboards: dict[str, dict], url: str, folder: str = "inferwatch", toke
     folder_uid = _folder(grafana, folder)
     done = []
     for name, board in dashboards.items():
-        body = {"dashboard": {**board, "id": None}, "folderUid": folder_uid, "overwrite": True,
-                "message": "inferwatch dashboards push"}
+        body = {
+            "dashboard": {**board, "id": None},
+            "folderUid": folder_uid,
+            "overwrite": True,
+            "message": "inferwatch dashboards push",
+        }
         _, answer = grafana.call("POST", "/api/dashboards/db", body)
-        done.append(f"{name}: {board.get('uid')} -> {grafana.url}{(answer or {}).get('url', '')} "
-                    f"(version {(answer or {}).get('version', '?')})")
+        done.append(
+            f"{name}: {board.get('uid')} -> {grafana.url}{(answer or {}).get('url', '')} "
+            f"(version {(answer or {}).get('version', '?')})"
+        )
     return done
 
 

@@ -19,15 +19,30 @@ from inferwatch.deploy._routing import matches
 from inferwatch.errors import InferwatchError
 from inferwatch.slo import BURN_ALERT
 
-__all__ = ["alertmanager_config", "alertmanager_config_resource", "alert_names", "merge_into", "merge_document",
-           "sub_route", "CHART_DEFAULT", "RECEIVERS", "ROUTES"]
+__all__ = [
+    "alertmanager_config",
+    "alertmanager_config_resource",
+    "alert_names",
+    "merge_into",
+    "merge_document",
+    "sub_route",
+    "CHART_DEFAULT",
+    "RECEIVERS",
+    "ROUTES",
+]
 
 RECEIVERS = {"page": "inferwatch-page", "ticket": "inferwatch-ticket"}
 # (receiver, matcher): first match wins; the tier matchers catch SLO alerts whose severity a spec overrode
-ROUTES = (("page", 'tier=~"page_.+"'), ("ticket", 'tier=~"ticket_.+"'),
-          ("page", 'severity="critical"'), ("ticket", 'severity="warning"'))
-_TIMING = {"page": {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"},
-           "ticket": {"group_wait": "5m", "group_interval": "30m", "repeat_interval": "24h"}}
+ROUTES = (
+    ("page", 'tier=~"page_.+"'),
+    ("ticket", 'tier=~"ticket_.+"'),
+    ("page", 'severity="critical"'),
+    ("ticket", 'severity="warning"'),
+)
+_TIMING = {
+    "page": {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"},
+    "ticket": {"group_wait": "5m", "group_interval": "30m", "repeat_interval": "24h"},
+}
 _GROUP_BY = ["alertname", "service", "slo", "model", "cluster"]
 _MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(.*)"\Z')
 # The root a tree of our own starts from (compose): whatever our sub-route does not take notifies nobody.
@@ -37,15 +52,31 @@ _EMPTY = {"route": {"receiver": "default", "group_by": _GROUP_BY}, "receivers": 
 CHART_DEFAULT = {
     "global": {"resolve_timeout": "5m"},
     "inhibit_rules": [
-        {"source_matchers": ["severity = critical"], "target_matchers": ["severity =~ warning|info"],
-         "equal": ["namespace", "alertname"]},
-        {"source_matchers": ["severity = warning"], "target_matchers": ["severity = info"],
-         "equal": ["namespace", "alertname"]},
-        {"source_matchers": ["alertname = InfoInhibitor"], "target_matchers": ["severity = info"],
-         "equal": ["namespace"]},
-        {"target_matchers": ["alertname = InfoInhibitor"]}],
-    "route": {"group_by": ["namespace"], "group_wait": "30s", "group_interval": "5m", "repeat_interval": "12h",
-              "receiver": "null", "routes": [{"receiver": "null", "matchers": ['alertname = "Watchdog"']}]},
+        {
+            "source_matchers": ["severity = critical"],
+            "target_matchers": ["severity =~ warning|info"],
+            "equal": ["namespace", "alertname"],
+        },
+        {
+            "source_matchers": ["severity = warning"],
+            "target_matchers": ["severity = info"],
+            "equal": ["namespace", "alertname"],
+        },
+        {
+            "source_matchers": ["alertname = InfoInhibitor"],
+            "target_matchers": ["severity = info"],
+            "equal": ["namespace"],
+        },
+        {"target_matchers": ["alertname = InfoInhibitor"]},
+    ],
+    "route": {
+        "group_by": ["namespace"],
+        "group_wait": "30s",
+        "group_interval": "5m",
+        "repeat_interval": "12h",
+        "receiver": "null",
+        "routes": [{"receiver": "null", "matchers": ['alertname = "Watchdog"']}],
+    },
     "receivers": [{"name": "null"}],
     "templates": ["/etc/alertmanager/config/*.tmpl"],
 }
@@ -65,8 +96,10 @@ def _receiver(name: str, url: str) -> dict:
 
 
 def _receivers(config: Config) -> list[dict]:
-    return [_receiver(RECEIVERS["page"], config.alerting.page_webhook),
-            _receiver(RECEIVERS["ticket"], config.alerting.ticket_webhook)]
+    return [
+        _receiver(RECEIVERS["page"], config.alerting.page_webhook),
+        _receiver(RECEIVERS["ticket"], config.alerting.ticket_webhook),
+    ]
 
 
 def sub_route(names) -> dict:
@@ -84,7 +117,7 @@ def _shield(rule: dict, alerts: list[dict], names) -> dict:
     """A foreign inhibit rule that lets one of our alerts silence another (kube-prometheus-stack's `critical`
     silences `warning` of the same alertname and namespace: any model's SLO page would silence every model's
     ticket) leaves ours out of its targets; for every other alert it is unchanged."""
-    kept = [m for m in rule.get("target_matchers") or [] if not _exclusion(m)]     # an earlier merge's, if any
+    kept = [m for m in rule.get("target_matchers") or [] if not _exclusion(m)]  # an earlier merge's, if any
     rule = {**rule, "target_matchers": kept} if kept else {k: v for k, v in rule.items() if k != "target_matchers"}
     if not (any(matches(rule, a, "source_") for a in alerts) and any(matches(rule, a, "target_") for a in alerts)):
         return rule
@@ -101,8 +134,13 @@ def merge_into(existing: dict, config: Config, inhibit_rules, rules) -> dict:
     inhibit rules appended, every other route, receiver and rule kept. Merging again replaces what an earlier
     merge added (found by our receiver names and the SLO alert), so it can run on every upgrade."""
     names = alert_names(rules)
-    alerts = [{"alertname": r["alert"], **(r.get("labels") or {})}
-              for rs in rules for g in rs.groups for r in g["rules"] if "alert" in r]
+    alerts = [
+        {"alertname": r["alert"], **(r.get("labels") or {})}
+        for rs in rules
+        for g in rs.groups
+        for r in g["rules"]
+        if "alert" in r
+    ]
     ours_inhibit = [dict(rule) for rule in inhibit_rules]
     out = copy.deepcopy(existing)
     route = out.setdefault("route", {})
@@ -127,7 +165,7 @@ def alertmanager_config(config: Config, inhibit_rules, rules, base: dict | None 
 
 def _matcher(text: str) -> dict:
     found = _MATCHER.match(text)
-    if found is None:                    # the matchers of our own routes: a bug, never user input
+    if found is None:  # the matchers of our own routes: a bug, never user input
         raise ValueError(f"not an Alertmanager matcher: {text!r}")
     name, op, value = found.groups()
     return {"name": name, "value": value, "matchType": op}
@@ -140,22 +178,48 @@ def _camel(timing: dict) -> dict:
 def alertmanager_config_resource(config: Config, inhibit_rules, rules) -> dict:
     """The same sub-route as an AlertmanagerConfig (monitoring.coreos.com/v1alpha1). The operator puts it under
     the Alertmanager's root with `continue: true`, so every alert still reaches the rest of the tree."""
+
     def receiver(name, url):
         return {"name": name, "webhookConfigs": [{"url": url, "sendResolved": True}]} if url else {"name": name}
 
     route = sub_route(alert_names(rules))
-    routes = [{"receiver": r["receiver"], "matchers": [_matcher(m) for m in r["matchers"]],
-               **_camel({k: v for k, v in r.items() if k in _TIMING["page"]})} for r in route["routes"]]
-    return {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "AlertmanagerConfig",
-            "metadata": {"name": "inferwatch", "namespace": config.namespace,
-                         "labels": {"app.kubernetes.io/name": "inferwatch", "release": config.release}},
-            "spec": {"route": {"receiver": route["receiver"], "matchers": [_matcher(m) for m in route["matchers"]],
-                               "groupBy": _GROUP_BY, "routes": routes},
-                     "inhibitRules": [{"sourceMatch": [_matcher(m) for m in rule["source_matchers"]],
-                                       "targetMatch": [_matcher(m) for m in rule["target_matchers"]],
-                                       "equal": list(rule["equal"])} for rule in inhibit_rules],
-                     "receivers": [receiver(RECEIVERS["page"], config.alerting.page_webhook),
-                                   receiver(RECEIVERS["ticket"], config.alerting.ticket_webhook)]}}
+    routes = [
+        {
+            "receiver": r["receiver"],
+            "matchers": [_matcher(m) for m in r["matchers"]],
+            **_camel({k: v for k, v in r.items() if k in _TIMING["page"]}),
+        }
+        for r in route["routes"]
+    ]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1alpha1",
+        "kind": "AlertmanagerConfig",
+        "metadata": {
+            "name": "inferwatch",
+            "namespace": config.namespace,
+            "labels": {"app.kubernetes.io/name": "inferwatch", "release": config.release},
+        },
+        "spec": {
+            "route": {
+                "receiver": route["receiver"],
+                "matchers": [_matcher(m) for m in route["matchers"]],
+                "groupBy": _GROUP_BY,
+                "routes": routes,
+            },
+            "inhibitRules": [
+                {
+                    "sourceMatch": [_matcher(m) for m in rule["source_matchers"]],
+                    "targetMatch": [_matcher(m) for m in rule["target_matchers"]],
+                    "equal": list(rule["equal"]),
+                }
+                for rule in inhibit_rules
+            ],
+            "receivers": [
+                receiver(RECEIVERS["page"], config.alerting.page_webhook),
+                receiver(RECEIVERS["ticket"], config.alerting.ticket_webhook),
+            ],
+        },
+    }
 
 
 def _list_of_maps(doc: dict, key: str, where: str) -> None:
@@ -171,15 +235,17 @@ def merge_document(doc, where: str, config: Config, inputs) -> dict:
     am = doc["alertmanager"].get("config", CHART_DEFAULT) if values else doc
     prefix = f"{where}: " + ("alertmanager.config." if values else "")
     if not isinstance(am, dict):
-        raise InferwatchError(f"{where}: {'alertmanager.config: ' if values else ''}expected an Alertmanager config "
-                              f"(a mapping with route and receivers), got {type(am).__name__}")
+        raise InferwatchError(
+            f"{where}: {'alertmanager.config: ' if values else ''}expected an Alertmanager config "
+            f"(a mapping with route and receivers), got {type(am).__name__}"
+        )
     route = am.get("route")
     if not isinstance(route, dict) or not route.get("receiver"):
-        raise InferwatchError(f"{prefix}route: required, a mapping naming the root `receiver` (Alertmanager "
-                              "refuses a config without it)")
+        raise InferwatchError(
+            f"{prefix}route: required, a mapping naming the root `receiver` (Alertmanager refuses a config without it)"
+        )
     if not isinstance(route.get("routes") or [], list):
-        raise InferwatchError(f"{prefix}route.routes: expected a list of routes, got "
-                              f"{type(route['routes']).__name__}")
+        raise InferwatchError(f"{prefix}route.routes: expected a list of routes, got {type(route['routes']).__name__}")
     for key in ("receivers", "inhibit_rules"):
         _list_of_maps(am, key, prefix)
     merged = merge_into(am, config, inputs.inhibit_rules, inputs.rules)

@@ -71,9 +71,15 @@ class Server:
     def describe(self) -> str:
         """`VictoriaMetrics single node at URL: queries (it scrapes nothing itself; no rules)`."""
         does = ", ".join(_ROLE_WORDS[r] for r in (QUERY, SCRAPE, RULES) if r in self.roles)
-        lacks = [what for role, what in ((SCRAPE, "it scrapes nothing itself"), (RULES, "it evaluates no rules"),
-                                         (QUERY, "it stores nothing and answers no queries"))
-                 if role not in self.roles]
+        lacks = [
+            what
+            for role, what in (
+                (SCRAPE, "it scrapes nothing itself"),
+                (RULES, "it evaluates no rules"),
+                (QUERY, "it stores nothing and answers no queries"),
+            )
+            if role not in self.roles
+        ]
         version = f" {self.version}" if self.version else ""
         return f"{self.name}{version} at {self.client.base}: {does}" + (f" ({'; '.join(lacks)})" if lacks else "")
 
@@ -86,7 +92,7 @@ def detect(client: Client, flag: str) -> Server:
     except ApiError as err:
         if err.status != 400 or _VM not in _health(client):
             raise
-        info = None                         # vmagent and vmalert serve no buildinfo
+        info = None  # vmagent and vmalert serve no buildinfo
     health = _health(client) if info is not None else _VM
     if _VM not in health:
         kind = "prometheus-agent" if "Prometheus Agent" in health else "prometheus"
@@ -96,16 +102,18 @@ def detect(client: Client, flag: str) -> Server:
         try:
             client.api(path, shape, **params)
         except ApiError as err:
-            if err.status == 400:           # "unsupported path requested": not this component
+            if err.status == 400:  # "unsupported path requested": not this component
                 continue
             raise
         roles = _KINDS[kind][1]
         if kind == "victoriametrics" and not client.api("/api/v1/targets", "targets", state="active")["activeTargets"]:
-            roles = roles - {SCRAPE}        # no -promscrape.config: a vmagent (or Prometheus agent) scrapes
+            roles = roles - {SCRAPE}  # no -promscrape.config: a vmagent (or Prometheus agent) scrapes
         return Server(flag, kind, client, roles)
-    raise ApiError(client.base, "a VictoriaMetrics component that serves no query API, target list or rules "
-                                "(vminsert, vmauth, vmstorage?)", hint=f"give {flag} victoria-metrics', vmagent's or "
-                                                                      "vmalert's URL")
+    raise ApiError(
+        client.base,
+        "a VictoriaMetrics component that serves no query API, target list or rules (vminsert, vmauth, vmstorage?)",
+        hint=f"give {flag} victoria-metrics', vmagent's or vmalert's URL",
+    )
 
 
 _VM = "VictoriaMetrics"

@@ -6,31 +6,63 @@ from typing import Annotated
 import typer
 
 from inferwatch.clikit import Command, group
-from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt, HeaderOpt,
-                                     InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
 from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
+from inferwatch.promapi_flags import (
+    BasicAuthOpt,
+    BearerTokenFileOpt,
+    BearerTokenOpt,
+    CaFileOpt,
+    CertOpt,
+    HeaderOpt,
+    InsecureOpt,
+    KeyOpt,
+    MaxBytesOpt,
+    ProxyOpt,
+    TimeoutOpt,
+)
 from inferwatch.promapi_flags import options as client_options
 
 __all__ = ["register"]
 
 deploy_app = group("Everything a cluster (or a laptop) needs, from one config.")
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE", show_default=False,
-                                                   help="deploy.yaml (version 1); default: the embedded defaults, "
-                                                        "as checked in under deploy/.")]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        show_default=False,
+        help="deploy.yaml (version 1); default: the embedded defaults, as checked in under deploy/.",
+    ),
+]
 
 
 @deploy_app.command("render", cls=Command)
-def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_default=False,
-                                             help="Output folder (created if missing).")],
-           config: ConfigOpt = None,
-           target: Annotated[str, typer.Option(metavar="TARGET", help="kubernetes (manifests and kustomization.yaml "
-                                                                      "for kube-prometheus-stack, or for the "
-                                                                      "VictoriaMetrics operator) or compose.")]
-           = "kubernetes",
-           backend: Annotated[str | None, typer.Option(metavar="BACKEND", show_default=False,
-                                                          help="prometheus or victoriametrics (vmagent, "
-                                                               "VictoriaMetrics, vmalert); default: the config's "
-                                                               "`backend`, else prometheus.")] = None):
+def render(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="DIR", show_default=False, help="Output folder (created if missing).")
+    ],
+    config: ConfigOpt = None,
+    target: Annotated[
+        str,
+        typer.Option(
+            metavar="TARGET",
+            help="kubernetes (manifests and kustomization.yaml "
+            "for kube-prometheus-stack, or for the "
+            "VictoriaMetrics operator) or compose.",
+        ),
+    ] = "kubernetes",
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            metavar="BACKEND",
+            show_default=False,
+            help="prometheus or victoriametrics (vmagent, "
+            "VictoriaMetrics, vmalert); default: the config's "
+            "`backend`, else prometheus.",
+        ),
+    ] = None,
+):
     """Render manifests for kube-prometheus-stack or the VictoriaMetrics operator (or a compose stack) from one
     config.
 
@@ -59,25 +91,37 @@ def render(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", show_
     if target == "compose":
         from inferwatch.deploy._compose import for_folder
 
-        deployed = for_folder(deployed, out)        # builds our image from this clone, as seen from --out
+        deployed = for_folder(deployed, out)  # builds our image from this clone, as seen from --out
     files = render_files(deployed, target)
     output_dir(out, "--out")
     for name, text in files.items():
         write_file(out / name, text, "--out")
-    typer.echo(f"wrote {len(files)} files to {out}" + (f" (kubectl apply -k {out} --server-side)"
-                                                       if target == "kubernetes" else
-                                                       f" (cd {out} && docker compose up)"))
+    typer.echo(
+        f"wrote {len(files)} files to {out}"
+        + (
+            f" (kubectl apply -k {out} --server-side)"
+            if target == "kubernetes"
+            else f" (cd {out} && docker compose up)"
+        )
+    )
 
 
 @deploy_app.command("merge-alertmanager", cls=Command)
-def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
-                                                            help="Your alertmanager.yml, or kube-prometheus-stack "
-                                                                 "values with alertmanager.config.")],
-                       config: ConfigOpt = None,
-                       out: Annotated[Path | None, typer.Option("--out", "-o", metavar="FILE",
-                                                                   show_default=False,
-                                                                   help="Write here (default: standard output).")]
-                       = None):
+def merge_alertmanager(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            show_default=False,
+            help="Your alertmanager.yml, or kube-prometheus-stack values with alertmanager.config.",
+        ),
+    ],
+    config: ConfigOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", metavar="FILE", show_default=False, help="Write here (default: standard output)."),
+    ] = None,
+):
     """Merge inferwatch's Alertmanager route into your own tree, keeping every route, receiver and inhibit rule.
 
     Our route (it matches our alert names only) goes first under your root; our receivers and SLO inhibit rules
@@ -103,45 +147,87 @@ def merge_alertmanager(file: Annotated[Path, typer.Argument(metavar="FILE", show
         write_file(out, text, "--out")
 
 
-def doctor(prometheus: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
-                                                             help="Prometheus base URL, e.g. "
-                                                                  "http://prometheus:9090; or victoria-metrics', "
-                                                                  "vmagent's or vmalert's (doctor says which it "
-                                                                  "found).")] = None,
-           scraper: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
-                                                          help="The server that scrapes, where --prometheus "
-                                                               "does not: vmagent or a Prometheus agent.")] = None,
-           ruler: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
-                                                        help="The server that evaluates the rules and sends the "
-                                                             "alerts, where --prometheus does not: vmalert.")]
-           = None,
-           file: Annotated[list[Path] | None, typer.Option("--file", "-f", metavar="PATH", show_default=False,
-                                                              help="Check files instead of (or as well as) a "
-                                                                   "running stack: prometheus.yml, compose, "
-                                                                   "ServiceMonitors, PodMonitors, "
-                                                                   "PrometheusRules, kube-prometheus-stack values, "
-                                                                   "Alertmanager config; a folder: every *.yaml and "
-                                                                   "*.yml below it. "
-                                                                   "Repeatable.")] = None,
-           alertmanager: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
-                                                               help="Alertmanager base URL.")] = None,
-           grafana: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
-                                                          help="Grafana base URL (token from GRAFANA_TOKEN).")]
-           = None,
-           external_metrics: Annotated[str | None, typer.Option(metavar="URL", show_default=False,
-                                                                   help="The Kubernetes API, e.g. `kubectl proxy`'s "
-                                                                        "http://127.0.0.1:8001: check that "
-                                                                        "prometheus-adapter serves each autoscaled "
-                                                                        "model's signal.")] = None,
-           config: ConfigOpt = None,
-           no_alertmanager: Annotated[bool, typer.Option("--no-alertmanager",
-                                                         help="This stack runs no Alertmanager (a laptop, the "
-                                                              "demo): report its absence as skipped, not missing.")]
-           = False,
-           header: HeaderOpt = [], bearer_token: BearerTokenOpt = None, bearer_token_file: BearerTokenFileOpt = None,
-           basic_auth: BasicAuthOpt = None, ca_file: CaFileOpt = None, insecure: InsecureOpt = False,
-           cert: CertOpt = None, key: KeyOpt = None, proxy: ProxyOpt = None,
-           timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"], max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"]):
+def doctor(
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            show_default=False,
+            help="Prometheus base URL, e.g. "
+            "http://prometheus:9090; or victoria-metrics', "
+            "vmagent's or vmalert's (doctor says which it "
+            "found).",
+        ),
+    ] = None,
+    scraper: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            show_default=False,
+            help="The server that scrapes, where --prometheus does not: vmagent or a Prometheus agent.",
+        ),
+    ] = None,
+    ruler: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            show_default=False,
+            help="The server that evaluates the rules and sends the alerts, where --prometheus does not: vmalert.",
+        ),
+    ] = None,
+    file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="PATH",
+            show_default=False,
+            help="Check files instead of (or as well as) a "
+            "running stack: prometheus.yml, compose, "
+            "ServiceMonitors, PodMonitors, "
+            "PrometheusRules, kube-prometheus-stack values, "
+            "Alertmanager config; a folder: every *.yaml and "
+            "*.yml below it. "
+            "Repeatable.",
+        ),
+    ] = None,
+    alertmanager: Annotated[
+        str | None, typer.Option(metavar="URL", show_default=False, help="Alertmanager base URL.")
+    ] = None,
+    grafana: Annotated[
+        str | None, typer.Option(metavar="URL", show_default=False, help="Grafana base URL (token from GRAFANA_TOKEN).")
+    ] = None,
+    external_metrics: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            show_default=False,
+            help="The Kubernetes API, e.g. `kubectl proxy`'s "
+            "http://127.0.0.1:8001: check that "
+            "prometheus-adapter serves each autoscaled "
+            "model's signal.",
+        ),
+    ] = None,
+    config: ConfigOpt = None,
+    no_alertmanager: Annotated[
+        bool,
+        typer.Option(
+            "--no-alertmanager",
+            help="This stack runs no Alertmanager (a laptop, the demo): report its absence as skipped, not missing.",
+        ),
+    ] = False,
+    header: HeaderOpt = [],
+    bearer_token: BearerTokenOpt = None,
+    bearer_token_file: BearerTokenFileOpt = None,
+    basic_auth: BasicAuthOpt = None,
+    ca_file: CaFileOpt = None,
+    insecure: InsecureOpt = False,
+    cert: CertOpt = None,
+    key: KeyOpt = None,
+    proxy: ProxyOpt = None,
+    timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
+    max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"],
+):
     """Check that every signal the dashboards, SLOs and triage need arrives, and their joins work: one line per
     check (ok, note, skipped and why, missing, wrong) with the fix; exit 1 when something is missing or wrong.
 
@@ -160,45 +246,66 @@ def doctor(prometheus: Annotated[str | None, typer.Option(metavar="URL", show_de
     from inferwatch.deploy._files import check_files
 
     urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager, scraper, ruler)
-    options = client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy,
-                             timeout, max_bytes)
+    options = client_options(
+        header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy, timeout, max_bytes
+    )
     missing = [str(p) for p in file or [] if not p.exists()]
     if missing:
         raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
     if "--prometheus" not in urls and not file:
-        raise typer.BadParameter("give --prometheus URL (a running stack) or --file PATH (its files)",
-                                 param_hint="--prometheus")
+        raise typer.BadParameter(
+            "give --prometheus URL (a running stack) or --file PATH (its files)", param_hint="--prometheus"
+        )
     deployed = load_config(config)
     results = check_files(deployed, list(file), not no_alertmanager) if file else []
     if "--prometheus" in urls:
-        results += run_checks(deployed, urls["--prometheus"], urls.get("--alertmanager"), urls.get("--grafana"),
-                              os.environ.get("GRAFANA_TOKEN"), alertmanager_expected=not no_alertmanager,
-                              options=options, scraper=urls.get("--scraper"), ruler=urls.get("--ruler"),
-                              external_metrics=external_metrics)
+        results += run_checks(
+            deployed,
+            urls["--prometheus"],
+            urls.get("--alertmanager"),
+            urls.get("--grafana"),
+            os.environ.get("GRAFANA_TOKEN"),
+            alertmanager_expected=not no_alertmanager,
+            options=options,
+            scraper=urls.get("--scraper"),
+            ruler=urls.get("--ruler"),
+            external_metrics=external_metrics,
+        )
     for result in results:
         typer.echo(str(result))
     typer.echo(summary(results), err=True)
     raise typer.Exit(1 if any(r.bad for r in results) else 0)
 
 
-def _doctor_urls(prometheus: str | None, alertmanager: str | None, grafana: str | None,
-                 no_alertmanager: bool, scraper: str | None = None, ruler: str | None = None) -> dict[str, str]:
+def _doctor_urls(
+    prometheus: str | None,
+    alertmanager: str | None,
+    grafana: str | None,
+    no_alertmanager: bool,
+    scraper: str | None = None,
+    ruler: str | None = None,
+) -> dict[str, str]:
     """{flag: base URL} of the servers given, checked: the others are asked along with --prometheus."""
     from inferwatch._urls import http_url
 
     if prometheus is None and (alertmanager or grafana or scraper or ruler):
-        raise typer.BadParameter("--alertmanager, --grafana, --scraper and --ruler are asked along with a running "
-                                 "Prometheus (or victoria-metrics): give --prometheus URL too",
-                                 param_hint="--prometheus")
+        raise typer.BadParameter(
+            "--alertmanager, --grafana, --scraper and --ruler are asked along with a running "
+            "Prometheus (or victoria-metrics): give --prometheus URL too",
+            param_hint="--prometheus",
+        )
     if no_alertmanager and alertmanager is not None:
-        raise typer.BadParameter("--alertmanager URL and --no-alertmanager contradict each other: give one",
-                                 param_hint="--no-alertmanager")
+        raise typer.BadParameter(
+            "--alertmanager URL and --no-alertmanager contradict each other: give one", param_hint="--no-alertmanager"
+        )
     urls = {}
-    for flag, value, example in (("--prometheus", prometheus, "http://prometheus:9090"),
-                                 ("--scraper", scraper, "http://vmagent:8429"),
-                                 ("--ruler", ruler, "http://vmalert:8880"),
-                                 ("--alertmanager", alertmanager, "http://alertmanager:9093"),
-                                 ("--grafana", grafana, "http://grafana:3000")):
+    for flag, value, example in (
+        ("--prometheus", prometheus, "http://prometheus:9090"),
+        ("--scraper", scraper, "http://vmagent:8429"),
+        ("--ruler", ruler, "http://vmalert:8880"),
+        ("--alertmanager", alertmanager, "http://alertmanager:9093"),
+        ("--grafana", grafana, "http://grafana:3000"),
+    ):
         if value is not None:
             try:
                 urls[flag] = http_url(value, example).rstrip("/")

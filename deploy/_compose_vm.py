@@ -11,8 +11,15 @@ from __future__ import annotations
 from inferwatch.deploy._compose import BANNER, build_note, hardened, scrape_configs, services, shared_files
 from inferwatch.deploy._config import Config
 from inferwatch.deploy._inputs import Inputs
-from inferwatch.deploy._victoriametrics import (IMAGES, STORE_FLAGS, STORE_PORT, VMAGENT_PORT, VMALERT_PORT,
-                                                vmagent_flags, vmalert_flags)
+from inferwatch.deploy._victoriametrics import (
+    IMAGES,
+    STORE_FLAGS,
+    STORE_PORT,
+    VMAGENT_PORT,
+    VMALERT_PORT,
+    vmagent_flags,
+    vmalert_flags,
+)
 from inferwatch.deploy._workloads import dump
 
 __all__ = ["render_compose_vm"]
@@ -28,18 +35,26 @@ def _store_services(config: Config) -> dict[str, dict]:
     """victoria-metrics, vmagent and vmalert. With `cluster`, vmagent also writes every sample to the central store,
     labelled with the cluster (the local store gets the label too, so local and central read alike); the rules
     still run here, as in the Prometheus render."""
-    writes = [f"{_STORE}/api/v1/write"] + ([config.cluster.remote_write_url] if config.cluster.remote_write_url
-                                           else [])
+    writes = [f"{_STORE}/api/v1/write"] + ([config.cluster.remote_write_url] if config.cluster.remote_write_url else [])
     return {
-        "victoria-metrics": hardened(IMAGES["victoria-metrics"], ["-storageDataPath=/storage", *STORE_FLAGS],
-                                     [f"127.0.0.1:{STORE_PORT}:{STORE_PORT}"], volumes=["vm-data:/storage"]),
-        "vmagent": hardened(IMAGES["vmagent"], vmagent_flags("/etc/vmagent/scrape.yml", writes, "/vmagent-data",
-                                                             _cluster(config)),
-                            [f"127.0.0.1:{VMAGENT_PORT}:{VMAGENT_PORT}"],
-                            volumes=["./vmagent:/etc/vmagent:ro", "vmagent-data:/vmagent-data"]),
-        "vmalert": hardened(IMAGES["vmalert"], vmalert_flags(["/etc/vmalert/rules/*.yaml"], _STORE,
-                                                             "http://alertmanager:9093", _cluster(config)),
-                            [f"127.0.0.1:{VMALERT_PORT}:{VMALERT_PORT}"], volumes=["./vmalert:/etc/vmalert:ro"]),
+        "victoria-metrics": hardened(
+            IMAGES["victoria-metrics"],
+            ["-storageDataPath=/storage", *STORE_FLAGS],
+            [f"127.0.0.1:{STORE_PORT}:{STORE_PORT}"],
+            volumes=["vm-data:/storage"],
+        ),
+        "vmagent": hardened(
+            IMAGES["vmagent"],
+            vmagent_flags("/etc/vmagent/scrape.yml", writes, "/vmagent-data", _cluster(config)),
+            [f"127.0.0.1:{VMAGENT_PORT}:{VMAGENT_PORT}"],
+            volumes=["./vmagent:/etc/vmagent:ro", "vmagent-data:/vmagent-data"],
+        ),
+        "vmalert": hardened(
+            IMAGES["vmalert"],
+            vmalert_flags(["/etc/vmalert/rules/*.yaml"], _STORE, "http://alertmanager:9093", _cluster(config)),
+            [f"127.0.0.1:{VMALERT_PORT}:{VMALERT_PORT}"],
+            volumes=["./vmalert:/etc/vmalert:ro"],
+        ),
     }
 
 
@@ -48,11 +63,19 @@ def render_compose_vm(config: Config, inputs: Inputs, source: str = "the embedde
     banner = BANNER.format(source=source)
     files = {
         "compose.yaml": banner + "# docker compose up; Grafana on http://localhost:3000, VictoriaMetrics on :8428, "
-        "vmalert on :8880.\n" + build_note(config)
-        + dump({"name": "inferwatch", "services": services(config, _store_services(config)),
-                "volumes": {"vm-data": {}, "vmagent-data": {}, "alertmanager-data": {}, "grafana-data": {}}}),
-        "vmagent/scrape.yml": banner + dump({"global": {"scrape_interval": config.scrape_interval},
-                                             "scrape_configs": scrape_configs(config, inputs)}),
+        "vmalert on :8880.\n"
+        + build_note(config)
+        + dump(
+            {
+                "name": "inferwatch",
+                "services": services(config, _store_services(config)),
+                "volumes": {"vm-data": {}, "vmagent-data": {}, "alertmanager-data": {}, "grafana-data": {}},
+            }
+        ),
+        "vmagent/scrape.yml": banner
+        + dump(
+            {"global": {"scrape_interval": config.scrape_interval}, "scrape_configs": scrape_configs(config, inputs)}
+        ),
         **shared_files(config, inputs, banner, ("VictoriaMetrics", _STORE)),
     }
     for rules in inputs.rules:

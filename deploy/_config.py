@@ -18,14 +18,29 @@ from inferwatch._yaml import LINE, line_of, load_yaml_file, plain
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["Config", "Engine", "Dcgm", "Nvml", "FrontDoor", "Alerting", "Compose", "Cluster", "VictoriaMetrics",
-           "load_config", "parse_config", "ENGINES", "SCRAPE_MODES", "BACKENDS", "DEFAULT_IMAGE"]
+__all__ = [
+    "Config",
+    "Engine",
+    "Dcgm",
+    "Nvml",
+    "FrontDoor",
+    "Alerting",
+    "Compose",
+    "Cluster",
+    "VictoriaMetrics",
+    "load_config",
+    "parse_config",
+    "ENGINES",
+    "SCRAPE_MODES",
+    "BACKENDS",
+    "DEFAULT_IMAGE",
+]
 
 ENGINES = ("vllm", "sglang")
 DEFAULT_IMAGE = f"ghcr.io/inferwatch/inferwatch:{__version__}"
 SCRAPE_MODES = ("relabel", "exporter", "sidecar")
-BACKENDS = ("prometheus", "victoriametrics")     # who scrapes, stores and evaluates the rules
-_DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")          # a Kubernetes object or namespace name
+BACKENDS = ("prometheus", "victoriametrics")  # who scrapes, stores and evaluates the rules
+_DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")  # a Kubernetes object or namespace name
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 _IMAGE = re.compile(r"[a-z0-9./_-]+(:[A-Za-z0-9_.-]+)?(@sha256:[0-9a-f]{64})?\Z")
@@ -41,14 +56,14 @@ class Engine:
     engine: str = "vllm"
     namespace: str = "llm"
     selector: tuple[tuple[str, str], ...] = ()
-    port: str = "http"                    # container port name ('' for port_number); /metrics is on the API port
-    port_number: int = 8000               # for URLs in exporter mode and compose
+    port: str = "http"  # container port name ('' for port_number); /metrics is on the API port
+    port_number: int = 8000  # for URLs in exporter mode and compose
     path: str = "/metrics"
     role_label: str | None = None
-    urls: tuple[str, ...] = ()            # exporter mode and compose: where to scrape, one URL per replica
-    max_running_requests: tuple[tuple[str, int], ...] = ()   # model -> cap; no engine exports it
-    workload: str = ""                    # sidecar mode: the workload to patch, e.g. deployment/vllm [deployment/NAME]
-    model: str = ""                       # the model it serves: with a deployment workload, what autoscaling scales
+    urls: tuple[str, ...] = ()  # exporter mode and compose: where to scrape, one URL per replica
+    max_running_requests: tuple[tuple[str, int], ...] = ()  # model -> cap; no engine exports it
+    workload: str = ""  # sidecar mode: the workload to patch, e.g. deployment/vllm [deployment/NAME]
+    model: str = ""  # the model it serves: with a deployment workload, what autoscaling scales
 
 
 @dataclass(frozen=True)
@@ -94,7 +109,7 @@ class Compose:
     the clone's Dockerfile (`build`, relative to the rendered folder) unless `image:` names one you pushed."""
 
     simulate: bool = True
-    build: str = ""              # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
+    build: str = ""  # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
 
 
 @dataclass(frozen=True)
@@ -122,7 +137,7 @@ class Autoscaling:
     ScaledObject, or an HPA on prometheus-adapter's external metrics. The knobs: autoscale/knobs.yaml."""
 
     via: str = "none"
-    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"   # what KEDA queries
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"  # what KEDA queries
 
 
 @dataclass(frozen=True)
@@ -130,17 +145,28 @@ class Config:
     file: str = "<embedded defaults>"
     namespace: str = "monitoring"
     release: str = "kube-prometheus-stack"
-    image: str = DEFAULT_IMAGE                # not published: build it (deploy/README.md), or compose builds it
-    backend: str = "prometheus"               # or victoriametrics: vmagent, VictoriaMetrics, vmalert (operator CRs)
+    image: str = DEFAULT_IMAGE  # not published: build it (deploy/README.md), or compose builds it
+    backend: str = "prometheus"  # or victoriametrics: vmagent, VictoriaMetrics, vmalert (operator CRs)
     scrape_mode: str = "relabel"
     scrape_interval: str = "15s"
     grafana_folder: str = "inferwatch"
-    slo_specs: tuple[str, ...] = ()       # files, relative to the config; default: slo/defaults*.yaml
+    slo_specs: tuple[str, ...] = ()  # files, relative to the config; default: slo/defaults*.yaml
     engines: tuple[Engine, ...] = (
-        Engine("vllm", "vllm", selector=(("app.kubernetes.io/name", "vllm"),),
-               urls=("http://vllm.llm.svc:8000/metrics",), max_running_requests=(("llama-3-8b", 256),)),
-        Engine("sglang", "sglang", selector=(("app.kubernetes.io/name", "sglang"),), port_number=30000,
-               urls=("http://sglang.llm.svc:30000/metrics",)))
+        Engine(
+            "vllm",
+            "vllm",
+            selector=(("app.kubernetes.io/name", "vllm"),),
+            urls=("http://vllm.llm.svc:8000/metrics",),
+            max_running_requests=(("llama-3-8b", 256),),
+        ),
+        Engine(
+            "sglang",
+            "sglang",
+            selector=(("app.kubernetes.io/name", "sglang"),),
+            port_number=30000,
+            urls=("http://sglang.llm.svc:30000/metrics",),
+        ),
+    )
     dcgm: Dcgm = Dcgm()
     nvml: Nvml = Nvml()
     frontdoor: FrontDoor = FrontDoor()
@@ -159,8 +185,7 @@ class _Reader:
         self.problems: list[Problem] = []
 
     def problem(self, node, key, where: str, message: str) -> None:
-        self.problems.append(Problem(self.file, line_of(node, key) if isinstance(node, dict) else None, where,
-                                     message))
+        self.problems.append(Problem(self.file, line_of(node, key) if isinstance(node, dict) else None, where, message))
 
     def read(self, cls, node, where: str, **extra):
         if not isinstance(node, dict):
@@ -186,8 +211,16 @@ class _Reader:
 
     def value(self, cls, key, value, node, where):
         kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
-        nested = {"Dcgm": Dcgm, "Nvml": Nvml, "FrontDoor": FrontDoor, "Alerting": Alerting, "Cluster": Cluster,
-                  "Compose": Compose, "VictoriaMetrics": VictoriaMetrics, "Autoscaling": Autoscaling}
+        nested = {
+            "Dcgm": Dcgm,
+            "Nvml": Nvml,
+            "FrontDoor": FrontDoor,
+            "Alerting": Alerting,
+            "Cluster": Cluster,
+            "Compose": Compose,
+            "VictoriaMetrics": VictoriaMetrics,
+            "Autoscaling": Autoscaling,
+        }
         if kind in nested:
             result = self.read(nested[kind], value, where + ".")
             return _BAD if result is None else result
@@ -209,8 +242,11 @@ _BAD = object()
 
 
 def _required(cls) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    return {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
 
 
 def _str(value) -> str:
@@ -225,6 +261,7 @@ def _matching(pattern: re.Pattern, what: str):
         if not pattern.match(text):
             raise ValueError(f"{text!r} is not {what}")
         return text
+
     return check
 
 
@@ -233,6 +270,7 @@ def _one_of(choices):
         if value not in choices:
             raise ValueError(f"{plain(value)!r}: use one of {', '.join(choices)}")
         return value
+
     return check
 
 
@@ -291,8 +329,9 @@ def _url_or_empty(value) -> str:
 def _image(value) -> str:
     text = _str(value)
     if not _IMAGE.match(text) or (":" not in text.rsplit("/", 1)[-1] and "@" not in text):
-        raise ValueError(f"{text!r}: pin the image with a tag or digest, e.g. ghcr.io/inferwatch/inferwatch:"
-                         f"{__version__}")
+        raise ValueError(
+            f"{text!r}: pin the image with a tag or digest, e.g. ghcr.io/inferwatch/inferwatch:{__version__}"
+        )
     if text.rsplit("/", 1)[-1].endswith(":latest"):
         raise ValueError(f"{text!r}: `latest` is not a pinned tag; name a version")
     return text
@@ -324,21 +363,35 @@ def _path(value) -> str:
 
 _DNS_CHECK = _matching(_DNS, "a Kubernetes name (lower-case letters, digits and -, at most 63)")
 _CHECKS = {
-    ("*", "name"): _DNS_CHECK, ("*", "namespace"): _DNS_CHECK, ("Engine", "engine"): _one_of(ENGINES),
-    ("Config", "scrape_mode"): _one_of(SCRAPE_MODES), ("Config", "backend"): _one_of(BACKENDS),
+    ("*", "name"): _DNS_CHECK,
+    ("*", "namespace"): _DNS_CHECK,
+    ("Engine", "engine"): _one_of(ENGINES),
+    ("Config", "scrape_mode"): _one_of(SCRAPE_MODES),
+    ("Config", "backend"): _one_of(BACKENDS),
     ("Config", "image"): _image,
-    ("Config", "scrape_interval"): _interval, ("Config", "release"): _matching(_LABEL_VALUE, "a label value"),
-    ("Config", "slo_specs"): _specs, ("*", "selector"): _labels, ("Nvml", "node_selector"): _labels,
-    ("Engine", "urls"): _urls, ("Engine", "max_running_requests"): _caps, ("Engine", "path"): _path,
-    ("Engine", "port"): _matching(re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"),
-                                  "a port name ('' to scrape port_number)"),
+    ("Config", "scrape_interval"): _interval,
+    ("Config", "release"): _matching(_LABEL_VALUE, "a label value"),
+    ("Config", "slo_specs"): _specs,
+    ("*", "selector"): _labels,
+    ("Nvml", "node_selector"): _labels,
+    ("Engine", "urls"): _urls,
+    ("Engine", "max_running_requests"): _caps,
+    ("Engine", "path"): _path,
+    ("Engine", "port"): _matching(
+        re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"), "a port name ('' to scrape port_number)"
+    ),
     ("Engine", "workload"): _matching(_WORKLOAD, "KIND/NAME with KIND deployment, statefulset or daemonset"),
-    ("Engine", "role_label"): _matching(_LABEL_KEY, "a label name"), ("FrontDoor", "upstream"): _url_or_empty,
-    ("Alerting", "page_webhook"): _url_or_empty, ("Alerting", "ticket_webhook"): _url_or_empty,
-    ("Cluster", "remote_write_url"): _url_or_empty, ("Nvml", "runtime_class"): _DNS_CHECK,
+    ("Engine", "role_label"): _matching(_LABEL_KEY, "a label name"),
+    ("FrontDoor", "upstream"): _url_or_empty,
+    ("Alerting", "page_webhook"): _url_or_empty,
+    ("Alerting", "ticket_webhook"): _url_or_empty,
+    ("Cluster", "remote_write_url"): _url_or_empty,
+    ("Nvml", "runtime_class"): _DNS_CHECK,
     ("Cluster", "name"): _matching(_LABEL_VALUE, "a label value"),
-    ("VictoriaMetrics", "url"): _url, ("VictoriaMetrics", "alertmanager_url"): _url,
-    ("Autoscaling", "via"): _one_of(("none", "keda", "hpa")), ("Autoscaling", "prometheus_url"): _url,
+    ("VictoriaMetrics", "url"): _url,
+    ("VictoriaMetrics", "alertmanager_url"): _url,
+    ("Autoscaling", "via"): _one_of(("none", "keda", "hpa")),
+    ("Autoscaling", "prometheus_url"): _url,
     ("Engine", "model"): _matching(_LABEL_VALUE, "a model name as the engine's `model` label has it"),
 }
 _TYPE_CHECKS = {"str": _str, "bool": _bool, "int": _count, "str | None": _str}
@@ -350,8 +403,7 @@ def parse_config(data, file: str = "<config>") -> Config:
     if not isinstance(data, dict):
         raise SpecError([Problem(file, None, "", "expected a mapping with `version: 1`")])
     if data.get("version") != 1:
-        reader.problem(data, "version", "version", f"{plain(data.get('version'))!r}: this inferwatch reads "
-                                                   "version 1")
+        reader.problem(data, "version", "version", f"{plain(data.get('version'))!r}: this inferwatch reads version 1")
     config = reader.read(Config, data, "", file=file)
     if config is not None:
         _cross_checks(config, data, reader)
@@ -365,23 +417,36 @@ def _cross_checks(config: Config, node, reader: _Reader) -> None:
     for name in sorted({n for n in names if names.count(n) > 1}):
         reader.problem(node, "engines", "engines", f"two engines named {name!r}; names must be unique")
     if bool(config.cluster.name) != bool(config.cluster.remote_write_url):
-        reader.problem(node, "cluster", "cluster", "give both name and remote_write_url (the store tells clusters "
-                                                   "apart by the name), or neither")
+        reader.problem(
+            node,
+            "cluster",
+            "cluster",
+            "give both name and remote_write_url (the store tells clusters apart by the name), or neither",
+        )
     if config.autoscaling.via != "none" and not scaled_engines(config):
-        reader.problem(node, "autoscaling", "autoscaling.via", f"{config.autoscaling.via}: no engine to scale; give "
-                                                               "an engine a model and workload: deployment/NAME")
+        reader.problem(
+            node,
+            "autoscaling",
+            "autoscaling.via",
+            f"{config.autoscaling.via}: no engine to scale; give an engine a model and workload: deployment/NAME",
+        )
     for i, engine in enumerate(config.engines):
         if not engine.selector:
             reader.problem(node, "engines", f"engines[{i}].selector", "required: the labels of the engine's pods")
         if config.scrape_mode == "exporter" and not engine.urls:
-            reader.problem(node, "engines", f"engines[{i}].urls", "required with scrape_mode: exporter: the URL of "
-                                                                  "each replica's /metrics")
+            reader.problem(
+                node,
+                "engines",
+                f"engines[{i}].urls",
+                "required with scrape_mode: exporter: the URL of each replica's /metrics",
+            )
 
 
 def scaled_engines(config: Config) -> list[tuple[Engine, str]]:
     """(engine, Deployment name) of each engine autoscaling scales: a model and a deployment workload."""
-    return [(e, e.workload.split("/", 1)[1]) for e in config.engines
-            if e.model and e.workload.startswith("deployment/")]
+    return [
+        (e, e.workload.split("/", 1)[1]) for e in config.engines if e.model and e.workload.startswith("deployment/")
+    ]
 
 
 def load_config(path: Path | str | None) -> Config:

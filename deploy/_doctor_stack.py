@@ -13,13 +13,16 @@ from inferwatch.deploy._backend import QUERY, ROLE_FLAGS, RULES, SCRAPE, Server,
 from inferwatch.deploy._result import Result
 from inferwatch.promapi import ApiError, Client, ClientOptions
 
-MISSED_SHARE = 0.1      # of a group's iterations: more missed than this is wrong, fewer a note
+MISSED_SHARE = 0.1  # of a group's iterations: more missed than this is wrong, fewer a note
 
 __all__ = ["detect_servers", "assign_roles", "skipped", "check_stored_up", "check_notifiers", "missed_iterations"]
 
 _FLAG_NAMES = {"--prometheus": "Prometheus", "--scraper": "scraper", "--ruler": "ruler"}
-_CANNOT = {QUERY: "stores nothing and answers no queries", SCRAPE: "scrapes nothing itself",
-           RULES: "evaluates no rules and sends no alerts"}
+_CANNOT = {
+    QUERY: "stores nothing and answers no queries",
+    SCRAPE: "scrapes nothing itself",
+    RULES: "evaluates no rules and sends no alerts",
+}
 
 
 def _cannot(server: Server, role: str) -> str:
@@ -39,7 +42,7 @@ def detect_servers(urls: dict[str, str | None], options: ClientOptions) -> tuple
         except ApiError as err:
             out.append(Result("missing", _FLAG_NAMES[flag], str(err), f"check {flag}"))
             continue
-        client.name = server.short          # errors name what answers: "cannot reach vmalert"
+        client.name = server.short  # errors name what answers: "cannot reach vmalert"
         servers[flag] = server
     return servers, out
 
@@ -54,8 +57,11 @@ def assign_roles(servers: dict[str, Server]) -> tuple[dict[str, Server | None], 
         if server is not None:
             misplaced = role not in server.roles and flag != "--prometheus"
             wrong = f"{server.name} at {server.client.base} {_cannot(server, role)}"
-            out.append(Result("wrong", f"backend {flag}", wrong, f"give {flag} the URL of {what}") if misplaced
-                       else Result("ok", f"backend {flag}", server.describe()))
+            out.append(
+                Result("wrong", f"backend {flag}", wrong, f"give {flag} the URL of {what}")
+                if misplaced
+                else Result("ok", f"backend {flag}", server.describe())
+            )
         if server is not None and role not in server.roles:
             server = None
         if server is None and role in main.roles:
@@ -81,18 +87,35 @@ def check_stored_up(store: Server) -> list[Result]:
     prom = store.client
     down = prom.query("up == 0")
     if not down and not prom.query("count(up)"):
-        return [Result("missing", "stored up", f"no up series in {store.name}: no scraper writes here",
-                       "check the scraper's remote write URL (vmagent -remoteWrite.url, Prometheus remote_write), "
-                       "and give --scraper URL")]
-    out = [Result("wrong", f"target {s['metric'].get('job', '')} {s['metric'].get('instance', '')}",
-                  f"down: its last scrape failed (up 0 in {store.short})",
-                  "give --scraper URL for the scrape error; check the port name and path of its monitor")
-           for s in sorted(down, key=lambda s: (s["metric"].get("job", ""), s["metric"].get("instance", "")))]
+        return [
+            Result(
+                "missing",
+                "stored up",
+                f"no up series in {store.name}: no scraper writes here",
+                "check the scraper's remote write URL (vmagent -remoteWrite.url, Prometheus remote_write), "
+                "and give --scraper URL",
+            )
+        ]
+    out = [
+        Result(
+            "wrong",
+            f"target {s['metric'].get('job', '')} {s['metric'].get('instance', '')}",
+            f"down: its last scrape failed (up 0 in {store.short})",
+            "give --scraper URL for the scrape error; check the port name and path of its monitor",
+        )
+        for s in sorted(down, key=lambda s: (s["metric"].get("job", ""), s["metric"].get("instance", "")))
+    ]
     if out:
         return out
     up = int(float(prom.query("count(up)")[0]["value"][1]))
-    return [Result("ok", "stored up", f"the {up} targets whose up arrives in {store.short} are up (a target that "
-                                      "left discovery is not seen without --scraper)")]
+    return [
+        Result(
+            "ok",
+            "stored up",
+            f"the {up} targets whose up arrives in {store.short} are up (a target that "
+            "left discovery is not seen without --scraper)",
+        )
+    ]
 
 
 def _samples(client: Client, names: tuple[str, ...]) -> dict[str, list[tuple[dict, float]]]:
@@ -123,16 +146,33 @@ def check_notifiers(ruler: Client, expected: bool = True) -> list[Result]:
     name = "vmalert sends alerts"
     if not sent:
         if not expected:
-            return [Result("skipped", name, "no notifier in this stack, as told (--no-alertmanager): alerts fire "
-                                            "in vmalert only")]
-        return [Result("missing", name, "no notifier configured (vmalert starts without one only when no alerting "
-                                        "rule is loaded)", "start vmalert with -notifier.url=http://alertmanager:9093")]
+            return [
+                Result(
+                    "skipped",
+                    name,
+                    "no notifier in this stack, as told (--no-alertmanager): alerts fire in vmalert only",
+                )
+            ]
+        return [
+            Result(
+                "missing",
+                name,
+                "no notifier configured (vmalert starts without one only when no alerting rule is loaded)",
+                "start vmalert with -notifier.url=http://alertmanager:9093",
+            )
+        ]
     out = []
     for addr, total in sorted(sent.items()):
         failed = errors.get(addr, 0.0)
         if failed and failed >= total:
-            out.append(Result("wrong", name, f"every one of {failed:g} sends to {addr} failed",
-                              "check -notifier.url and that Alertmanager answers there"))
+            out.append(
+                Result(
+                    "wrong",
+                    name,
+                    f"every one of {failed:g} sends to {addr} failed",
+                    "check -notifier.url and that Alertmanager answers there",
+                )
+            )
         elif failed:
             out.append(Result("note", name, f"{failed:g} of {total:g} sends to {addr} failed since vmalert started"))
         else:
@@ -156,6 +196,12 @@ def missed_iterations(ruler: Client) -> list[Result]:
             continue
         share = missed / (missed + counts[names[1]].get(group, 0.0))
         status = "wrong" if share > MISSED_SHARE else "note"
-        out.append(Result(status, f"rule group {group}", f"missed {missed:g} iterations since vmalert started "
-                          f"({share:.0%} of them)", "give vmalert more CPU or the group a longer interval"))
+        out.append(
+            Result(
+                status,
+                f"rule group {group}",
+                f"missed {missed:g} iterations since vmalert started ({share:.0%} of them)",
+                "give vmalert more CPU or the group a longer interval",
+            )
+        )
     return out

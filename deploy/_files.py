@@ -18,31 +18,38 @@ import yaml
 from inferwatch.deploy._config import Config
 from inferwatch.deploy._result import Result
 from inferwatch.deploy._routing import check_alertmanager_config, slo_alerts
-from inferwatch.deploy._shape import as_list, as_map, dig, yaml_or_none
 from inferwatch.deploy._scrape import Job, check_job, job_from_scrape_config, jobs_from_prometheus, seconds
+from inferwatch.deploy._shape import as_list, as_map, dig, yaml_or_none
 
 __all__ = ["check_files"]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _READS = "prometheus.yml, Alertmanager config, compose, kube-prometheus-stack values, Kubernetes monitors"
 _KIND_OF = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}  # a top-level node, in words
-_CONFIG_FILE = re.compile(r"(prometheus|alertmanager)\.ya?ml\Z")              # a ConfigMap or Secret key
-_MOUNTED_CONFIG = re.compile(r"/(prometheus|alertmanager)\.ya?ml\Z")          # a compose volume's target
+_CONFIG_FILE = re.compile(r"(prometheus|alertmanager)\.ya?ml\Z")  # a ConfigMap or Secret key
+_MOUNTED_CONFIG = re.compile(r"/(prometheus|alertmanager)\.ya?ml\Z")  # a compose volume's target
 _MONITORS = ("ServiceMonitor", "PodMonitor")
 _WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 # kube-prometheus-stack values: top-level keys only its values have, and keys under `prometheus` / `alertmanager`
 _VALUES_KEYS = ("prometheusOperator", "defaultRules", "kubeStateMetrics", "prometheus-node-exporter", "kubelet")
-_VALUES_SECTIONS = {"alertmanager": {"config", "alertmanagerSpec"},
-                    "prometheus": {"prometheusSpec", "additionalServiceMonitors", "additionalPodMonitors"}}
-_SELECTORS = {"ServiceMonitor": "serviceMonitorSelector", "PodMonitor": "podMonitorSelector",
-              "PrometheusRule": "ruleSelector"}      # prometheusSpec.<key>, and <key>NilUsesHelmValues
+_VALUES_SECTIONS = {
+    "alertmanager": {"config", "alertmanagerSpec"},
+    "prometheus": {"prometheusSpec", "additionalServiceMonitors", "additionalPodMonitors"},
+}
+_SELECTORS = {
+    "ServiceMonitor": "serviceMonitorSelector",
+    "PodMonitor": "podMonitorSelector",
+    "PrometheusRule": "ruleSelector",
+}  # prometheusSpec.<key>, and <key>NilUsesHelmValues
 _VALUES_MONITORS = {"ServiceMonitor": "additionalServiceMonitors", "PodMonitor": "additionalPodMonitors"}
-_OPERATOR_DEFAULT = "30s"                           # a Prometheus resource's scrapeInterval when none is set
-_ENGINE_PREFIXES = ("vllm:", "sglang:", "DCGM_", "llm_", "gpu_")    # names scraped at the engines' interval
+_OPERATOR_DEFAULT = "30s"  # a Prometheus resource's scrapeInterval when none is set
+_ENGINE_PREFIXES = ("vllm:", "sglang:", "DCGM_", "llm_", "gpu_")  # names scraped at the engines' interval
 _ALERTMANAGER_NOT_DISCOVERY = {"static_configs", "scheme", "path_prefix", "timeout", "api_version"}
-_RULE_FIXES = {"unknown-metric": "fix the name (curl the engine's /metrics for what it exposes)",
-               "deprecated-metric": "fix the name (curl the engine's /metrics for what it exposes)",
-               "invalid-promql": "fix the expression (promtool check rules)"}
+_RULE_FIXES = {
+    "unknown-metric": "fix the name (curl the engine's /metrics for what it exposes)",
+    "deprecated-metric": "fix the name (curl the engine's /metrics for what it exposes)",
+    "invalid-promql": "fix the expression (promtool check rules)",
+}
 
 
 @dataclass
@@ -52,11 +59,11 @@ class Bundle:
     prometheus: list[tuple[str, dict]] = field(default_factory=list)
     alertmanager: list[tuple[str, dict]] = field(default_factory=list)
     values: list[tuple[str, dict]] = field(default_factory=list)
-    objects: list[tuple[str, dict]] = field(default_factory=list)      # Kubernetes objects
-    rules: list[tuple[str, dict]] = field(default_factory=list)        # rule files (PrometheusRule specs too)
-    results: list[Result] = field(default_factory=list)                # said while reading: skipped, unreadable
-    files_read: set = field(default_factory=set)                       # resolved paths read or to be read
-    documents: int = 0                                                 # documents sorted into the lists above
+    objects: list[tuple[str, dict]] = field(default_factory=list)  # Kubernetes objects
+    rules: list[tuple[str, dict]] = field(default_factory=list)  # rule files (PrometheusRule specs too)
+    results: list[Result] = field(default_factory=list)  # said while reading: skipped, unreadable
+    files_read: set = field(default_factory=set)  # resolved paths read or to be read
+    documents: int = 0  # documents sorted into the lists above
 
     def kind(self, *kinds: str) -> list[tuple[str, dict]]:
         """The Kubernetes objects of these kinds."""
@@ -68,8 +75,11 @@ def _files(paths: list[Path], bundle: Bundle) -> list[Path]:
     may both be given); a folder without any is said."""
     files, seen = [], set()
     for path in paths:
-        found = [path] if not path.is_dir() else sorted(
-            p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
+        found = (
+            [path]
+            if not path.is_dir()
+            else sorted(p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
+        )
         if not found:
             bundle.results.append(Result("skipped", str(path), "a folder without *.yaml or *.yml files"))
         for file in found:
@@ -86,10 +96,15 @@ def _documents(path: Path, bundle: Bundle) -> list[tuple[str, object]]:
     from inferwatch._yaml import safe_load_all
 
     try:
-        text = read_input(path).decode("utf-8")    # missing, a folder, over the cap: InputError, exit 2
+        text = read_input(path).decode("utf-8")  # missing, a folder, over the cap: InputError, exit 2
     except UnicodeDecodeError as err:
-        bundle.results.append(Result("skipped", str(path), f"not a text file (byte {err.object[err.start]:#04x} at "
-                                                           f"offset {err.start} is not UTF-8)"))
+        bundle.results.append(
+            Result(
+                "skipped",
+                str(path),
+                f"not a text file (byte {err.object[err.start]:#04x} at offset {err.start} is not UTF-8)",
+            )
+        )
         return []
     except OSError as err:
         bundle.results.append(Result("wrong", str(path), f"cannot read it: {err.strerror or err}"))
@@ -149,8 +164,11 @@ def _embedded_configs(doc: dict) -> dict[str, str]:
 
 def _is_values(doc: dict) -> bool:
     """kube-prometheus-stack values (a whole file, or only the parts a user overrides)."""
-    return (any(key in doc for key in _VALUES_KEYS) or {"prometheus", "alertmanager"} <= doc.keys()
-            or any(_VALUES_SECTIONS[section] & as_map(doc.get(section)).keys() for section in _VALUES_SECTIONS))
+    return (
+        any(key in doc for key in _VALUES_KEYS)
+        or {"prometheus", "alertmanager"} <= doc.keys()
+        or any(_VALUES_SECTIONS[section] & as_map(doc.get(section)).keys() for section in _VALUES_SECTIONS)
+    )
 
 
 def _read_mounted_configs(where: str, doc: dict, path: Path, bundle: Bundle) -> None:
@@ -166,8 +184,13 @@ def _read_mounted_configs(where: str, doc: dict, path: Path, bundle: Bundle) -> 
                 for inner, sub in _documents(mounted, bundle):
                     _classify(f"{inner} (mounted by {where} service {name})", sub, mounted, bundle)
             else:
-                bundle.results.append(Result("skipped", f"{where} service {name}",
-                                             f"mounts {source}, which is not beside it: pass it with --file"))
+                bundle.results.append(
+                    Result(
+                        "skipped",
+                        f"{where} service {name}",
+                        f"mounts {source}, which is not beside it: pass it with --file",
+                    )
+                )
 
 
 def _mounted_config_sources(service: dict) -> list[Path]:
@@ -176,8 +199,11 @@ def _mounted_config_sources(service: dict) -> list[Path]:
     out = []
     for volume in as_list(service.get("volumes")):
         long = as_map(volume)
-        source, target = volume.split(":")[:2] if isinstance(volume, str) and ":" in volume else \
-            (long.get("source"), long.get("target"))
+        source, target = (
+            volume.split(":")[:2]
+            if isinstance(volume, str) and ":" in volume
+            else (long.get("source"), long.get("target"))
+        )
         if isinstance(source, str) and isinstance(target, str) and _MOUNTED_CONFIG.search(target):
             out.append(Path(re.sub(r"\$\{?PWD\}?/?", "", source)))
     return out
@@ -186,14 +212,25 @@ def _mounted_config_sources(service: dict) -> list[Path]:
 # how an engine's command line turns its metrics off: (the engine, what in image + command + args says it runs
 # that engine, the flag, whether the flag's absence or its presence is the fault, what is wrong, the fix)
 _METRICS_FLAGS = (
-    ("SGLang", re.compile(r"sglang[./]launch_server|\bsglang\s+serve\b"), re.compile(r"--enable-metrics\b"),
-     "absent", "runs SGLang without --enable-metrics: it serves no /metrics, so its scrape fails",
-     "add --enable-metrics to its command"),
+    (
+        "SGLang",
+        re.compile(r"sglang[./]launch_server|\bsglang\s+serve\b"),
+        re.compile(r"--enable-metrics\b"),
+        "absent",
+        "runs SGLang without --enable-metrics: it serves no /metrics, so its scrape fails",
+        "add --enable-metrics to its command",
+    ),
     # vLLM (V0 and V1) creates its Prometheus stat logger only when it logs stats: the flag people add to quiet
     # the log takes every vllm:* series off /metrics (the scrape still succeeds, with no engine series)
-    ("vLLM", re.compile(r"\bvllm\b", re.I), re.compile(r"--disable-log-stats(?![\w-])(?!=(?:false|0)\b)", re.I),
-     "present", "runs vLLM with --disable-log-stats: vLLM then records no statistics and its /metrics has no "
-     "vllm:* series, so every engine panel, SLO and triage signal reads no data", "remove --disable-log-stats"),
+    (
+        "vLLM",
+        re.compile(r"\bvllm\b", re.I),
+        re.compile(r"--disable-log-stats(?![\w-])(?!=(?:false|0)\b)", re.I),
+        "present",
+        "runs vLLM with --disable-log-stats: vLLM then records no statistics and its /metrics has no "
+        "vllm:* series, so every engine panel, SLO and triage signal reads no data",
+        "remove --disable-log-stats",
+    ),
 )
 
 
@@ -202,8 +239,9 @@ def _compose_without_metrics(where: str, doc: dict) -> list[Result]:
     out = []
     for name, service in doc["services"].items():
         service = as_map(service)
-        out += _metrics_off(f"{where} service {name}", service.get("image"), service.get("entrypoint"),
-                            service.get("command"))
+        out += _metrics_off(
+            f"{where} service {name}", service.get("image"), service.get("entrypoint"), service.get("command")
+        )
     return out
 
 
@@ -211,8 +249,11 @@ def _metrics_off(where: str, *parts) -> list[Result]:
     """An engine started so that it serves no engine series (_METRICS_FLAGS; no environment variable turns
     SGLang's on or vLLM's off)."""
     text = " ".join(" ".join(map(str, p)) if isinstance(p, list) else str(p or "") for p in parts)
-    return [Result("wrong", where, wrong, fix) for engine, runs, flag, fault, wrong, fix in _METRICS_FLAGS
-            if runs.search(text) and bool(flag.search(text)) == (fault == "present")]
+    return [
+        Result("wrong", where, wrong, fix)
+        for engine, runs, flag, fault, wrong, fix in _METRICS_FLAGS
+        if runs.search(text) and bool(flag.search(text)) == (fault == "present")
+    ]
 
 
 def _workloads_without_metrics(bundle: Bundle) -> list[Result]:
@@ -221,8 +262,9 @@ def _workloads_without_metrics(bundle: Bundle) -> list[Result]:
     for where, doc in bundle.kind(*_WORKLOADS, "Pod"):
         name = f"{doc['kind']} {dig(doc, 'metadata').get('name')}"
         for c in map(as_map, as_list(dig(_template(doc), "spec").get("containers"))):
-            out += _metrics_off(f"{name} container {c.get('name')} ({where})", c.get("image"), c.get("command"),
-                                c.get("args"))
+            out += _metrics_off(
+                f"{name} container {c.get('name')} ({where})", c.get("image"), c.get("command"), c.get("args")
+            )
     return out
 
 
@@ -233,8 +275,9 @@ def _template(doc: dict) -> dict:
 
 def _values_spec(bundle: Bundle) -> dict:
     """prometheus.prometheusSpec of the first values that set it: how the chart's Prometheus scrapes and selects."""
-    return next((dig(v, "prometheus", "prometheusSpec") for _, v in bundle.values
-                 if dig(v, "prometheus", "prometheusSpec")), {})
+    return next(
+        (dig(v, "prometheus", "prometheusSpec") for _, v in bundle.values if dig(v, "prometheus", "prometheusSpec")), {}
+    )
 
 
 def _operator_interval(spec: dict) -> tuple[str, str]:
@@ -249,8 +292,10 @@ def _monitors(bundle: Bundle) -> list[tuple[str, dict]]:
     monitors = list(bundle.kind(*_MONITORS))
     for where, values in bundle.values:
         for kind, key in _VALUES_MONITORS.items():
-            monitors += [(where, {"kind": kind, "metadata": {"name": m.get("name"), "labels": {"release": "*"}},
-                                  "spec": m}) for m in map(as_map, as_list(dig(values, "prometheus").get(key)))]
+            monitors += [
+                (where, {"kind": kind, "metadata": {"name": m.get("name"), "labels": {"release": "*"}}, "spec": m})
+                for m in map(as_map, as_list(dig(values, "prometheus").get(key)))
+            ]
     return monitors
 
 
@@ -262,12 +307,24 @@ def _monitor_jobs(bundle: Bundle) -> list[Job]:
         spec, meta = dig(doc, "spec"), dig(doc, "metadata")
         name = f"{doc['kind']} {meta.get('namespace', '')}/{meta.get('name', '')}".replace(" /", " ")
         for i, endpoint in enumerate(_endpoints(doc)):
-            texts = (str(meta.get("name", "")), _text(spec.get("selector")), str(endpoint.get("port", "")),
-                     str(spec.get("jobLabel", "")), _text(endpoint.get("metricRelabelings")))
-            out.append(Job(f"{name} endpoint {i} ({where})", str(endpoint.get("interval") or interval),
-                           interval_origin="" if endpoint.get("interval") else origin,
-                           honor_labels=endpoint.get("honorLabels") is True, kubernetes=True,
-                           relabelings=tuple(as_list(endpoint.get("metricRelabelings"))), texts=texts))
+            texts = (
+                str(meta.get("name", "")),
+                _text(spec.get("selector")),
+                str(endpoint.get("port", "")),
+                str(spec.get("jobLabel", "")),
+                _text(endpoint.get("metricRelabelings")),
+            )
+            out.append(
+                Job(
+                    f"{name} endpoint {i} ({where})",
+                    str(endpoint.get("interval") or interval),
+                    interval_origin="" if endpoint.get("interval") else origin,
+                    honor_labels=endpoint.get("honorLabels") is True,
+                    kubernetes=True,
+                    relabelings=tuple(as_list(endpoint.get("metricRelabelings"))),
+                    texts=texts,
+                )
+            )
     return out
 
 
@@ -288,8 +345,12 @@ def _selected(selector, labels: dict) -> bool:
     ok = all(labels.get(k) == str(v) for k, v in as_map(selector.get("matchLabels")).items())
     for expr in map(as_map, as_list(selector.get("matchExpressions"))):
         key, op, values = expr.get("key"), str(expr.get("operator", "")), [str(v) for v in as_list(expr.get("values"))]
-        ok &= {"In": key in labels and labels[key] in values, "NotIn": labels.get(key) not in values,
-               "Exists": key in labels, "DoesNotExist": key not in labels}.get(op, False)
+        ok &= {
+            "In": key in labels and labels[key] in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(op, False)
     return ok and bool(selector)
 
 
@@ -304,9 +365,14 @@ def _numeric_ports(where: str, doc: dict) -> list[Result]:
         return []
     said = f"port {numeric[0]} is a number" if len(numeric) == 1 else f"ports {', '.join(numeric)} are numbers"
     number_field = "targetPort" if doc["kind"] == "ServiceMonitor" else "portNumber"
-    return [Result("wrong", _monitor_name(where, doc), f"{said}, but `port` names a port, and Kubernetes port names "
-                                                       "always hold a letter: it selects nothing",
-                   f"name the port (ports[].name) and use that name, or use {number_field} for a number")]
+    return [
+        Result(
+            "wrong",
+            _monitor_name(where, doc),
+            f"{said}, but `port` names a port, and Kubernetes port names always hold a letter: it selects nothing",
+            f"name the port (ports[].name) and use that name, or use {number_field} for a number",
+        )
+    ]
 
 
 def _selection_problems(bundle: Bundle, where: str, doc: dict) -> list[Result]:
@@ -320,15 +386,25 @@ def _selection_problems(bundle: Bundle, where: str, doc: dict) -> list[Result]:
         if not _selected(spec.get("selector"), labels):
             continue
         if not any_namespace and None not in namespaces and namespace and namespace not in namespaces:
-            out.append(Result("wrong", _monitor_name(where, doc),
-                              f"selects {what} by label, but it lives in namespace {namespace}, outside "
-                              f"{', '.join(map(str, namespaces))}",
-                              "add its namespace to namespaceSelector.matchNames"))
+            out.append(
+                Result(
+                    "wrong",
+                    _monitor_name(where, doc),
+                    f"selects {what} by label, but it lives in namespace {namespace}, outside "
+                    f"{', '.join(map(str, namespaces))}",
+                    "add its namespace to namespaceSelector.matchNames",
+                )
+            )
         lacking = [n for n in names if n not in ports]
         if lacking and ports:
-            out.append(Result("wrong", _monitor_name(where, doc), f"port {', '.join(lacking)} is not a port of {what} "
-                                                                  f"(it has {', '.join(sorted(ports))})",
-                              "use one of its port names"))
+            out.append(
+                Result(
+                    "wrong",
+                    _monitor_name(where, doc),
+                    f"port {', '.join(lacking)} is not a port of {what} (it has {', '.join(sorted(ports))})",
+                    "use one of its port names",
+                )
+            )
     return out
 
 
@@ -337,15 +413,27 @@ def _targets(bundle: Bundle, service: bool):
     if service:
         for _, doc in bundle.kind("Service"):
             meta = dig(doc, "metadata")
-            yield (f"Service {meta.get('name')}", meta.get("namespace"), _labels(meta),
-                   [str(p["name"]) for p in map(as_map, as_list(dig(doc, "spec").get("ports"))) if p.get("name")])
+            yield (
+                f"Service {meta.get('name')}",
+                meta.get("namespace"),
+                _labels(meta),
+                [str(p["name"]) for p in map(as_map, as_list(dig(doc, "spec").get("ports"))) if p.get("name")],
+            )
         return
     for _, doc in bundle.kind(*_WORKLOADS, "Pod"):
         template = _template(doc)
-        names = [str(p["name"]) for c in map(as_map, as_list(dig(template, "spec").get("containers")))
-                 for p in map(as_map, as_list(c.get("ports"))) if p.get("name")]
-        yield (f"the pods of {doc['kind']} {dig(doc, 'metadata').get('name')}", dig(doc, "metadata").get("namespace"),
-               _labels(dig(template, "metadata")), names)
+        names = [
+            str(p["name"])
+            for c in map(as_map, as_list(dig(template, "spec").get("containers")))
+            for p in map(as_map, as_list(c.get("ports")))
+            if p.get("name")
+        ]
+        yield (
+            f"the pods of {doc['kind']} {dig(doc, 'metadata').get('name')}",
+            dig(doc, "metadata").get("namespace"),
+            _labels(dig(template, "metadata")),
+            names,
+        )
 
 
 def _labels(meta) -> dict:
@@ -366,20 +454,35 @@ def _release(bundle: Bundle, config: Config) -> list[Result]:
         return []
     spec, out, unlabelled = _values_spec(bundle), [], []
     for _, doc in bundle.kind(*_SELECTORS):
-        key, name, labels = _SELECTORS[doc["kind"]], f"{doc['kind']} {dig(doc, 'metadata').get('name')}", \
-            _labels(doc.get("metadata"))
+        key, name, labels = (
+            _SELECTORS[doc["kind"]],
+            f"{doc['kind']} {dig(doc, 'metadata').get('name')}",
+            _labels(doc.get("metadata")),
+        )
         if as_map(spec.get(key)):
             if not _selected(spec[key], labels):
-                out.append(Result("wrong", name, f"its labels do not match prometheusSpec.{key} of the values: "
-                                                 "Prometheus ignores it", f"label it to match {key}"))
+                out.append(
+                    Result(
+                        "wrong",
+                        name,
+                        f"its labels do not match prometheusSpec.{key} of the values: Prometheus ignores it",
+                        f"label it to match {key}",
+                    )
+                )
         elif spec.get(f"{key}NilUsesHelmValues") is not False and labels.get("release") != config.release:
             unlabelled.append(name)
     if not unlabelled:
         return out
-    return out + [Result("wrong", "release label", f"{', '.join(unlabelled)} lack release: {config.release}: "
-                                                   "kube-prometheus-stack's Prometheus selects only what carries it",
-                         f"label them release: {config.release} (deploy.yaml's release), or set prometheus."
-                         "prometheusSpec.serviceMonitorSelectorNilUsesHelmValues (and pod, rule) to false")]
+    return out + [
+        Result(
+            "wrong",
+            "release label",
+            f"{', '.join(unlabelled)} lack release: {config.release}: "
+            "kube-prometheus-stack's Prometheus selects only what carries it",
+            f"label them release: {config.release} (deploy.yaml's release), or set prometheus."
+            "prometheusSpec.serviceMonitorSelectorNilUsesHelmValues (and pod, rule) to false",
+        )
+    ]
 
 
 def _values_scrape_jobs(bundle: Bundle) -> list[Job]:
@@ -388,8 +491,11 @@ def _values_scrape_jobs(bundle: Bundle) -> list[Job]:
     for where, values in bundle.values:
         spec = dig(values, "prometheus", "prometheusSpec")
         interval, origin = _operator_interval(spec)
-        jobs += [job_from_scrape_config(sc, interval, origin, f" ({where} additionalScrapeConfigs)")
-                 for sc in as_list(spec.get("additionalScrapeConfigs")) if isinstance(sc, dict)]
+        jobs += [
+            job_from_scrape_config(sc, interval, origin, f" ({where} additionalScrapeConfigs)")
+            for sc in as_list(spec.get("additionalScrapeConfigs"))
+            if isinstance(sc, dict)
+        ]
     return jobs
 
 
@@ -399,18 +505,26 @@ def _prometheus_results(bundle: Bundle, alertmanager_expected: bool) -> list[Res
     for where, config in bundle.prometheus:
         out += [r for job in jobs_from_prometheus(config, f" ({where})") for r in check_job(job)]
         if alertmanager_expected and not _sends_alerts(config):
-            out.append(Result("missing", f"Prometheus sends alerts ({where})", "no Alertmanager in "
-                                                                               "alerting.alertmanagers: SLO pages "
-                                                                               "fire in Prometheus only",
-                              "add one, or pass --no-alertmanager if this stack has none"))
+            out.append(
+                Result(
+                    "missing",
+                    f"Prometheus sends alerts ({where})",
+                    "no Alertmanager in alerting.alertmanagers: SLO pages fire in Prometheus only",
+                    "add one, or pass --no-alertmanager if this stack has none",
+                )
+            )
     return out
 
 
 def _sends_alerts(config: dict) -> bool:
     """A prometheus.yml names an Alertmanager: a static target, or any service discovery."""
     managers = [as_map(am) for am in as_list(dig(config, "alerting").get("alertmanagers"))]
-    targets = [t for am in managers for sc in map(as_map, as_list(am.get("static_configs")))
-               for t in as_list(sc.get("targets"))]
+    targets = [
+        t
+        for am in managers
+        for sc in map(as_map, as_list(am.get("static_configs")))
+        for t in as_list(sc.get("targets"))
+    ]
     return bool(targets) or any(set(am) - _ALERTMANAGER_NOT_DISCOVERY for am in managers)
 
 
@@ -421,16 +535,27 @@ def _alertmanager_results(bundle: Bundle, config: Config, alertmanager_expected:
         section = dig(values, "alertmanager")
         if section.get("enabled") is False:
             if alertmanager_expected:
-                out.append(Result("missing", f"Alertmanager ({where})", "alertmanager.enabled is false",
-                                  "enable it, or pass --no-alertmanager if this stack has none"))
+                out.append(
+                    Result(
+                        "missing",
+                        f"Alertmanager ({where})",
+                        "alertmanager.enabled is false",
+                        "enable it, or pass --no-alertmanager if this stack has none",
+                    )
+                )
         elif isinstance(section.get("config"), dict):
             configs.append((f"{where} alertmanager.config", section["config"]))
         elif not section.get("stringConfig") and "alertmanagerSpec" not in section:
-            out.append(Result("wrong", f"Alertmanager routing ({where})",
-                              "alertmanager.config is not set, so the chart's default routes every alert to the "
-                              "receiver 'null', which notifies nobody",
-                              "set alertmanager.config: `inferwatch deploy merge-alertmanager VALUES` adds "
-                              "inferwatch's route to the chart's default tree (or to yours)"))
+            out.append(
+                Result(
+                    "wrong",
+                    f"Alertmanager routing ({where})",
+                    "alertmanager.config is not set, so the chart's default routes every alert to the "
+                    "receiver 'null', which notifies nobody",
+                    "set alertmanager.config: `inferwatch deploy merge-alertmanager VALUES` adds "
+                    "inferwatch's route to the chart's default tree (or to yours)",
+                )
+            )
     if configs:
         from inferwatch.deploy._inputs import gather_inputs
 
@@ -456,8 +581,11 @@ def _rule_results(bundle: Bundle) -> list[Result]:
 
 def _longest_engine_interval(bundle: Bundle) -> float:
     """Seconds between scrapes of the engine or GPU job scraped least often in these files (0: none found)."""
-    jobs = _monitor_jobs(bundle) + _values_scrape_jobs(bundle) + [
-        j for _, c in bundle.prometheus for j in jobs_from_prometheus(c)]
+    jobs = (
+        _monitor_jobs(bundle)
+        + _values_scrape_jobs(bundle)
+        + [j for _, c in bundle.prometheus for j in jobs_from_prometheus(c)]
+    )
     return max((seconds(j.interval) for j in jobs if j.sources), default=0)
 
 
@@ -469,7 +597,7 @@ def _name_findings(what: str, expr: str) -> list[Result]:
     for kind, text in query_findings(expr, PanelContext(type="rule")):
         successor = re.search(r"use (\S+)", text) if kind == "deprecated-metric" else None
         if successor and successor.group(1) in metric_names(expr):
-            continue          # reads the old name beside the new one: a fallback for old releases
+            continue  # reads the old name beside the new one: a fallback for old releases
         if kind in _RULE_FIXES:
             out.append(Result("wrong", what, text, _RULE_FIXES[kind]))
     return out
@@ -483,9 +611,15 @@ def _window_findings(what: str, expr: str, longest: float) -> list[Result]:
     engine = any(n.startswith(_ENGINE_PREFIXES) for n in metric_names(expr))
     if not (engine and windows and longest and min(windows) < 2 * longest):
         return []
-    return [Result("wrong", what, f"a {min(windows):g}s window holds fewer than two samples of engines scraped "
-                                  f"every {longest:g}s: it reads empty",
-                   f"widen the window to at least {2 * longest:g}s (4 scrapes are safer)")]
+    return [
+        Result(
+            "wrong",
+            what,
+            f"a {min(windows):g}s window holds fewer than two samples of engines scraped "
+            f"every {longest:g}s: it reads empty",
+            f"widen the window to at least {2 * longest:g}s (4 scrapes are safer)",
+        )
+    ]
 
 
 def _once_per_monitor(results: list[Result]) -> list[Result]:
@@ -520,9 +654,16 @@ def _summary(bundle: Bundle, results: list[Result], paths: list[Path]) -> list[R
     """An ok line when the documents read need nothing; a missing one when none could be read, so that a wrong
     path (an empty file, a folder of templates) does not pass as 'nothing to fix'."""
     if not bundle.documents:
-        return [Result("missing", "files", f"nothing doctor reads in {', '.join(map(str, paths))}",
-                       f"pass the files the stack is deployed from: {_READS} (render Helm templates first)")]
+        return [
+            Result(
+                "missing",
+                "files",
+                f"nothing doctor reads in {', '.join(map(str, paths))}",
+                f"pass the files the stack is deployed from: {_READS} (render Helm templates first)",
+            )
+        ]
     if any(r.bad for r in results):
         return []
-    return [Result("ok", "files", f"{bundle.documents} document{'s' if bundle.documents != 1 else ''} read, "
-                                  "nothing to fix")]
+    return [
+        Result("ok", "files", f"{bundle.documents} document{'s' if bundle.documents != 1 else ''} read, nothing to fix")
+    ]

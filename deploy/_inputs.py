@@ -30,19 +30,22 @@ class RuleGroups:
 
 @dataclass(frozen=True)
 class Inputs:
-    relabelings: dict            # source (vllm, sglang, dcgm) -> metricRelabelings
-    relabel_configs: dict        # source -> metric_relabel_configs (plain Prometheus, for compose)
+    relabelings: dict  # source (vllm, sglang, dcgm) -> metricRelabelings
+    relabel_configs: dict  # source -> metric_relabel_configs (plain Prometheus, for compose)
     rules: tuple[RuleGroups, ...]
     inhibit_rules: tuple[dict, ...]
-    dashboards: dict             # file name -> Grafana JSON text
+    dashboards: dict  # file name -> Grafana JSON text
     dcgm_counters: str
 
 
 def _caps_group(config: Config) -> tuple[dict, ...]:
     """llm_max_running_requests as recording rules: no engine exports the cap, and the relabel path runs no
     exporter to serve it."""
-    rules = [{"record": "llm_max_running_requests", "expr": f"vector({cap})", "labels": {"model": model}}
-             for engine in config.engines for model, cap in engine.max_running_requests]
+    rules = [
+        {"record": "llm_max_running_requests", "expr": f"vector({cap})", "labels": {"model": model}}
+        for engine in config.engines
+        for model, cap in engine.max_running_requests
+    ]
     return ({"name": "inferwatch-caps", "rules": rules},) if rules and config.scrape_mode == "relabel" else ()
 
 
@@ -50,8 +53,7 @@ def _slo_specs(config: Config) -> list[Path]:
     from inferwatch.slo._tables import HERE as SLO_DIR
 
     if not config.slo_specs:
-        return [SLO_DIR / "defaults.yaml"] + ([SLO_DIR / "defaults-frontdoor.yaml"] if config.frontdoor.enabled
-                                              else [])
+        return [SLO_DIR / "defaults.yaml"] + ([SLO_DIR / "defaults-frontdoor.yaml"] if config.frontdoor.enabled else [])
     base = Path(config.file).parent if not config.file.startswith("<") else Path.cwd()
     return [base / spec for spec in config.slo_specs]
 
@@ -63,8 +65,13 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     from inferwatch.alerts import HERE as ALERTS_DIR
     from inferwatch.autoscale import compile_autoscaling, load_knobs
     from inferwatch.dashboards import __file__ as dashboards_init
-    from inferwatch.mappings import (load_mappings, recording_rules, relabel_configs, select_source,
-                                     servicemonitor_relabelings)
+    from inferwatch.mappings import (
+        load_mappings,
+        recording_rules,
+        relabel_configs,
+        select_source,
+        servicemonitor_relabelings,
+    )
     from inferwatch.slo import compile_spec, load_spec
 
     mappings = load_mappings()
@@ -73,19 +80,27 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     if problems:
         raise SpecError(problems)
     specs = [spec for _, spec in loaded]
-    if config.cluster.remote_write_url:      # rules run once, centrally, over every cluster: one SLO per cluster
+    if config.cluster.remote_write_url:  # rules run once, centrally, over every cluster: one SLO per cluster
         specs = [replace(spec, group_by=tuple(dict.fromkeys((*spec.group_by, "cluster")))) for spec in specs]
     rulesets = [compile_spec(spec) for spec in specs]
-    rules = [RuleGroups(f"inferwatch-slo-{rs.spec.service.replace('_', '-')}", "slo", tuple(rs.groups))
-             for rs in rulesets]
+    rules = [
+        RuleGroups(f"inferwatch-slo-{rs.spec.service.replace('_', '-')}", "slo", tuple(rs.groups)) for rs in rulesets
+    ]
     rules.append(RuleGroups("inferwatch-mappings", "mappings", tuple(recording_rules(mappings)["groups"])))
     operational = yaml.safe_load((ALERTS_DIR / "operational.rules.yaml").read_text(encoding="utf-8"))
     rules.append(RuleGroups("inferwatch-operational", "alerts", tuple(operational["groups"])))
     if _caps_group(config):
         rules.append(RuleGroups("inferwatch-caps", "caps", _caps_group(config)))
-    rules.append(RuleGroups("inferwatch-autoscaling", "autoscaling", tuple(
-        compile_autoscaling(next((s for s in specs if s.source == "engine"), specs[0]), load_knobs())["groups"])))
-    if dashboards is None and config.slo_specs:      # the tiles show the thresholds the pager uses
+    rules.append(
+        RuleGroups(
+            "inferwatch-autoscaling",
+            "autoscaling",
+            tuple(
+                compile_autoscaling(next((s for s in specs if s.source == "engine"), specs[0]), load_knobs())["groups"]
+            ),
+        )
+    )
+    if dashboards is None and config.slo_specs:  # the tiles show the thresholds the pager uses
         from inferwatch.dashboards._build import build
 
         dashboards = build(specs=specs)
@@ -97,6 +112,8 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     return Inputs(
         relabelings={s: servicemonitor_relabelings([select_source(mappings, s)]) for s in sources},
         relabel_configs={s: relabel_configs([select_source(mappings, s)]) for s in sources},
-        rules=tuple(rules), inhibit_rules=tuple(r for rs in rulesets for r in rs.inhibit_rules),
+        rules=tuple(rules),
+        inhibit_rules=tuple(r for rs in rulesets for r in rs.inhibit_rules),
         dashboards=dict(dashboards),
-        dcgm_counters=(DEPLOY_DIR / "dcgm" / "counters.csv").read_text(encoding="utf-8"))
+        dcgm_counters=(DEPLOY_DIR / "dcgm" / "counters.csv").read_text(encoding="utf-8"),
+    )

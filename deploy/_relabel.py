@@ -28,6 +28,7 @@ def snake(config: dict) -> dict:
 
 def _expand(template: str, match: re.Match) -> str:
     """`replacement` (or a `target_label`) with `$1`, `${1}`, `$name` filled from `match`; `$$` is a dollar."""
+
     def one(found: re.Match) -> str:
         if found.group(0) == "$$":
             return "$"
@@ -37,6 +38,7 @@ def _expand(template: str, match: re.Match) -> str:
         except IndexError:
             return ""
         return value or ""
+
     return _EXPAND.sub(one, template)
 
 
@@ -74,8 +76,10 @@ def _label_map(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[
 
 def _case(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
     value = _value(config, labels)
-    return {**labels, str(config.get("target_label", "")): value.lower() if config["action"] == "lowercase"
-            else value.upper()}
+    return {
+        **labels,
+        str(config.get("target_label", "")): value.lower() if config["action"] == "lowercase" else value.upper(),
+    }
 
 
 def _hashmod(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[str, str]:
@@ -98,9 +102,19 @@ def _replace(config: dict, regex: re.Pattern, labels: dict[str, str]) -> dict[st
 
 
 # every action Prometheus knows; another one makes the whole list unreadable
-_ACTIONS = {"replace": _replace, "keep": _keep_or_drop, "drop": _keep_or_drop, "keepequal": _keep_or_drop_equal,
-            "dropequal": _keep_or_drop_equal, "labeldrop": _label_drop_or_keep, "labelkeep": _label_drop_or_keep,
-            "labelmap": _label_map, "lowercase": _case, "uppercase": _case, "hashmod": _hashmod}
+_ACTIONS = {
+    "replace": _replace,
+    "keep": _keep_or_drop,
+    "drop": _keep_or_drop,
+    "keepequal": _keep_or_drop_equal,
+    "dropequal": _keep_or_drop_equal,
+    "labeldrop": _label_drop_or_keep,
+    "labelkeep": _label_drop_or_keep,
+    "labelmap": _label_map,
+    "lowercase": _case,
+    "uppercase": _case,
+    "hashmod": _hashmod,
+}
 
 
 def _compiled(configs: list[dict]) -> list[tuple[dict, re.Pattern]] | None:
@@ -115,7 +129,7 @@ def _compiled(configs: list[dict]) -> list[tuple[dict, re.Pattern]] | None:
             return None
         pattern = config.get("regex", "(.*)")
         if isinstance(pattern, (bool, list, dict)) or pattern is None:
-            return None                         # Prometheus reads a regex from a scalar only
+            return None  # Prometheus reads a regex from a scalar only
         try:
             regex = re.compile(f"^(?:{pattern})$")
         except re.error:

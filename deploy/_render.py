@@ -12,9 +12,12 @@ __all__ = ["TARGETS", "DEFAULT_FOLDERS", "render", "render_default"]
 
 TARGETS = ("kubernetes", "compose")
 # the default render as checked in under deploy/: folder -> (target, backend)
-DEFAULT_FOLDERS = {"kubernetes": ("kubernetes", "prometheus"), "compose": ("compose", "prometheus"),
-                   "kubernetes-victoriametrics": ("kubernetes", "victoriametrics"),
-                   "compose-victoriametrics": ("compose", "victoriametrics")}
+DEFAULT_FOLDERS = {
+    "kubernetes": ("kubernetes", "prometheus"),
+    "compose": ("compose", "prometheus"),
+    "kubernetes-victoriametrics": ("kubernetes", "victoriametrics"),
+    "compose-victoriametrics": ("compose", "victoriametrics"),
+}
 
 
 def _renderer(target: str):
@@ -34,7 +37,9 @@ def render_default(dashboards: dict[str, str] | None = None) -> dict[str, str]:
     """Every target and backend of the embedded defaults, as checked in: {"kubernetes/...": text,
     "compose-victoriametrics/...": text, ...} (DEFAULT_FOLDERS)."""
     config = Config()
-    inputs = gather_inputs(config, dashboards)      # compiled once: the backend changes no rule
-    return {f"{folder}/{path}": text for folder, (target, backend) in DEFAULT_FOLDERS.items()
-            for path, text in _renderer(target)(replace(config, backend=backend), inputs,
-                                                "the embedded defaults").items()}
+    inputs = gather_inputs(config, dashboards)  # compiled once: the backend changes no rule
+    return {
+        f"{folder}/{path}": text
+        for folder, (target, backend) in DEFAULT_FOLDERS.items()
+        for path, text in _renderer(target)(replace(config, backend=backend), inputs, "the embedded defaults").items()
+    }

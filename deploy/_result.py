@@ -6,14 +6,14 @@ from dataclasses import dataclass
 
 __all__ = ["Result", "RENDER"]
 
-RENDER = "inferwatch deploy render"      # what most fixes point at: the files it writes are right
+RENDER = "inferwatch deploy render"  # what most fixes point at: the files it writes are right
 
 
 @dataclass(frozen=True)
 class Result:
     """`check` names what was looked at (and where it is written); `fix` is printed only when the status is bad."""
 
-    status: str            # ok, note (works in part, nothing to fix), skipped (not checked: why), missing or wrong
+    status: str  # ok, note (works in part, nothing to fix), skipped (not checked: why), missing or wrong
     check: str
     detail: str = ""
     fix: str = ""

@@ -14,7 +14,7 @@ from inferwatch.slo import BURN_ALERT
 
 __all__ = ["check_alertmanager_config", "receivers_for", "matches", "slo_alerts"]
 
-_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*\Z')
+_MATCHER = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*\Z")
 
 
 def _matcher(text: str) -> tuple[str, str, str] | None:
@@ -45,8 +45,9 @@ def _holds(op: str, value: str, actual: str) -> bool:
 def matches(node: dict, labels: dict[str, str], prefix: str = "") -> bool:
     """Whether `labels` satisfy a route's (prefix '') or an inhibit rule side's (prefix 'source_', 'target_')
     equality, regex and matcher lists. A matcher doctor cannot parse matches nothing: no route is taken on a guess."""
-    tests: list[tuple[str, str, str] | None] = [(str(k), "=", str(v))
-                                                for k, v in as_map(node.get(f"{prefix}match")).items()]
+    tests: list[tuple[str, str, str] | None] = [
+        (str(k), "=", str(v)) for k, v in as_map(node.get(f"{prefix}match")).items()
+    ]
     tests += [(str(k), "=~", str(v)) for k, v in as_map(node.get(f"{prefix}match_re")).items()]
     tests += [_matcher(m) for m in as_list(node.get(f"{prefix}matchers"))]
     return all(t is not None and _holds(t[1], t[2], labels.get(t[0], "")) for t in tests)
@@ -72,8 +73,11 @@ def _notifies_nobody(config: dict, name: str) -> bool:
 
 def _inhibits_others(rule: dict, page: dict, ticket: dict) -> bool:
     """A rule that lets one SLO's page silence another model's ticket: both sides match, every `equal` label agrees."""
-    return (matches(rule, page, "source_") and matches(rule, ticket, "target_")
-            and all(page.get(str(k), "") == ticket.get(str(k), "") for k in as_list(rule.get("equal"))))
+    return (
+        matches(rule, page, "source_")
+        and matches(rule, ticket, "target_")
+        and all(page.get(str(k), "") == ticket.get(str(k), "") for k in as_list(rule.get("equal")))
+    )
 
 
 def check_alertmanager_config(config: dict, where: str, alerts: dict[str, dict]) -> list[Result]:
@@ -85,26 +89,45 @@ def check_alertmanager_config(config: dict, where: str, alerts: dict[str, dict])
         names = receivers_for(route, labels)
         silent = [n for n in names if _notifies_nobody(config, n)]
         if silent and len(silent) == len(names):
-            out.append(Result("wrong", f"Alertmanager routing{where}",
-                              f"SLO {kind} ({labels.get('alertname')}, severity {labels.get('severity')}) reach "
-                              + (f"receiver {silent[0]!r}, which notifies nobody" if silent[0] else
-                                 "no receiver: the route names none"),
-                              "route them to a receiver with a webhook, pager or chat (deploy.yaml: "
-                              "alerting.page_webhook, ticket_webhook)"))
+            out.append(
+                Result(
+                    "wrong",
+                    f"Alertmanager routing{where}",
+                    f"SLO {kind} ({labels.get('alertname')}, severity {labels.get('severity')}) reach "
+                    + (
+                        f"receiver {silent[0]!r}, which notifies nobody"
+                        if silent[0]
+                        else "no receiver: the route names none"
+                    ),
+                    "route them to a receiver with a webhook, pager or chat (deploy.yaml: "
+                    "alerting.page_webhook, ticket_webhook)",
+                )
+            )
     rules = [r for r in as_list(config.get("inhibit_rules")) if isinstance(r, dict)]
     page, ticket = alerts.get("pages", {}), {**alerts.get("tickets", {}), "model": "another", "slo": "another"}
     for i, rule in enumerate(rules):
         if _inhibits_others(rule, page, ticket):
-            out.append(Result("wrong", f"Alertmanager inhibit_rules[{i}]{where}",
-                              f"silences every SLO ticket while any SLO page fires, for all models alike (equal: "
-                              f"{', '.join(map(str, as_list(rule.get('equal')))) or 'nothing'})",
-                              f"add slo and model to its equal list, or exclude {BURN_ALERT} from it"))
+            out.append(
+                Result(
+                    "wrong",
+                    f"Alertmanager inhibit_rules[{i}]{where}",
+                    f"silences every SLO ticket while any SLO page fires, for all models alike (equal: "
+                    f"{', '.join(map(str, as_list(rule.get('equal')))) or 'nothing'})",
+                    f"add slo and model to its equal list, or exclude {BURN_ALERT} from it",
+                )
+            )
     if not any(BURN_ALERT in repr(r) for r in rules):
-        out.append(Result("missing", f"Alertmanager inhibit rules{where}",
-                          f"no inhibit rule for {BURN_ALERT}: slow tiers page alongside fast ones",
-                          "`inferwatch deploy merge-alertmanager FILE` adds them (and our route) to your tree"))
-    return out or [Result("ok", f"Alertmanager routing{where}",
-                          "SLO pages and tickets reach a receiver; tiers inhibit each other")]
+        out.append(
+            Result(
+                "missing",
+                f"Alertmanager inhibit rules{where}",
+                f"no inhibit rule for {BURN_ALERT}: slow tiers page alongside fast ones",
+                "`inferwatch deploy merge-alertmanager FILE` adds them (and our route) to your tree",
+            )
+        )
+    return out or [
+        Result("ok", f"Alertmanager routing{where}", "SLO pages and tickets reach a receiver; tiers inhibit each other")
+    ]
 
 
 def slo_alerts(inputs) -> dict[str, dict]:

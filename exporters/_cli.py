@@ -15,16 +15,18 @@ __all__ = ["register"]
 exporter_app = group("Run an exporter.")
 
 
-def normalize(file: Annotated[Path | None, typer.Argument(metavar="FILE", show_default=False,
-                                                             help="Exposition file; standard input if omitted "
-                                                                  "or -.")] = None,
-              source: SourceOpt = None,
-              drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped",
-                                                          help="Leave out metrics no mapping knows.")] = False,
-              keep_original: Annotated[bool, typer.Option("--keep-original",
-                                                          help="Keep the source series next to the common "
-                                                               "ones.")] = False,
-              mapping: MappingOpt = []):
+def normalize(
+    file: Annotated[
+        Path | None,
+        typer.Argument(metavar="FILE", show_default=False, help="Exposition file; standard input if omitted or -."),
+    ] = None,
+    source: SourceOpt = None,
+    drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Leave out metrics no mapping knows.")] = False,
+    keep_original: Annotated[
+        bool, typer.Option("--keep-original", help="Keep the source series next to the common ones.")
+    ] = False,
+    mapping: MappingOpt = [],
+):
     """Print a Prometheus text exposition translated into the common vocabulary.
 
     Warns on stderr when the result is not useful: empty, --source not matching
@@ -42,8 +44,7 @@ def normalize(file: Annotated[Path | None, typer.Argument(metavar="FILE", show_d
     catalog, mappings = selected_mappings(mapping)
     name: Path | str = file if file is not None else "-"
     text, origin = read_input_text(name), "<stdin>" if str(name) == "-" else shown(name)
-    normalizer = Normalizer(mappings, catalog, source=source, drop_unmapped=drop_unmapped,
-                            keep_original=keep_original)
+    normalizer = Normalizer(mappings, catalog, source=source, drop_unmapped=drop_unmapped, keep_original=keep_original)
     result = normalizer.normalize(text, origin)
     sys.stdout.write(result.render())
     for warning in result.warnings + normalizer.check(result):
@@ -52,32 +53,50 @@ def normalize(file: Annotated[Path | None, typer.Argument(metavar="FILE", show_d
 
 @exporter_app.command("normalize", cls=Command)
 def exporter_normalize(
-        target: Annotated[list[str], typer.Option(metavar="[NAME=]URL",
-                                                  help="URL or HOST:PORT of a /metrics endpoint, optionally "
-                                                       "NAME=... (repeatable).")] = [],
-        listen: Annotated[str | None, typer.Option(metavar="HOST:PORT",
-                                                      help="Where to serve /metrics [0.0.0.0:9400].")] = None,
-        timeout: Annotated[str | None, typer.Option(metavar="DURATION",
-                                                       help="Per-target scrape timeout, e.g. 5s [5s].")] = None,
-        max_running_requests: Annotated[list[str], typer.Option(
-            metavar="MODEL=N", help="The concurrency cap, served as llm_max_running_requests (repeatable).")] = [],
-        config: Annotated[Path | None, typer.Option(metavar="FILE", help="YAML config file; flags add to it.")]
-        = None,
-        source: SourceOpt = None,
-        drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Serve only mapped metrics.")] = False,
-        target_label: Annotated[str | None, typer.Option(
-            metavar="LABEL", help="Label naming the target on every series; '' for none [target].")] = None,
-        min_interval: Annotated[str | None, typer.Option(
-            metavar="DURATION", help="Fetch each target at most this often; concurrent scrapes share it [1s].")]
-        = None,
-        max_labels: Annotated[str | None, typer.Option(
-            metavar="N", help="Drop samples with more labels than this (a counted error); 0 for no limit [64].")]
-        = None,
-        max_body: Annotated[str | None, typer.Option(
-            metavar="SIZE", help="Largest body read from a target, inflated, e.g. 64MiB; a larger one is a "
-                                 "too_large error [16MiB].")] = None,
-        mapping: MappingOpt = [],
-        log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
+    target: Annotated[
+        list[str],
+        typer.Option(
+            metavar="[NAME=]URL", help="URL or HOST:PORT of a /metrics endpoint, optionally NAME=... (repeatable)."
+        ),
+    ] = [],
+    listen: Annotated[
+        str | None, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics [0.0.0.0:9400].")
+    ] = None,
+    timeout: Annotated[
+        str | None, typer.Option(metavar="DURATION", help="Per-target scrape timeout, e.g. 5s [5s].")
+    ] = None,
+    max_running_requests: Annotated[
+        list[str],
+        typer.Option(metavar="MODEL=N", help="The concurrency cap, served as llm_max_running_requests (repeatable)."),
+    ] = [],
+    config: Annotated[Path | None, typer.Option(metavar="FILE", help="YAML config file; flags add to it.")] = None,
+    source: SourceOpt = None,
+    drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Serve only mapped metrics.")] = False,
+    target_label: Annotated[
+        str | None, typer.Option(metavar="LABEL", help="Label naming the target on every series; '' for none [target].")
+    ] = None,
+    min_interval: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION", help="Fetch each target at most this often; concurrent scrapes share it [1s]."
+        ),
+    ] = None,
+    max_labels: Annotated[
+        str | None,
+        typer.Option(
+            metavar="N", help="Drop samples with more labels than this (a counted error); 0 for no limit [64]."
+        ),
+    ] = None,
+    max_body: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SIZE",
+            help="Largest body read from a target, inflated, e.g. 64MiB; a larger one is a too_large error [16MiB].",
+        ),
+    ] = None,
+    mapping: MappingOpt = [],
+    log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info",
+):
     """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics.
 
     \b
@@ -90,13 +109,20 @@ def exporter_normalize(
     import logging
     from dataclasses import replace
 
-    from inferwatch.exporters import NormalizingExporter, Normalizer
-    from inferwatch.exporters._config import (ExporterConfig, load_config, parse_cap, parse_duration,
-                                              parse_listen, parse_max_body, parse_max_labels, parse_target,
-                                              parse_target_label)
+    from inferwatch.exporters import Normalizer, NormalizingExporter
+    from inferwatch.exporters._config import (
+        ExporterConfig,
+        load_config,
+        parse_cap,
+        parse_duration,
+        parse_listen,
+        parse_max_body,
+        parse_max_labels,
+        parse_target,
+        parse_target_label,
+    )
 
-    logging.basicConfig(level=check_log_level(log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=check_log_level(log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cfg = load_config(str(config)) if config else ExporterConfig()
     try:
         targets = tuple(parse_target(t) for t in target)
@@ -106,9 +132,13 @@ def exporter_normalize(
         caps = tuple(parse_cap(c) for c in max_running_requests)
     except ValueError as err:
         bad_flag("--max-running-requests", err)
-    cfg = replace(cfg, targets=cfg.targets + targets, max_running_requests=cfg.max_running_requests + caps,
-                  mappings=cfg.mappings + tuple(str(m) for m in mapping),
-                  drop_unmapped=cfg.drop_unmapped or drop_unmapped)
+    cfg = replace(
+        cfg,
+        targets=cfg.targets + targets,
+        max_running_requests=cfg.max_running_requests + caps,
+        mappings=cfg.mappings + tuple(str(m) for m in mapping),
+        drop_unmapped=cfg.drop_unmapped or drop_unmapped,
+    )
     if listen is not None:
         try:
             host, port = parse_listen(listen)
@@ -122,10 +152,12 @@ def exporter_normalize(
             bad_flag("--timeout", err)
     if source is not None:
         cfg = replace(cfg, source=source)
-    for flag, key, value, parse in (("--target-label", "target_label", target_label, parse_target_label),
-                                    ("--min-interval", "min_interval", min_interval, parse_duration),
-                                    ("--max-labels", "max_labels", max_labels, parse_max_labels),
-                                    ("--max-body", "max_body", max_body, parse_max_body)):
+    for flag, key, value, parse in (
+        ("--target-label", "target_label", target_label, parse_target_label),
+        ("--min-interval", "min_interval", min_interval, parse_duration),
+        ("--max-labels", "max_labels", max_labels, parse_max_labels),
+        ("--max-body", "max_body", max_body, parse_max_body),
+    ):
         if value is not None:
             try:
                 changes: dict[str, Any] = {key: parse(value)}
@@ -137,10 +169,13 @@ def exporter_normalize(
     names = [t.name for t in cfg.targets]
     if len(set(names)) != len(names):
         bad_flag("--target", f"target names must be unique, got {names}; use NAME=URL")
-    if not cfg.target_label and len(cfg.targets) > 1:    # same names from two targets: Prometheus keeps one
-        bad_flag("--target-label", f"'' (no target label) with {len(cfg.targets)} targets would serve their series "
-                                   "under the same labels; keep a target label (default: target) or run one "
-                                   "exporter per target")
+    if not cfg.target_label and len(cfg.targets) > 1:  # same names from two targets: Prometheus keeps one
+        bad_flag(
+            "--target-label",
+            f"'' (no target label) with {len(cfg.targets)} targets would serve their series "
+            "under the same labels; keep a target label (default: target) or run one "
+            "exporter per target",
+        )
     catalog, mappings = selected_mappings([Path(m) for m in cfg.mappings])
     normalizer = Normalizer(mappings, catalog, source=cfg.source, drop_unmapped=cfg.drop_unmapped)
     NormalizingExporter(cfg, normalizer).run()
@@ -148,42 +183,67 @@ def exporter_normalize(
 
 @exporter_app.command("gpu", cls=Command)
 def exporter_gpu(
-        listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9401",
-        interval: Annotated[str, typer.Option(metavar="DURATION", help="Sampling period (the GPM window), "
-                                                                       "100ms to 1h.")] = "1s",
-        backend: Annotated[str, typer.Option(metavar="BACKEND", help="nvml (the GPUs of this host) or simulated.")]
-        = "nvml",
-        hostname: Annotated[str | None, typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, "
-                                                                               "else this host's name].")] = None,
-        pod_list: Annotated[str | None, typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods "
-                                                                                  "answer) naming pods by UID.")]
-        = None,
-        kubelet_pods_dir: Annotated[str, typer.Option(metavar="DIR", help="The kubelet's pod folders.")]
-        = "/var/lib/kubelet/pods",
-        proc_root: Annotated[str, typer.Option(metavar="DIR", help="The host's /proc (mounted in a container).")]
-        = "/proc",
-        pod_resources_socket: Annotated[str, typer.Option(
-            metavar="PATH", help="The kubelet's PodResources API socket: GPU -> pod, tried before the processes "
-                                 "(/proc); '' turns it off.")] = "/var/lib/kubelet/pod-resources/kubelet.sock",
-        gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
-        follow: Annotated[str | None, typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` "
-                                                                          "server whose load the GPUs follow.")]
-        = None,
-        scenario: Annotated[str, typer.Option(metavar="SCENARIO", help="Simulated: normal or stall (GPU-Util "
-                                                                       "high, SMs idle); switch with POST "
-                                                                       "/admin/scenario.")] = "normal",
-        workload: Annotated[str | None, typer.Option(metavar="NS/POD[/CONTAINER]",
-                                                        help="Simulated: the pod the GPUs are labelled with.")]
-        = None,
-        stale_after: Annotated[str | None, typer.Option(
-            metavar="DURATION", help="A sampling pass older than this is served as down (gpu_exporter_up 0, no "
-                                     "GPU values), never as live [default: 2 intervals + 5s].")] = None,
-        idle_timeout: Annotated[str, typer.Option(metavar="DURATION", help="An idle client connection is closed "
-                                                                           "after this.")] = "10s",
-        max_connections: Annotated[int, typer.Option(
-            metavar="N", help="Client connections served at once; more are closed at once and counted in "
-                              "inferwatch_gpu_exporter_errors_total{kind=\"connections_refused\"}.")] = 64,
-        log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info"):
+    listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9401",
+    interval: Annotated[
+        str, typer.Option(metavar="DURATION", help="Sampling period (the GPM window), 100ms to 1h.")
+    ] = "1s",
+    backend: Annotated[
+        str, typer.Option(metavar="BACKEND", help="nvml (the GPUs of this host) or simulated.")
+    ] = "nvml",
+    hostname: Annotated[
+        str | None, typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, else this host's name].")
+    ] = None,
+    pod_list: Annotated[
+        str | None, typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods answer) naming pods by UID.")
+    ] = None,
+    kubelet_pods_dir: Annotated[
+        str, typer.Option(metavar="DIR", help="The kubelet's pod folders.")
+    ] = "/var/lib/kubelet/pods",
+    proc_root: Annotated[str, typer.Option(metavar="DIR", help="The host's /proc (mounted in a container).")] = "/proc",
+    pod_resources_socket: Annotated[
+        str,
+        typer.Option(
+            metavar="PATH",
+            help="The kubelet's PodResources API socket: GPU -> pod, tried before the processes "
+            "(/proc); '' turns it off.",
+        ),
+    ] = "/var/lib/kubelet/pod-resources/kubelet.sock",
+    gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
+    follow: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` server whose load the GPUs follow."),
+    ] = None,
+    scenario: Annotated[
+        str,
+        typer.Option(
+            metavar="SCENARIO",
+            help="Simulated: normal or stall (GPU-Util high, SMs idle); switch with POST /admin/scenario.",
+        ),
+    ] = "normal",
+    workload: Annotated[
+        str | None, typer.Option(metavar="NS/POD[/CONTAINER]", help="Simulated: the pod the GPUs are labelled with.")
+    ] = None,
+    stale_after: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION",
+            help="A sampling pass older than this is served as down (gpu_exporter_up 0, no "
+            "GPU values), never as live [default: 2 intervals + 5s].",
+        ),
+    ] = None,
+    idle_timeout: Annotated[
+        str, typer.Option(metavar="DURATION", help="An idle client connection is closed after this.")
+    ] = "10s",
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="Client connections served at once; more are closed at once and counted in "
+            'inferwatch_gpu_exporter_errors_total{kind="connections_refused"}.',
+        ),
+    ] = 64,
+    log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info",
+):
     """Serve the common GPU vocabulary from NVML (or simulated GPUs), labelled with the pod using each GPU.
 
     \b
@@ -198,9 +258,23 @@ def exporter_gpu(
 
     level = check_log_level(log_level)
     try:
-        config = gpu_config(listen, interval, backend, gpus, follow, scenario, hostname, workload, proc_root,
-                            kubelet_pods_dir, pod_list, stale_after, idle_timeout, max_connections,
-                            pod_resources_socket)
+        config = gpu_config(
+            listen,
+            interval,
+            backend,
+            gpus,
+            follow,
+            scenario,
+            hostname,
+            workload,
+            proc_root,
+            kubelet_pods_dir,
+            pod_list,
+            stale_after,
+            idle_timeout,
+            max_connections,
+            pod_resources_socket,
+        )
     except BadOption as err:
         bad_flag(err.flag, err)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

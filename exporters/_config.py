@@ -12,13 +12,36 @@ from inferwatch._urls import http_url, listen_address
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 
-__all__ = ["Target", "ExporterConfig", "parse_target", "parse_listen", "parse_duration", "parse_cap",
-           "parse_target_label", "parse_max_labels", "parse_max_body", "load_config", "MAX_BODY_BYTES"]
+__all__ = [
+    "Target",
+    "ExporterConfig",
+    "parse_target",
+    "parse_listen",
+    "parse_duration",
+    "parse_cap",
+    "parse_target_label",
+    "parse_max_labels",
+    "parse_max_body",
+    "load_config",
+    "MAX_BODY_BYTES",
+]
 
-CONFIG_KEYS = ("listen", "timeout", "targets", "max_running_requests", "source", "drop_unmapped", "target_label",
-               "mappings", "min_interval", "max_labels", "max_connections", "max_body")
-MAX_BODY_BYTES = 16 * 1024 * 1024   # the default of --max-body: one target's body, inflated
-_MIN_BODY_BYTES = 1024              # below this no exposition fits: `--max-body 16` meant 16MiB, not 16 bytes
+CONFIG_KEYS = (
+    "listen",
+    "timeout",
+    "targets",
+    "max_running_requests",
+    "source",
+    "drop_unmapped",
+    "target_label",
+    "mappings",
+    "min_interval",
+    "max_labels",
+    "max_connections",
+    "max_body",
+)
+MAX_BODY_BYTES = 16 * 1024 * 1024  # the default of --max-body: one target's body, inflated
+_MIN_BODY_BYTES = 1024  # below this no exposition fits: `--max-body 16` meant 16MiB, not 16 bytes
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 # Labels a target label must not overwrite: histogram buckets and summary quantiles.
 RESERVED_LABELS = ("le", "quantile")
@@ -43,9 +66,9 @@ class ExporterConfig:
     drop_unmapped: bool = False
     target_label: str = "target"
     mappings: tuple[str, ...] = field(default=())
-    min_interval: float = 1.0      # at most one fetch per target this often, shared by concurrent scrapes
-    max_labels: int = 64           # labels per sample, like Prometheus' label_limit; 0 for no limit
-    max_connections: int = 100     # open connections to targets, all together
+    min_interval: float = 1.0  # at most one fetch per target this often, shared by concurrent scrapes
+    max_labels: int = 64  # labels per sample, like Prometheus' label_limit; 0 for no limit
+    max_connections: int = 100  # open connections to targets, all together
     max_body: int = MAX_BODY_BYTES  # bytes of one target's body, inflated; a larger one is a too_large error
 
 
@@ -57,8 +80,9 @@ def parse_target(text: str) -> Target:
     try:
         url = http_url(url, "http://localhost:8000/metrics or localhost:8000")  # a bare word is not a host
     except ValueError:
-        raise ValueError(f"{text!r} is not an http(s) URL or HOST:PORT, e.g. http://localhost:8000/metrics "
-                         "or localhost:8000") from None
+        raise ValueError(
+            f"{text!r} is not an http(s) URL or HOST:PORT, e.g. http://localhost:8000/metrics or localhost:8000"
+        ) from None
     parts = urlsplit(url)
     if parts.path in ("", "/"):
         url = url.rstrip("/") + "/metrics"
@@ -78,8 +102,10 @@ def parse_duration(value) -> float:
 def parse_target_label(text: str) -> str:
     """A label name for --target-label, or '' for none; never one that would break or overwrite data."""
     if text and (not _LABEL_NAME.match(text) or text.startswith("__") or text in RESERVED_LABELS):
-        raise ValueError(f"{text!r} is not a usable label name: use [a-zA-Z_][a-zA-Z0-9_]*, not starting with "
-                         f"'__' and not one of {', '.join(RESERVED_LABELS)} (or '' for no target label)")
+        raise ValueError(
+            f"{text!r} is not a usable label name: use [a-zA-Z_][a-zA-Z0-9_]*, not starting with "
+            f"'__' and not one of {', '.join(RESERVED_LABELS)} (or '' for no target label)"
+        )
     return text
 
 
@@ -92,7 +118,7 @@ def parse_max_labels(value) -> int:
 
 def parse_max_body(value) -> int:
     """Bytes for --max-body: `64MiB`, `100MB` or a number of bytes, at least 1KiB."""
-    from inferwatch.frontdoor import parse_size     # the front door's --max-body takes the same sizes
+    from inferwatch.frontdoor import parse_size  # the front door's --max-body takes the same sizes
 
     number = parse_size(value) if not isinstance(value, bool) else 0
     if number < _MIN_BODY_BYTES:
@@ -168,11 +194,15 @@ def load_config(path: str) -> ExporterConfig:
             config = replace(config, target_label=parse_target_label(str(doc["target_label"] or "")))
         except ValueError as err:
             bad(doc, "target_label", str(err))
-    for key, parse in (("min_interval", parse_duration), ("max_labels", parse_max_labels),
-                       ("max_connections", _parse_connections), ("max_body", parse_max_body)):
+    for key, parse in (
+        ("min_interval", parse_duration),
+        ("max_labels", parse_max_labels),
+        ("max_connections", _parse_connections),
+        ("max_body", parse_max_body),
+    ):
         if key in doc:
             try:
-                changed: dict[str, Any] = {key: parse(doc[key])}     # one field, named by the table above
+                changed: dict[str, Any] = {key: parse(doc[key])}  # one field, named by the table above
                 config = replace(config, **changed)
             except ValueError as err:
                 bad(doc, key, str(err))

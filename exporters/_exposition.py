@@ -30,8 +30,7 @@ __all__ = [
     "is_float",
 ]
 
-FAMILY_TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown", "info",
-                "stateset", "gaugehistogram")
+FAMILY_TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown", "info", "stateset", "gaugehistogram")
 SUFFIXES = ("_bucket", "_sum", "_count", "_created", "_total", "_info", "_gsum", "_gcount")
 
 # Every pattern below reads untrusted input, so each is unambiguous (one way to match any text) and
@@ -44,11 +43,13 @@ _VALUE_RE = rf"(?:[-+]?(?:[0-9]++(?:\.[0-9]*+)?(?:{_EXP})?|\.[0-9]++(?:{_EXP})?|
 # The fast path takes only values that cannot overflow a float64 (Go's ParseFloat rejects those)
 # and timestamps that fit an int64; anything longer goes the exact way.
 _SAFE_EXP = r"[eE](?:-[0-9]++|\+?[0-9]{1,2}+)"
-_SAFE_VALUE = (rf"(?:[-+]?(?:[0-9]{{1,200}}+(?:\.[0-9]*+)?(?:{_SAFE_EXP})?|\.[0-9]++(?:{_SAFE_EXP})?"
-               r"|[Ii]nf(?:inity)?)|NaN|nan)")  # Go's ParseFloat takes no sign before NaN
+_SAFE_VALUE = (
+    rf"(?:[-+]?(?:[0-9]{{1,200}}+(?:\.[0-9]*+)?(?:{_SAFE_EXP})?|\.[0-9]++(?:{_SAFE_EXP})?"
+    r"|[Ii]nf(?:inity)?)|NaN|nan)"
+)  # Go's ParseFloat takes no sign before NaN
 _VALUE = re.compile(_VALUE_RE + r"\Z")
 _TIMESTAMP = re.compile(r"-?[0-9]++\Z")
-_INT64 = 2 ** 63
+_INT64 = 2**63
 _SAMPLE_HEAD = re.compile(rf"({_NAME})[ \t]*")
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*+)"[ \t]*')
 # Label values have three escapes (\\, \" and \n); any other backslash stands for itself, as Prometheus and
@@ -78,12 +79,12 @@ class Family:
 
     name: str
     type: str | None = None
-    help_line: str | None = None      # "# HELP ..." in canonical form, without newline
+    help_line: str | None = None  # "# HELP ..." in canonical form, without newline
     type_line: str | None = None
-    body: str = ""                    # sample lines, each ending in "\n"
-    canonical: bool = True            # body is in the canonical shape (see module doc)
-    line: int = 0                     # 1-based line where the family starts
-    error: str | None = None          # set in tolerant mode: a line of this family did not parse
+    body: str = ""  # sample lines, each ending in "\n"
+    canonical: bool = True  # body is in the canonical shape (see module doc)
+    line: int = 0  # 1-based line where the family starts
+    error: str | None = None  # set in tolerant mode: a line of this family did not parse
     _samples: list[Sample] | None = field(default=None, repr=False)
 
     def samples(self) -> list[Sample]:
@@ -202,7 +203,7 @@ def has_label(body: str, label: str) -> bool:
 def _family_of(sample_name: str, current: Family) -> bool:
     if sample_name == current.name:
         return True
-    return sample_name.startswith(current.name) and sample_name[len(current.name):] in SUFFIXES
+    return sample_name.startswith(current.name) and sample_name[len(current.name) :] in SUFFIXES
 
 
 def _help_line(name: str, text: str) -> str:
@@ -237,11 +238,17 @@ class _Splitter:
             return  # other comments (and OpenMetrics' # EOF / # UNIT) carry no samples
         kind, name, rest = match.group(1), match.group(2), match.group(3) or ""
         if not _NAME_RE.match(name):
-            raise ExpositionError(self.line_at(offset), f"invalid metric name {_excerpt(name)} in {kind} line",
-                                  self.source)
+            raise ExpositionError(
+                self.line_at(offset), f"invalid metric name {_excerpt(name)} in {kind} line", self.source
+            )
         cur = self.current
-        if cur is None or cur.name != name or cur.body or (kind == "HELP" and cur.help_line) or (
-                kind == "TYPE" and cur.type_line):
+        if (
+            cur is None
+            or cur.name != name
+            or cur.body
+            or (kind == "HELP" and cur.help_line)
+            or (kind == "TYPE" and cur.type_line)
+        ):
             cur = Family(name=name, line=self.line_at(offset))
             self.families.append(cur)
             self.current = cur
@@ -250,8 +257,9 @@ class _Splitter:
             return
         mtype = rest.strip(" \t")
         if mtype not in FAMILY_TYPES:
-            error = ExpositionError(self.line_at(offset), f"unknown metric type {_excerpt(mtype)} for {name}",
-                                    self.source)
+            error = ExpositionError(
+                self.line_at(offset), f"unknown metric type {_excerpt(mtype)} for {name}", self.source
+            )
             if not self.tolerant:
                 raise error
             cur.error = cur.error or str(error)
@@ -298,7 +306,7 @@ class _Splitter:
                 if id(cur) not in written:
                     cur.samples()  # parse what the family already holds before adding to it
                     written[id(cur)] = (cur, [])
-                cur.samples().append(sample)   # parsed above: the family's own list
+                cur.samples().append(sample)  # parsed above: the family's own list
                 written[id(cur)][1].append(format_sample(sample))
             lineno += 1
         for fam, lines in written.values():
@@ -315,7 +323,7 @@ def blank_elisions(text: str) -> tuple[str, list[int]]:
     their numbers, so a later error still names the right one."""
     found: list[int] = []
     line, pos = 1, 0
-    if "..." not in text and "\u2026" not in text:      # the usual scrape: two scans at C speed, no regex
+    if "..." not in text and "\u2026" not in text:  # the usual scrape: two scans at C speed, no regex
         return text, found
     for match in _ELISION.finditer(text):
         line += text.count("\n", pos, match.start())

@@ -98,8 +98,10 @@ async def read_body(resp: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -
     if length is not None and received < length:
         raise FetchError("truncated", f"body ended after {received} of {length} bytes")
     if closed is not None and closed.done() and not closed.cancelled() and closed.exception() is not None:
-        raise FetchError("truncated", f"connection reset after {received} bytes of a body without Content-Length: "
-                                      f"{closed.exception()}")
+        raise FetchError(
+            "truncated",
+            f"connection reset after {received} bytes of a body without Content-Length: {closed.exception()}",
+        )
     return inflater.finish() if inflater is not None else bytes(raw)
 
 

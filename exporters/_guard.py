@@ -78,7 +78,7 @@ def _signature_problem(signature: str, fam: Family, max_labels: int) -> str | No
     if problem:
         return problem
     allowed = ALLOWED_SUFFIXES.get(fam.type or "")
-    if allowed and name[len(fam.name):] not in allowed:
+    if allowed and name[len(fam.name) :] not in allowed:
         return "invalid_sample"
     return None
 
@@ -123,7 +123,7 @@ def _check_parsed(fam: Family, family_keys: frozenset[str], max_labels: int, dro
     kept = []
     for s in fam.samples():
         problem = _labels_ok([k for k, _ in s.labels], max_labels)
-        if problem is None and allowed and s.name[len(fam.name):] not in allowed:
+        if problem is None and allowed and s.name[len(fam.name) :] not in allowed:
             problem = "invalid_sample"
         if problem is None and _bad_special(s, family_keys):
             problem = "invalid_sample"
@@ -131,7 +131,7 @@ def _check_parsed(fam: Family, family_keys: frozenset[str], max_labels: int, dro
             dropped[problem] += 1
         else:
             kept.append(s)
-    if len(kept) != len(fam.samples()):          # parsed above: no second parse
+    if len(kept) != len(fam.samples()):  # parsed above: no second parse
         fam._samples = kept
         fam.body = "".join(format_sample(s) for s in kept)
 

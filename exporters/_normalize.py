@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from inferwatch.exporters._exposition import (
     Family,
-    blank_elisions,
     Sample,
+    blank_elisions,
     format_header,
     format_sample,
     format_value,
@@ -30,8 +30,12 @@ __all__ = ["Normalizer", "NormalizeResult", "OutFamily", "add_label", "KEY_SERIE
 log = logging.getLogger("inferwatch.normalize")
 
 # what an engine's dashboards and SLOs cannot do without; a scrape that lacks them is worth a warning
-KEY_SERIES = ("llm_requests_running", "llm_requests_waiting", "llm_kv_cache_usage_ratio",
-              "llm_time_to_first_token_seconds")
+KEY_SERIES = (
+    "llm_requests_running",
+    "llm_requests_waiting",
+    "llm_kv_cache_usage_ratio",
+    "llm_time_to_first_token_seconds",
+)
 _SUFFIXES_BY_TYPE = {"counter": ("", "_total"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count")}
 
 
@@ -60,7 +64,7 @@ class NormalizeResult:
     series_out: int
     blanks_dropped: int = 0
     warnings: list[str] = field(default_factory=list)
-    detected: tuple[str, ...] = ()      # sources whose names are in the input, whatever `source=` forced
+    detected: tuple[str, ...] = ()  # sources whose names are in the input, whatever `source=` forced
     produced: dict[str, set[str]] = field(default_factory=dict)  # source -> common names it gave samples for
 
     def render(self) -> str:
@@ -139,8 +143,15 @@ class _Index:
 class Normalizer:
     """Translate expositions from any mapped source into the common vocabulary."""
 
-    def __init__(self, mappings: list[SourceMapping], catalog: Catalog, *, source: str | None = None,
-                 drop_unmapped: bool = False, keep_original: bool = False):
+    def __init__(
+        self,
+        mappings: list[SourceMapping],
+        catalog: Catalog,
+        *,
+        source: str | None = None,
+        drop_unmapped: bool = False,
+        keep_original: bool = False,
+    ):
         self.mappings = list(mappings)
         self.catalog = catalog
         self.drop_unmapped = drop_unmapped
@@ -175,8 +186,9 @@ class Normalizer:
         text, elided = blank_elisions(text)
         result = self.normalize_families(split_families(text, origin))
         if elided:
-            result.warnings.insert(0, f"{origin}: skipped {_line_list(elided)}: only '...', an elision in pasted "
-                                      "docs, not a sample")
+            result.warnings.insert(
+                0, f"{origin}: skipped {_line_list(elided)}: only '...', an elision in pasted docs, not a sample"
+            )
         return result
 
     def normalize_families(self, families: list[Family]) -> NormalizeResult:
@@ -206,8 +218,15 @@ class Normalizer:
         result.series_out = sum(c.count("\n") for f in out.values() for c in f.chunks)
         return result
 
-    def _emit(self, out: dict[str, OutFamily], mapping: SourceMapping, entry: Entry, fam: Family, exact: bool,
-              result: NormalizeResult) -> None:
+    def _emit(
+        self,
+        out: dict[str, OutFamily],
+        mapping: SourceMapping,
+        entry: Entry,
+        fam: Family,
+        exact: bool,
+        result: NormalizeResult,
+    ) -> None:
         if fam.type and fam.type not in ("untyped", "unknown") and fam.type != entry.type:
             if "histogram" in (fam.type, entry.type):
                 result.warnings.append(f"{fam.name} is a {fam.type}, but {entry.name} is a {entry.type}: not mapped")
@@ -216,8 +235,9 @@ class Normalizer:
             result.warnings.append(f"{fam.name} is typed {fam.type}; exposed as {entry.name} ({entry.type})")
         target = out.get(entry.name)
         if target is None:
-            target = out[entry.name] = OutFamily(entry.name, format_header(entry.name, entry.type,
-                                                                          self.catalog[entry.name].help))
+            target = out[entry.name] = OutFamily(
+                entry.name, format_header(entry.name, entry.type, self.catalog[entry.name].help)
+            )
         body = _fast_rewrite(mapping, entry, fam) if exact else None
         if body is not None:
             target.add(body, True)
@@ -237,22 +257,31 @@ class Normalizer:
             seen = f" (the input looks like {', '.join(result.detected)})" if result.detected else ""
             notes.append(f"--source {forced}: no {forced} metrics in the input{seen}")
         elif not result.sources:
-            notes.append("no known source detected; "
-                         + ("--drop-unmapped left out everything" if self.drop_unmapped
-                            else "everything passed through unchanged")
-                         + " (use --source or add a mapping)")
+            notes.append(
+                "no known source detected; "
+                + (
+                    "--drop-unmapped left out everything"
+                    if self.drop_unmapped
+                    else "everything passed through unchanged"
+                )
+                + " (use --source or add a mapping)"
+            )
         if result.series_out == 0 and not (result.sources == () and self.drop_unmapped):
-            notes.append(f"the output has no samples ({result.series_in} series in"
-                         + ("; --drop-unmapped left out every unmapped one)" if self.drop_unmapped else ")"))
+            notes.append(
+                f"the output has no samples ({result.series_in} series in"
+                + ("; --drop-unmapped left out every unmapped one)" if self.drop_unmapped else ")")
+            )
         for mapping in self.mappings:
             if mapping.source not in result.detected or mapping.source not in result.sources:
                 continue
             mapped = {e.name for e in mapping.entries}
             missing = [n for n in KEY_SERIES if n in mapped and n not in result.produced.get(mapping.source, ())]
             if missing:
-                notes.append(f"{mapping.source}: no samples for {', '.join(missing)}: dashboards and SLOs that "
-                             "read them will show no data (a partial scrape, or a release whose names no "
-                             "mapping knows?)")
+                notes.append(
+                    f"{mapping.source}: no samples for {', '.join(missing)}: dashboards and SLOs that "
+                    "read them will show no data (a partial scrape, or a release whose names no "
+                    "mapping knows?)"
+                )
         return notes
 
 
@@ -261,12 +290,17 @@ def _check_histogram(fam: Family, warnings: list[str]) -> None:
     body = fam.body
     if not body:
         return
-    missing = [part for part, text in (("+Inf bucket", 'le="+Inf"'), ("_sum", fam.name + "_sum"),
-                                       ("_count", fam.name + "_count")) if text not in body]
-    last = body[body.rfind("\n", 0, len(body) - 1) + 1:]
-    if missing == ["+Inf bucket"] and fam.name + "_bucket" not in body:    # not cut: printed so (blogs, proxies)
-        warnings.append(f"histogram {fam.name} (line {fam.line}) has only _sum and _count, no buckets: "
-                        "means can be read, quantiles and latency SLOs cannot")
+    missing = [
+        part
+        for part, text in (("+Inf bucket", 'le="+Inf"'), ("_sum", fam.name + "_sum"), ("_count", fam.name + "_count"))
+        if text not in body
+    ]
+    last = body[body.rfind("\n", 0, len(body) - 1) + 1 :]
+    if missing == ["+Inf bucket"] and fam.name + "_bucket" not in body:  # not cut: printed so (blogs, proxies)
+        warnings.append(
+            f"histogram {fam.name} (line {fam.line}) has only _sum and _count, no buckets: "
+            "means can be read, quantiles and latency SLOs cannot"
+        )
     elif missing:
         parts = ", ".join(missing[:-1]) + " or " + missing[-1] if len(missing) > 1 else missing[0]
         warnings.append(f"histogram {fam.name} (line {fam.line}) has no {parts}: was the input cut short?")
@@ -321,7 +355,7 @@ def _fast_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> str | No
         extra = "".join(f',{k}="{v}"' for k, v in mapping.set_labels)
         body = body.replace('"} ', f'"{extra}}} ')
     src, dst = fam.name, entry.name
-    return dst + body[len(src):].replace("\n" + src, "\n" + dst)
+    return dst + body[len(src) :].replace("\n" + src, "\n" + dst)
 
 
 def _slow_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> tuple[str, int]:
@@ -332,7 +366,7 @@ def _slow_rewrite(mapping: SourceMapping, entry: Entry, fam: Family) -> tuple[st
     out: list[str] = []
     blanks = 0
     for s in fam.samples():
-        suffix = s.name[len(fam.name):]
+        suffix = s.name[len(fam.name) :]
         if suffix not in allowed:
             continue  # _created, or a suffix this type does not have
         name = entry.name if entry.type != "histogram" else entry.name + suffix

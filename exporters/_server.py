@@ -44,15 +44,26 @@ log = logging.getLogger("inferwatch.exporter")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 _PREFIX = "inferwatch_exporter_"
-_OWN_FAMILIES = ("target_up", "target_scrape_duration_seconds", "target_series_in", "target_series_out",
-                 "target_source_info", "target_scrape_errors_total", "target_dropped_total",
-                 "target_last_error_timestamp_seconds", "scrape_duration_seconds", "build_info")
+_OWN_FAMILIES = (
+    "target_up",
+    "target_scrape_duration_seconds",
+    "target_series_in",
+    "target_series_out",
+    "target_source_info",
+    "target_scrape_errors_total",
+    "target_dropped_total",
+    "target_last_error_timestamp_seconds",
+    "scrape_duration_seconds",
+    "build_info",
+)
 _TYPE_OF = re.compile(r"^# TYPE [^ ]+ ([a-z]+)$", re.M)
 _SLACK = 0.5  # seconds for parsing and answering after the per-target timeout
-_SCRAPE_DURATION_HEADER = format_header(_PREFIX + "scrape_duration_seconds", "gauge",
-                                        "Time this exporter took to answer this scrape.")
+_SCRAPE_DURATION_HEADER = format_header(
+    _PREFIX + "scrape_duration_seconds", "gauge", "Time this exporter took to answer this scrape."
+)
 _BUILD_INFO = format_header(_PREFIX + "build_info", "gauge", "inferwatch version.") + format_sample(
-    Sample(_PREFIX + "build_info", (("version", __version__),), "1.0"))
+    Sample(_PREFIX + "build_info", (("version", __version__),), "1.0")
+)
 
 
 def scrape_deadline(timeout: float, header: str | None) -> float:
@@ -84,15 +95,15 @@ class Outcome:
     """One fetch of one target, immutable, so a response's health series agree with its data."""
 
     target: Target
-    started: float                     # time.monotonic() when the fetch began
+    started: float  # time.monotonic() when the fetch began
     duration: float
-    families: tuple[ServedFamily, ...] | None = None   # None: nothing served
-    kind: str | None = None            # why not (ERROR_KINDS)
+    families: tuple[ServedFamily, ...] | None = None  # None: nothing served
+    kind: str | None = None  # why not (ERROR_KINDS)
     series_in: int = 0
     series_out: int = 0
     sources: tuple[str, ...] = ()
     dropped: tuple[tuple[str, int], ...] = ()
-    problem: str | None = None         # the first thing dropped, for the log
+    problem: str | None = None  # the first thing dropped, for the log
 
     @property
     def up(self) -> bool:
@@ -108,13 +119,28 @@ def prepare(text: str, normalizer: Normalizer, target: Target, label: str, max_l
     result = normalizer.normalize_families(checked.families)
     served = []
     for name, fam in result.families.items():
-        body = "".join(add_label(c, canon, label, target.name) if label else c
-                       for c, canon in zip(fam.chunks, fam.canonical, strict=True))
+        body = "".join(
+            add_label(c, canon, label, target.name) if label else c
+            for c, canon in zip(fam.chunks, fam.canonical, strict=True)
+        )
         match = _TYPE_OF.search(fam.header)
-        served.append(ServedFamily(name, fam.header, match.group(1) if match else "untyped", body,
-                                   frozenset(names_used(name, body))))
-    return Outcome(target, 0.0, 0.0, tuple(served), None, result.series_in, result.series_out, result.sources,
-                   tuple(sorted(checked.dropped.items())), checked.problem)
+        served.append(
+            ServedFamily(
+                name, fam.header, match.group(1) if match else "untyped", body, frozenset(names_used(name, body))
+            )
+        )
+    return Outcome(
+        target,
+        0.0,
+        0.0,
+        tuple(served),
+        None,
+        result.series_in,
+        result.series_out,
+        result.sources,
+        tuple(sorted(checked.dropped.items())),
+        checked.problem,
+    )
 
 
 def _claims(fam: ServedFamily) -> tuple[str, ...]:
@@ -162,8 +188,8 @@ class _Runner:
     task: asyncio.Task | None = None
     errors: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
-    last_error: tuple[str, float] | None = None      # kind, unix time
-    last_message: str | None = None                  # logged once until it changes
+    last_error: tuple[str, float] | None = None  # kind, unix time
+    last_message: str | None = None  # logged once until it changes
     last_problem: str | None = None
     last_conflicts: list[str] = field(default_factory=list)  # families left out of the last response
     late: tuple[asyncio.Task, Outcome] | None = None  # the fetch that missed a deadline, as served meanwhile
@@ -190,8 +216,12 @@ class _Runner:
     def note_conflicts(self, left_out: list[str]) -> None:
         """Log the families left out of a response for clashing with another, once until they change."""
         if left_out and left_out != self.last_conflicts:
-            log.warning("target %s: left out %d family(ies) that clash with another: %s", self.target.name,
-                        len(left_out), "; ".join(left_out[:5]) + ("; ..." if len(left_out) > 5 else ""))
+            log.warning(
+                "target %s: left out %d family(ies) that clash with another: %s",
+                self.target.name,
+                len(left_out),
+                "; ".join(left_out[:5]) + ("; ..." if len(left_out) > 5 else ""),
+            )
         self.last_conflicts = left_out
 
 
@@ -207,18 +237,19 @@ class NormalizingExporter:
         self._switch_interval = sys.getswitchinterval()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="inferwatch-parse")
         self._rendered: tuple[tuple[Outcome, ...], tuple[str, str]] | None = None
-        self.fetches = 0   # fetches started, for tests and the benchmark
+        self.fetches = 0  # fetches started, for tests and the benchmark
 
     # -- fetching -------------------------------------------------------------------------------
 
     async def _fetch_text(self, target: Target) -> str:
         slots, session = self._slots, self._session
-        if slots is None or session is None:          # both made by `scrape` before it fetches
+        if slots is None or session is None:  # both made by `scrape` before it fetches
             raise RuntimeError("fetch before the first scrape opened the session")
         async with slots:  # bounded connections; waiting here is not the target's time
             async with asyncio.timeout(self.config.timeout):
-                async with session.get(target.url, headers={"Accept": "text/plain;version=0.0.4",
-                                                            "Accept-Encoding": "gzip"}) as resp:
+                async with session.get(
+                    target.url, headers={"Accept": "text/plain;version=0.0.4", "Accept-Encoding": "gzip"}
+                ) as resp:
                     if resp.status != 200:
                         raise FetchError("http", f"HTTP {resp.status} from {target.url}")
                     body = await read_body(resp, self.config.max_body)
@@ -232,8 +263,9 @@ class NormalizingExporter:
         try:
             text = await self._fetch_text(target)
             loop = asyncio.get_running_loop()
-            outcome = await loop.run_in_executor(self._pool, prepare, text, self.normalizer, target,
-                                                 self.config.target_label, self.config.max_labels)
+            outcome = await loop.run_in_executor(
+                self._pool, prepare, text, self.normalizer, target, self.config.target_label, self.config.max_labels
+            )
         except TimeoutError:
             kind, message = "timeout", f"no complete answer within {self.config.timeout:g}s"
         except FetchError as err:
@@ -251,8 +283,18 @@ class NormalizingExporter:
         if outcome is None:
             outcome = Outcome(target, started, duration, kind=kind)
         else:
-            outcome = Outcome(target, started, duration, outcome.families, None, outcome.series_in,
-                              outcome.series_out, outcome.sources, outcome.dropped, outcome.problem)
+            outcome = Outcome(
+                target,
+                started,
+                duration,
+                outcome.families,
+                None,
+                outcome.series_in,
+                outcome.series_out,
+                outcome.sources,
+                outcome.dropped,
+                outcome.problem,
+            )
         late = runner.late is not None and runner.late[0] is asyncio.current_task()
         runner.record(outcome, message.replace("\n", " ")[:300], counted=late)
         runner.task = None
@@ -288,8 +330,9 @@ class NormalizingExporter:
             sys.setswitchinterval(min(self._switch_interval, 0.001))
             self._slots = asyncio.Semaphore(self.config.max_connections)
             connector = aiohttp.TCPConnector(limit=self.config.max_connections, limit_per_host=0)
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False,
-                                                  timeout=aiohttp.ClientTimeout(total=None))
+            self._session = aiohttp.ClientSession(
+                connector=connector, auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None)
+            )
         start = time.monotonic()
         deadline = start + (budget if budget is not None else self.config.timeout + _SLACK)
         outcomes = await asyncio.gather(*(self._outcome(r, deadline) for r in self.runners))
@@ -303,9 +346,9 @@ class NormalizingExporter:
         A family is left out (counted as `conflict`, logged) when promtool would file it, or any of its
         samples, under another family of the response (see `_conflict`): first come, first served.
         """
-        key = tuple(outcomes)   # held, not ids: an id may be reused once its outcome is gone
+        key = tuple(outcomes)  # held, not ids: an id may be reused once its outcome is gone
         if self._rendered is not None and all(a is b for a, b in zip(self._rendered[0], key, strict=True)):
-            return self._rendered[1]   # concurrent scrapes served the same outcomes: render once
+            return self._rendered[1]  # concurrent scrapes served the same outcomes: render once
         types = {_PREFIX + n: "own" for n in _OWN_FAMILIES}
         if self.config.max_running_requests:
             types["llm_max_running_requests"] = "gauge"
@@ -324,7 +367,7 @@ class NormalizingExporter:
                 if fam.header:
                     owner[fam.name] = fam.name
                 for n in _claims(fam):
-                    owner.setdefault(n, fam.name)   # a family of that name served before stays its own
+                    owner.setdefault(n, fam.name)  # a family of that name served before stays its own
                 headers.setdefault(fam.name, fam.header)
                 merged.setdefault(fam.name, []).append(fam.body)
             runner.note_conflicts(left_out)
@@ -338,9 +381,12 @@ class NormalizingExporter:
             return
         name = "llm_max_running_requests"
         headers.setdefault(name, format_header(name, "gauge", self.normalizer.catalog[name].help))
-        merged.setdefault(name, []).append("".join(
-            format_sample(Sample(name, (("model", model),), format_value(cap)))
-            for model, cap in self.config.max_running_requests))
+        merged.setdefault(name, []).append(
+            "".join(
+                format_sample(Sample(name, (("model", model),), format_value(cap)))
+                for model, cap in self.config.max_running_requests
+            )
+        )
 
     def _health(self, outcomes: list[Outcome]) -> str:
         lines: list[str] = []
@@ -351,24 +397,54 @@ class NormalizingExporter:
                 lines.append(format_sample(Sample(_PREFIX + name, labels, format_value(value))))
 
         per = [(o, r, (("target", o.target.name),)) for o, r in zip(outcomes, self.runners, strict=True)]
-        family("target_up", "gauge", "1 if the target's data is in this response.",
-               [(lab, float(o.up)) for o, _, lab in per])
-        family("target_scrape_duration_seconds", "gauge", "Time the fetch served in this response took.",
-               [(lab, o.duration) for o, _, lab in per])
-        family("target_series_in", "gauge", "Samples read from the target in the fetch served here.",
-               [(lab, o.series_in) for o, _, lab in per])
-        family("target_series_out", "gauge", "Samples served for the target after normalizing, in this response.",
-               [(lab, o.series_out) for o, _, lab in per])
-        family("target_source_info", "gauge", "Sources (mappings) detected in the fetch served here.",
-               [(lab + (("source", src),), 1.0) for o, _, lab in per for src in o.sources])
-        family("target_scrape_errors_total", "counter", "Failed or late fetches of the target by kind.",
-               [(lab + (("kind", k),), n) for _, r, lab in per for k, n in sorted(r.errors.items())])
-        family("target_dropped_total", "counter",
-               "Families or samples of the target left out because Prometheus could not read them, by reason.",
-               [(lab + (("reason", k),), n) for _, r, lab in per for k, n in sorted(r.dropped.items())])
-        family("target_last_error_timestamp_seconds", "gauge",
-               "When the target last failed, with the kind of error (the message is in the log).",
-               [(lab + (("kind", r.last_error[0]),), r.last_error[1]) for _, r, lab in per if r.last_error])
+        family(
+            "target_up",
+            "gauge",
+            "1 if the target's data is in this response.",
+            [(lab, float(o.up)) for o, _, lab in per],
+        )
+        family(
+            "target_scrape_duration_seconds",
+            "gauge",
+            "Time the fetch served in this response took.",
+            [(lab, o.duration) for o, _, lab in per],
+        )
+        family(
+            "target_series_in",
+            "gauge",
+            "Samples read from the target in the fetch served here.",
+            [(lab, o.series_in) for o, _, lab in per],
+        )
+        family(
+            "target_series_out",
+            "gauge",
+            "Samples served for the target after normalizing, in this response.",
+            [(lab, o.series_out) for o, _, lab in per],
+        )
+        family(
+            "target_source_info",
+            "gauge",
+            "Sources (mappings) detected in the fetch served here.",
+            [(lab + (("source", src),), 1.0) for o, _, lab in per for src in o.sources],
+        )
+        family(
+            "target_scrape_errors_total",
+            "counter",
+            "Failed or late fetches of the target by kind.",
+            [(lab + (("kind", k),), n) for _, r, lab in per for k, n in sorted(r.errors.items())],
+        )
+        family(
+            "target_dropped_total",
+            "counter",
+            "Families or samples of the target left out because Prometheus could not read them, by reason.",
+            [(lab + (("reason", k),), n) for _, r, lab in per for k, n in sorted(r.dropped.items())],
+        )
+        family(
+            "target_last_error_timestamp_seconds",
+            "gauge",
+            "When the target last failed, with the kind of error (the message is in the log).",
+            [(lab + (("kind", r.last_error[0]),), r.last_error[1]) for _, r, lab in per if r.last_error],
+        )
         return "".join(lines)
 
     async def _handle_metrics(self, request: web.Request) -> web.Response:
@@ -377,8 +453,9 @@ class NormalizingExporter:
         return web.Response(body=body.encode("utf-8"), headers={"Content-Type": CONTENT_TYPE})
 
     async def _handle_index(self, request: web.Request) -> web.Response:
-        rows = "\n".join(f"  {r.target.name}: {r.target.url} ({'up' if r.last and r.last.up else 'down'})"
-                         for r in self.runners)
+        rows = "\n".join(
+            f"  {r.target.name}: {r.target.url} ({'up' if r.last and r.last.up else 'down'})" for r in self.runners
+        )
         return web.Response(text=f"inferwatch normalizing exporter {__version__}\n/metrics\ntargets:\n{rows}\n")
 
     async def _handle_health(self, request: web.Request) -> web.Response:

@@ -10,18 +10,59 @@ first use, so the CLI pays nothing for this package until a command runs.
 
 from inferwatch import _lazy
 
-__all__ = ["FrontdoorConfig", "Upstream", "Limits", "parse_listen", "parse_seconds", "parse_size", "parse_upstreams",
-           "parse_base_url", "Facts", "RequestInfo", "observe_event", "observe_stream", "observe_whole", "request_info",
-           "token_counts", "OUTCOMES", "classify", "tool_call_problem", "schema_problem", "SSESplitter", "Frontdoor",
-           "make_app", "start", "serve", "FRONTDOOR", "ProbeConfig", "ProbeResult", "Prober", "probe_once"]
+__all__ = [
+    "FrontdoorConfig",
+    "Upstream",
+    "Limits",
+    "parse_listen",
+    "parse_seconds",
+    "parse_size",
+    "parse_upstreams",
+    "parse_base_url",
+    "Facts",
+    "RequestInfo",
+    "observe_event",
+    "observe_stream",
+    "observe_whole",
+    "request_info",
+    "token_counts",
+    "OUTCOMES",
+    "classify",
+    "tool_call_problem",
+    "schema_problem",
+    "SSESplitter",
+    "Frontdoor",
+    "make_app",
+    "start",
+    "serve",
+    "FRONTDOOR",
+    "ProbeConfig",
+    "ProbeResult",
+    "Prober",
+    "probe_once",
+]
 
 _LAZY = {
-    **dict.fromkeys(["FrontdoorConfig", "Upstream", "Limits", "parse_listen", "parse_seconds", "parse_size",
-                     "parse_upstreams", "parse_base_url"], "_config"),
-    **dict.fromkeys(["Facts", "RequestInfo", "observe_event", "observe_stream", "observe_whole", "request_info",
-                     "token_counts"], "_meter"),
+    **dict.fromkeys(
+        [
+            "FrontdoorConfig",
+            "Upstream",
+            "Limits",
+            "parse_listen",
+            "parse_seconds",
+            "parse_size",
+            "parse_upstreams",
+            "parse_base_url",
+        ],
+        "_config",
+    ),
+    **dict.fromkeys(
+        ["Facts", "RequestInfo", "observe_event", "observe_stream", "observe_whole", "request_info", "token_counts"],
+        "_meter",
+    ),
     **dict.fromkeys(["OUTCOMES", "classify", "tool_call_problem"], "_outcome"),
-    "schema_problem": "_schema", "SSESplitter": "_sse",
+    "schema_problem": "_schema",
+    "SSESplitter": "_sse",
     **dict.fromkeys(["Frontdoor", "make_app", "start", "serve", "FRONTDOOR"], "_proxy"),
     **dict.fromkeys(["ProbeConfig", "ProbeResult", "Prober", "probe_once"], "_probe"),
 }

@@ -16,7 +16,7 @@ from inferwatch.frontdoor._caller import encodable
 
 __all__ = ["AccessLog", "access_record", "LONGEST"]
 
-LONGEST = 256           # characters of a field a client chose; more are cut and marked with `...`
+LONGEST = 256  # characters of a field a client chose; more are cut and marked with `...`
 
 
 def _capped(text: str | None) -> str | None:
@@ -27,19 +27,44 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 3)
 
 
-def access_record(*, request_id: str, caller: str, model: str | None, upstream: str, method: str, path: str,
-                  status: int, outcome: str | None, stream: bool, times: dict, tokens,
-                  now: float | None = None) -> dict:
+def access_record(
+    *,
+    request_id: str,
+    caller: str,
+    model: str | None,
+    upstream: str,
+    method: str,
+    path: str,
+    status: int,
+    outcome: str | None,
+    stream: bool,
+    times: dict,
+    tokens,
+    now: float | None = None,
+) -> dict:
     """The log line of one request, as a dict; times in milliseconds, `time` in UTC (RFC 3339)."""
     now = time.time() if now is None else now
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
     prompt, output, reasoning = tokens
-    return {"time": stamp, "request_id": _capped(request_id), "caller": _capped(caller), "model": _capped(model),
-            "upstream": upstream, "method": _capped(method), "path": _capped(path), "status": status,
-            "outcome": outcome, "stream": stream,
-            "first_chunk_ms": _ms(times.get("ttfc")), "first_token_ms": _ms(times.get("ttft")),
-            "time_per_output_token_ms": _ms(times.get("tpot")), "duration_ms": _ms(times.get("duration")),
-            "prompt_tokens": prompt, "output_tokens": output, "reasoning_tokens": reasoning}
+    return {
+        "time": stamp,
+        "request_id": _capped(request_id),
+        "caller": _capped(caller),
+        "model": _capped(model),
+        "upstream": upstream,
+        "method": _capped(method),
+        "path": _capped(path),
+        "status": status,
+        "outcome": outcome,
+        "stream": stream,
+        "first_chunk_ms": _ms(times.get("ttfc")),
+        "first_token_ms": _ms(times.get("ttft")),
+        "time_per_output_token_ms": _ms(times.get("tpot")),
+        "duration_ms": _ms(times.get("duration")),
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+        "reasoning_tokens": reasoning,
+    }
 
 
 class AccessLog:

@@ -9,7 +9,7 @@ import hmac
 __all__ = ["caller_of", "api_key", "hashed_key", "encodable", "LabelCap", "ANONYMOUS", "OTHER"]
 
 ANONYMOUS, OTHER = "anonymous", "other"
-LONGEST = 256           # characters of a label value; longer ones are `other`
+LONGEST = 256  # characters of a label value; longer ones are `other`
 
 
 def caller_of(headers, header: str | None, salt: str) -> str:

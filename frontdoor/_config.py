@@ -12,13 +12,33 @@ from inferwatch.frontdoor._goodput import Goodput
 from inferwatch.frontdoor._otel import OtlpConfig
 from inferwatch.frontdoor._paths import DEFAULT_ALLOWED
 
-__all__ = ["Upstream", "Limits", "FrontdoorConfig", "parse_upstreams", "parse_listen", "parse_size", "parse_seconds",
-           "parse_base_url", "DEFAULT_MAX_BODY"]
+__all__ = [
+    "Upstream",
+    "Limits",
+    "FrontdoorConfig",
+    "parse_upstreams",
+    "parse_listen",
+    "parse_size",
+    "parse_seconds",
+    "parse_base_url",
+    "DEFAULT_MAX_BODY",
+]
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\Z", re.I)
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6, "mib": 1024**2,
-          "g": 10**9, "gb": 10**9, "gib": 1024**3}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 1024**2,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 1024**3,
+}
 
 
 @dataclass(frozen=True)
@@ -33,37 +53,37 @@ class Upstream:
 class Limits:
     """What one front door allows its clients (flags of the same names)."""
 
-    head_timeout: float = 10.0              # from a head's first byte to its end
-    max_head: int = 32 * 1024               # bytes of one request head (request line and headers)
-    keepalive_timeout: float = 75.0         # a connection with no request in progress, new or kept alive
-    max_connections: int = 4096             # open client connections, all addresses together
-    max_client_connections: int = 1024      # open client connections from one address
-    max_pipelined: int = 16                 # requests a client sends ahead on one connection before answers
+    head_timeout: float = 10.0  # from a head's first byte to its end
+    max_head: int = 32 * 1024  # bytes of one request head (request line and headers)
+    keepalive_timeout: float = 75.0  # a connection with no request in progress, new or kept alive
+    max_connections: int = 4096  # open client connections, all addresses together
+    max_client_connections: int = 1024  # open client connections from one address
+    max_pipelined: int = 16  # requests a client sends ahead on one connection before answers
 
 
 @dataclass(frozen=True)
 class FrontdoorConfig:
-    default: Upstream | None = None                     # where requests go that no route names
-    routes: tuple[tuple[str, Upstream], ...] = ()       # (model, upstream), from --upstream MODEL=URL
+    default: Upstream | None = None  # where requests go that no route names
+    routes: tuple[tuple[str, Upstream], ...] = ()  # (model, upstream), from --upstream MODEL=URL
     host: str = "0.0.0.0"
     port: int = 8080
-    max_body: int = DEFAULT_MAX_BODY                    # request bodies above this get 413, unsent
+    max_body: int = DEFAULT_MAX_BODY  # request bodies above this get 413, unsent
     connect_timeout: float = 10.0
-    idle_timeout: float = 300.0                         # between two reads of one response (headers included)
-    caller_header: str | None = None                    # trusted only when set: a gateway's caller name
-    caller_salt: str = ""                               # hashes API keys into caller names
-    max_callers: int = 20                               # distinct caller label values; the rest are `other`
-    max_models: int = 50                                # distinct model label values; the rest are `other`
-    access_log: str | None = None                       # a file, `-` for standard output, None for none
-    metrics_host: str = "0.0.0.0"                       # the admin listener: the front door's own /metrics
+    idle_timeout: float = 300.0  # between two reads of one response (headers included)
+    caller_header: str | None = None  # trusted only when set: a gateway's caller name
+    caller_salt: str = ""  # hashes API keys into caller names
+    max_callers: int = 20  # distinct caller label values; the rest are `other`
+    max_models: int = 50  # distinct model label values; the rest are `other`
+    access_log: str | None = None  # a file, `-` for standard output, None for none
+    metrics_host: str = "0.0.0.0"  # the admin listener: the front door's own /metrics
     metrics_port: int = 9403
-    allow_paths: tuple[str, ...] = DEFAULT_ALLOWED      # what is forwarded besides the metered paths
-    limits: Limits = Limits()                           # on client connections and request heads
-    callers_file: dict[str, str] | None = None          # API key -> caller, from --callers-file
-    models: tuple[str, ...] = ()                        # model label values besides the routes' (--model)
-    models_refresh: float = 60.0                        # how often each upstream's /v1/models is read; 0: never
-    goodput: Goodput | None = None                      # the objectives requests are judged by; None: embedded
-    otlp: OtlpConfig | None = None                      # OpenTelemetry GenAI metrics over OTLP/HTTP; None: off
+    allow_paths: tuple[str, ...] = DEFAULT_ALLOWED  # what is forwarded besides the metered paths
+    limits: Limits = Limits()  # on client connections and request heads
+    callers_file: dict[str, str] | None = None  # API key -> caller, from --callers-file
+    models: tuple[str, ...] = ()  # model label values besides the routes' (--model)
+    models_refresh: float = 60.0  # how often each upstream's /v1/models is read; 0: never
+    goodput: Goodput | None = None  # the objectives requests are judged by; None: embedded
+    otlp: OtlpConfig | None = None  # OpenTelemetry GenAI metrics over OTLP/HTTP; None: off
 
     def upstream_for(self, model: str | None) -> Upstream | None:
         for name, upstream in self.routes:
@@ -93,13 +113,16 @@ def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str,
         try:
             base = parse_base_url(url)
         except ValueError:
-            raise ValueError(f"{text!r} is not URL or MODEL=URL with an http(s) URL or HOST:PORT, "
-                             "e.g. http://127.0.0.1:8000 or llama-3-8b=vllm:8000") from None
+            raise ValueError(
+                f"{text!r} is not URL or MODEL=URL with an http(s) URL or HOST:PORT, "
+                "e.g. http://127.0.0.1:8000 or llama-3-8b=vllm:8000"
+            ) from None
         upstream = Upstream(urlsplit(base).netloc, base)
         if not model:
             if default is not None:
-                raise ValueError(f"{text!r}: only one upstream may be the default (URL without MODEL=); "
-                                 f"{default.url} already is")
+                raise ValueError(
+                    f"{text!r}: only one upstream may be the default (URL without MODEL=); {default.url} already is"
+                )
             default = upstream
         elif model in routes:
             raise ValueError(f"{text!r}: model {model!r} already goes to {routes[model].url}")

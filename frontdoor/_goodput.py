@@ -52,11 +52,11 @@ class GoodputError(InferwatchError):
 
 @dataclass(frozen=True)
 class _Objective:
-    name: str                            # "FILE: objective NAME", for messages
-    matchers: tuple[Matcher, ...]        # on LABELS (latency) or REQUEST_LABELS (ratio)
-    time: str | None = None              # latency: the key of `times`
+    name: str  # "FILE: objective NAME", for messages
+    matchers: tuple[Matcher, ...]  # on LABELS (latency) or REQUEST_LABELS (ratio)
+    time: str | None = None  # latency: the key of `times`
     threshold: float = 0.0
-    good: tuple[Matcher, ...] | None = None   # ratio: the good selector's matchers (None: judged by `bad`)
+    good: tuple[Matcher, ...] | None = None  # ratio: the good selector's matchers (None: judged by `bad`)
     bad: tuple[tuple[Matcher, ...], ...] = ()
 
 
@@ -79,8 +79,10 @@ def _matches(matchers: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
 def _checked(matchers: tuple[Matcher, ...], allowed: tuple[str, ...], where: str) -> tuple[Matcher, ...]:
     for m in matchers:
         if m.label not in allowed:
-            raise GoodputError(f"{where}: selects on label {m.label!r}, which the front door's series do not carry "
-                               f"(it can judge a request by {', '.join(allowed)})")
+            raise GoodputError(
+                f"{where}: selects on label {m.label!r}, which the front door's series do not carry "
+                f"(it can judge a request by {', '.join(allowed)})"
+            )
     return matchers
 
 
@@ -90,18 +92,29 @@ def _objective(spec: Spec, index: int) -> _Objective:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
         if sli.metric not in LATENCY_TIMES:
-            raise GoodputError(f"{where}: {sli.metric} is not a front door histogram; goodput judges requests by "
-                               f"{', '.join(LATENCY_TIMES)}")
-        return _Objective(where, _checked(spec.selector + sli.matchers, LABELS, where), LATENCY_TIMES[sli.metric],
-                          float(sli.threshold))
+            raise GoodputError(
+                f"{where}: {sli.metric} is not a front door histogram; goodput judges requests by "
+                f"{', '.join(LATENCY_TIMES)}"
+            )
+        return _Objective(
+            where,
+            _checked(spec.selector + sli.matchers, LABELS, where),
+            LATENCY_TIMES[sli.metric],
+            float(sli.threshold),
+        )
     assert isinstance(sli, RatioSLI)
     for selector in (sli.total, sli.good, *sli.bad, *sli.exclude):
         if selector is not None and selector.metric != REQUESTS:
-            raise GoodputError(f"{where}: {selector.metric} is not counted per request by the front door; a ratio "
-                               f"objective goodput can judge counts {REQUESTS}")
-    return _Objective(where, _checked(spec.selector + sli.total.matchers, REQUEST_LABELS, where),
-                      good=_checked(sli.good.matchers, REQUEST_LABELS, where) if sli.good else None,
-                      bad=tuple(_checked(b.matchers, REQUEST_LABELS, where) for b in sli.bad))
+            raise GoodputError(
+                f"{where}: {selector.metric} is not counted per request by the front door; a ratio "
+                f"objective goodput can judge counts {REQUESTS}"
+            )
+    return _Objective(
+        where,
+        _checked(spec.selector + sli.total.matchers, REQUEST_LABELS, where),
+        good=_checked(sli.good.matchers, REQUEST_LABELS, where) if sli.good else None,
+        bad=tuple(_checked(b.matchers, REQUEST_LABELS, where) for b in sli.bad),
+    )
 
 
 @dataclass(frozen=True)
@@ -128,8 +141,7 @@ class Goodput:
                     continue
                 judged, good = True, good and value <= o.threshold
             else:
-                held = _matches(o.good, request) if o.good is not None else not any(
-                    _matches(b, request) for b in o.bad)
+                held = _matches(o.good, request) if o.good is not None else not any(_matches(b, request) for b in o.bad)
                 judged, good = True, good and held
         return good if judged else None
 
@@ -141,8 +153,10 @@ def load_goodput(paths: Sequence[str | Path]) -> Goodput:
     for path in paths:
         spec = load_spec(path)
         if spec.source != "frontdoor":
-            raise GoodputError(f"{spec.file}: source is {spec.source!r}; goodput judges requests by objectives "
-                               "measured at the front door (source: frontdoor)")
+            raise GoodputError(
+                f"{spec.file}: source is {spec.source!r}; goodput judges requests by objectives "
+                "measured at the front door (source: frontdoor)"
+            )
         objectives.extend(_objective(spec, i) for i in range(len(spec.objectives)))
     return Goodput(tuple(objectives), tuple(str(p) for p in paths))
 

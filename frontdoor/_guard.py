@@ -46,8 +46,10 @@ SPARE_FILES = 64
 
 # each reason given to on_refused is a key of _metrics.REFUSED (llm_frontdoor_refused_total's `reason`)
 _BUSY_TEXT = b"too many connections to the front door; retry\n"
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
-         b"Connection: close\r\n\r\n%s" % (len(_BUSY_TEXT), _BUSY_TEXT))
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+    b"Connection: close\r\n\r\n%s" % (len(_BUSY_TEXT), _BUSY_TEXT)
+)
 
 
 class ConnectionGuard:
@@ -80,8 +82,7 @@ class ConnectionGuard:
 class _GuardedHandler(RequestHandler):
     """aiohttp's connection handler, admitted by the guard, its heads bounded in time and size."""
 
-    __slots__ = ("_guard", "_address", "_refused", "_head_bytes", "_head_timer", "_busy", "_idle_timer",
-                 "_ahead_bytes")
+    __slots__ = ("_guard", "_address", "_refused", "_head_bytes", "_head_timer", "_busy", "_idle_timer", "_ahead_bytes")
 
     def __init__(self, manager, guard: ConnectionGuard, **kwargs):
         super().__init__(manager, **kwargs)
@@ -108,7 +109,7 @@ class _GuardedHandler(RequestHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._refused:
             return
-        self._refused = True             # released once
+        self._refused = True  # released once
         self._guard.release(self._address)
         self._stop_head_timer()
         self._stop_idle_timer()
@@ -120,16 +121,17 @@ class _GuardedHandler(RequestHandler):
         if self._busy or self.transport is None:
             self._ahead_bytes += len(data)
             super().data_received(data)
-            if self._busy and (len(self._messages) > self._guard.limits.max_pipelined
-                               or self._ahead_bytes > self._guard.max_ahead):
+            if self._busy and (
+                len(self._messages) > self._guard.limits.max_pipelined or self._ahead_bytes > self._guard.max_ahead
+            ):
                 self._refuse("pipelined")
             return
         first = not self._head_bytes
         if first and data:
-            self._stop_idle_timer()                   # a head began: the head timeout bounds it now
+            self._stop_idle_timer()  # a head began: the head timeout bounds it now
         self._head_bytes += len(data)
         super().data_received(data)
-        if self._messages:                            # the head is complete (a body may follow)
+        if self._messages:  # the head is complete (a body may follow)
             self._busy, self._head_bytes, self._ahead_bytes = True, 0, 0
             self._stop_head_timer()
         elif self._head_bytes > self._guard.limits.max_head:
@@ -141,7 +143,7 @@ class _GuardedHandler(RequestHandler):
         try:
             return await super()._handle_request(request, start_time, request_handler)
         finally:
-            self._busy = bool(self._messages)         # a pipelined request already parsed is handled next
+            self._busy = bool(self._messages)  # a pipelined request already parsed is handled next
             if not self._busy:
                 self._ahead_bytes = 0
 
@@ -193,8 +195,13 @@ class GuardedSite(web.TCPSite):
             return _GuardedHandler(server, guard, loop=server._loop, **server._kwargs)
 
         self._server = await asyncio.get_running_loop().create_server(
-            handler, self._host, self._port, backlog=self._backlog, reuse_address=self._reuse_address,
-            reuse_port=self._reuse_port)
+            handler,
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port,
+        )
         self._bound_port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self._port
 
 
@@ -204,13 +211,18 @@ def check_aiohttp() -> None:
     from aiohttp.web_server import Server
 
     missing = [name for name in ("_messages",) if name not in getattr(RequestHandler, "__slots__", ())]
-    missing += [name for name in ("_handle_request", "_process_keepalive", "force_close")
-                if not callable(getattr(RequestHandler, name, None))]
+    missing += [
+        name
+        for name in ("_handle_request", "_process_keepalive", "force_close")
+        if not callable(getattr(RequestHandler, name, None))
+    ]
     source = Server.__init__.__code__.co_names
     missing += [f"Server.{name}" for name in ("_loop", "_kwargs") if name not in source]
     if missing:
-        raise RuntimeError(f"aiohttp {aiohttp.__version__} has no {', '.join(missing)}: the front door's connection "
-                           f"limits cannot work with it; install an aiohttp release from 3.9 to 3.14")
+        raise RuntimeError(
+            f"aiohttp {aiohttp.__version__} has no {', '.join(missing)}: the front door's connection "
+            f"limits cannot work with it; install an aiohttp release from 3.9 to 3.14"
+        )
 
 
 def fit_open_files(limits: Limits, open_files: int) -> Limits:
@@ -222,5 +234,6 @@ def fit_open_files(limits: Limits, open_files: int) -> Limits:
     most = max(1, (open_files - SPARE_FILES) // 2)
     if limits.max_connections <= most:
         return limits
-    return dataclasses.replace(limits, max_connections=most,
-                               max_client_connections=min(limits.max_client_connections, most))
+    return dataclasses.replace(
+        limits, max_connections=most, max_client_connections=min(limits.max_client_connections, most)
+    )

@@ -20,7 +20,7 @@ from inferwatch.frontdoor._caller import ANONYMOUS, LONGEST, OTHER, api_key, enc
 
 __all__ = ["Models", "Callers", "UNKNOWN", "load_keys"]
 
-UNKNOWN = "unknown"         # a request that names no model (or left before its body was read)
+UNKNOWN = "unknown"  # a request that names no model (or left before its body was read)
 
 
 class Models:
@@ -55,7 +55,7 @@ class Callers:
 
     def __init__(self, header: str | None, salt: str, limit: int, keys: dict[str, str] | None = None):
         self.header, self.salt, self.limit = header, salt, limit
-        self.keys = keys or {}                              # API key -> caller, from --callers-file
+        self.keys = keys or {}  # API key -> caller, from --callers-file
         self._listed = frozenset(self.keys.values())
         self._learned: set[str] = set()
 
@@ -63,7 +63,7 @@ class Callers:
         if self.header:
             name = headers.get(self.header, "").strip()[:64]
             if name:
-                self._learn(encodable(name))                # a trusted gateway's word
+                self._learn(encodable(name))  # a trusted gateway's word
                 return name
         key = api_key(headers)
         if not key:

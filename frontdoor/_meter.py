@@ -38,8 +38,8 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from inferwatch.frontdoor._sse import SSESplitter
 
@@ -47,9 +47,10 @@ __all__ = ["RequestInfo", "Facts", "request_info", "observe_event", "observe_str
 
 _fast_loads: Callable[[bytes | bytearray], Any]
 try:
-    from orjson import loads as _orjson_loads       # about 5 times json's speed on a chunk: the per-chunk budget
+    from orjson import loads as _orjson_loads  # about 5 times json's speed on a chunk: the per-chunk budget
+
     _fast_loads = _orjson_loads
-except ImportError:                                 # pragma: no cover - a declared dependency
+except ImportError:  # pragma: no cover - a declared dependency
     _fast_loads = json.loads
 
 
@@ -65,7 +66,7 @@ def _loads(data: bytes | bytearray):
 class RequestInfo:
     model: str | None = None
     stream: bool = False
-    tools: dict[str, object] | None = None      # offered function name -> its parameters schema; None: none offered
+    tools: dict[str, object] | None = None  # offered function name -> its parameters schema; None: none offered
 
 
 def request_info(body: bytes) -> RequestInfo:
@@ -82,7 +83,7 @@ def request_info(body: bytes) -> RequestInfo:
         function = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
             offered[function["name"]] = function.get("parameters")
-    for function in doc.get("functions") or ():            # the legacy `functions` list
+    for function in doc.get("functions") or ():  # the legacy `functions` list
         if isinstance(function, dict) and isinstance(function.get("name"), str):
             offered[function["name"]] = function.get("parameters")
     return RequestInfo(model, doc.get("stream") is True, offered or None)
@@ -96,20 +97,20 @@ class Facts:
     first_chunk: float | None = None
     first_visible: float | None = None
     last_visible: float | None = None
-    last_event: float | None = None              # the stream's end so far (a finish chunk, [DONE])
-    visible_chunks: int = 0                      # events with content or a tool call, from the first visible one
-    blank_before: int = 0                        # whitespace-only events before the first visible one (a "\n\n"
-                                                 # after reasoning): output tokens, but no gap between visible ones
-    reasoning_chunks: int = 0                    # events with hidden reasoning
-    done: bool = False                           # `data: [DONE]` seen
-    finish: dict[int, str] = field(default_factory=dict)                       # choice index -> finish_reason
-    tools: dict[tuple[int, int], list] = field(default_factory=dict)   # (choice, call) -> [name, args]; args None:
-                                                                       # sent as something other than a string
-    error: str | None = None                     # an error object, or a body that is not the JSON it should be
+    last_event: float | None = None  # the stream's end so far (a finish chunk, [DONE])
+    visible_chunks: int = 0  # events with content or a tool call, from the first visible one
+    blank_before: int = 0  # whitespace-only events before the first visible one (a "\n\n"
+    # after reasoning): output tokens, but no gap between visible ones
+    reasoning_chunks: int = 0  # events with hidden reasoning
+    done: bool = False  # `data: [DONE]` seen
+    finish: dict[int, str] = field(default_factory=dict)  # choice index -> finish_reason
+    tools: dict[tuple[int, int], list] = field(default_factory=dict)  # (choice, call) -> [name, args]; args None:
+    # sent as something other than a string
+    error: str | None = None  # an error object, or a body that is not the JSON it should be
     usage: dict | None = None
-    visible_whole: bool = False                  # a whole (non-streamed) answer had content or a tool call
-    choices: set[int] = field(default_factory=set)        # indexes of the choices that showed something
-    shape: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)   # around a token's text
+    visible_whole: bool = False  # a whole (non-streamed) answer had content or a tool call
+    choices: set[int] = field(default_factory=set)  # indexes of the choices that showed something
+    shape: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)  # around a token's text
 
 
 async def observe_stream(content, facts: Facts, until_error: bool = False) -> None:
@@ -134,7 +135,7 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         facts.visible_chunks += 1
         facts.last_visible = now
         return
-    if payload.startswith(b"[DONE]"):           # as the OpenAI client reads it
+    if payload.startswith(b"[DONE]"):  # as the OpenAI client reads it
         facts.done = True
         return
     try:
@@ -145,13 +146,13 @@ def observe_event(facts: Facts, payload: bytes, now: float) -> None:
         return
     if visible:
         if facts.first_visible is None:
-            if visible is _BLANK:               # whitespace only: the user sees nothing yet, nor learn its shape
+            if visible is _BLANK:  # whitespace only: the user sees nothing yet, nor learn its shape
                 facts.blank_before += 1
                 return
             facts.first_visible = now
         facts.visible_chunks += 1
         facts.last_visible = now
-        if (learnt := _shape_of(payload, doc)) is not None:       # a plain event the shape did not match
+        if (learnt := _shape_of(payload, doc)) is not None:  # a plain event the shape did not match
             facts.shape = learnt
 
 
@@ -161,8 +162,8 @@ def _same_shape(payload: bytes, shape: tuple[bytes, bytes]) -> bool:
     head, tail = shape
     if len(payload) <= len(head) + len(tail) or not payload.startswith(head) or not payload.endswith(tail):
         return False
-    try:        # an unescaped quote, a bad escape, a control character or bad UTF-8 in `text` fails here
-        _fast_loads(b'"' + payload[len(head):len(payload) - len(tail)] + b'"')
+    try:  # an unescaped quote, a bad escape, a control character or bad UTF-8 in `text` fails here
+        _fast_loads(b'"' + payload[len(head) : len(payload) - len(tail)] + b'"')
     except ValueError:
         return False
     return True
@@ -180,8 +181,13 @@ def _shape_of(payload: bytes, doc: dict) -> tuple[bytes, bytes] | None:
         return None
     if part is None:
         key, text = _TEXT_KEY, choice.get("text")
-    elif part.get("reasoning_content") or part.get("reasoning") or part.get("tool_calls") or \
-            part.get("function_call") or part.get("refusal"):
+    elif (
+        part.get("reasoning_content")
+        or part.get("reasoning")
+        or part.get("tool_calls")
+        or part.get("function_call")
+        or part.get("refusal")
+    ):
         return None
     else:
         key, text = _CONTENT_KEY, part.get("content")
@@ -195,7 +201,7 @@ def _shape_of(payload: bytes, doc: dict) -> tuple[bytes, bytes] | None:
     if end < 0:
         return None
     try:
-        same = _fast_loads(payload[start - 1:end + 1]) == text
+        same = _fast_loads(payload[start - 1 : end + 1]) == text
     except ValueError:
         return None
     return (payload[:start], payload[end:]) if same else None
@@ -220,7 +226,7 @@ def observe_whole(facts: Facts, body: bytes | bytearray) -> None:
         facts.error = facts.error or "a body that is not a completion object"
 
 
-_BLANK = "blank"       # what `_observe_choices` says of content that is whitespace only: a token, but nothing to see
+_BLANK = "blank"  # what `_observe_choices` says of content that is whitespace only: a token, but nothing to see
 
 
 def _observe_choices(facts: Facts, doc, whole: bool) -> bool | str:
@@ -235,12 +241,12 @@ def _observe_choices(facts: Facts, doc, whole: bool) -> bool | str:
         facts.usage = doc["usage"]
     choices = doc.get("choices")
     if choices is None and whole:
-        raise TypeError                          # a 200 answer without choices is not a completion
+        raise TypeError  # a 200 answer without choices is not a completion
     visible: bool | str = False
     for choice in choices or ():
         index = choice.get("index", 0)
         part = choice.get("message" if whole else "delta")
-        if part is None:                                     # /v1/completions
+        if part is None:  # /v1/completions
             shows = _shows(choice.get("text"))
         else:
             if part.get("reasoning_content") or part.get("reasoning"):
@@ -278,7 +284,7 @@ def _tool_calls(facts: Facts, index: int, part: dict) -> bool:
         if not isinstance(at, int) or isinstance(at, bool):
             at = _next_call(facts, index, function)
         _add_call(facts, (index, at), function)
-    if part.get("function_call"):                            # the legacy single function call
+    if part.get("function_call"):  # the legacy single function call
         _add_call(facts, (index, -1), part["function_call"])
     return bool(calls) or bool(part.get("function_call"))
 
@@ -297,7 +303,7 @@ def _add_call(facts: Facts, key: tuple[int, int], function: dict) -> None:
     if isinstance(arguments, str):
         if isinstance(entry[1], str):
             entry[1] += arguments
-    elif arguments is not None:     # an object (or any other non-string): not the JSON text clients parse
+    elif arguments is not None:  # an object (or any other non-string): not the JSON text clients parse
         entry[1] = None
 
 

@@ -24,8 +24,17 @@ from inferwatch._urls import http_url
 from inferwatch.errors import InferwatchError
 from inferwatch.frontdoor._outcome import OUTCOMES
 
-__all__ = ["SEMCONV_VERSION", "SCHEMA_URL", "INSTRUMENTS", "ERROR_TYPES", "OtlpConfig",
-           "OtelView", "otlp_metrics_url", "parse_resource", "sdk_missing"]
+__all__ = [
+    "SEMCONV_VERSION",
+    "SCHEMA_URL",
+    "INSTRUMENTS",
+    "ERROR_TYPES",
+    "OtlpConfig",
+    "OtelView",
+    "otlp_metrics_url",
+    "parse_resource",
+    "sdk_missing",
+]
 
 log = logging.getLogger("inferwatch.frontdoor")
 
@@ -43,25 +52,40 @@ class Instrument:
     name: str
     unit: str
     description: str
-    bounds: tuple[float, ...]     # the spec's ExplicitBucketBoundaries, given to the SDK as the advisory
+    bounds: tuple[float, ...]  # the spec's ExplicitBucketBoundaries, given to the SDK as the advisory
     measures: str
 
 
 _SECONDS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 INSTRUMENTS = (
-    Instrument("gen_ai.server.request.duration", "s",
-               "Generative AI server request duration such as time-to-last byte or last output token.",
-               _SECONDS, "duration"),
-    Instrument("gen_ai.server.time_to_first_token", "s", "Time to generate first token for successful responses.",
-               (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0),
-               "ttft"),
-    Instrument("gen_ai.server.time_per_output_token", "s",
-               "Time per output token generated after the first token for successful responses.",
-               (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5),
-               "tpot"),
-    Instrument("gen_ai.client.token.usage", "{token}", "Number of input and output tokens used.",
-               (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864),
-               "tokens"),
+    Instrument(
+        "gen_ai.server.request.duration",
+        "s",
+        "Generative AI server request duration such as time-to-last byte or last output token.",
+        _SECONDS,
+        "duration",
+    ),
+    Instrument(
+        "gen_ai.server.time_to_first_token",
+        "s",
+        "Time to generate first token for successful responses.",
+        (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0),
+        "ttft",
+    ),
+    Instrument(
+        "gen_ai.server.time_per_output_token",
+        "s",
+        "Time per output token generated after the first token for successful responses.",
+        (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5),
+        "tpot",
+    ),
+    Instrument(
+        "gen_ai.client.token.usage",
+        "{token}",
+        "Number of input and output tokens used.",
+        (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864),
+        "tokens",
+    ),
 )
 # gen_ai.operation.name is the metered path's (METERED_PATHS in _proxy.py: chat, text_completion).
 # error.type is the outcome of a request that failed: every outcome but ok and length (a finished answer stopped
@@ -73,10 +97,10 @@ ERROR_TYPES = {outcome: outcome for outcome in OUTCOMES if outcome not in ("ok",
 class OtlpConfig:
     """Where and how the GenAI metrics go; None fields defer to the SDK's OTEL_* environment variables."""
 
-    endpoint: str | None                    # the full metrics URL; None: OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT
-    interval: float | None = None           # seconds between exports; None: OTEL_METRIC_EXPORT_INTERVAL or 60 s
-    resource: tuple[tuple[str, str], ...] = ()   # --otlp-resource KEY=VALUE, over OTEL_RESOURCE_ATTRIBUTES
-    provider: str = "vllm"                  # gen_ai.provider.name
+    endpoint: str | None  # the full metrics URL; None: OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT
+    interval: float | None = None  # seconds between exports; None: OTEL_METRIC_EXPORT_INTERVAL or 60 s
+    resource: tuple[tuple[str, str], ...] = ()  # --otlp-resource KEY=VALUE, over OTEL_RESOURCE_ATTRIBUTES
+    provider: str = "vllm"  # gen_ai.provider.name
 
 
 def otlp_metrics_url(text: str) -> str:
@@ -85,8 +109,9 @@ def otlp_metrics_url(text: str) -> str:
     url = http_url(text.strip(), "http://otel-collector:4318")
     parts = urlsplit(url)
     if parts.query or parts.fragment:
-        raise ValueError(f"{text!r}: give the collector's URL without a query or fragment, "
-                         "e.g. http://otel-collector:4318")
+        raise ValueError(
+            f"{text!r}: give the collector's URL without a query or fragment, e.g. http://otel-collector:4318"
+        )
     if parts.path in ("", "/"):
         parts = parts._replace(path="/v1/metrics")
     return urlunsplit(parts)
@@ -109,8 +134,9 @@ def sdk_missing() -> str | None:
         import opentelemetry.exporter.otlp.proto.http.metric_exporter  # noqa: F401
         import opentelemetry.sdk.metrics  # noqa: F401
     except ImportError as err:
-        return (f"OTLP export needs the OpenTelemetry SDK and its OTLP/HTTP exporter ({err.name} is not "
-                f"installed): {EXTRA}")
+        return (
+            f"OTLP export needs the OpenTelemetry SDK and its OTLP/HTTP exporter ({err.name} is not installed): {EXTRA}"
+        )
     return None
 
 
@@ -120,9 +146,14 @@ def _resource(config: OtlpConfig):
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
     attributes = dict(config.resource)
-    named = SERVICE_NAME in attributes or os.environ.get("OTEL_SERVICE_NAME") or any(
-        part.partition("=")[0].strip() == SERVICE_NAME
-        for part in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","))
+    named = (
+        SERVICE_NAME in attributes
+        or os.environ.get("OTEL_SERVICE_NAME")
+        or any(
+            part.partition("=")[0].strip() == SERVICE_NAME
+            for part in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",")
+        )
+    )
     if not named:
         attributes[SERVICE_NAME] = DEFAULT_SERVICE_NAME
     return Resource.create(attributes)
@@ -146,20 +177,28 @@ class OtelView:
             interval = None if config.interval is None else config.interval * 1000
             exporter = OTLPMetricExporter(endpoint=config.endpoint)
             reader = PeriodicExportingMetricReader(exporter, export_interval_millis=interval)
-            log.info("OpenTelemetry GenAI metrics (semantic conventions %s) to %s every %s s", SEMCONV_VERSION,
-                     getattr(exporter, "_endpoint", config.endpoint),       # the URL the SDK resolved, where known
-                     getattr(reader, "_export_interval_millis", 60000) / 1000)
+            log.info(
+                "OpenTelemetry GenAI metrics (semantic conventions %s) to %s every %s s",
+                SEMCONV_VERSION,
+                getattr(exporter, "_endpoint", config.endpoint),  # the URL the SDK resolved, where known
+                getattr(reader, "_export_interval_millis", 60000) / 1000,
+            )
         # no exemplars: there is no span to point at, and the filter would run on every record
-        self.provider = MeterProvider(metric_readers=[reader], resource=_resource(config),
-                                      exemplar_filter=AlwaysOffExemplarFilter())
+        self.provider = MeterProvider(
+            metric_readers=[reader], resource=_resource(config), exemplar_filter=AlwaysOffExemplarFilter()
+        )
         meter = self.provider.get_meter("inferwatch.frontdoor", __version__, schema_url=SCHEMA_URL)
         self.config = config
-        self._instruments = {i.measures: meter.create_histogram(
-            i.name, unit=i.unit, description=i.description, explicit_bucket_boundaries_advisory=i.bounds)
-            for i in INSTRUMENTS}
+        self._instruments = {
+            i.measures: meter.create_histogram(
+                i.name, unit=i.unit, description=i.description, explicit_bucket_boundaries_advisory=i.bounds
+            )
+            for i in INSTRUMENTS
+        }
         self._attributes: dict[tuple, tuple[dict, dict, dict, dict]] = {}
         # the context only feeds exemplars, which are off: one empty context spares a contextvar read per record
         from opentelemetry.context import Context
+
         self._context = Context()
 
     def _attributes_of(self, operation: str, labels: tuple[str, str, str], error: str | None):
@@ -168,11 +207,18 @@ class OtelView:
         key = (operation, labels, error)
         found = self._attributes.get(key)
         if found is None:
-            common = {"gen_ai.operation.name": operation, "gen_ai.provider.name": self.config.provider,
-                      "gen_ai.request.model": labels[0], "inferwatch.caller": labels[1]}
+            common = {
+                "gen_ai.operation.name": operation,
+                "gen_ai.provider.name": self.config.provider,
+                "gen_ai.request.model": labels[0],
+                "inferwatch.caller": labels[1],
+            }
             found = self._attributes[key] = (
-                common, {**common, "error.type": error} if error else common,
-                {**common, "gen_ai.token.type": "input"}, {**common, "gen_ai.token.type": "output"})
+                common,
+                {**common, "error.type": error} if error else common,
+                {**common, "gen_ai.token.type": "input"},
+                {**common, "gen_ai.token.type": "output"},
+            )
         return found
 
     def record(self, labels: tuple[str, str, str], operation: str, outcome: str, times: dict, tokens) -> None:

@@ -26,10 +26,21 @@ from inferwatch.frontdoor._schema import schema_problem
 
 __all__ = ["OUTCOMES", "classify", "tool_call_problem"]
 
-OUTCOMES = ("ok", "error", "rate_limited", "timeout", "cancelled", "truncated", "length", "empty",
-            "tool_call_invalid", "content_filter", "invalid_request")
-FAILED_REASONS = {"error", "abort", "repetition"}                           # finish reasons of a failed answer
-ENDINGS = ("complete", "cancelled", "timeout", "unreachable", "broken")   # how the exchange itself ended
+OUTCOMES = (
+    "ok",
+    "error",
+    "rate_limited",
+    "timeout",
+    "cancelled",
+    "truncated",
+    "length",
+    "empty",
+    "tool_call_invalid",
+    "content_filter",
+    "invalid_request",
+)
+FAILED_REASONS = {"error", "abort", "repetition"}  # finish reasons of a failed answer
+ENDINGS = ("complete", "cancelled", "timeout", "unreachable", "broken")  # how the exchange itself ended
 
 
 def tool_call_problem(calls, offered: dict | None) -> str | None:
@@ -55,7 +66,7 @@ def tool_call_problem(calls, offered: dict | None) -> str | None:
 def classify(status: int | None, ended: str, facts: Facts, stream: bool, offered: dict | None) -> str:
     """The outcome of one request. `status` is the upstream's (None: no answer); `ended` one of ENDINGS."""
     if ended == "cancelled" and stream and facts.done:
-        ended = "complete"                # the client left after [DONE]: it had the whole answer
+        ended = "complete"  # the client left after [DONE]: it had the whole answer
     if ended in ("cancelled", "timeout"):
         return ended
     if status is None or status >= 500:
@@ -65,7 +76,7 @@ def classify(status: int | None, ended: str, facts: Facts, stream: bool, offered
     if status >= 400:
         return "invalid_request"
     reasons = set(facts.finish.values())
-    if facts.error or status != 200 or reasons & FAILED_REASONS:        # a 204 or a 3xx is no completion
+    if facts.error or status != 200 or reasons & FAILED_REASONS:  # a 204 or a 3xx is no completion
         return "error"
     if ended == "broken" or not facts.finish or (stream and not facts.done):
         return "truncated"
@@ -74,6 +85,6 @@ def classify(status: int | None, ended: str, facts: Facts, stream: bool, offered
             return reason
     if facts.tools and tool_call_problem(facts.tools.values(), offered):
         return "tool_call_invalid"
-    if not (facts.first_visible is not None or facts.visible_whole or facts.tools):   # whitespace is not seen
+    if not (facts.first_visible is not None or facts.visible_whole or facts.tools):  # whitespace is not seen
         return "empty"
     return "ok"

@@ -42,7 +42,11 @@ def allowed(path: str, patterns: tuple[str, ...]) -> bool:
 def parse_allowed(texts: list[str]) -> tuple[str, ...]:
     """Patterns from --allow-path: `/PATH` or `/PREFIX/*`; ValueError names the first bad one."""
     for text in texts:
-        if not text.startswith("/") or "*" in text[:-1] or (text.endswith("*") and not text.endswith("/*")) \
-                or normalized(text.rstrip("*")) is None:
+        if (
+            not text.startswith("/")
+            or "*" in text[:-1]
+            or (text.endswith("*") and not text.endswith("/*"))
+            or normalized(text.rstrip("*")) is None
+        ):
             raise ValueError(f"{text!r} is not /PATH or /PREFIX/*, e.g. /v1/* or /health")
     return tuple(dict.fromkeys(texts))

@@ -29,7 +29,7 @@ PROMPT = "Reply with one word: ok."
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    target: str                               # an OpenAI-compatible server's base URL (no /v1)
+    target: str  # an OpenAI-compatible server's base URL (no /v1)
     models: tuple[str, ...]
     every: float = 30.0
     timeout: float = 30.0
@@ -43,14 +43,18 @@ class ProbeConfig:
 class ProbeResult:
     outcome: str
     status: int | None
-    ttft: float | None                        # seconds to the first visible token
+    ttft: float | None  # seconds to the first visible token
     duration: float
 
 
 async def probe_once(session: aiohttp.ClientSession, config: ProbeConfig, model: str) -> ProbeResult:
     """One streamed request, judged; returns within `config.timeout` whatever the server does."""
-    body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "stream": True,
-            "max_tokens": config.max_tokens}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "stream": True,
+        "max_tokens": config.max_tokens,
+    }
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     facts, status, ended, start = Facts(), None, "complete", time.monotonic()
     try:
@@ -78,14 +82,29 @@ class Prober:
         self.config = config
         r = self.registry = CollectorRegistry()
         labels = ("model", "target")
-        self.requests = Counter("llm_probe_requests", "Probe requests by outcome (the front door's outcomes).",
-                                labels + ("outcome",), registry=r)
-        self.ttft = Histogram("llm_probe_time_to_first_token_seconds", "Probe start to its first visible token.",
-                              labels, buckets=bounds("llm_probe_time_to_first_token_seconds"), registry=r)
-        self.duration = Histogram("llm_probe_request_duration_seconds", "Probe start to its end.", labels,
-                                  buckets=bounds("llm_probe_request_duration_seconds"), registry=r)
-        self.last = Gauge("llm_probe_last_run_timestamp_seconds", "When each model was last probed.", labels,
-                          registry=r)
+        self.requests = Counter(
+            "llm_probe_requests",
+            "Probe requests by outcome (the front door's outcomes).",
+            labels + ("outcome",),
+            registry=r,
+        )
+        self.ttft = Histogram(
+            "llm_probe_time_to_first_token_seconds",
+            "Probe start to its first visible token.",
+            labels,
+            buckets=bounds("llm_probe_time_to_first_token_seconds"),
+            registry=r,
+        )
+        self.duration = Histogram(
+            "llm_probe_request_duration_seconds",
+            "Probe start to its end.",
+            labels,
+            buckets=bounds("llm_probe_request_duration_seconds"),
+            registry=r,
+        )
+        self.last = Gauge(
+            "llm_probe_last_run_timestamp_seconds", "When each model was last probed.", labels, registry=r
+        )
         self.target = config.target.split("://", 1)[-1]
         self.session: aiohttp.ClientSession | None = None
 
@@ -114,8 +133,9 @@ class Prober:
         app.router.add_get("/metrics", self.metrics)
 
         async def lifecycle(app):
-            self.session = session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None),
-                                                           cookie_jar=aiohttp.DummyCookieJar())
+            self.session = session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=None), cookie_jar=aiohttp.DummyCookieJar()
+            )
             task = asyncio.get_running_loop().create_task(self.run_forever(session))
             yield
             task.cancel()

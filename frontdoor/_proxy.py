@@ -31,6 +31,7 @@ instruments too (_otel.py); the SDK exports them from its own thread.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -38,7 +39,6 @@ import socket
 import struct
 import time
 import uuid
-import dataclasses
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -54,8 +54,8 @@ from inferwatch.frontdoor._config import FrontdoorConfig, Upstream
 from inferwatch.frontdoor._goodput import default_goodput
 from inferwatch.frontdoor._guard import SPARE_FILES, ConnectionGuard, GuardedSite, check_aiohttp, fit_open_files
 from inferwatch.frontdoor._idle import IdleWatch
-from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
 from inferwatch.frontdoor._labels import Callers, Models
+from inferwatch.frontdoor._meter import Facts, RequestInfo, observe_event, observe_whole, request_info, token_counts
 from inferwatch.frontdoor._metrics import FrontdoorMetrics
 from inferwatch.frontdoor._otel import OtelView
 from inferwatch.frontdoor._outcome import classify
@@ -71,18 +71,30 @@ log = logging.getLogger("inferwatch.frontdoor")
 FRONTDOOR: web.AppKey[Frontdoor] = web.AppKey("frontdoor")
 # the metered paths, and the gen_ai.operation.name (OpenTelemetry GenAI conventions) of each
 METERED_PATHS = {"/v1/chat/completions": "chat", "/v1/completions": "text_completion"}
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-                        "te", "trailer", "trailers", "transfer-encoding", "upgrade"})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 _NOT_RETURNED = HOP_BY_HOP | {"content-length"}
-_DECODED = frozenset({"gzip", "deflate", "br", "zstd"})   # request codings aiohttp's server decodes as it reads
-_SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")   # forward the client's, or none
+_DECODED = frozenset({"gzip", "deflate", "br", "zstd"})  # request codings aiohttp's server decodes as it reads
+_SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")  # forward the client's, or none
 _UPSTREAM_DOWN = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError)
-MAX_METERED_BODY = 64 * 1024 * 1024     # a whole answer larger than this passes through unjudged (an error)
-_CLIENT_BEHIND = 256 * 1024             # bytes waiting for the client before reading the upstream pauses
-_METER_BATCH = 4 * 1024                 # bytes of a stream held for metering at most (per stream, in memory)
-_MAX_MODELS_LIST = 4 * 1024 * 1024      # bytes of an upstream's /v1/models read at most
-UPSTREAM_KEY_ENV = "INFERWATCH_UPSTREAM_API_KEY"    # the key the front door reads the upstreams' /v1/models with
+MAX_METERED_BODY = 64 * 1024 * 1024  # a whole answer larger than this passes through unjudged (an error)
+_CLIENT_BEHIND = 256 * 1024  # bytes waiting for the client before reading the upstream pauses
+_METER_BATCH = 4 * 1024  # bytes of a stream held for metering at most (per stream, in memory)
+_MAX_MODELS_LIST = 4 * 1024 * 1024  # bytes of an upstream's /v1/models read at most
+UPSTREAM_KEY_ENV = "INFERWATCH_UPSTREAM_API_KEY"  # the key the front door reads the upstreams' /v1/models with
 
 
 @dataclass
@@ -90,7 +102,7 @@ class _Exchange:
     """One request's bookkeeping; `status` is the upstream's, `code` what the client got."""
 
     start: float
-    operation: str = "chat"       # gen_ai.operation.name of a metered path
+    operation: str = "chat"  # gen_ai.operation.name of a metered path
     status: int | None = None
     code: int = 499
     ended: str = "complete"
@@ -100,8 +112,9 @@ class _Exchange:
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
     """An error in OpenAI's shape, so clients show the message."""
-    return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": status}},
-                             status=status)
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "param": None, "code": status}}, status=status
+    )
 
 
 def _too_large(limit: int) -> web.Response:
@@ -128,7 +141,7 @@ def _not_utf8(request: web.Request) -> bool:
 def _forward_headers(headers, metered: bool) -> CIMultiDict:
     named = _connection_named(headers)
     dropped = _NOT_FORWARDED | named | ({"accept-encoding"} if metered else set())
-    if headers.get("Content-Encoding", "").strip().lower() in _DECODED:   # the body read is already decoded
+    if headers.get("Content-Encoding", "").strip().lower() in _DECODED:  # the body read is already decoded
         dropped = dropped | {"content-encoding"}
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
 
@@ -151,12 +164,12 @@ def _returned_headers(headers, base: str) -> CIMultiDict:
     named = _connection_named(headers)
     out = CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_RETURNED | named)
     location = out.get("Location", "")
-    if location.startswith(base) and location[len(base):len(base) + 1] in ("", "/", "?"):
-        out["Location"] = "/" + location[len(base):].lstrip("/")
+    if location.startswith(base) and location[len(base) : len(base) + 1] in ("", "/", "?"):
+        out["Location"] = "/" + location[len(base) :].lstrip("/")
     return out
 
 
-_CHUNK_HEADS: dict[int, bytes] = {}     # chunk size -> its size line, for the sizes met (at most 4,096 kept)
+_CHUNK_HEADS: dict[int, bytes] = {}  # chunk size -> its size line, for the sizes met (at most 4,096 kept)
 
 
 def _framed(piece: bytes) -> bytes:
@@ -178,15 +191,28 @@ class _Sink:
     code run again at once. When the client falls behind, reading the upstream pauses; when it is gone, the
     upstream request is aborted."""
 
-    __slots__ = ("client", "conn", "facts", "sse", "whole", "chunked", "splitter", "copy", "gone", "pieces",
-                 "held", "held_bytes")
+    __slots__ = (
+        "client",
+        "conn",
+        "facts",
+        "sse",
+        "whole",
+        "chunked",
+        "splitter",
+        "copy",
+        "gone",
+        "pieces",
+        "held",
+        "held_bytes",
+    )
 
-    def __init__(self, client: asyncio.Transport, conn: Connection, facts: Facts, sse: bool, whole: bool,
-                 chunked: bool):
+    def __init__(
+        self, client: asyncio.Transport, conn: Connection, facts: Facts, sse: bool, whole: bool, chunked: bool
+    ):
         self.client, self.conn, self.facts, self.sse, self.whole = client, conn, facts, sse, whole
         self.chunked, self.splitter, self.copy, self.gone = chunked, SSESplitter(), bytearray(), False
-        self.pieces = conn.pieces                           # what the parser appended during this read
-        self.held: list[tuple[float, bytes]] = []          # (when it came, the bytes of one read), not yet metered
+        self.pieces = conn.pieces  # what the parser appended during this read
+        self.held: list[tuple[float, bytes]] = []  # (when it came, the bytes of one read), not yet metered
         self.held_bytes = 0
 
     def flush(self) -> None:
@@ -199,8 +225,8 @@ class _Sink:
             self.conn.abort()
             pieces.clear()
             return
-        read = pieces[0] if len(pieces) == 1 else b"".join(pieces)       # the bytes of this read
-        if self.chunked:                         # framed as the upstream's pieces came
+        read = pieces[0] if len(pieces) == 1 else b"".join(pieces)  # the bytes of this read
+        if self.chunked:  # framed as the upstream's pieces came
             client.write(_framed(read) if len(pieces) == 1 else b"".join(map(_framed, pieces)))
         else:
             client.write(read)
@@ -240,9 +266,10 @@ class Frontdoor:
         self.goodput = config.goodput or default_goodput()
         self.callers = Callers(config.caller_header, config.caller_salt, config.max_callers, config.callers_file)
         self.models = Models(tuple(m for m, _ in config.routes) + config.models, config.max_models)
-        self.guard = ConnectionGuard(config.limits, lambda reason: self.metrics.refused.labels(reason).inc(),
-                                     config.max_body)
-        self.admin: web.AppRunner | None = None            # the admin listener's runner, once started
+        self.guard = ConnectionGuard(
+            config.limits, lambda reason: self.metrics.refused.labels(reason).inc(), config.max_body
+        )
+        self.admin: web.AppRunner | None = None  # the admin listener's runner, once started
         self._models_task: asyncio.Task | None = None
         self.session: aiohttp.ClientSession | None = None
         self.pool = UpstreamPool(config.connect_timeout)
@@ -257,8 +284,13 @@ class Frontdoor:
 
     async def open(self) -> None:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=60, enable_cleanup_closed=True)
-        self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=self.timeout,
-                                             skip_auto_headers=_SKIP_AUTO, cookie_jar=aiohttp.DummyCookieJar())
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            auto_decompress=False,
+            timeout=self.timeout,
+            skip_auto_headers=_SKIP_AUTO,
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
         if self.config.models_refresh > 0:
             await self.refresh_models()
             self._models_task = asyncio.create_task(self._keep_models())
@@ -273,8 +305,8 @@ class Frontdoor:
             await self.session.close()
         if self.access:
             self.access.close()
-        if self.metrics.otel is not None:     # the last export: what came since the one before (in a thread: it
-            await asyncio.to_thread(self.metrics.otel.shutdown)    # waits on the collector, at most its timeout)
+        if self.metrics.otel is not None:  # the last export: what came since the one before (in a thread: it
+            await asyncio.to_thread(self.metrics.otel.shutdown)  # waits on the collector, at most its timeout)
 
     # --- the models upstreams serve: the only model label values besides the routes' ---------------------------
 
@@ -285,8 +317,10 @@ class Frontdoor:
 
         async def one(upstream: Upstream) -> bool:
             try:
-                async with asyncio.timeout(min(self.config.idle_timeout or 10.0, 10.0)), \
-                        self._client().get(upstream.url + "/v1/models", headers=headers) as resp:
+                async with (
+                    asyncio.timeout(min(self.config.idle_timeout or 10.0, 10.0)),
+                    self._client().get(upstream.url + "/v1/models", headers=headers) as resp,
+                ):
                     body = bytearray()
                     while len(body) <= _MAX_MODELS_LIST and (chunk := await resp.content.readany()):
                         body += chunk
@@ -341,11 +375,15 @@ class Frontdoor:
 
     async def list_models(self, request: web.Request) -> web.Response:
         """With several upstreams, /v1/models lists the models of them all (each upstream's own entries)."""
+
         async def listed(upstream: Upstream) -> list:
             try:
-                async with asyncio.timeout(self.config.idle_timeout or None), \
-                        self._client().get(upstream.url + "/v1/models",
-                                           headers=_forward_headers(request.headers, True)) as resp:
+                async with (
+                    asyncio.timeout(self.config.idle_timeout or None),
+                    self._client().get(
+                        upstream.url + "/v1/models", headers=_forward_headers(request.headers, True)
+                    ) as resp,
+                ):
                     doc = await resp.json(content_type=None) if resp.status == 200 else {}
                     return [m for m in doc.get("data") or () if isinstance(m, dict)]
             except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
@@ -360,15 +398,16 @@ class Frontdoor:
 
     # --- one request ---------------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request, metered: bool, target: str,
-                      operation: str = "chat") -> web.StreamResponse:
+    async def _handle(
+        self, request: web.Request, metered: bool, target: str, operation: str = "chat"
+    ) -> web.StreamResponse:
         ex = _Exchange(time.monotonic(), operation)
         cfg = self.config
         name = self.callers.name(request.headers)
         caller = self.callers.label(name)
         try:
             body = await self._body(request)
-        except asyncio.CancelledError:            # the client left while sending its request: counted, unrouted
+        except asyncio.CancelledError:  # the client left while sending its request: counted, unrouted
             ex.ended = "cancelled"
             self._done(request, ex, RequestInfo(), (self.models(None), caller, "none"), metered, name)
             raise
@@ -385,8 +424,14 @@ class Frontdoor:
             if refused is not None:
                 return self._reply(ex, refused, close=True)
             if upstream is None:
-                return self._reply(ex, _error(404, f"model {info.model!r} is not served here; this front door "
-                                                   f"routes {', '.join(m for m, _ in cfg.routes)}"))
+                return self._reply(
+                    ex,
+                    _error(
+                        404,
+                        f"model {info.model!r} is not served here; this front door "
+                        f"routes {', '.join(m for m, _ in cfg.routes)}",
+                    ),
+                )
             return await self._forward(request, upstream, payload, ex, metered, target)
         except asyncio.CancelledError:
             ex.ended = "cancelled"
@@ -418,28 +463,31 @@ class Frontdoor:
         except TimeoutError:
             return _error(408, f"the request body stopped coming for {idle:g}s (--idle-timeout)")
         except web.RequestPayloadError as err:
-            request.content.feed_eof()        # nothing more to read: aiohttp's lingering read would raise it again
-            why = (str(err).strip().splitlines() or [type(err).__name__])[-1].strip()    # aiohttp's last line
+            request.content.feed_eof()  # nothing more to read: aiohttp's lingering read would raise it again
+            why = (str(err).strip().splitlines() or [type(err).__name__])[-1].strip()  # aiohttp's last line
             return _error(400, f"the request body cannot be read: {why}")
 
     @staticmethod
     def _reply(ex: _Exchange, response: web.Response, close: bool = False) -> web.Response:
         ex.status = ex.code = response.status
         if close:
-            response.force_close()        # do not read the rest of an oversized body
+            response.force_close()  # do not read the rest of an oversized body
         return response
 
-    async def _forward(self, request: web.Request, upstream: Upstream, body: bytes, ex: _Exchange,
-                       metered: bool, target: str) -> web.StreamResponse:
+    async def _forward(
+        self, request: web.Request, upstream: Upstream, body: bytes, ex: _Exchange, metered: bool, target: str
+    ) -> web.StreamResponse:
         if metered:
             return await self._forward_metered(request, upstream, body, ex, target)
         try:
-            async with asyncio.timeout(self.config.idle_timeout or None):        # until the upstream's headers
+            async with asyncio.timeout(self.config.idle_timeout or None):  # until the upstream's headers
                 resp = await self._client().request(
-                    request.method, upstream.url + target,
+                    request.method,
+                    upstream.url + target,
                     headers=_forward_headers(request.headers, False),
                     data=body if body or request.method not in ("GET", "HEAD", "OPTIONS") else None,
-                    allow_redirects=False)
+                    allow_redirects=False,
+                )
         except TimeoutError:
             return self._timed_out(ex, upstream)
         except aiohttp.ClientError as err:
@@ -451,9 +499,9 @@ class Frontdoor:
             return out
         finally:
             if complete:
-                resp.release()            # the connection goes back to the pool
+                resp.release()  # the connection goes back to the pool
             else:
-                resp.close()              # the engine sees the client leave and aborts the request
+                resp.close()  # the engine sees the client leave and aborts the request
 
     def _timed_out(self, ex: _Exchange, upstream: Upstream) -> web.Response:
         ex.ended = "timeout"
@@ -464,8 +512,9 @@ class Frontdoor:
         log.warning("upstream %s: %s", upstream.name, why)
         return self._reply(ex, _error(502, f"upstream {upstream.name} is unreachable", "upstream_error"))
 
-    async def _relay(self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange,
-                     base: str) -> web.StreamResponse:
+    async def _relay(
+        self, request: web.Request, resp: aiohttp.ClientResponse, ex: _Exchange, base: str
+    ) -> web.StreamResponse:
         """An unmetered answer, through aiohttp's client: read, write, until the end."""
         ex.status = resp.status
         out = web.StreamResponse(status=resp.status, reason=resp.reason, headers=_returned_headers(resp.headers, base))
@@ -473,17 +522,20 @@ class Frontdoor:
             out.content_length = resp.content_length
         try:
             await out.prepare(request)
-        except ConnectionError:                   # the client left before the headers went out
+        except ConnectionError:  # the client left before the headers went out
             ex.ended = "cancelled"
             return out
         ex.code = resp.status
-        content, taken = resp.content, 0          # taken: bytes the relay has read
+        content, taken = resp.content, 0  # taken: bytes the relay has read
         read, write = content.readany, out.write
         # bytes not yet taken (a slow client holds the relay up) are not the upstream's silence: aiohttp stops
         # its socket reads while reading is paused; once the upstream is done, a slow client is not its silence
         limit = self.config.idle_timeout
-        watch = IdleWatch(limit, lambda: (content.is_eof(), content.total_bytes, content.total_bytes != taken),
-                          lambda: content.set_exception(TimeoutError(f"upstream silent for {limit:g}s")))
+        watch = IdleWatch(
+            limit,
+            lambda: (content.is_eof(), content.total_bytes, content.total_bytes != taken),
+            lambda: content.set_exception(TimeoutError(f"upstream silent for {limit:g}s")),
+        )
         try:
             while True:
                 try:
@@ -499,19 +551,19 @@ class Frontdoor:
                 taken += len(chunk)
                 try:
                     await write(chunk)
-                except ConnectionError:               # the client went away between two chunks
+                except ConnectionError:  # the client went away between two chunks
                     ex.ended = "cancelled"
                     return out
         finally:
             watch.cancel()
         return await self._end_response(request, out, ex)
 
-    async def _forward_metered(self, request: web.Request, upstream: Upstream, body: bytes,
-                               ex: _Exchange, target: str) -> web.StreamResponse:
+    async def _forward_metered(
+        self, request: web.Request, upstream: Upstream, body: bytes, ex: _Exchange, target: str
+    ) -> web.StreamResponse:
         headers = list(_forward_headers(request.headers, True).items())
         try:
-            conn = await self.pool.send(upstream.url, request.method, target, headers, body,
-                                            self.config.idle_timeout)
+            conn = await self.pool.send(upstream.url, request.method, target, headers, body, self.config.idle_timeout)
         except Silent:
             return self._timed_out(ex, upstream)
         except Unreachable as err:
@@ -519,25 +571,27 @@ class Frontdoor:
         try:
             return await self._relay_metered(request, conn, ex, upstream.url)
         finally:
-            conn.finish()             # a complete answer leaves the connection kept; else the engine aborts
+            conn.finish()  # a complete answer leaves the connection kept; else the engine aborts
 
-    async def _relay_metered(self, request: web.Request, conn: Connection, ex: _Exchange,
-                             base: str) -> web.StreamResponse:
+    async def _relay_metered(
+        self, request: web.Request, conn: Connection, ex: _Exchange, base: str
+    ) -> web.StreamResponse:
         """A metered answer: `_Sink` writes and meters each piece from the upstream's read callback; this task
         only waits for the end, and for a slow client when one holds up the stream."""
         ex.status = status = conn.status
         upstream_headers = CIMultiDict(conn.headers)
-        out = web.StreamResponse(status=status, reason=conn.reason or None,
-                                 headers=_returned_headers(upstream_headers, base))
+        out = web.StreamResponse(
+            status=status, reason=conn.reason or None, headers=_returned_headers(upstream_headers, base)
+        )
         length = upstream_headers.get("Content-Length")
         if length is not None and length.isdigit() and "Transfer-Encoding" not in upstream_headers:
             out.content_length = int(length)
         elif request.version >= HttpVersion11 and status not in (204, 304):
-            out.enable_chunked_encoding()         # as aiohttp would; the sink frames the chunks itself
+            out.enable_chunked_encoding()  # as aiohttp would; the sink frames the chunks itself
         try:
             await out.prepare(request)
-            await out.write(b"")                  # the headers go out now; the body bypasses aiohttp's writer
-        except ConnectionError:                   # the client left before the headers went out
+            await out.write(b"")  # the headers go out now; the body bypasses aiohttp's writer
+        except ConnectionError:  # the client left before the headers went out
             ex.ended = "cancelled"
             return out
         ex.code = status
@@ -548,7 +602,7 @@ class Frontdoor:
         kind = upstream_headers.get("Content-Type", "").partition(";")[0].strip().lower()
         sse = status == 200 and kind == "text/event-stream"
         whole = status == 200 and not sse
-        ex.stream = sse or (ex.stream and not whole)       # judged by what came back, not by what was asked
+        ex.stream = sse or (ex.stream and not whole)  # judged by what came back, not by what was asked
         sink = _Sink(client, conn, ex.facts, sse, whole, out.chunked)
         try:
             conn.start(sink.flush)
@@ -560,7 +614,7 @@ class Frontdoor:
                     return out
                 conn.resume()
         finally:
-            sink.meter()                          # what is held, however the answer ended
+            sink.meter()  # what is held, however the answer ended
         if sink.gone or ended == "aborted":
             ex.ended = "cancelled"
             return out
@@ -577,18 +631,17 @@ class Frontdoor:
 
     @staticmethod
     async def _end_response(request: web.Request, out: web.StreamResponse, ex: _Exchange) -> web.StreamResponse:
-        if ex.ended != "complete":                # cut the client's response too, so it cannot look whole
+        if ex.ended != "complete":  # cut the client's response too, so it cannot look whole
             if request.transport is not None:
                 request.transport.close()
             return out
         try:
             await out.write_eof()
-        except ConnectionError:                   # the client left with the last bytes (after [DONE]: still whole)
+        except ConnectionError:  # the client left with the last bytes (after [DONE]: still whole)
             ex.ended = "cancelled"
         return out
 
-    def _done(self, request: web.Request, ex: _Exchange, info: RequestInfo, labels, metered: bool,
-              name: str) -> None:
+    def _done(self, request: web.Request, ex: _Exchange, info: RequestInfo, labels, metered: bool, name: str) -> None:
         """Count and log one request; never raises (it runs in `finally`). A caller the upstream accepted (2xx)
         is known from now on, this request included."""
         try:
@@ -607,15 +660,32 @@ class Frontdoor:
                     # to the stream's last event, not the last visible read: tokens that all came in one read (a
                     # fast engine, a batching gateway) are a sample too, or the fast-enough SLO would drop them
                     times["tpot"] = (f.last_event - f.first_visible) / (visible - 1)
-            if outcome is not None:                                      # metered
-                self.metrics.record(labels, outcome, ex.code, times, (prompt, output, reasoning),
-                                    self.goodput.judge(labels, outcome, ex.code, times), ex.operation)
+            if outcome is not None:  # metered
+                self.metrics.record(
+                    labels,
+                    outcome,
+                    ex.code,
+                    times,
+                    (prompt, output, reasoning),
+                    self.goodput.judge(labels, outcome, ex.code, times),
+                    ex.operation,
+                )
             if self.access:
-                self.access.write(access_record(
-                    request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,
-                    caller=name, model=info.model, upstream=labels[2], method=request.method,
-                    path=_target(request).partition("?")[0], status=ex.code,
-                    outcome=outcome, stream=ex.stream, times=times, tokens=(prompt, output, reasoning)))
+                self.access.write(
+                    access_record(
+                        request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,
+                        caller=name,
+                        model=info.model,
+                        upstream=labels[2],
+                        method=request.method,
+                        path=_target(request).partition("?")[0],
+                        status=ex.code,
+                        outcome=outcome,
+                        stream=ex.stream,
+                        times=times,
+                        tokens=(prompt, output, reasoning),
+                    )
+                )
         except Exception:  # noqa: BLE001 - metering must never break the response; say so and go on
             log.exception("metering failed")
 
@@ -650,8 +720,13 @@ async def start(config: FrontdoorConfig, app: web.Application | None = None) -> 
     when a bind fails; its `listener` is (flag, address) of the listener that failed."""
     app = app or make_app(config)
     door = app[FRONTDOOR]
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, logger=HTTP_LOG,
-                           keepalive_timeout=config.limits.keepalive_timeout)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handler_cancellation=True,
+        logger=HTTP_LOG,
+        keepalive_timeout=config.limits.keepalive_timeout,
+    )
     await runner.setup()
     try:
         listener = ("--listen", f"{config.host}:{config.port}")
@@ -661,7 +736,7 @@ async def start(config: FrontdoorConfig, app: web.Application | None = None) -> 
         await door.admin.setup()
         await web.TCPSite(door.admin, config.metrics_host, config.metrics_port).start()
     except BaseException as err:
-        err.listener = listener      # type: ignore[attr-defined]  # a note for the caller (see _serve.py)
+        err.listener = listener  # type: ignore[attr-defined]  # a note for the caller (see _serve.py)
         await runner.cleanup()
         raise
     return runner
@@ -679,11 +754,17 @@ def serve(config: FrontdoorConfig) -> None:
     files = raise_open_files_limit()
     fitted = fit_open_files(config.limits, files)
     if fitted != config.limits:
-        log.warning("--max-connections %d needs about %d open files (two per connection and %d spare), but the "
-                    "limit is %d (ulimit -n): serving at most %d connections, %d from one address; raise the "
-                    "limit to allow more", config.limits.max_connections,
-                    2 * config.limits.max_connections + SPARE_FILES, SPARE_FILES, files, fitted.max_connections,
-                    fitted.max_client_connections)
+        log.warning(
+            "--max-connections %d needs about %d open files (two per connection and %d spare), but the "
+            "limit is %d (ulimit -n): serving at most %d connections, %d from one address; raise the "
+            "limit to allow more",
+            config.limits.max_connections,
+            2 * config.limits.max_connections + SPARE_FILES,
+            SPARE_FILES,
+            files,
+            fitted.max_connections,
+            fitted.max_client_connections,
+        )
         config = dataclasses.replace(config, limits=fitted)
     try:
         app = make_app(config)
@@ -692,5 +773,11 @@ def serve(config: FrontdoorConfig) -> None:
     upstreams = ([("", config.default)] if config.default else []) + list(config.routes)
     routes = ", ".join(f"{m}={u.url}" if m else u.url for m, u in upstreams).replace("%", "%%")
     metrics = f"{config.metrics_host}:{config.metrics_port}".replace("%", "%%")
-    serve_app(app, config.host, config.port, "front door on %s:%d to " + routes + f", /metrics on {metrics}",
-              handler_cancellation=True, starter=lambda: start(config, app))
+    serve_app(
+        app,
+        config.host,
+        config.port,
+        "front door on %s:%d to " + routes + f", /metrics on {metrics}",
+        handler_cancellation=True,
+        starter=lambda: start(config, app),
+    )

@@ -22,11 +22,12 @@ def _is(value, kind) -> bool:
     if kind == "null":
         return value is None
     if kind == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or \
-            (isinstance(value, float) and value.is_integer())
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return True                                  # a type this check does not know: not its call
+    return True  # a type this check does not know: not its call
 
 
 def _same(a, b) -> bool:
@@ -43,8 +44,15 @@ def _same(a, b) -> bool:
 
 
 def _kind(value) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
-            int: "integer", float: "number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "integer",
+        float: "number",
+    }.get(type(value), type(value).__name__)
 
 
 def schema_problem(schema, value, path: str = "arguments") -> str | None:
@@ -65,7 +73,7 @@ def schema_problem(schema, value, path: str = "arguments") -> str | None:
     for sub in schema.get("allOf") or ():
         if problem := schema_problem(sub, value, path):
             return problem
-    for key in ("anyOf", "oneOf"):       # oneOf checked as anyOf: never flag what a full validator might accept
+    for key in ("anyOf", "oneOf"):  # oneOf checked as anyOf: never flag what a full validator might accept
         options = schema.get(key)
         if isinstance(options, list) and options and all(schema_problem(s, value, path) for s in options):
             return f"{path}: matches none of {key}"

@@ -36,16 +36,20 @@ class _ClientMistakes(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, HttpProcessingError):
             record.levelno, record.levelname, record.exc_info, record.exc_text = logging.WARNING, "WARNING", None, None
-            record.msg, record.args = "%s (%s %d): the client got a %d", (record.getMessage(), type(exc).__name__,
-                                                                          exc.code, exc.code)
+            record.msg, record.args = (
+                "%s (%s %d): the client got a %d",
+                (record.getMessage(), type(exc).__name__, exc.code, exc.code),
+            )
         return True
 
 
-HTTP_LOG = logging.getLogger("inferwatch.frontdoor.http")    # the servers' own logger, in place of aiohttp.server
+HTTP_LOG = logging.getLogger("inferwatch.frontdoor.http")  # the servers' own logger, in place of aiohttp.server
 HTTP_LOG.addFilter(_ClientMistakes())
-_LISTEN_ERRORS = {errno.EADDRINUSE: "the port is already in use by another process",
-                  errno.EADDRNOTAVAIL: "the address is not one of this host's",
-                  errno.EACCES: "permission denied (ports below 1024 need privileges)"}
+_LISTEN_ERRORS = {
+    errno.EADDRINUSE: "the port is already in use by another process",
+    errno.EADDRNOTAVAIL: "the address is not one of this host's",
+    errno.EACCES: "permission denied (ports below 1024 need privileges)",
+}
 
 
 def raise_open_files_limit(most: int = 1 << 16) -> int:
@@ -62,10 +66,12 @@ def raise_open_files_limit(most: int = 1 << 16) -> int:
     return soft
 
 
-def serve_app(app: web.Application, host: str, port: int, started: str, handler_cancellation: bool = False,
-              starter=None) -> None:
+def serve_app(
+    app: web.Application, host: str, port: int, started: str, handler_cancellation: bool = False, starter=None
+) -> None:
     """Bind, log `started % (host, port)`, serve until a signal, then clean up. `starter()`, when given, binds
     instead and returns the runner; an OSError it raises may name its listener (`err.listener`: flag, address)."""
+
     async def bound() -> web.AppRunner:
         runner = web.AppRunner(app, access_log=None, handler_cancellation=handler_cancellation, logger=HTTP_LOG)
         await runner.setup()
@@ -82,8 +88,9 @@ def serve_app(app: web.Application, host: str, port: int, started: str, handler_
         except OSError as err:
             flag, where = getattr(err, "listener", ("--listen", f"{host}:{port}"))
             reason = _LISTEN_ERRORS.get(err.errno, err.strerror or str(err))
-            raise InferwatchError(f"{flag} {where}: cannot listen: {reason}; "
-                                  f"choose another with {flag} HOST:PORT") from None
+            raise InferwatchError(
+                f"{flag} {where}: cannot listen: {reason}; choose another with {flag} HOST:PORT"
+            ) from None
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
@@ -100,7 +107,7 @@ def serve_app(app: web.Application, host: str, port: int, started: str, handler_
     gc.collect()
     gc.freeze()
     try:
-        import uvloop                     # where installed: less CPU per chunk (tests/bench_frontdoor.py)
+        import uvloop  # where installed: less CPU per chunk (tests/bench_frontdoor.py)
     except ImportError:
         loop_name = "asyncio"
         asyncio.run(main())

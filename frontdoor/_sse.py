@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["SSESplitter", "MAX_EVENT_BYTES"]
 
-MAX_EVENT_BYTES = 16 * 1024 * 1024   # one event larger than this is not metered (the bytes still pass)
+MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is not metered (the bytes still pass)
 
 _DONE_LINES = (b"data: [DONE]", b"data:[DONE]")
 _BOM = b"\xef\xbb\xbf"
@@ -32,23 +32,28 @@ class SSESplitter:
         self.overflow = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        if (not self._buffer and chunk.startswith(b"data:") and chunk.endswith(b"\n\n")
-                and chunk.count(b"\n") == 2 and b"\r" not in chunk):     # the usual read: one one-line event
+        if (
+            not self._buffer
+            and chunk.startswith(b"data:")
+            and chunk.endswith(b"\n\n")
+            and chunk.count(b"\n") == 2
+            and b"\r" not in chunk
+        ):  # the usual read: one one-line event
             return [chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]]
         held_back = self._buffer
-        if isinstance(held_back, tuple):       # the stream's start (the short path above never takes it)
+        if isinstance(held_back, tuple):  # the stream's start (the short path above never takes it)
             buffer = held_back[0] + chunk
             if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
-                self._buffer = (buffer,)       # maybe half of a BOM: wait for the rest
+                self._buffer = (buffer,)  # maybe half of a BOM: wait for the rest
                 return []
-            buffer = buffer[len(_BOM):] if buffer.startswith(_BOM) else buffer
+            buffer = buffer[len(_BOM) :] if buffer.startswith(_BOM) else buffer
         else:
             buffer = held_back + chunk if held_back else chunk
         held = b""
         if b"\r" in buffer:
-            if buffer.endswith(b"\r"):        # may be half of a CRLF: keep it for the next chunk
+            if buffer.endswith(b"\r"):  # may be half of a CRLF: keep it for the next chunk
                 buffer, held = buffer[:-1], b"\r"
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")     # a lone CR ends a line too
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # a lone CR ends a line too
         *events, rest = buffer.split(b"\n\n")
         if len(rest) > MAX_EVENT_BYTES:
             self.overflow, rest = True, b""
@@ -61,7 +66,7 @@ class SSESplitter:
 
 
 def _data(event: bytes) -> bytes | None:
-    if event.startswith(b"data:") and b"\n" not in event:           # the usual one-line event
+    if event.startswith(b"data:") and b"\n" not in event:  # the usual one-line event
         return event[6:] if event[5:6] == b" " else event[5:]
     lines, name, error = [], None, None
     for line in event.split(b"\n"):
@@ -72,7 +77,7 @@ def _data(event: bytes) -> bytes | None:
             lines.append(value)
         elif field == b"event":
             name = value
-        elif field == b"error":               # llama.cpp: `error: {"code":500,"message":...}`
+        elif field == b"error":  # llama.cpp: `error: {"code":500,"message":...}`
             error = value
     if error is not None:
         return b'{"error":' + (error or b'""') + b"}"

@@ -39,7 +39,7 @@ from inferwatch.frontdoor._idle import IdleWatch
 __all__ = ["UpstreamPool", "Connection", "Unreachable", "Silent"]
 
 _INFORMATIONAL = range(100, 200)
-_MAX_HEAD = 64 * 1024       # status lines and headers of one answer, 1xx included: more is not an engine's answer
+_MAX_HEAD = 64 * 1024  # status lines and headers of one answer, 1xx included: more is not an engine's answer
 
 
 class Unreachable(ConnectionError):
@@ -58,18 +58,18 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.status, self.reason = 0, ""
         self.headers: list[tuple[str, str]] = []
-        self.received = 0                    # bytes read for this request's answer: the idle watch's clock
-        self.ended: str | None = None        # "complete", "broken", "timeout": the response is over
-        self.paused = False                  # reading held until the client takes what it has
+        self.received = 0  # bytes read for this request's answer: the idle watch's clock
+        self.ended: str | None = None  # "complete", "broken", "timeout": the response is over
+        self.paused = False  # reading held until the client takes what it has
         self.reused = False
-        self.pieces: list[bytes] = []        # the body's pieces read and not yet taken by the relay's flush
+        self.pieces: list[bytes] = []  # the body's pieces read and not yet taken by the relay's flush
         # set for each request (`_send`); None between requests
         self._parser: httptools.HttpResponseParser | None = None
         self._flush: Callable[[], None] | None = None
         self._waiter: asyncio.Future[str] | None = None
         self._head: asyncio.Future[None] | None = None
         self._watch: IdleWatch | None = None
-        self._idle: asyncio.TimerHandle | None = None   # the keep-alive timer while the connection waits in the pool
+        self._idle: asyncio.TimerHandle | None = None  # the keep-alive timer while the connection waits in the pool
         self._until_close = self._informational = self._keep = False
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
@@ -78,34 +78,34 @@ class Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        if self._parser is None:             # bytes on an idle connection: nothing can be trusted on it
+        if self._parser is None:  # bytes on an idle connection: nothing can be trusted on it
             self._close()
             return
         self.received += len(data)
         try:
             self._parser.feed_data(data)
-            if self.status == 0 and self.received > _MAX_HEAD:      # still no answer's head: the headers' size
+            if self.status == 0 and self.received > _MAX_HEAD:  # still no answer's head: the headers' size
                 raise httptools.HttpParserError(f"the answer's head is over {_MAX_HEAD} bytes")
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as err:
-            self._keep = False                # bytes after a complete answer too: the connection cannot be trusted
+            self._keep = False  # bytes after a complete answer too: the connection cannot be trusted
             self._end("broken", err)
         finally:
             if self._flush is not None:
                 self._flush()
 
     def eof_received(self) -> None:
-        return None                          # close our side too
+        return None  # close our side too
 
     def connection_lost(self, exc) -> None:
         self.transport = None
         self.pool.forget(self)
-        if self._parser is not None and self.ended is None:     # a reset is no end, even of an unsized body
+        if self._parser is not None and self.ended is None:  # a reset is no end, even of an unsized body
             self._end("complete" if self._until_close and exc is None else "broken", exc)
 
     # --- httptools callbacks ---------------------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self.ended is not None:           # a second answer to one request: the upstream is out of step
+        if self.ended is not None:  # a second answer to one request: the upstream is out of step
             raise ValueError("bytes after the end of the answer")
 
     def on_status(self, reason: bytes) -> None:
@@ -115,20 +115,21 @@ class Connection(asyncio.Protocol):
         self.headers.append((name.decode("latin-1"), value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:
-        if self._parser is None or self._head is None:     # the parser calls back only within a request
+        if self._parser is None or self._head is None:  # the parser calls back only within a request
             return
         status = self._parser.get_status_code()
-        if status == 101 or not 100 <= status < 600:       # no upgrade was asked for; no status HTTP has
+        if status == 101 or not 100 <= status < 600:  # no upgrade was asked for; no status HTTP has
             raise ValueError(f"status {status} is no answer to this request")
-        if status in _INFORMATIONAL:                         # "100 Continue", "103 Early Hints": the answer follows
+        if status in _INFORMATIONAL:  # "100 Continue", "103 Early Hints": the answer follows
             self.headers, self._informational = [], True
             return
         self.status = status
         codings = ",".join(v for n, v in self.headers if n.lower() == "transfer-encoding").lower()
         sized = any(n.lower() == "content-length" for n, _ in self.headers)
         # the body ends when the connection does: no length, or codings that do not end in chunked (RFC 9112 6.3)
-        self._until_close = (status not in (204, 304) and not codings.rstrip(" \t,").endswith("chunked")
-                             and (bool(codings) or not sized))
+        self._until_close = (
+            status not in (204, 304) and not codings.rstrip(" \t,").endswith("chunked") and (bool(codings) or not sized)
+        )
         if not self._head.done():
             self._head.set_result(None)
 
@@ -144,20 +145,21 @@ class Connection(asyncio.Protocol):
 
     def _send(self, head: bytes, body: bytes, idle_timeout: float | None) -> None:
         transport = self.transport
-        if transport is None:                # lost between the pool and here
+        if transport is None:  # lost between the pool and here
             raise Unreachable("the connection closed before the request was sent")
         self._parser = parser = httptools.HttpResponseParser(_Callbacks(self))
         # as tolerant as aiohttp's client, which read these answers before: lines that end in LF alone, spaces
         # after a chunk's size (both framing the upstream alone decides; nothing of the request's)
         parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True)
         self.status, self.reason, self.headers, self.received, self.ended, self._keep = 0, "", [], 0, None, False
-        self.pieces.clear()                  # those that come with the headers wait there for the relay
+        self.pieces.clear()  # those that come with the headers wait there for the relay
         self._head = asyncio.get_running_loop().create_future()
         transport.write(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
             transport.write(body)
-        self._watch = IdleWatch(idle_timeout, lambda: (self.ended is not None, self.received, self.paused),
-                                lambda: self._end("timeout"))
+        self._watch = IdleWatch(
+            idle_timeout, lambda: (self.ended is not None, self.received, self.paused), lambda: self._end("timeout")
+        )
 
     async def head(self) -> None:
         """Until the response's status and headers; Unreachable or Silent when they do not come."""
@@ -222,8 +224,13 @@ class Connection(asyncio.Protocol):
             self._close()
         if self._head is not None and not self._head.done():
             stale = how == "broken" and self.reused and self.received == 0
-            self._head.set_exception(_Stale() if stale else Silent("no answer") if how == "timeout"
-                                     else Unreachable(f"closed before answering{f': {err}' if err else ''}"))
+            self._head.set_exception(
+                _Stale()
+                if stale
+                else Silent("no answer")
+                if how == "timeout"
+                else Unreachable(f"closed before answering{f': {err}' if err else ''}")
+            )
         self._wake(how)
 
     def _wake(self, how: str) -> None:
@@ -239,8 +246,7 @@ class _Callbacks:
     """What the parser calls: the connection's methods, but `on_body` is `conn.pieces.append` itself. httptools
     looks its callbacks up once, on the object it is given, so the connection cannot be that object."""
 
-    __slots__ = ("on_message_begin", "on_status", "on_header", "on_headers_complete", "on_body",
-                 "on_message_complete")
+    __slots__ = ("on_message_begin", "on_status", "on_header", "on_headers_complete", "on_body", "on_message_complete")
 
     def __init__(self, conn: Connection):
         self.on_message_begin, self.on_status, self.on_header = conn.on_message_begin, conn.on_status, conn.on_header
@@ -260,8 +266,9 @@ class UpstreamPool:
         self._idle: dict[tuple, list[Connection]] = {}
         self._tls: ssl.SSLContext | None = None
 
-    async def send(self, base_url: str, method: str, path: str, headers, body: bytes,
-                   idle_timeout: float | None) -> Connection:
+    async def send(
+        self, base_url: str, method: str, path: str, headers, body: bytes, idle_timeout: float | None
+    ) -> Connection:
         """Send one request (`headers`: (name, value) pairs, no Host or Content-Length) and wait for the
         answer's headers. Unreachable when no connection can be made or it closes first; Silent on a timeout."""
         url = urlsplit(base_url)
@@ -271,7 +278,7 @@ class UpstreamPool:
         lines += [f"{name}: {value}" for name, value in headers]
         lines.append(f"Content-Length: {len(body)}\r\n\r\n")
         head = "\r\n".join(lines).encode("utf-8", "surrogateescape")
-        for attempt in range(2):               # the retry goes on a new connection: the next kept one may be stale too
+        for attempt in range(2):  # the retry goes on a new connection: the next kept one may be stale too
             conn = (self._kept(key) if attempt == 0 else None) or await self._connect(key)
             conn._send(head, body, idle_timeout)
             try:
@@ -317,12 +324,13 @@ class UpstreamPool:
     async def _connect(self, key: tuple) -> Connection:
         tls, host, port = key
         if tls and self._tls is None:
-            self._tls = ssl.create_default_context()       # the system's CAs; SSL_CERT_FILE points elsewhere
+            self._tls = ssl.create_default_context()  # the system's CAs; SSL_CERT_FILE points elsewhere
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _, conn = await loop.create_connection(lambda: Connection(self, key), host, port,
-                                                       ssl=self._tls if tls else None)
+                _, conn = await loop.create_connection(
+                    lambda: Connection(self, key), host, port, ssl=self._tls if tls else None
+                )
         except TimeoutError:
             raise Silent(f"no connection within {self.connect_timeout:g}s") from None
         except (OSError, ssl.SSLError) as err:

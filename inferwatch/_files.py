@@ -13,20 +13,40 @@ from pathlib import Path
 
 from inferwatch.errors import InputError
 
-__all__ = ["MAX_INPUT_ENV", "DEFAULT_MAX_INPUT", "max_input", "shown", "read_input", "read_input_text",
-           "check_readable", "output_dir", "write_file", "write_output"]
+__all__ = [
+    "MAX_INPUT_ENV",
+    "DEFAULT_MAX_INPUT",
+    "max_input",
+    "shown",
+    "read_input",
+    "read_input_text",
+    "check_readable",
+    "output_dir",
+    "write_file",
+    "write_output",
+]
 
 MAX_INPUT_ENV = "INFERWATCH_MAX_INPUT"
-DEFAULT_MAX_INPUT = 64 * 1024 * 1024   # 64 MiB: 10x the largest real dashboard bundle or rule file we have seen
-_UNITS = {"": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
-          "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+DEFAULT_MAX_INPUT = 64 * 1024 * 1024  # 64 MiB: 10x the largest real dashboard bundle or rule file we have seen
+_UNITS = {
+    "": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+}
 
 
 def parse_size(text: str) -> int:
     """`64MiB`, `10mb`, `5000` as a byte count; ValueError otherwise."""
     raw = text.strip().lower()
     digits = raw.rstrip("kmgib")
-    unit = raw[len(digits):]
+    unit = raw[len(digits) :]
     if not digits.isdigit() or unit not in _UNITS:
         raise ValueError(f"{text!r}: give a size such as 64MiB, 500MB or 1000000")
     return int(digits) * _UNITS[unit]
@@ -69,7 +89,7 @@ def read_input(path, flag: str | None = None, limit: int | None = None) -> bytes
             raise _refuse(path, flag, "is a folder; give a file")
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
             raise _refuse(path, flag, "is not a regular file")
-        os.set_blocking(fd, True)   # a FIFO without a writer now reads as end of file, a pipe with one waits for it
+        os.set_blocking(fd, True)  # a FIFO without a writer now reads as end of file, a pipe with one waits for it
         with os.fdopen(fd, "rb", closefd=False) as stream:
             return _read_capped(stream, path, flag, limit)
     except OSError as err:
@@ -81,8 +101,12 @@ def read_input(path, flag: str | None = None, limit: int | None = None) -> bytes
 def _read_capped(stream, path, flag: str | None, limit: int) -> bytes:
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise _refuse(path, flag, f"larger than the input cap of {limit} bytes; raise it with --max-input SIZE "
-                                  f"(or ${MAX_INPUT_ENV}) if this input is meant")
+        raise _refuse(
+            path,
+            flag,
+            f"larger than the input cap of {limit} bytes; raise it with --max-input SIZE "
+            f"(or ${MAX_INPUT_ENV}) if this input is meant",
+        )
     return data
 
 
@@ -92,9 +116,11 @@ def read_input_text(path, flag: str | None = None, limit: int | None = None) -> 
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise _refuse("<stdin>" if str(path) == "-" else path, flag,
-                      f"not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); save it as UTF-8") \
-            from None
+        raise _refuse(
+            "<stdin>" if str(path) == "-" else path,
+            flag,
+            f"not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); save it as UTF-8",
+        ) from None
 
 
 def check_readable(path, flag: str) -> str:
@@ -111,8 +137,9 @@ def output_dir(path: Path, flag: str = "--out") -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError(f"{flag} {shown(path)}: cannot create the folder ({err.strerror}); "
-                         "give a folder you can write to") from None
+        raise InputError(
+            f"{flag} {shown(path)}: cannot create the folder ({err.strerror}); give a folder you can write to"
+        ) from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise InputError(f"{flag} {shown(path)}: the folder is not writable; give a folder you can write to")
     return path
@@ -129,10 +156,10 @@ def write_output(path, text: str, flag: str = "--out") -> None:
     /dev/stdout is written through and never replaced; a FIFO without a reader, a folder or any OSError is one
     InputError naming the path."""
     path = Path(path)
-    data = text.encode("utf-8", "surrogateescape")   # a file name quoted in the text keeps its own bytes
+    data = text.encode("utf-8", "surrogateescape")  # a file name quoted in the text keeps its own bytes
     try:
         try:
-            mode = os.stat(path).st_mode     # what a symlink names: the link itself stays a link
+            mode = os.stat(path).st_mode  # what a symlink names: the link itself stays a link
         except FileNotFoundError:
             mode = None
         if mode is not None and stat.S_ISDIR(mode):
@@ -140,7 +167,7 @@ def write_output(path, text: str, flag: str = "--out") -> None:
         if mode is None or stat.S_ISREG(mode):
             _replace(Path(os.path.realpath(path)), data)
         else:
-            _write_through(path, data)       # /dev/stdout names a pipe through /proc: opened, never resolved
+            _write_through(path, data)  # /dev/stdout names a pipe through /proc: opened, never resolved
     except OSError as err:
         why = "a FIFO nobody is reading" if err.errno == errno.ENXIO else err.strerror
         raise InputError(f"{flag} {shown(path)}: cannot write: {why}; give a path you can write to") from None
@@ -155,7 +182,7 @@ def _replace(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = os.stat(path).st_mode & 0o7777 if path.exists() else 0o666 & ~umask
-        os.chmod(tmp, mode)                              # as open() would have made it, not mkstemp's 0600
+        os.chmod(tmp, mode)  # as open() would have made it, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -171,6 +198,6 @@ def _write_through(path: Path, data: bytes) -> None:
         os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)

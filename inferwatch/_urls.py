@@ -39,8 +39,9 @@ def openai_server_url(text: str) -> str:
     url = http_url(text.strip(), example).rstrip("/")
     parts = urlsplit(url)
     if parts.query or parts.fragment:
-        raise ValueError(f"{text!r} is a base URL with a query or fragment: give only scheme, host, port and "
-                         f"path, e.g. {example}")
+        raise ValueError(
+            f"{text!r} is a base URL with a query or fragment: give only scheme, host, port and path, e.g. {example}"
+        )
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 

@@ -12,12 +12,25 @@ import yaml
 from inferwatch._files import read_input_text
 from inferwatch.errors import InputError, Problem, SpecError
 
-__all__ = ["LINE", "MAX_NODES", "MAX_DEPTH", "TooLarge", "Bounded", "BoundedSafeLoader", "safe_load", "safe_load_all",
-           "read_text", "load_yaml_file", "line_of", "plain", "dump_yaml"]
+__all__ = [
+    "LINE",
+    "MAX_NODES",
+    "MAX_DEPTH",
+    "TooLarge",
+    "Bounded",
+    "BoundedSafeLoader",
+    "safe_load",
+    "safe_load_all",
+    "read_text",
+    "load_yaml_file",
+    "line_of",
+    "plain",
+    "dump_yaml",
+]
 
 LINE = "__line__"
-MAX_NODES = 2_000_000   # nodes after alias expansion: ~50x the largest real file; a bomb reaches 10^9
-MAX_DEPTH = 500         # deeper than any real config, shallow enough for Python's recursion limit
+MAX_NODES = 2_000_000  # nodes after alias expansion: ~50x the largest real file; a bomb reaches 10^9
+MAX_DEPTH = 500  # deeper than any real config, shallow enough for Python's recursion limit
 
 
 class TooLarge(yaml.YAMLError):
@@ -39,8 +52,13 @@ def _check_bounds(root) -> None:
         node, depth, done = stack.pop()
         if depth + heights.get(id(node), 1) - 1 > MAX_DEPTH:
             raise TooLarge(f"nested deeper than {MAX_DEPTH} levels")
-        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else \
-            node.value if isinstance(node, yaml.SequenceNode) else []
+        children = (
+            [c for pair in node.value for c in pair]
+            if isinstance(node, yaml.MappingNode)
+            else node.value
+            if isinstance(node, yaml.SequenceNode)
+            else []
+        )
         if done:
             sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
             heights[id(node)] = 1 + max((heights[id(c)] for c in children), default=0)
@@ -87,10 +105,10 @@ class _Mapping(dict):
     key_lines: dict
 
 
-if TYPE_CHECKING:                     # the pure-Python classes, as typed; the C ones behave the same
+if TYPE_CHECKING:  # the pure-Python classes, as typed; the C ones behave the same
     _SafeLoader = yaml.SafeLoader
     _SafeDumper = yaml.SafeDumper
-else:                                 # libyaml's parser (5x faster) and emitter (same text, faster) when present
+else:  # libyaml's parser (5x faster) and emitter (same text, faster) when present
     _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

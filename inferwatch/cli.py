@@ -32,8 +32,9 @@ Examples:
 """
 
 # rich_markup_mode=None: plain click help, which does not import rich (a third of --help's time)
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  rich_markup_mode=None)
+app = typer.Typer(
+    help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+)
 
 
 def _version(value: bool) -> None:
@@ -43,11 +44,20 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Print the version and exit.")] = False,
-          max_input: Annotated[str | None, typer.Option(
-              "--max-input", metavar="SIZE", help="Largest file any command reads, e.g. 256MiB; a larger one is "
-                                                  "refused (exit 2) [$INFERWATCH_MAX_INPUT, else 64MiB].")] = None):
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+    max_input: Annotated[
+        str | None,
+        typer.Option(
+            "--max-input",
+            metavar="SIZE",
+            help="Largest file any command reads, e.g. 256MiB; a larger one is "
+            "refused (exit 2) [$INFERWATCH_MAX_INPUT, else 64MiB].",
+        ),
+    ] = None,
+):
     import os
 
     from inferwatch._files import MAX_INPUT_ENV, parse_size
@@ -60,9 +70,15 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
         os.environ[MAX_INPUT_ENV] = max_input
 
 
-def build(out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Bundle folder.")] = Path("build"),
-          check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a checked-in copy drifted "
-                                                              "from what the code generates.")] = False):
+def build(
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Bundle folder.")] = Path("build"),
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Write nothing; exit 1 if a checked-in copy drifted from what the code generates."
+        ),
+    ] = False,
+):
     """Write the whole bundle from the embedded defaults, and refresh the checked-in copies.
 
     \b
@@ -154,7 +170,7 @@ def _stdout_failed(err: OSError) -> None:
 
 def main() -> None:
     """Console entry point: user mistakes print one clear line, never a traceback."""
-    for stream in (sys.stdout, sys.stderr):   # a file name that is not UTF-8 is printed as its bytes, no crash
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 is printed as its bytes, no crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
     try:
@@ -189,8 +205,7 @@ def _is_stdout_error(err: OSError) -> bool:
     OSError without a file name and with an errno of a full or gone stream can only be the output stream."""
     import errno
 
-    return err.filename is None and err.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG,
-                                                  errno.EDQUOT)
+    return err.filename is None and err.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG, errno.EDQUOT)
 
 
 if __name__ == "__main__":

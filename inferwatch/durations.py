@@ -11,8 +11,15 @@ from fractions import Fraction
 
 __all__ = ["parse_duration", "format_duration", "format_seconds"]
 
-_UNITS = {"ms": Fraction(1, 1000), "s": Fraction(1), "m": Fraction(60), "h": Fraction(3600),
-          "d": Fraction(86400), "w": Fraction(604800), None: Fraction(1)}
+_UNITS = {
+    "ms": Fraction(1, 1000),
+    "s": Fraction(1),
+    "m": Fraction(60),
+    "h": Fraction(3600),
+    "d": Fraction(86400),
+    "w": Fraction(604800),
+    None: Fraction(1),
+}
 _PART = re.compile(r"([0-9]*\.?[0-9]+)(ms|s|m|h|d|w)?")
 
 
@@ -38,7 +45,7 @@ def parse_duration(value, units: str = "ms s m h d w") -> Fraction:
             seconds = Fraction(-1)
     if seconds <= 0:
         example = " or ".join(f"5{u}" for u in units.split()[:3])
-        what = "is not more than zero: give" if seconds == 0 else "is not"      # '0s' parses, but means nothing
+        what = "is not more than zero: give" if seconds == 0 else "is not"  # '0s' parses, but means nothing
         raise ValueError(f"{value!r} {what} a duration such as {example}")
     return seconds
 
@@ -49,8 +56,7 @@ def format_duration(seconds) -> str:
     if ms.denominator != 1 or ms <= 0:
         raise ValueError(f"{seconds} s is not a whole number of milliseconds")
     left, out = int(ms), ""
-    for unit, size in (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
-                       ("ms", 1)):
+    for unit, size in (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
         if left >= size:
             out += f"{left // size}{unit}"
             left %= size

@@ -82,8 +82,10 @@ class ListenError(InferwatchError):
 
     def __init__(self, host: str, port: int, err: OSError, flag: str = "--listen"):
         self.host, self.port = host, port
-        reasons: dict[int | None, str] = {errno.EADDRINUSE: "the port is already in use by another process",
-                                          errno.EADDRNOTAVAIL: "the address is not one of this host's",
-                                          errno.EACCES: "permission denied (ports below 1024 need privileges)"}
+        reasons: dict[int | None, str] = {
+            errno.EADDRINUSE: "the port is already in use by another process",
+            errno.EADDRNOTAVAIL: "the address is not one of this host's",
+            errno.EACCES: "permission denied (ports below 1024 need privileges)",
+        }
         reason = reasons.get(err.errno, err.strerror or str(err))
         super().__init__(f"{flag} {host}:{port}: cannot listen: {reason}; choose another with {flag} HOST:PORT")

@@ -10,10 +10,12 @@ import typer
 
 __all__ = ["MappingOpt", "SourceOpt", "selected_mappings"]
 
-MappingOpt = Annotated[list[Path], typer.Option("--mapping", "-m", metavar="FILE",
-                                                help="Extra mapping file (repeatable).")]
-SourceOpt = Annotated[str | None, typer.Option(metavar="SOURCE",
-                                                  help="Use this mapping only (vllm, sglang, dcgm or a user's).")]
+MappingOpt = Annotated[
+    list[Path], typer.Option("--mapping", "-m", metavar="FILE", help="Extra mapping file (repeatable).")
+]
+SourceOpt = Annotated[
+    str | None, typer.Option(metavar="SOURCE", help="Use this mapping only (vllm, sglang, dcgm or a user's).")
+]
 
 
 def selected_mappings(extra: list[Path], source: str | None = None):

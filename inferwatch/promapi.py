@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from inferwatch.errors import InferwatchError
 
-if TYPE_CHECKING:               # ssl and http.client load on the first call, not with the CLI
+if TYPE_CHECKING:  # ssl and http.client load on the first call, not with the CLI
     import http.client
     import ssl
 
 __all__ = ["ApiError", "Client", "ClientOptions", "SHAPES", "check_shape", "DEFAULT_TIMEOUT", "DEFAULT_MAX_BYTES"]
 
-DEFAULT_TIMEOUT = 30.0                 # seconds per call, all of it
+DEFAULT_TIMEOUT = 30.0  # seconds per call, all of it
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024  # of the answers read at once, decompressed; triage's are a few MB each
 MAX_REDIRECTS = 5
 _READ = 64 * 1024
@@ -55,14 +55,14 @@ class ClientOptions:
 
     headers: tuple[tuple[str, str], ...] = ()
     bearer_token: str | None = None
-    basic_auth: tuple[str, str] | None = None       # (user, password)
+    basic_auth: tuple[str, str] | None = None  # (user, password)
     ca_file: str | None = None
-    insecure: bool = False                          # skip verifying the server's certificate
-    cert: str | None = None                         # client certificate (PEM), with `key` or containing it
+    insecure: bool = False  # skip verifying the server's certificate
+    cert: str | None = None  # client certificate (PEM), with `key` or containing it
     key: str | None = None
-    proxy: str | None = None                        # None: HTTP(S)_PROXY / NO_PROXY from the environment
+    proxy: str | None = None  # None: HTTP(S)_PROXY / NO_PROXY from the environment
     timeout: float = DEFAULT_TIMEOUT
-    max_bytes: int = DEFAULT_MAX_BYTES              # of the answers one Client holds at once, all calls together
+    max_bytes: int = DEFAULT_MAX_BYTES  # of the answers one Client holds at once, all calls together
 
     def request_headers(self) -> dict[str, str]:
         out = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "inferwatch"}
@@ -76,6 +76,7 @@ class ClientOptions:
     def ssl_context(self) -> ssl.SSLContext:
         """The TLS context of these options; ApiError-free: an unreadable file is an InferwatchError naming it."""
         import ssl
+
         try:
             context = ssl.create_default_context(cafile=self.ca_file)
             if self.insecure:
@@ -129,13 +130,16 @@ def check_shape(value, shape, where: str = "answer") -> str | None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         return None if ok else f"{where}: want a number, got {_kind(value)}"
     if shape == _SAMPLE:
-        return None if _is_sample(value) else f"{where}: want [time, \"value\"], got {_short(value)}"
+        return None if _is_sample(value) else f'{where}: want [time, "value"], got {_short(value)}'
     if shape == _STR_MAP:
         ok = isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
         return None if ok else f"{where}: want an object of strings, got {_short(value)}"
     if isinstance(shape, type):
-        return None if isinstance(value, shape) and not isinstance(value, bool) else \
-            f"{where}: want {_TYPE_NAMES.get(shape, shape.__name__)}, got {_kind(value)}"
+        return (
+            None
+            if isinstance(value, shape) and not isinstance(value, bool)
+            else f"{where}: want {_TYPE_NAMES.get(shape, shape.__name__)}, got {_kind(value)}"
+        )
     if isinstance(shape, list):
         if not isinstance(value, list):
             return f"{where}: want a list, got {_kind(value)}"
@@ -157,8 +161,15 @@ _TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an inte
 
 
 def _kind(value) -> str:
-    return {type(None): "null", bool: "a boolean", str: "a string", dict: "an object", list: "a list",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        type(None): "null",
+        bool: "a boolean",
+        str: "a string",
+        dict: "an object",
+        list: "a list",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
 def _short(value) -> str:
@@ -167,7 +178,7 @@ def _short(value) -> str:
 
 
 def _printable(data: bytes, limit: int = 100) -> str:
-    text = data[:limit * 4].decode("utf-8", "replace")
+    text = data[: limit * 4].decode("utf-8", "replace")
     text = " ".join(text.split())
     return "".join(c if c.isprintable() else "?" for c in text)[:limit]
 
@@ -190,8 +201,8 @@ class Client:
         self.options = options or ClientOptions()
         self.name = name
         self._context: ssl.SSLContext | None = None
-        self._late: ApiError | None = None      # a call ran out of time: the next ones fail at once, not each late
-        self._held = 0                          # bytes of the answers being read now, all calls together
+        self._late: ApiError | None = None  # a call ran out of time: the next ones fail at once, not each late
+        self._held = 0  # bytes of the answers being read now, all calls together
         self._lock = threading.Lock()
 
     # -- Prometheus' HTTP API --------------------------------------------------------------------------------
@@ -224,15 +235,17 @@ class Client:
         data = self.api(path, "any", **params)
         endpoint = self.base + path
         if not isinstance(data, dict) or not isinstance(data.get("resultType"), str) or "result" not in data:
-            raise ApiError(endpoint, f"answer of the wrong shape (data: want resultType and result, got "
-                                     f"{_short(data)})")
+            raise ApiError(
+                endpoint, f"answer of the wrong shape (data: want resultType and result, got {_short(data)})"
+            )
         kind, result = data["resultType"], data["result"]
         if kind not in kinds:
             raise ApiError(endpoint, f"resultType {_printable(kind.encode(), 30)!r}, want {' or '.join(kinds)}")
         if kind == "scalar":
             if not _is_sample(result):
-                raise ApiError(endpoint, f"answer of the wrong shape (data.result: want [time, \"value\"], got "
-                                         f"{_short(result)})")
+                raise ApiError(
+                    endpoint, f'answer of the wrong shape (data.result: want [time, "value"], got {_short(result)})'
+                )
             return [{"metric": {}, "value": result}]
         if (wrong := check_shape(result, SHAPES[kind], "data.result")) is not None:
             raise ApiError(endpoint, f"answer of the wrong shape ({wrong})")
@@ -249,8 +262,12 @@ class Client:
             raise ApiError(endpoint, "JSON nested too deep") from None
         except (UnicodeDecodeError, ValueError) as err:
             what = "an empty body" if not body.strip() else f"{ctype or 'no content type'}, not JSON"
-            raise ApiError(endpoint, f"answered {what} ({_printable(str(err).encode(), 60)}): "
-                                     f"{_printable(body, 60)!r}", status, f"check the {self.name} URL") from None
+            raise ApiError(
+                endpoint,
+                f"answered {what} ({_printable(str(err).encode(), 60)}): {_printable(body, 60)!r}",
+                status,
+                f"check the {self.name} URL",
+            ) from None
         if shape is not None and (wrong := check_shape(answer, SHAPES[shape])) is not None:
             raise ApiError(endpoint, f"answer of the wrong shape ({wrong})", status)
         return answer
@@ -265,8 +282,12 @@ class Client:
         endpoint = self.base + path
         url = endpoint + ("?" + urllib.parse.urlencode(params) if params else "")
         if self._late is not None:
-            raise ApiError(endpoint, f"not asked: {self._late.endpoint} gave no complete answer within the "
-                                     f"{self.options.timeout:g}s deadline", hint=self._late.hint)
+            raise ApiError(
+                endpoint,
+                f"not asked: {self._late.endpoint} gave no complete answer within the "
+                f"{self.options.timeout:g}s deadline",
+                hint=self._late.hint,
+            )
         deadline = _Deadline(self.options.timeout)
         try:
             body, status, ctype = self._fetch(url, endpoint, deadline)
@@ -293,7 +314,7 @@ class Client:
             answer = None
         if isinstance(answer, dict) and isinstance(answer.get("error"), str):
             return f"HTTP {status}: {_printable(answer['error'].encode(), 300)}"
-        if isinstance(answer, dict) and isinstance(answer.get("message"), str):      # Grafana
+        if isinstance(answer, dict) and isinstance(answer.get("message"), str):  # Grafana
             return f"HTTP {status}: {_printable(answer['message'].encode(), 300)}"
         return f"HTTP {status} ({ctype or 'no content type'}): {_printable(body, 100)!r}"
 
@@ -309,12 +330,16 @@ class Client:
                     raise ApiError(endpoint, f"redirected to {_printable(url.encode())!r}, not http(s)", status)
                 continue
             return body, status, headers.get("content-type", "")
-        raise ApiError(endpoint, f"redirected more than {MAX_REDIRECTS} times (last to {_printable(url.encode())})",
-                       hint=f"check the {self.name} URL")
+        raise ApiError(
+            endpoint,
+            f"redirected more than {MAX_REDIRECTS} times (last to {_printable(url.encode())})",
+            hint=f"check the {self.name} URL",
+        )
 
     def _once(self, url: str, endpoint: str, deadline: _Deadline):
         import http.client
         import ssl
+
         parts = urllib.parse.urlsplit(url)
         conn = self._connection(parts, endpoint, deadline)
         sock = None
@@ -326,8 +351,11 @@ class Client:
                 watchdog = threading.Timer(max(0.0, deadline.left()), _shut, (sock,))
                 watchdog.daemon = True
                 watchdog.start()
-                target = url if self._via_plain_proxy(parts) else (parts.path or "/") + \
-                    (f"?{parts.query}" if parts.query else "")
+                target = (
+                    url
+                    if self._via_plain_proxy(parts)
+                    else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                )
                 conn.request("GET", target, headers=self.options.request_headers())
                 resp = conn.getresponse()
                 headers = {k.lower(): v for k, v in resp.getheaders()}
@@ -336,19 +364,28 @@ class Client:
                 raise
             except http.client.IncompleteRead:
                 if deadline.left() <= 0:
-                    raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
-                                   hint="raise --timeout if the server is slow but alive") from None
+                    raise ApiError(
+                        endpoint,
+                        f"no complete answer within the {self.options.timeout:g}s deadline",
+                        hint="raise --timeout if the server is slow but alive",
+                    ) from None
                 raise ApiError(endpoint, "a truncated body (it ends before its length)") from None
             except ssl.SSLError as err:
-                raise ApiError(endpoint, f"TLS failed ({_printable(str(err).encode(), 150)})",
-                               hint="give --ca-file, or --insecure") from None
+                raise ApiError(
+                    endpoint, f"TLS failed ({_printable(str(err).encode(), 150)})", hint="give --ca-file, or --insecure"
+                ) from None
             except (OSError, http.client.HTTPException, ValueError) as err:
                 if deadline.left() <= 0:
-                    raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
-                                   hint="raise --timeout if the server is slow but alive") from None
-                raise ApiError(endpoint, f"cannot reach {self.name}: "
-                                         f"{_printable(str(err).encode(), 150) or type(err).__name__}",
-                               hint=f"check the {self.name} URL") from None
+                    raise ApiError(
+                        endpoint,
+                        f"no complete answer within the {self.options.timeout:g}s deadline",
+                        hint="raise --timeout if the server is slow but alive",
+                    ) from None
+                raise ApiError(
+                    endpoint,
+                    f"cannot reach {self.name}: {_printable(str(err).encode(), 150) or type(err).__name__}",
+                    hint=f"check the {self.name} URL",
+                ) from None
         finally:
             if watchdog is not None:
                 watchdog.cancel()
@@ -360,6 +397,7 @@ class Client:
 
     def _proxy_for(self, parts) -> urllib.parse.SplitResult | None:
         import urllib.request
+
         if self.options.proxy is not None:
             return urllib.parse.urlsplit(self.options.proxy) if self.options.proxy else None
         if urllib.request.proxy_bypass(parts.hostname or ""):
@@ -369,12 +407,13 @@ class Client:
 
     def _connection(self, parts, endpoint: str, deadline: _Deadline) -> http.client.HTTPConnection:
         import http.client
+
         timeout = max(0.001, deadline.left())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ApiError(endpoint, "not an http(s) URL")
         proxy = self._proxy_for(parts)
         if proxy:
-            if not proxy.hostname:          # http.client would fail on a None host with a TypeError
+            if not proxy.hostname:  # http.client would fail on a None host with a TypeError
                 raise ApiError(endpoint, f"the proxy {proxy.geturl()} has no host", hint="give it as http://HOST:PORT")
             host, port = proxy.hostname, proxy.port or 80
         else:
@@ -382,8 +421,9 @@ class Client:
         if parts.scheme == "https":
             if self._context is None:
                 self._context = self.options.ssl_context()
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(host, port, timeout=timeout,
-                                                                           context=self._context)
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                host, port, timeout=timeout, context=self._context
+            )
             if proxy:
                 conn.set_tunnel(parts.hostname, parts.port, headers=_proxy_auth(proxy))
         else:
@@ -395,38 +435,52 @@ class Client:
         cap = self.options.max_bytes
         encoding = headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
-            raise ApiError(endpoint, f"answered in content encoding {_printable(encoding.encode(), 30)!r}, which "
-                                     "inferwatch does not read")
+            raise ApiError(
+                endpoint,
+                f"answered in content encoding {_printable(encoding.encode(), 30)!r}, which inferwatch does not read",
+            )
         inflater = _Inflater() if encoding not in ("identity", "") else None
         body = bytearray()
         size = 0
         try:
             for piece in _pieces(resp, inflater):
                 if deadline.left() <= 0:
-                    raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
-                                   hint="raise --timeout if the server is slow but alive")
+                    raise ApiError(
+                        endpoint,
+                        f"no complete answer within the {self.options.timeout:g}s deadline",
+                        hint="raise --timeout if the server is slow but alive",
+                    )
                 with self._lock:
                     self._held += len(piece)
                     over = self._held > cap
                 size += len(piece)
                 if over:
-                    what = f"answer larger than {cap} bytes" if size > cap else \
-                        f"answers read at once larger than {cap} bytes (this one {size} so far)"
-                    raise ApiError(endpoint, what + (" once decompressed" if inflater else ""),
-                                   hint="raise --max-bytes, or ask for a shorter window")
+                    what = (
+                        f"answer larger than {cap} bytes"
+                        if size > cap
+                        else f"answers read at once larger than {cap} bytes (this one {size} so far)"
+                    )
+                    raise ApiError(
+                        endpoint,
+                        what + (" once decompressed" if inflater else ""),
+                        hint="raise --max-bytes, or ask for a shorter window",
+                    )
                 body += piece
         except zlib.error as err:
             body.clear()
             raise ApiError(endpoint, f"a corrupt {encoding} body ({err})") from None
         except BaseException:
-            body.clear()        # a traceback kept by the caller (a future's) must not keep the body alive
+            body.clear()  # a traceback kept by the caller (a future's) must not keep the body alive
             raise
         finally:
             with self._lock:
                 self._held -= size
         if deadline.left() <= 0:
-            raise ApiError(endpoint, f"no complete answer within the {self.options.timeout:g}s deadline",
-                           hint="raise --timeout if the server is slow but alive")
+            raise ApiError(
+                endpoint,
+                f"no complete answer within the {self.options.timeout:g}s deadline",
+                hint="raise --timeout if the server is slow but alive",
+            )
         if resp.length:
             raise ApiError(endpoint, f"a truncated body ({resp.length} of its Content-Length bytes missing)")
         if inflater is not None and not inflater.complete:
@@ -440,7 +494,7 @@ class _Inflater:
 
     def __init__(self):
         self._z = zlib.decompressobj(47)
-        self.complete = True            # no member begun and left unfinished
+        self.complete = True  # no member begun and left unfinished
 
     def pieces(self, data: bytes):
         while data:

@@ -10,43 +10,111 @@ import typer
 
 from inferwatch.promapi import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, ClientOptions
 
-__all__ = ["HeaderOpt", "BearerTokenOpt", "BearerTokenFileOpt", "BasicAuthOpt", "CaFileOpt", "InsecureOpt",
-           "CertOpt", "KeyOpt", "ProxyOpt", "TimeoutOpt", "MaxBytesOpt", "options", "parse_header"]
+__all__ = [
+    "HeaderOpt",
+    "BearerTokenOpt",
+    "BearerTokenFileOpt",
+    "BasicAuthOpt",
+    "CaFileOpt",
+    "InsecureOpt",
+    "CertOpt",
+    "KeyOpt",
+    "ProxyOpt",
+    "TimeoutOpt",
+    "MaxBytesOpt",
+    "options",
+    "parse_header",
+]
 
 _PANEL = "Connection (auth, TLS, proxy, limits)"
 _TOKEN_MAX = 64 * 1024
 
-HeaderOpt = Annotated[list[str], typer.Option(metavar="'NAME: VALUE'", rich_help_panel=_PANEL,
-                                              help="An HTTP header for every request, e.g. 'X-Scope-OrgID: "
-                                                   "tenant' (repeatable).")]
-BearerTokenOpt = Annotated[str | None, typer.Option(metavar="TOKEN", envvar="INFERWATCH_BEARER_TOKEN",
-                                                       show_default=False, rich_help_panel=_PANEL,
-                                                       help="Send 'Authorization: Bearer TOKEN'.")]
-BearerTokenFileOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False,
-                                                            rich_help_panel=_PANEL,
-                                                            help="Send this file's token as 'Authorization: "
-                                                                 "Bearer'.")]
-BasicAuthOpt = Annotated[str | None, typer.Option(metavar="USER:PASSWORD", envvar="INFERWATCH_BASIC_AUTH",
-                                                     show_default=False, rich_help_panel=_PANEL,
-                                                     help="HTTP basic auth.")]
-CaFileOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
-                                                   help="Verify the server's TLS certificate with this CA "
-                                                        "bundle.")]
-InsecureOpt = Annotated[bool, typer.Option("--insecure", rich_help_panel=_PANEL,
-                                           help="Do not verify the server's TLS certificate.")]
-CertOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
-                                                 help="Client certificate (PEM) for mutual TLS.")]
-KeyOpt = Annotated[Path | None, typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL,
-                                                help="The client certificate's key.")]
-ProxyOpt = Annotated[str | None, typer.Option(metavar="URL", show_default=False, rich_help_panel=_PANEL,
-                                                 help="An HTTP proxy for every request; '' for none [the "
-                                                      "environment's HTTP(S)_PROXY and NO_PROXY].")]
-TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", rich_help_panel=_PANEL, min=0.001,
-                                           help="The most one request may take, all of it (connect, wait, "
-                                                "body).")]
-MaxBytesOpt = Annotated[int, typer.Option(metavar="BYTES", rich_help_panel=_PANEL, min=1,
-                                          help="The most bytes of answers held at once, after "
-                                               "decompression (the concurrent queries share it).")]
+HeaderOpt = Annotated[
+    list[str],
+    typer.Option(
+        metavar="'NAME: VALUE'",
+        rich_help_panel=_PANEL,
+        help="An HTTP header for every request, e.g. 'X-Scope-OrgID: tenant' (repeatable).",
+    ),
+]
+BearerTokenOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="TOKEN",
+        envvar="INFERWATCH_BEARER_TOKEN",
+        show_default=False,
+        rich_help_panel=_PANEL,
+        help="Send 'Authorization: Bearer TOKEN'.",
+    ),
+]
+BearerTokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        show_default=False,
+        rich_help_panel=_PANEL,
+        help="Send this file's token as 'Authorization: Bearer'.",
+    ),
+]
+BasicAuthOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="USER:PASSWORD",
+        envvar="INFERWATCH_BASIC_AUTH",
+        show_default=False,
+        rich_help_panel=_PANEL,
+        help="HTTP basic auth.",
+    ),
+]
+CaFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        show_default=False,
+        rich_help_panel=_PANEL,
+        help="Verify the server's TLS certificate with this CA bundle.",
+    ),
+]
+InsecureOpt = Annotated[
+    bool, typer.Option("--insecure", rich_help_panel=_PANEL, help="Do not verify the server's TLS certificate.")
+]
+CertOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE", show_default=False, rich_help_panel=_PANEL, help="Client certificate (PEM) for mutual TLS."
+    ),
+]
+KeyOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", show_default=False, rich_help_panel=_PANEL, help="The client certificate's key."),
+]
+ProxyOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL",
+        show_default=False,
+        rich_help_panel=_PANEL,
+        help="An HTTP proxy for every request; '' for none [the environment's HTTP(S)_PROXY and NO_PROXY].",
+    ),
+]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        metavar="SECONDS",
+        rich_help_panel=_PANEL,
+        min=0.001,
+        help="The most one request may take, all of it (connect, wait, body).",
+    ),
+]
+MaxBytesOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="BYTES",
+        rich_help_panel=_PANEL,
+        min=1,
+        help="The most bytes of answers held at once, after decompression (the concurrent queries share it).",
+    ),
+]
 DEFAULTS: dict[str, Any] = {"timeout": DEFAULT_TIMEOUT, "max_bytes": DEFAULT_MAX_BYTES}
 
 
@@ -70,9 +138,19 @@ def _token(path: Path) -> str:
     return token
 
 
-def options(header: list[str], bearer_token: str | None, bearer_token_file: Path | None, basic_auth: str | None,
-            ca_file: Path | None, insecure: bool, cert: Path | None, key: Path | None, proxy: str | None,
-            timeout: float, max_bytes: int) -> ClientOptions:
+def options(
+    header: list[str],
+    bearer_token: str | None,
+    bearer_token_file: Path | None,
+    basic_auth: str | None,
+    ca_file: Path | None,
+    insecure: bool,
+    cert: Path | None,
+    key: Path | None,
+    proxy: str | None,
+    timeout: float,
+    max_bytes: int,
+) -> ClientOptions:
     """The flags as ClientOptions; typer.BadParameter names the flag that is wrong."""
     headers = []
     for text in header:
@@ -95,7 +173,7 @@ def options(header: list[str], bearer_token: str | None, bearer_token_file: Path
 
     for flag, path in (("--ca-file", ca_file), ("--cert", cert), ("--key", key)):
         if path is not None:
-            check_readable(path, flag)           # a missing, unreadable or oversized file: one line, exit 2
+            check_readable(path, flag)  # a missing, unreadable or oversized file: one line, exit 2
     if proxy:
         from inferwatch._urls import http_url
 
@@ -104,8 +182,15 @@ def options(header: list[str], bearer_token: str | None, bearer_token_file: Path
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="--proxy") from None
     token = _token(bearer_token_file) if bearer_token_file is not None else bearer_token
-    return ClientOptions(headers=tuple(headers), bearer_token=token,
-                         basic_auth=(user, password) if basic_auth is not None else None,
-                         ca_file=str(ca_file) if ca_file else None, insecure=insecure,
-                         cert=str(cert) if cert else None, key=str(key) if key else None, proxy=proxy,
-                         timeout=timeout, max_bytes=max_bytes)
+    return ClientOptions(
+        headers=tuple(headers),
+        bearer_token=token,
+        basic_auth=(user, password) if basic_auth is not None else None,
+        ca_file=str(ca_file) if ca_file else None,
+        insecure=insecure,
+        cert=str(cert) if cert else None,
+        key=str(key) if key else None,
+        proxy=proxy,
+        timeout=timeout,
+        max_bytes=max_bytes,
+    )

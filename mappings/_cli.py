@@ -15,8 +15,9 @@ mappings_app = group("The common vocabulary and the per-source mappings.")
 
 
 @mappings_app.command("check", cls=Command)
-def mappings_check(files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False,
-                                                               help="Mapping files to validate.")]):
+def mappings_check(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", show_default=False, help="Mapping files to validate.")],
+):
     """Validate mapping files against the vocabulary; every problem is listed.
 
     \b
@@ -50,9 +51,11 @@ def mappings_catalog():
 
 
 @mappings_app.command("relabel", cls=Command)
-def mappings_relabel(fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
-                                                      help="prometheus or servicemonitor")] = "prometheus",
-                     source: SourceOpt = None, mapping: MappingOpt = []):
+def mappings_relabel(
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="prometheus or servicemonitor")] = "prometheus",
+    source: SourceOpt = None,
+    mapping: MappingOpt = [],
+):
     """Print metric_relabel_configs (or ServiceMonitor metricRelabelings) that rename at scrape time.
 
     \b

@@ -29,8 +29,17 @@ METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 
-MAPPING_KEYS = ("version", "source", "detect", "labels", "set_labels", "blank_at_or_above", "metrics", "verified",
-                "ignored")
+MAPPING_KEYS = (
+    "version",
+    "source",
+    "detect",
+    "labels",
+    "set_labels",
+    "blank_at_or_above",
+    "metrics",
+    "verified",
+    "ignored",
+)
 ENTRY_KEYS = ("name", "from", "multiply", "divide", "bit", "match", "drop_labels", "labels", "set_labels", "note")
 CATALOG_KEYS = ("name", "type", "unit", "concept", "help")
 # Labels Prometheus reads as part of a histogram's or a summary's samples, and what they hold there. A mapping
@@ -79,13 +88,18 @@ def _written_bounds(value: Any, col: _Collector, field: str) -> None:
     for key in value if isinstance(value, dict) else ():
         if key in BOUND_LABELS:
             mtype, what, _ = BOUND_LABELS[key]
-            col.add(value, f"{field}.{key}", f"a mapping may not write {key}: Prometheus reads it as the {what} "
-                    f"of a {mtype} and rejects the whole scrape when it is not a number; use another label name",
-                    key)
+            col.add(
+                value,
+                f"{field}.{key}",
+                f"a mapping may not write {key}: Prometheus reads it as the {what} "
+                f"of a {mtype} and rejects the whole scrape when it is not a number; use another label name",
+                key,
+            )
 
 
-def _removed_bounds(removed: dict[str, str], entries: list[tuple[str, str]], col: _Collector, node: Any,
-                    field: str) -> None:
+def _removed_bounds(
+    removed: dict[str, str], entries: list[tuple[str, str]], col: _Collector, node: Any, field: str
+) -> None:
     """`le` or `quantile` taken off (`removed`: label -> what is done to it) an entry of the type that needs it.
 
     `entries`: (common name, type) of the entries the rule applies to; the first one it would break is named.
@@ -94,8 +108,9 @@ def _removed_bounds(removed: dict[str, str], entries: list[tuple[str, str]], col
         mtype, _, parts = BOUND_LABELS.get(label, (None, None, None))
         broken = next((name for name, t in entries if t == mtype), None)
         if broken:
-            col.add(node, field, f"{how} breaks {mtype} {broken}: its {parts} would collide as one series; "
-                    f"keep {label}")
+            col.add(
+                node, field, f"{how} breaks {mtype} {broken}: its {parts} would collide as one series; keep {label}"
+            )
 
 
 def _matched_bounds(value: Any, name: str, mtype: str, col: _Collector, field: str) -> None:
@@ -105,9 +120,14 @@ def _matched_bounds(value: Any, name: str, mtype: str, col: _Collector, field: s
     for key in value if isinstance(value, dict) else ():
         if key in BOUND_LABELS and BOUND_LABELS[key][0] == mtype:
             _, _, parts = BOUND_LABELS[key]
-            col.add(value, f"{field}.{key}", f"matching {key} keeps only some {parts} of {mtype} {name} and drops "
-                    f"its _sum and _count: Prometheus accepts the partial {mtype} and what is read from it "
-                    "silently goes wrong; match on other labels only", key)
+            col.add(
+                value,
+                f"{field}.{key}",
+                f"matching {key} keeps only some {parts} of {mtype} {name} and drops "
+                f"its _sum and _count: Prometheus accepts the partial {mtype} and what is read from it "
+                "silently goes wrong; match on other labels only",
+                key,
+            )
 
 
 def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[LabelRule, ...]:
@@ -154,8 +174,7 @@ def _ignored(value: Any, col: _Collector, node: Any) -> tuple[tuple[str, str], .
     return tuple(pairs)
 
 
-def _string_map(value: Any, col: _Collector, node: Any, field: str,
-                writes: bool = True) -> tuple[tuple[str, str], ...]:
+def _string_map(value: Any, col: _Collector, node: Any, field: str, writes: bool = True) -> tuple[tuple[str, str], ...]:
     """Label name -> value; `writes`: the labels are set on series (so `le` and `quantile` are refused)."""
     if writes:
         _written_bounds(value, col, field)
@@ -336,8 +355,9 @@ def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) ->
     if verified is not None and not (isinstance(verified, list) and all(isinstance(v, str) for v in verified)):
         col.add(doc, "verified", "expected a list of releases checked against a real engine, e.g. ['0.32.0']")
     for rule in labels:  # the mapping's renames apply to every entry
-        _removed_bounds(_renamed_away(rule), [(e.name, e.type) for e in entries], col, doc.get("labels"),
-                        f"labels.{rule.target}")
+        _removed_bounds(
+            _renamed_away(rule), [(e.name, e.type) for e in entries], col, doc.get("labels"), f"labels.{rule.target}"
+        )
     _check_entries(entries, col)
     col.raise_if_any()
     return SourceMapping(
@@ -360,9 +380,15 @@ def _check_entries(entries: list[Entry], col: _Collector) -> None:
         key = (entry.name, entry.match, entry.set_labels)
         if key in seen:
             first = seen[key]
-            col.problems.append(Problem(col.path, entry.line, f"metrics ({entry.name})",
-                                        f"maps {entry.name} a second time (first at line {first.line}); "
-                                        "list older names as aliases in one `from` list instead"))
+            col.problems.append(
+                Problem(
+                    col.path,
+                    entry.line,
+                    f"metrics ({entry.name})",
+                    f"maps {entry.name} a second time (first at line {first.line}); "
+                    "list older names as aliases in one `from` list instead",
+                )
+            )
         seen[key] = entry
 
 

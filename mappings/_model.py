@@ -52,14 +52,14 @@ class Entry:
 
     name: str
     type: str
-    sources: tuple[str, ...]          # source metric names, preferred first (older aliases after)
+    sources: tuple[str, ...]  # source metric names, preferred first (older aliases after)
     multiply: float | None = None
     divide: float | None = None
-    match: tuple[tuple[str, str], ...] = ()   # keep only series with these label values
+    match: tuple[tuple[str, str], ...] = ()  # keep only series with these label values
     drop_labels: tuple[str, ...] = ()
-    labels: tuple[LabelRule, ...] = ()        # entry-specific renames, applied after the mapping's
-    set_labels: tuple[tuple[str, str], ...] = ()   # fixed labels on this entry's series (type="corrected")
-    bit: int | None = None                    # read one bit (a power of two) of an integer bitmask: 1 or 0
+    labels: tuple[LabelRule, ...] = ()  # entry-specific renames, applied after the mapping's
+    set_labels: tuple[tuple[str, str], ...] = ()  # fixed labels on this entry's series (type="corrected")
+    bit: int | None = None  # read one bit (a power of two) of an integer bitmask: 1 or 0
     note: str = ""
     line: int | None = None
 
@@ -91,13 +91,13 @@ class SourceMapping:
 
     source: str
     path: str
-    detect: tuple[str, ...]                   # family-name prefixes that identify this source in a scrape
-    labels: tuple[LabelRule, ...]             # applied to every mapped series
-    set_labels: tuple[tuple[str, str], ...]   # added to every mapped series (e.g. engine="vllm")
+    detect: tuple[str, ...]  # family-name prefixes that identify this source in a scrape
+    labels: tuple[LabelRule, ...]  # applied to every mapped series
+    set_labels: tuple[tuple[str, str], ...]  # added to every mapped series (e.g. engine="vllm")
     entries: tuple[Entry, ...]
-    blank_at_or_above: float | None = None    # values this large are "no data" sentinels
+    blank_at_or_above: float | None = None  # values this large are "no data" sentinels
     ignored: tuple[tuple[str, str], ...] = ()  # source families left out on purpose, with the reason
-    verified: tuple[str, ...] = ()            # releases whose real /metrics were checked against this mapping
+    verified: tuple[str, ...] = ()  # releases whose real /metrics were checked against this mapping
 
     def source_names(self) -> list[str]:
         """Every source metric name this mapping reads, in first-use order."""

@@ -59,12 +59,14 @@ def _label_steps(rule: LabelRule, series: str) -> list[dict]:
     for i, cand in enumerate(rule.candidates):
         if cand == rule.target:
             continue
-        steps.append({
-            "source_labels": ["__name__", *rule.candidates[: i + 1]],
-            "regex": series + ";" * i + ";(.+)",
-            "target_label": rule.target,
-            "replacement": "$1",
-        })
+        steps.append(
+            {
+                "source_labels": ["__name__", *rule.candidates[: i + 1]],
+                "regex": series + ";" * i + ";(.+)",
+                "target_label": rule.target,
+                "replacement": "$1",
+            }
+        )
     for cand in rule.candidates:
         if cand != rule.target:
             steps.append({"source_labels": ["__name__"], "regex": series, "target_label": cand, "replacement": ""})
@@ -104,11 +106,18 @@ def _mapping_relabels(mapping: SourceMapping) -> list[dict]:
             continue
         src = _name_re(entry.sources[0])
         if entry.type == "histogram":
-            steps.append({"source_labels": ["__name__"], "regex": f"{src}(_bucket|_sum|_count)",
-                          "target_label": "__name__", "replacement": f"{entry.name}${{1}}"})
+            steps.append(
+                {
+                    "source_labels": ["__name__"],
+                    "regex": f"{src}(_bucket|_sum|_count)",
+                    "target_label": "__name__",
+                    "replacement": f"{entry.name}${{1}}",
+                }
+            )
         else:
-            steps.append({"source_labels": ["__name__"], "regex": src,
-                          "target_label": "__name__", "replacement": entry.name})
+            steps.append(
+                {"source_labels": ["__name__"], "regex": src, "target_label": "__name__", "replacement": entry.name}
+            )
     return steps
 
 
@@ -171,7 +180,7 @@ def recording_rules(mappings: list[SourceMapping]) -> dict:
     promtool rejects two rules recording the same name. Each group holds the names
     of one set of sources, `inferwatch-mappings-<source>[-<source>...]`, in mapping order.
     """
-    parts: dict[str, list[tuple[str, str]]] = {}     # record name -> [(source, expression)]
+    parts: dict[str, list[tuple[str, str]]] = {}  # record name -> [(source, expression)]
     for mapping in mappings:
         for entry in mapping.entries:
             if renamed_by_relabel(mapping, entry):
@@ -183,5 +192,9 @@ def recording_rules(mappings: list[SourceMapping]) -> dict:
         sources = tuple(dict.fromkeys(source for source, _ in exprs))
         groups.setdefault(sources, []).append({"record": name, "expr": " or ".join(expr for _, expr in exprs)})
     order = {m.source: i for i, m in enumerate(mappings)}
-    return {"groups": [{"name": "inferwatch-mappings-" + "-".join(sources), "rules": rules}
-                       for sources, rules in sorted(groups.items(), key=lambda g: [order[s] for s in g[0]])]}
+    return {
+        "groups": [
+            {"name": "inferwatch-mappings-" + "-".join(sources), "rules": rules}
+            for sources, rules in sorted(groups.items(), key=lambda g: [order[s] for s in g[0]])
+        ]
+    }

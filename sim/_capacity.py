@@ -23,11 +23,10 @@ and 90 %), or short steps read an overload as capacity.
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import math
-from dataclasses import asdict, dataclass, field, replace
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 
 from inferwatch.frontdoor._goodput import Goodput
 from inferwatch.sim._capacity_stats import RateStats, estimate, rate_stats
@@ -38,15 +37,15 @@ __all__ = ["SweepConfig", "Step", "judge_step", "measure", "next_rate", "sweep",
 
 @dataclass(frozen=True)
 class SweepConfig:
-    load: LoadConfig                    # target, model, request shape; rate, duration and max_requests are per step
-    target: float = 0.9                 # share of good requests a step needs (DistServe's SLO attainment)
+    load: LoadConfig  # target, model, request shape; rate, duration and max_requests are per step
+    target: float = 0.9  # share of good requests a step needs (DistServe's SLO attainment)
     start_rate: float = 1.0
     growth: float = 2.0
     max_rate: float = 1000.0
-    step_duration: float = 60.0         # seconds of arrivals per step
-    step_requests: int = 2000           # most requests a step sends
-    repeats: int = 3                    # steps per rate near the knee
-    precision: float = 0.1              # stop when the interval is narrower than this share of its upper end
+    step_duration: float = 60.0  # seconds of arrivals per step
+    step_requests: int = 2000  # most requests a step sends
+    repeats: int = 3  # steps per rate near the knee
+    precision: float = 0.1  # stop when the interval is narrower than this share of its upper end
     max_steps: int = 20
 
 
@@ -55,17 +54,17 @@ class Step:
     """One step: its rate and what its requests measured (times in seconds)."""
 
     rate: float
-    phase: str                          # ramp or refine
+    phase: str  # ramp or refine
     sent: int = 0
     judged: int = 0
     good: int = 0
-    share: float | None = None          # good / judged
-    goodput_rps: float = 0.0            # good requests a second of arrivals
+    share: float | None = None  # good / judged
+    goodput_rps: float = 0.0  # good requests a second of arrivals
     ttft_p50: float | None = None
     ttft_p95: float | None = None
     tpot_p50: float | None = None
     tpot_p95: float | None = None
-    e2e_mean: float | None = None       # answered requests, send to last byte
+    e2e_mean: float | None = None  # answered requests, send to last byte
     outcomes: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -77,8 +76,9 @@ def _quantile(values: list[float], q: float) -> float | None:
     return None if not values else percentile(values, q)
 
 
-def judge_step(rate: float, phase: str, samples: list[Sample], seconds: float, goodput: Goodput,
-               model: str, arrivals_s: float) -> Step:
+def judge_step(
+    rate: float, phase: str, samples: list[Sample], seconds: float, goodput: Goodput, model: str, arrivals_s: float
+) -> Step:
     """A step's measurements, each request judged by the SLO's objectives as the front door judges it."""
     step = Step(rate, phase, sent=len(samples), duration_s=seconds)
     for s in samples:
@@ -121,14 +121,15 @@ def _ramp_rate(steps: list[Step], config: SweepConfig) -> float | None:
 def next_rate(steps: list[Step], config: SweepConfig) -> tuple[float, str] | None:
     """The rate of the next step and its phase, or None when the sweep is done."""
     if len(steps) >= config.max_steps or (steps and steps[-1].sent and not steps[-1].judged):
-        return None                             # every request cancelled or the caller's mistake (4xx): no use
+        return None  # every request cancelled or the caller's mistake (4xx): no use
     if all(s.phase == "ramp" for s in steps):
         rate = _ramp_rate(steps, config)
         if rate is not None:
             return rate, "ramp"
-        if not any(s.share is not None and s.share >= config.target for s in steps) or \
-                not any(s.share is not None and s.share < config.target for s in steps):
-            return None                         # a limit ended the ramp on one side of the knee
+        if not any(s.share is not None and s.share >= config.target for s in steps) or not any(
+            s.share is not None and s.share < config.target for s in steps
+        ):
+            return None  # a limit ended the ramp on one side of the knee
     stats = _stats(steps, config.target)
     counts = {s.rate: s.steps for s in stats}
     est = estimate(stats, config.target)
@@ -154,7 +155,7 @@ def next_rate(steps: list[Step], config: SweepConfig) -> tuple[float, str] | Non
     width, a, b = max(gaps)
     if width <= config.precision * est.upper:
         return None
-    for rate in (b, a):                         # an end of the widest gap measured too few times: repeat it
+    for rate in (b, a):  # an end of the widest gap measured too few times: repeat it
         if rate in counts and counts[rate] < config.repeats:
             return rate, "refine"
     return _round((a + b) / 2), "refine"
@@ -167,23 +168,35 @@ def _round(rate: float) -> float:
 
 async def measure(config: SweepConfig, goodput: Goodput, model: str, rate: float, phase: str, index: int) -> Step:
     """One step: open-loop load at `rate` for the step's time or requests, every request judged."""
-    load = replace(config.load, rate=rate, duration=config.step_duration, max_requests=config.step_requests,
-                   model=model, seed=None if config.load.seed is None else config.load.seed + index)
+    load = replace(
+        config.load,
+        rate=rate,
+        duration=config.step_duration,
+        max_requests=config.step_requests,
+        model=model,
+        seed=None if config.load.seed is None else config.load.seed + index,
+    )
     report = await run_load(load)
     arrivals = min(config.step_duration, config.step_requests / rate)
     return judge_step(rate, phase, report.samples, report.duration_s, goodput, model, arrivals)
 
 
-async def sweep(config: SweepConfig, goodput: Goodput, steps: list[Step], model: str,
-                on_step: Callable[[Step], None] | None = None,
-                run_step: Callable[[float, str, int], Awaitable[Step]] | None = None) -> list[Step]:
+async def sweep(
+    config: SweepConfig,
+    goodput: Goodput,
+    steps: list[Step],
+    model: str,
+    on_step: Callable[[Step], None] | None = None,
+    run_step: Callable[[float, str, int], Awaitable[Step]] | None = None,
+) -> list[Step]:
     """Run steps until `next_rate` says done. `steps` receives each finished step as it completes, so a caller
     interrupted mid-step (Ctrl-C) still holds the ones before. `run_step(rate, phase, index)` measures a step
     (default: `measure`, real load against `config.load.target`)."""
     while (nxt := next_rate(steps, config)) is not None:
         rate, phase = nxt
-        step = await (run_step(rate, phase, len(steps)) if run_step else
-                      measure(config, goodput, model, rate, phase, len(steps)))
+        step = await (
+            run_step(rate, phase, len(steps)) if run_step else measure(config, goodput, model, rate, phase, len(steps))
+        )
         steps.append(step)
         if on_step:
             on_step(step)
@@ -193,7 +206,9 @@ async def sweep(config: SweepConfig, goodput: Goodput, steps: list[Step], model:
 def format_step(step: Step, target: float) -> str:
     share = "-" if step.share is None else f"{step.share:.1%}"
     verdict = "pass" if step.share is not None and step.share >= target else "fail"
-    ms = lambda v: "-" if v is None or math.isnan(v) else f"{v * 1000:.0f}ms"     # noqa: E731
-    return (f"{step.phase:6} {step.rate:8.3g} req/s  good {share:>6} of {step.judged:<5} {verdict}  "
-            f"ttft p50 {ms(step.ttft_p50)} p95 {ms(step.ttft_p95)}  tpot p50 {ms(step.tpot_p50)} "
-            f"p95 {ms(step.tpot_p95)}  {step.duration_s:.0f}s")
+    ms = lambda v: "-" if v is None or math.isnan(v) else f"{v * 1000:.0f}ms"  # noqa: E731
+    return (
+        f"{step.phase:6} {step.rate:8.3g} req/s  good {share:>6} of {step.judged:<5} {verdict}  "
+        f"ttft p50 {ms(step.ttft_p50)} p95 {ms(step.ttft_p95)}  tpot p50 {ms(step.tpot_p50)} "
+        f"p95 {ms(step.tpot_p95)}  {step.duration_s:.0f}s"
+    )

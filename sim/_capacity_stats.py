@@ -29,9 +29,30 @@ __all__ = ["RateStats", "Estimate", "rate_stats", "estimate", "wilson", "T975"]
 
 Z975 = 1.959964
 # Student's t, 97.5 % quantile, by degrees of freedom (beyond 30: the normal's)
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
-        20: 2.086, 25: 2.060, 30: 2.042}
+T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+}
 
 
 @dataclass(frozen=True)
@@ -42,18 +63,18 @@ class RateStats:
     steps: int
     judged: int
     good: int
-    share: float            # pooled: good / judged
+    share: float  # pooled: good / judged
     lower: float
     upper: float
-    verdict: str            # pass, fail or unsure
+    verdict: str  # pass, fail or unsure
 
 
 @dataclass(frozen=True)
 class Estimate:
-    capacity: float | None      # None: no rate was measured on both sides of the target
-    lower: float | None         # None when nothing passed (the capacity is below every rate measured)...
-    upper: float | None         # ...or nothing failed (above every rate measured)
-    status: str                 # measured, below-lowest-rate, not-reached, no-data
+    capacity: float | None  # None: no rate was measured on both sides of the target
+    lower: float | None  # None when nothing passed (the capacity is below every rate measured)...
+    upper: float | None  # ...or nothing failed (above every rate measured)
+    status: str  # measured, below-lowest-rate, not-reached, no-data
 
 
 def wilson(good: int, n: int, z: float = Z975) -> tuple[float, float]:
@@ -102,7 +123,7 @@ def rate_stats(steps: list[tuple[float, int, int]], target: float) -> list[RateS
 
 def _non_increasing(values: list[float], weights: list[float]) -> list[float]:
     """Pool adjacent violators: the closest non-increasing sequence in weighted least squares."""
-    blocks: list[list[float]] = []                  # [mean, weight, count]
+    blocks: list[list[float]] = []  # [mean, weight, count]
     for v, w in zip(values, weights, strict=True):
         blocks.append([v, w, 1])
         while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:

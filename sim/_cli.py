@@ -14,41 +14,72 @@ __all__ = ["register", "ENGINE_VERSIONS"]
 ENGINE_VERSIONS = "vllm 0.33.0, 0.32.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
 
 
-def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
-                                                 help="vllm or sglang: whose API and /metrics to imitate.")] = "vllm",
-             engine_version: Annotated[str | None, typer.Option(
-                 metavar="VERSION", help=f"Release whose metric names, labels and buckets to expose: "
-                                         f"{ENGINE_VERSIONS} (default: the first, the newest).")] = None,
-             model: Annotated[str, typer.Option(metavar="NAME", help="The served model name.")] = "llama-3-8b",
-             listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve.")] = "127.0.0.1:8000",
-             scenario: Annotated[str, typer.Option(metavar="SCENARIO",
-                                                   help="normal, or a kind of trouble: queueing, long-prompts, "
-                                                        "prefix-cache-loss, kv-pressure, slow-decode, "
-                                                        "spec-decode-collapse, thinking, long-outputs, "
-                                                        "gpu-not-computing (or gpu-stall), not-the-engine, errors, "
-                                                        "truncation, broken-tools, flaky-metrics or metrics-down; "
-                                                        "switch later with POST /admin/scenario.")] = "normal",
-             max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
-             kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
-             max_num_queued_reqs: Annotated[int, typer.Option(
-                 metavar="N", help="Refuse (503) a request arriving while N are running or waiting, as vLLM's "
-                                   "--max-num-queued-reqs; 0: no limit.")] = 0,
-             decode_step: Annotated[float, typer.Option(metavar="SECONDS",
-                                                        help="Seconds per decode step at batch size 1.")] = 0.02,
-             reasoning: Annotated[int, typer.Option(metavar="N",
-                                                    help="Hidden reasoning tokens before visible text.")] = 0,
-             seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed, for repeatable runs.")]
-             = None,
-             gpus: Annotated[int, typer.Option(metavar="N", help="Also serve N simulated GPUs on /metrics "
-                                                                 "(gpu_* series following this engine).")] = 0,
-             pod: Annotated[str | None, typer.Option(
-                 metavar="[NAMESPACE/]POD[/CONTAINER]", show_default=False,
-                 help="The workload the --gpus name as using them (namespace, pod, container labels, as the NVML "
-                      "exporter writes them), so they join the engine's series on pod; default: pod $HOSTNAME "
-                      "(the pod name in Kubernetes), namespace $POD_NAMESPACE.")] = None,
-             keep_pace: Annotated[float, typer.Option(metavar="SECONDS", help=(
-                 "Make up steps a busy host wakes late, up to SECONDS behind, so the modelled engine keeps its "
-                 "speed (the demo uses 2); 0: each late wake-up slows it."))] = 0.0):
+def simulate(
+    engine: Annotated[
+        str, typer.Option(metavar="ENGINE", help="vllm or sglang: whose API and /metrics to imitate.")
+    ] = "vllm",
+    engine_version: Annotated[
+        str | None,
+        typer.Option(
+            metavar="VERSION",
+            help=f"Release whose metric names, labels and buckets to expose: "
+            f"{ENGINE_VERSIONS} (default: the first, the newest).",
+        ),
+    ] = None,
+    model: Annotated[str, typer.Option(metavar="NAME", help="The served model name.")] = "llama-3-8b",
+    listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve.")] = "127.0.0.1:8000",
+    scenario: Annotated[
+        str,
+        typer.Option(
+            metavar="SCENARIO",
+            help="normal, or a kind of trouble: queueing, long-prompts, "
+            "prefix-cache-loss, kv-pressure, slow-decode, "
+            "spec-decode-collapse, thinking, long-outputs, "
+            "gpu-not-computing (or gpu-stall), not-the-engine, errors, "
+            "truncation, broken-tools, flaky-metrics or metrics-down; "
+            "switch later with POST /admin/scenario.",
+        ),
+    ] = "normal",
+    max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
+    kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
+    max_num_queued_reqs: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="Refuse (503) a request arriving while N are running or waiting, as vLLM's "
+            "--max-num-queued-reqs; 0: no limit.",
+        ),
+    ] = 0,
+    decode_step: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds per decode step at batch size 1.")
+    ] = 0.02,
+    reasoning: Annotated[int, typer.Option(metavar="N", help="Hidden reasoning tokens before visible text.")] = 0,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed, for repeatable runs.")] = None,
+    gpus: Annotated[
+        int,
+        typer.Option(metavar="N", help="Also serve N simulated GPUs on /metrics (gpu_* series following this engine)."),
+    ] = 0,
+    pod: Annotated[
+        str | None,
+        typer.Option(
+            metavar="[NAMESPACE/]POD[/CONTAINER]",
+            show_default=False,
+            help="The workload the --gpus name as using them (namespace, pod, container labels, as the NVML "
+            "exporter writes them), so they join the engine's series on pod; default: pod $HOSTNAME "
+            "(the pod name in Kubernetes), namespace $POD_NAMESPACE.",
+        ),
+    ] = None,
+    keep_pace: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help=(
+                "Make up steps a busy host wakes late, up to SECONDS behind, so the modelled engine keeps its "
+                "speed (the demo uses 2); 0: each late wake-up slows it."
+            ),
+        ),
+    ] = 0.0,
+):
     """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU.
 
     \b
@@ -66,24 +97,33 @@ def simulate(engine: Annotated[str, typer.Option(metavar="ENGINE",
     if engine not in ("vllm", "sglang"):
         raise InferwatchError(f"--engine {engine!r}: use vllm or sglang")
     if engine_version is not None and engine_version not in releases(engine):
-        raise InferwatchError(f"--engine-version {engine_version}: simulated {engine} releases are "
-                              f"{', '.join(releases(engine))}")
+        raise InferwatchError(
+            f"--engine-version {engine_version}: simulated {engine} releases are {', '.join(releases(engine))}"
+        )
     try:
         host, port = parse_listen(listen)
     except ValueError as err:
         raise InferwatchError(f"--listen: {err}") from None
     if max_num_queued_reqs < 0:
         raise InferwatchError(f"--max-num-queued-reqs {max_num_queued_reqs}: use 0 (no limit) or more")
-    params = replace(EngineParams(), max_num_seqs=max_num_seqs, kv_cache_tokens=kv_cache_tokens,
-                     max_num_queued_reqs=max_num_queued_reqs,
-                     decode_step_s=decode_step, reasoning_tokens=reasoning)
+    params = replace(
+        EngineParams(),
+        max_num_seqs=max_num_seqs,
+        kv_cache_tokens=kv_cache_tokens,
+        max_num_queued_reqs=max_num_queued_reqs,
+        decode_step_s=decode_step,
+        reasoning_tokens=reasoning,
+    )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= gpus <= 64:
         raise InferwatchError(f"--gpus {gpus}: use 0 to 64")
     if not 0 <= keep_pace <= 60:
         raise InferwatchError(f"--keep-pace {keep_pace}: use 0 to 60 seconds")
-    serve(SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus, _pod(pod, gpus), keep_pace),
-          host, port)
+    serve(
+        SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus, _pod(pod, gpus), keep_pace),
+        host,
+        port,
+    )
 
 
 def _pod(text: str | None, gpus: int):
@@ -100,29 +140,44 @@ def _pod(text: str | None, gpus: int):
     return Workload(*([""] + parts if len(parts) == 1 else parts))
 
 
-def load(target: Annotated[str, typer.Option(metavar="URL",
-                                             help="An OpenAI-compatible server: http://HOST:PORT, its OpenAI base "
-                                                  "URL http://HOST:PORT/v1, or HOST:PORT.")],
-         rate: Annotated[float, typer.Option(metavar="R", help="Requests per second (Poisson arrivals).")] = 2.0,
-         duration: Annotated[str, typer.Option(metavar="DURATION",
-                                               help="How long to send, e.g. 30s or 5m.")] = "30s",
-         timeout: Annotated[str, typer.Option(metavar="DURATION",
-                                              help="Give up on a request after this long; one without response "
-                                                   "headers after 10s fails at once.")] = "120s",
-         model: Annotated[str | None, typer.Option(metavar="NAME",
-                                                      help="Model to ask (default: the first of /v1/models).")]
-         = None,
-         prompt_tokens: Annotated[int, typer.Option(metavar="N", help="Mean prompt length in words.")] = 200,
-         max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each request.")] = 512,
-         output_tokens: Annotated[int | None, typer.Option(
-             metavar="N", help="Draw each request's max_tokens around this mean (outputs then mostly end at the "
-                               "length limit, as in fixed-length benchmarks).")] = None,
-         prefix_share: Annotated[float, typer.Option(metavar="SHARE",
-                                                     help="Share of requests with a shared system prompt.")] = 0.3,
-         tool_share: Annotated[float, typer.Option(metavar="SHARE", help="Share of requests offering a tool.")]
-         = 0.0,
-         as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-         seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed.")] = None):
+def load(
+    target: Annotated[
+        str,
+        typer.Option(
+            metavar="URL",
+            help="An OpenAI-compatible server: http://HOST:PORT, its OpenAI base "
+            "URL http://HOST:PORT/v1, or HOST:PORT.",
+        ),
+    ],
+    rate: Annotated[float, typer.Option(metavar="R", help="Requests per second (Poisson arrivals).")] = 2.0,
+    duration: Annotated[str, typer.Option(metavar="DURATION", help="How long to send, e.g. 30s or 5m.")] = "30s",
+    timeout: Annotated[
+        str,
+        typer.Option(
+            metavar="DURATION",
+            help="Give up on a request after this long; one without response headers after 10s fails at once.",
+        ),
+    ] = "120s",
+    model: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Model to ask (default: the first of /v1/models).")
+    ] = None,
+    prompt_tokens: Annotated[int, typer.Option(metavar="N", help="Mean prompt length in words.")] = 200,
+    max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each request.")] = 512,
+    output_tokens: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Draw each request's max_tokens around this mean (outputs then mostly end at the "
+            "length limit, as in fixed-length benchmarks).",
+        ),
+    ] = None,
+    prefix_share: Annotated[
+        float, typer.Option(metavar="SHARE", help="Share of requests with a shared system prompt.")
+    ] = 0.3,
+    tool_share: Annotated[float, typer.Option(metavar="SHARE", help="Share of requests offering a tool.")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed.")] = None,
+):
     """Open-loop load: measure TTFT (first visible token), time per output token and end-to-end latency.
 
     The run ends shortly after --duration even against a server that never
@@ -146,15 +201,26 @@ def load(target: Annotated[str, typer.Option(metavar="URL",
     except ValueError as err:
         bad_flag("--target", err)
     from inferwatch.sim import LoadConfig, format_report, run_load
-    config = LoadConfig(url, rate=rate, duration=seconds, model=model, prompt_tokens=prompt_tokens,
-                        max_tokens=max_tokens, output_tokens=output_tokens, prefix_share=prefix_share,
-                        tool_share=tool_share, timeout=request_timeout,
-                        response_timeout=min(10.0, request_timeout), seed=seed)
+
+    config = LoadConfig(
+        url,
+        rate=rate,
+        duration=seconds,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        output_tokens=output_tokens,
+        prefix_share=prefix_share,
+        tool_share=tool_share,
+        timeout=request_timeout,
+        response_timeout=min(10.0, request_timeout),
+        seed=seed,
+    )
     report = asyncio.run(run_load(config, progress=not as_json and sys.stderr.isatty()))
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))
     else:
-        typer.echo(format_report(report), nl=False)         # the report ends with its own newline
+        typer.echo(format_report(report), nl=False)  # the report ends with its own newline
     if report.requests == 0:
         raise InferwatchError(f"no request was sent: at --rate {rate:g} none arrived within --duration {duration}")
     if report.ok == 0:
@@ -174,19 +240,28 @@ def _seconds(text: str, flag: str) -> float:
     return value
 
 
-def demo(headless: Annotated[bool, typer.Option("--headless", help="No live screen; exit 1 if the expected alerts "
-                                                                   "did not fire.")] = False,
-         short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")]
-         = False,
-         workdir: Annotated[str | None, typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")]
-         = None,
-         engine: Annotated[str, typer.Option(metavar="ENGINE", help="sim (two simulated engines) or vllm-real (a "
-                                                                    "real vLLM CPU build serving a tiny local "
-                                                                    "model; installed once, ~670 MB, 2-3 min).")]
-         = "sim",
-         no_install: Annotated[bool, typer.Option("--no-install", help="With --engine vllm-real: refuse instead of "
-                                                                       "installing vLLM when it is not yet.")]
-         = False):
+def demo(
+    headless: Annotated[
+        bool, typer.Option("--headless", help="No live screen; exit 1 if the expected alerts did not fire.")
+    ] = False,
+    short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")] = False,
+    workdir: Annotated[str | None, typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            metavar="ENGINE",
+            help="sim (two simulated engines) or vllm-real (a "
+            "real vLLM CPU build serving a tiny local "
+            "model; installed once, ~670 MB, 2-3 min).",
+        ),
+    ] = "sim",
+    no_install: Annotated[
+        bool,
+        typer.Option(
+            "--no-install", help="With --engine vllm-real: refuse instead of installing vLLM when it is not yet."
+        ),
+    ] = False,
+):
     """Two simulated engines, the normalizing exporter, a real Prometheus with inferwatch's rules, load,
     and a scripted incident: watch it being detected.
 
@@ -202,6 +277,7 @@ def demo(headless: Annotated[bool, typer.Option("--headless", help="No live scre
         raise InferwatchError(f"--engine {engine!r}: use sim or vllm-real")
     if engine == "vllm-real":
         from inferwatch.sim._demo_real import run_real_demo
+
         ok = run_real_demo(headless=headless, short=short, workdir=workdir, install=not no_install)
         raise typer.Exit(0 if ok else 1)
     if no_install:

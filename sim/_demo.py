@@ -30,39 +30,53 @@ import urllib.parse
 import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, Any, Protocol
 from pathlib import Path
+from typing import IO, Any, Protocol
 
 import yaml
 
 from inferwatch.errors import InferwatchError
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
-__all__ = ["run_demo", "Phase", "SCRIPT", "EXPECTED", "EXPECTED_FULL", "free_port", "Stack", "start_stack",
-           "prometheus_binary", "until_interrupted", "work_folder"]
+__all__ = [
+    "run_demo",
+    "Phase",
+    "SCRIPT",
+    "EXPECTED",
+    "EXPECTED_FULL",
+    "free_port",
+    "Stack",
+    "start_stack",
+    "prometheus_binary",
+    "until_interrupted",
+    "work_folder",
+]
 
 VLLM_MODEL, SGLANG_MODEL = "llama-3-8b", "qwen3-8b"
 CAPS = {VLLM_MODEL: 8, SGLANG_MODEL: 32}
 RATES = {VLLM_MODEL: 2.0, SGLANG_MODEL: 0.6}
-TOOL_RATE = 1.0               # extra requests per second offering a tool, to a model while its tool calls break
-SLO_INTERVAL = "10s"          # instead of 1m
-FOR_SCALE = 10                # every `for:` divided by this
-SCRAPE_TIMEOUT = "2s"         # Prometheus' scrape of the exporter (every 2s)
-EXPORTER_TIMEOUT = "1500ms"   # each engine's answer: inside SCRAPE_TIMEOUT, with room to merge and send
+TOOL_RATE = 1.0  # extra requests per second offering a tool, to a model while its tool calls break
+SLO_INTERVAL = "10s"  # instead of 1m
+FOR_SCALE = 10  # every `for:` divided by this
+SCRAPE_TIMEOUT = "2s"  # Prometheus' scrape of the exporter (every 2s)
+EXPORTER_TIMEOUT = "1500ms"  # each engine's answer: inside SCRAPE_TIMEOUT, with room to merge and send
 # the engines make up steps a busy laptop wakes late: else a healthy engine slows with the host and pages
 KEEP_PACE_S = 2.0
 
 
 # alerts that must fire (labels that must match) for --headless to succeed
-EXPECTED = [{"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
-            {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL}]
+EXPECTED = [
+    {"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
+    {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL},
+]
 FRONT_DOOR = "llm-frontdoor"  # the front-door SLOs' service label
 # and in the full script, the front door's pages: responsive in the thinking incident (in --short's 30 s it pages
 # only at the very end, if at all), answered for broken tool calls (a stop at the length limit is answered: the
 # truncation phase pages nothing)
-EXPECTED_FULL = [{"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": slo, "model": model,
-                  "severity": "critical"}
-                 for slo, model in (("responsive", SGLANG_MODEL), ("answered", VLLM_MODEL))]
+EXPECTED_FULL = [
+    {"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": slo, "model": model, "severity": "critical"}
+    for slo, model in (("responsive", SGLANG_MODEL), ("answered", VLLM_MODEL))
+]
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,7 @@ class Phase:
     name: str
     seconds: float
     short_seconds: float
-    scenarios: dict[str, str]   # model -> scenario
+    scenarios: dict[str, str]  # model -> scenario
     says: str
     # in --short, the phase ends at the first poll once each of these alerts has fired during it: its point is
     # made, and waiting out short_seconds only made CI's run longer (the full script always plays `seconds`).
@@ -79,33 +93,63 @@ class Phase:
 
 
 SCRIPT = [
-    Phase("normal", 60, 25, {VLLM_MODEL: "normal", SGLANG_MODEL: "normal"},
-          "both engines healthy: note running against the cap, KV cache and TTFT"),
-    Phase("queueing on vLLM", 120, 75, {VLLM_MODEL: "queueing", SGLANG_MODEL: "normal"},
-          "vLLM loses capacity: requests pile up at its cap and wait before their first token", tuple(EXPECTED)),
+    Phase(
+        "normal",
+        60,
+        25,
+        {VLLM_MODEL: "normal", SGLANG_MODEL: "normal"},
+        "both engines healthy: note running against the cap, KV cache and TTFT",
+    ),
+    Phase(
+        "queueing on vLLM",
+        120,
+        75,
+        {VLLM_MODEL: "queueing", SGLANG_MODEL: "normal"},
+        "vLLM loses capacity: requests pile up at its cap and wait before their first token",
+        tuple(EXPECTED),
+    ),
     # left out of --short (0 s): the GPU alert needs about two minutes, and CI's demo proves the SLO path
-    Phase("GPU stall on vLLM", 150, 0, {VLLM_MODEL: "gpu-stall", SGLANG_MODEL: "normal"},
-          "vLLM's GPU stalls (host or NCCL): GPU-Util stays near 100 % while its SMs idle and decoding slows; "
-          "LLMGPUBusyNotComputing fires after about two minutes"),
-    Phase("thinking on SGLang", 60, 30, {VLLM_MODEL: "normal", SGLANG_MODEL: "thinking"},
-          "SGLang's model starts reasoning at length: engine TTFT stays normal, users wait for visible text; "
-          "the front door's responsive SLO pages"),
+    Phase(
+        "GPU stall on vLLM",
+        150,
+        0,
+        {VLLM_MODEL: "gpu-stall", SGLANG_MODEL: "normal"},
+        "vLLM's GPU stalls (host or NCCL): GPU-Util stays near 100 % while its SMs idle and decoding slows; "
+        "LLMGPUBusyNotComputing fires after about two minutes",
+    ),
+    Phase(
+        "thinking on SGLang",
+        60,
+        30,
+        {VLLM_MODEL: "normal", SGLANG_MODEL: "thinking"},
+        "SGLang's model starts reasoning at length: engine TTFT stays normal, users wait for visible text; "
+        "the front door's responsive SLO pages",
+    ),
     # the two front-door-only moments are left out of --short: the thinking incident proves the front door's SLO
-    Phase("broken tools on vLLM", 90, 0, {VLLM_MODEL: "broken-tools", SGLANG_MODEL: "normal"},
-          "vLLM's tool calls come back with arguments that are not JSON: the engine counts successes, the front "
-          "door's answered SLO pages"),
-    Phase("truncation on SGLang", 150, 0, {VLLM_MODEL: "normal", SGLANG_MODEL: "truncation"},
-          "SGLang's answers stop at the length limit halfway: the front door counts them (outcome length) and its "
-          "answered SLO stays green, as a stop at max_tokens is the client's budget (a spec may set "
-          "length_is_bad); LLMLengthStopsRising watches for a jump against the day before"),
+    Phase(
+        "broken tools on vLLM",
+        90,
+        0,
+        {VLLM_MODEL: "broken-tools", SGLANG_MODEL: "normal"},
+        "vLLM's tool calls come back with arguments that are not JSON: the engine counts successes, the front "
+        "door's answered SLO pages",
+    ),
+    Phase(
+        "truncation on SGLang",
+        150,
+        0,
+        {VLLM_MODEL: "normal", SGLANG_MODEL: "truncation"},
+        "SGLang's answers stop at the length limit halfway: the front door counts them (outcome length) and its "
+        "answered SLO stays green, as a stop at max_tokens is the client's budget (a spec may set "
+        "length_is_bad); LLMLengthStopsRising watches for a jump against the day before",
+    ),
 ]
 
 
 # Kubernetes' service discovery gives every series of an engine's pod its `pod`; behind the one normalizing
 # exporter here the engine series have none, so they take their target's pod (`vllm` -> `vllm-0`, the pod its
 # GPU series name), and triage can join each GPU to its model.
-POD_FROM_TARGET = {"source_labels": ["pod", "target"], "regex": ";(.+)", "target_label": "pod",
-                   "replacement": "${1}-0"}
+POD_FROM_TARGET = {"source_labels": ["pod", "target"], "regex": ";(.+)", "target_label": "pod", "replacement": "${1}-0"}
 
 
 def free_port() -> int:
@@ -134,15 +178,17 @@ def _compress(text: str) -> str:
     """The demo's time compression: every SLO group every 10s (the long-window group too, else the SLI over the
     SLO window would first appear minutes in), each `for:` a tenth as long."""
     text = re.sub(r"^(\s*)interval: \d+[smh]$", rf"\1interval: {SLO_INTERVAL}", text, flags=re.M)
-    text = re.sub(r"(avg_over_time\(gpu_\w+)\[10m\]", r"\1[1m]", text)     # the GPU alert's window, a tenth
+    text = re.sub(r"(avg_over_time\(gpu_\w+)\[10m\]", r"\1[1m]", text)  # the GPU alert's window, a tenth
     # the queue alert's 5-minute means and the operational alerts' 30-minute memory of their upper bar, a tenth
-    text = re.sub(r"(avg_over_time\(llm_(?:requests_waiting|requests_running|kv_cache_usage_ratio))\[5m\]",
-                  r"\1[30s]", text)
+    text = re.sub(
+        r"(avg_over_time\(llm_(?:requests_waiting|requests_running|kv_cache_usage_ratio))\[5m\]", r"\1[30s]", text
+    )
     text = text.replace("[30m:1m]", "[3m:6s]")
 
     def shorter(match):
         seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
         return f"for: {max(1, seconds // FOR_SCALE)}s"
+
     return re.sub(r"for: (\d+)([smh])\b", shorter, text)
 
 
@@ -152,8 +198,11 @@ def _rule_files(folder: Path, compress: bool = True) -> list[str]:
     from inferwatch.build import SLO_DIR, artifacts
     from inferwatch.slo import compile_spec, load_spec, render_files
 
-    texts = {Path(rel).name: text for rel, text in artifacts().items()
-             if rel.startswith("prometheus/rules/") and rel.endswith(".rules.yaml")}
+    texts = {
+        Path(rel).name: text
+        for rel, text in artifacts().items()
+        if rel.startswith("prometheus/rules/") and rel.endswith(".rules.yaml")
+    }
     front_door, _ = render_files(compile_spec(load_spec(SLO_DIR / "defaults-frontdoor.yaml")), generator="demo")
     texts.update({name: text for name, text in front_door.items() if "/" not in name and name.endswith(".rules.yaml")})
     texts["demo.cost.rules.yaml"] = _cost_rules()
@@ -185,8 +234,13 @@ class _Processes:
 
     def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **env} if env else None)
+        proc = subprocess.Popen(
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **env} if env else None,
+        )
         self.procs.append((name, proc, log))
         return proc
 
@@ -230,62 +284,132 @@ class Stack:
     Prometheus over the same stack, e.g. with other rules, reuses them)."""
 
     prom: str
-    doors: dict[str, str]                 # model -> its front door's base URL
-    bases: dict[str, str]                 # model -> its engine's base URL
-    engines: dict[str, tuple[str, int]]   # model -> (engine, port)
-    exporter: str                         # the normalizing exporter's host:port
+    doors: dict[str, str]  # model -> its front door's base URL
+    bases: dict[str, str]  # model -> its engine's base URL
+    engines: dict[str, tuple[str, int]]  # model -> (engine, port)
+    exporter: str  # the normalizing exporter's host:port
     scrape_configs: list[dict]
 
 
 def start_stack(binary: str, folder: Path, procs: _Processes, rule_files: list[str]) -> Stack:
     """Start the demo's engines, front doors, exporter and a Prometheus (`binary`) loaded with `rule_files`,
     each a child in `procs` logging to `folder`; returns once every one answers."""
-    ports = {name: free_port() for name in ("vllm", "sglang", "frontdoor-vllm", "frontdoor-sglang", "admin-vllm",
-                                            "admin-sglang", "exporter", "prometheus")}
+    ports = {
+        name: free_port()
+        for name in (
+            "vllm",
+            "sglang",
+            "frontdoor-vllm",
+            "frontdoor-sglang",
+            "admin-vllm",
+            "admin-sglang",
+            "exporter",
+            "prometheus",
+        )
+    }
     me = [sys.executable, "-m", "inferwatch"]
     engines = {VLLM_MODEL: ("vllm", ports["vllm"]), SGLANG_MODEL: ("sglang", ports["sglang"])}
     for model, (engine, port) in engines.items():
         # its GPU's workload pod is the simulator's HOSTNAME, as in Kubernetes: `vllm-0`, `sglang-0`
-        procs.start(engine, me + ["simulate", "--engine", engine, "--model", model, "--listen",
-                                  f"127.0.0.1:{port}", "--max-num-seqs", str(CAPS[model]), "--seed", "1",
-                                  "--gpus", "1", "--keep-pace", str(KEEP_PACE_S)], env={"HOSTNAME": f"{engine}-0"})
+        procs.start(
+            engine,
+            me
+            + [
+                "simulate",
+                "--engine",
+                engine,
+                "--model",
+                model,
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--max-num-seqs",
+                str(CAPS[model]),
+                "--seed",
+                "1",
+                "--gpus",
+                "1",
+                "--keep-pace",
+                str(KEEP_PACE_S),
+            ],
+            env={"HOSTNAME": f"{engine}-0"},
+        )
         # users reach each engine through its own front door, which meters what they feel
         # (its own /metrics on its admin listener)
-        procs.start(f"frontdoor-{engine}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{port}",
-                                                 "--listen", f"127.0.0.1:{ports[f'frontdoor-{engine}']}",
-                                                 "--metrics-listen", f"127.0.0.1:{ports[f'admin-{engine}']}"])
+        procs.start(
+            f"frontdoor-{engine}",
+            me
+            + [
+                "frontdoor",
+                "--upstream",
+                f"http://127.0.0.1:{port}",
+                "--listen",
+                f"127.0.0.1:{ports[f'frontdoor-{engine}']}",
+                "--metrics-listen",
+                f"127.0.0.1:{ports[f'admin-{engine}']}",
+            ],
+        )
     doors = {model: f"http://127.0.0.1:{ports[f'frontdoor-{engine}']}" for model, (engine, _) in engines.items()}
     admins = [f"127.0.0.1:{ports[f'admin-{engine}']}" for engine, _ in engines.values()]
     # the exporter's per-target timeout fits inside Prometheus' scrape timeout, so one hanging engine
     # costs only its own series (the exporter also answers before X-Prometheus-Scrape-Timeout-Seconds)
-    procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
-                                  "--timeout", EXPORTER_TIMEOUT,
-                                  "--target", f"vllm=http://127.0.0.1:{ports['vllm']}/metrics",
-                                  "--target", f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
-                                  *[a for m, cap in CAPS.items() for a in ("--max-running-requests",
-                                                                           f"{m}={cap}")]])
-    config: dict[str, Any] = {"global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT,
-                                         "evaluation_interval": "2s"},
-              "rule_files": rule_files,
-              "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
-                                  "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
-                                  "metric_relabel_configs": [POD_FROM_TARGET]},
-                                 {"job_name": "inferwatch-frontdoor", "static_configs": [
-                                     {"targets": admins}]}]}
+    procs.start(
+        "exporter",
+        me
+        + [
+            "exporter",
+            "normalize",
+            "--listen",
+            f"127.0.0.1:{ports['exporter']}",
+            "--timeout",
+            EXPORTER_TIMEOUT,
+            "--target",
+            f"vllm=http://127.0.0.1:{ports['vllm']}/metrics",
+            "--target",
+            f"sglang=http://127.0.0.1:{ports['sglang']}/metrics",
+            *[a for m, cap in CAPS.items() for a in ("--max-running-requests", f"{m}={cap}")],
+        ],
+    )
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": "2s", "scrape_timeout": SCRAPE_TIMEOUT, "evaluation_interval": "2s"},
+        "rule_files": rule_files,
+        "scrape_configs": [
+            {
+                "job_name": "inferwatch-exporter",
+                "honor_labels": True,
+                "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
+                "metric_relabel_configs": [POD_FROM_TARGET],
+            },
+            {"job_name": "inferwatch-frontdoor", "static_configs": [{"targets": admins}]},
+        ],
+    }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
-                               f"--storage.tsdb.path={folder / 'data'}",
-                               f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
+    procs.start(
+        "prometheus",
+        [
+            binary,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{ports['prometheus']}",
+        ],
+    )
     prom = f"http://127.0.0.1:{ports['prometheus']}"
     bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
-    _wait_ready([f"{b}/health" for b in bases.values()] + [f"http://{a}/metrics" for a in admins]
-                + [f"http://127.0.0.1:{ports['exporter']}/metrics", f"{prom}/-/ready"], procs)
+    _wait_ready(
+        [f"{b}/health" for b in bases.values()]
+        + [f"http://{a}/metrics" for a in admins]
+        + [f"http://127.0.0.1:{ports['exporter']}/metrics", f"{prom}/-/ready"],
+        procs,
+    )
     return Stack(prom, doors, bases, engines, f"127.0.0.1:{ports['exporter']}", config["scrape_configs"])
 
 
 def _set_scenario(base: str, scenario: str) -> None:
-    request = urllib.request.Request(f"{base}/admin/scenario", data=json.dumps({"scenario": scenario}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        f"{base}/admin/scenario",
+        data=json.dumps({"scenario": scenario}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with urllib.request.urlopen(request, timeout=5):
         pass
 
@@ -302,31 +426,48 @@ def _status(prom: str, samples: dict[str, list[Sample]], now: float) -> list[str
     running = _by_model(prom, "sum by (model) (llm_requests_running)")
     waiting = _by_model(prom, "sum by (model) (llm_requests_waiting)")
     kv = _by_model(prom, "max by (model) (llm_kv_cache_usage_ratio)")
-    ttft = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
-                           "(rate(llm_time_to_first_token_seconds_bucket[30s])))")
-    door = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
-                           "(rate(llm_frontdoor_time_to_first_token_seconds_bucket[30s])))")
-    tokens = _by_model(prom, "sum by (model) (rate(llm_request_generation_tokens_sum[30s])) / "
-                             "sum by (model) (rate(llm_request_generation_tokens_count[30s]))")
+    ttft = _by_model(
+        prom, "histogram_quantile(0.95, sum by (model, le) (rate(llm_time_to_first_token_seconds_bucket[30s])))"
+    )
+    door = _by_model(
+        prom,
+        "histogram_quantile(0.95, sum by (model, le) (rate(llm_frontdoor_time_to_first_token_seconds_bucket[30s])))",
+    )
+    tokens = _by_model(
+        prom,
+        "sum by (model) (rate(llm_request_generation_tokens_sum[30s])) / "
+        "sum by (model) (rate(llm_request_generation_tokens_count[30s]))",
+    )
     lines = []
     for model in (VLLM_MODEL, SGLANG_MODEL):
         recent = [s.ttft for s in samples[model] if s.ttft is not None and now - s.started < 30]
         user = percentile(recent, 0.95) if recent else None
-        lines.append(f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
-                     f"waiting {_fmt(waiting.get(model), digits=0):>4}  "
-                     f"KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
-                     f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  front door {_fmt(door.get(model), 's'):>7}"
-                     f"  client {_fmt(user, 's'):>7}"
-                     f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}")
-    util = {r["metric"].get("target", ""): float(r["value"][1]) for r in _query(prom, "max by (target) "
-                                                                                       "(gpu_utilization_ratio)")}
-    sm = {r["metric"].get("target", ""): float(r["value"][1]) for r in _query(prom, "max by (target) "
-                                                                                     "(gpu_sm_active_ratio)")}
+        lines.append(
+            f"  {model:11} running {_fmt(running.get(model), digits=0):>3}/{CAPS[model]:<3} "
+            f"waiting {_fmt(waiting.get(model), digits=0):>4}  "
+            f"KV {_fmt(100 * kv.get(model, float('nan')), '%', 0):>5}"
+            f"  engine TTFT p95 {_fmt(ttft.get(model), 's'):>7}  front door {_fmt(door.get(model), 's'):>7}"
+            f"  client {_fmt(user, 's'):>7}"
+            f"  output tokens/request {_fmt(tokens.get(model), digits=0):>5}"
+        )
+    util = {
+        r["metric"].get("target", ""): float(r["value"][1])
+        for r in _query(prom, "max by (target) (gpu_utilization_ratio)")
+    }
+    sm = {
+        r["metric"].get("target", ""): float(r["value"][1])
+        for r in _query(prom, "max by (target) (gpu_sm_active_ratio)")
+    }
     stalled = _query(prom, "count((gpu_utilization_ratio >= 0.9) and on (uuid) (gpu_sm_active_ratio < 0.5))")
-    lines.append("  GPUs       " + "  ".join(f"{t} util {_fmt(100 * util.get(t, float('nan')), '%', 0):>4} "
-                                             f"SM {_fmt(100 * sm.get(t, float('nan')), '%', 0):>4}"
-                                             for t in ("vllm", "sglang"))
-                 + f"  busy but not computing {int(float(stalled[0]['value'][1])) if stalled else 0}")
+    lines.append(
+        "  GPUs       "
+        + "  ".join(
+            f"{t} util {_fmt(100 * util.get(t, float('nan')), '%', 0):>4} "
+            f"SM {_fmt(100 * sm.get(t, float('nan')), '%', 0):>4}"
+            for t in ("vllm", "sglang")
+        )
+        + f"  busy but not computing {int(float(stalled[0]['value'][1])) if stalled else 0}"
+    )
     return lines
 
 
@@ -341,20 +482,33 @@ def _alerts(prom: str) -> dict[tuple, str]:
 
 def _describe(key: tuple) -> str:
     labels = dict(key)
-    shown = [f"{k}={labels[k]}" for k in ("service", "model", "slo", "tier", "target", "gpu", "severity")
-             if k in labels]
+    shown = [
+        f"{k}={labels[k]}" for k in ("service", "model", "slo", "tier", "target", "gpu", "severity") if k in labels
+    ]
     return f"{labels['alertname']} {' '.join(shown)}"
 
 
-async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: str, script_seconds: list[float],
-                 say, short: bool = False) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]]]:
+async def _drive(
+    base_urls: dict[str, str],
+    engine_urls: dict[str, str],
+    prom: str,
+    script_seconds: list[float],
+    say,
+    short: bool = False,
+) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]]]:
     """Load through the front doors (base_urls), scenarios set on the engines (engine_urls); in --short (`short`)
     a phase ends once the alerts it shows have fired during it."""
     total = sum(script_seconds)
     samples: dict[str, list[Sample]] = {m: [] for m in base_urls}
-    loads = [asyncio.ensure_future(run_load(LoadConfig(base_urls[m], RATES[m], total, m, prompt_tokens=150,
-                                                       max_tokens=1024, seed=7 + i), samples=samples[m]))
-             for i, m in enumerate(base_urls)]
+    loads = [
+        asyncio.ensure_future(
+            run_load(
+                LoadConfig(base_urls[m], RATES[m], total, m, prompt_tokens=150, max_tokens=1024, seed=7 + i),
+                samples=samples[m],
+            )
+        )
+        for i, m in enumerate(base_urls)
+    ]
     seen: dict[tuple, str] = {}
     fired: set = set()
     windows: dict[str, tuple[float, float]] = {}
@@ -368,9 +522,16 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
         say(f"\n== {phase.name} ({length}): {phase.says}")
         for model, scenario in phase.scenarios.items():
             await asyncio.to_thread(_set_scenario, engine_urls[model], scenario)
-            if scenario == "broken-tools":     # tool calls, short answers, in a stream of their own for the phase
-                loads.append(asyncio.ensure_future(run_load(LoadConfig(
-                    base_urls[model], TOOL_RATE, seconds, model, prompt_tokens=150, tool_share=1.0, seed=5))))
+            if scenario == "broken-tools":  # tool calls, short answers, in a stream of their own for the phase
+                loads.append(
+                    asyncio.ensure_future(
+                        run_load(
+                            LoadConfig(
+                                base_urls[model], TOOL_RATE, seconds, model, prompt_tokens=150, tool_share=1.0, seed=5
+                            )
+                        )
+                    )
+                )
         end = time.monotonic() + seconds
         fired_here: set = set()
         while time.monotonic() < end:
@@ -385,7 +546,7 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
         windows[phase.name] = (windows[phase.name][0], time.monotonic())
         if phase.name == SCRIPT[0].name:
             normal = (wall_start, time.time())
-        else:      # the incident judged by `inferwatch triage` against the normal phase
+        else:  # the incident judged by `inferwatch triage` against the normal phase
             for line in await asyncio.to_thread(_triage_lines, prom, normal, (wall_start, time.time())):
                 say(line)
     for load in loads:
@@ -394,8 +555,9 @@ async def _drive(base_urls: dict[str, str], engine_urls: dict[str, str], prom: s
     return fired, samples, windows
 
 
-def _triage_lines(prom: str, normal: tuple[float, float], incident: tuple[float, float],
-                  models: tuple[str, ...] = tuple(CAPS)) -> list[str]:
+def _triage_lines(
+    prom: str, normal: tuple[float, float], incident: tuple[float, float], models: tuple[str, ...] = tuple(CAPS)
+) -> list[str]:
     """`inferwatch triage` on the demo's Prometheus over an incident, the normal phase as baseline: a line a model."""
     from inferwatch.triage import Connection, Window, headline, triage
 
@@ -451,13 +613,20 @@ def _thinking_summary(samples: dict[str, list[Sample]], windows: dict[str, tuple
     waited = [s.ttft for s in samples[SGLANG_MODEL] if s.ttft is not None and start <= s.started < end]
     if not waited:
         return f"  thinking on {SGLANG_MODEL}: no request reached visible text during the incident"
-    door = {"alertname": "LLMErrorBudgetBurn", "service": FRONT_DOOR, "slo": "responsive", "model": SGLANG_MODEL,
-            "severity": "critical"}
+    door = {
+        "alertname": "LLMErrorBudgetBurn",
+        "service": FRONT_DOOR,
+        "slo": "responsive",
+        "model": SGLANG_MODEL,
+        "severity": "critical",
+    }
     engine = {"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": SGLANG_MODEL, "severity": "critical"}
     engine_paged = any(dict(k).get("service") != FRONT_DOOR for k in fired if _matches(engine, {k}))
-    return (f"  thinking on {SGLANG_MODEL}: users waited {percentile(waited, 0.5):.1f}s (p50) for visible text "
-            f"while the engine's own TTFT {'paged too' if engine_paged else 'stayed normal'}; the front door's "
-            f"responsive SLO {'paged' if _matches(door, fired) else 'did not page (yet)'} on what users felt")
+    return (
+        f"  thinking on {SGLANG_MODEL}: users waited {percentile(waited, 0.5):.1f}s (p50) for visible text "
+        f"while the engine's own TTFT {'paged too' if engine_paged else 'stayed normal'}; the front door's "
+        f"responsive SLO {'paged' if _matches(door, fired) else 'did not page (yet)'} on what users felt"
+    )
 
 
 def _interrupt(signum, frame):
@@ -468,8 +637,10 @@ def prometheus_binary(command: str) -> str:
     """The prometheus on PATH, or one clear error saying how to install it and run `command` again."""
     binary = shutil.which("prometheus")
     if binary is None:
-        raise InferwatchError("prometheus not found on PATH: install it with `apt-get install -y prometheus` "
-                              f"(Debian's package), then run `{command}` again")
+        raise InferwatchError(
+            "prometheus not found on PATH: install it with `apt-get install -y prometheus` "
+            f"(Debian's package), then run `{command}` again"
+        )
     return binary
 
 
@@ -507,11 +678,15 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         stack.callback(procs.stop)
         demo = start_stack(binary, folder, procs, _rule_files(folder))
         prom, doors, bases, engines = demo.prom, demo.doors, demo.bases, demo.engines
-        say(f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]} behind the front door {doors[VLLM_MODEL]}, "
+        say(
+            f"inferwatch demo: vLLM {VLLM_MODEL} at {bases[VLLM_MODEL]} behind the front door {doors[VLLM_MODEL]}, "
             f"SGLang {SGLANG_MODEL} at {bases[SGLANG_MODEL]} behind {doors[SGLANG_MODEL]}, exporter at "
-            f"{demo.exporter}, Prometheus at {prom}")
-        say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
-            f"logs and data in {folder})")
+            f"{demo.exporter}, Prometheus at {prom}"
+        )
+        say(
+            f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
+            f"logs and data in {folder})"
+        )
         seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]
         fired, samples, windows = asyncio.run(_drive(doors, bases, prom, seconds, say, short))
         expected_alerts = EXPECTED + ([] if short else EXPECTED_FULL)
@@ -523,10 +698,12 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         say(_thinking_summary(samples, windows, fired))
         healthy = _doctor(prom, folder, {e: f"http://127.0.0.1:{port}/metrics" for e, port in engines.values()}, say)
         if not headless:
-            say(f"\nThe stack keeps running: open {prom} and try {', '.join(f'`{q}`' for q in TRY_QUERIES[:-1])} or "
+            say(
+                f"\nThe stack keeps running: open {prom} and try {', '.join(f'`{q}`' for q in TRY_QUERIES[:-1])} or "
                 f"`{TRY_QUERIES[-1]}`; inferwatch simulate's admin endpoints switch scenarios "
-                f"(curl -X POST {bases[VLLM_MODEL]}/admin/scenario -d '{{\"scenario\": \"errors\"}}'). "
-                "Press Ctrl-C to stop everything.")
+                f'(curl -X POST {bases[VLLM_MODEL]}/admin/scenario -d \'{{"scenario": "errors"}}\'). '
+                "Press Ctrl-C to stop everything."
+            )
             try:
                 while True:
                     time.sleep(1)
@@ -545,11 +722,16 @@ def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say, gpus: boo
 
     loaded = yaml.safe_load((folder / "prometheus.yml").read_text())["rule_files"]
     groups = [g["name"] for path in loaded for g in (yaml.safe_load(Path(path).read_text()) or {}).get("groups", [])]
-    deploy = {"version": 1, "scrape_mode": "exporter",
-              "engines": [{"name": engine, "engine": engine, "selector": {"app": f"inferwatch-demo-{engine}"},
-                           "urls": [url]} for engine, url in engine_urls.items()],
-              "frontdoor": {"enabled": any(g.startswith("inferwatch-slo-llm-frontdoor") for g in groups)},
-              **({} if gpus else {"dcgm": {"enabled": False}})}
+    deploy = {
+        "version": 1,
+        "scrape_mode": "exporter",
+        "engines": [
+            {"name": engine, "engine": engine, "selector": {"app": f"inferwatch-demo-{engine}"}, "urls": [url]}
+            for engine, url in engine_urls.items()
+        ],
+        "frontdoor": {"enabled": any(g.startswith("inferwatch-slo-llm-frontdoor") for g in groups)},
+        **({} if gpus else {"dcgm": {"enabled": False}}),
+    }
     (folder / "deploy.yaml").write_text(yaml.safe_dump(deploy, sort_keys=False))
     say(f"\n== inferwatch doctor --prometheus {prom} --config {folder / 'deploy.yaml'} --no-alertmanager")
     results = run_checks(load_config(folder / "deploy.yaml"), prom, alertmanager_expected=False)

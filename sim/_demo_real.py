@@ -19,17 +19,32 @@ from dataclasses import dataclass
 import yaml
 
 from inferwatch.errors import InferwatchError
-from inferwatch.sim._demo import (FOR_SCALE, SLO_INTERVAL, _alerts, _by_model, _doctor,
-                                  _fmt, _matches, _note_alerts, _phase_shown, _Processes, _rule_files,
-                                  _triage_lines, _wait_ready, free_port, prometheus_binary, until_interrupted,
-                                  work_folder)
+from inferwatch.sim._demo import (
+    FOR_SCALE,
+    SLO_INTERVAL,
+    _alerts,
+    _by_model,
+    _doctor,
+    _fmt,
+    _matches,
+    _note_alerts,
+    _phase_shown,
+    _Processes,
+    _rule_files,
+    _triage_lines,
+    _wait_ready,
+    free_port,
+    prometheus_binary,
+    until_interrupted,
+    work_folder,
+)
 from inferwatch.sim._load import LoadConfig, run_load
 
 __all__ = ["run_real_demo", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
 
-CAP = 2                                    # --max-num-seqs: a handful of clients queue on two CPU cores
-SCRAPE_TIMEOUT = "4s"                      # a busy CPU engine's /metrics can take seconds
-EXPORTER_TIMEOUT = "3s"                    # the engine's answer, inside SCRAPE_TIMEOUT
+CAP = 2  # --max-num-seqs: a handful of clients queue on two CPU cores
+SCRAPE_TIMEOUT = "4s"  # a busy CPU engine's /metrics can take seconds
+EXPORTER_TIMEOUT = "3s"  # the engine's answer, inside SCRAPE_TIMEOUT
 # the alert the queueing phase promises (and --headless requires)
 REAL_EXPECTED = [{"alertname": "LLMQueueSaturated"}]
 
@@ -39,9 +54,9 @@ class RealPhase:
     name: str
     seconds: float
     short_seconds: float
-    rate: float                 # requests per second (Poisson), each writing up to max_tokens
+    rate: float  # requests per second (Poisson), each writing up to max_tokens
     max_tokens: int
-    in_flight: int              # at most this many requests at once: an arrival waits for an answer first
+    in_flight: int  # at most this many requests at once: an arrival waits for an answer first
     says: str
     shows: tuple[dict[str, str], ...] = ()
 
@@ -56,17 +71,25 @@ class RealPhase:
 IN_FLIGHT = 4 * CAP
 REAL_SCRIPT = [
     RealPhase("normal", 60, 15, 0.5, 32, 1, "light load: one request at a time, under the cap, nothing waits"),
-    RealPhase("queueing", 150, 120, 8.0, 512, IN_FLIGHT,
-              f"more clients than --max-num-seqs {CAP} ({IN_FLIGHT} requests at once): requests wait at the cap "
-              "before their first token; LLMQueueSaturated fires", tuple(REAL_EXPECTED)),
+    RealPhase(
+        "queueing",
+        150,
+        120,
+        8.0,
+        512,
+        IN_FLIGHT,
+        f"more clients than --max-num-seqs {CAP} ({IN_FLIGHT} requests at once): requests wait at the cap "
+        "before their first token; LLMQueueSaturated fires",
+        tuple(REAL_EXPECTED),
+    ),
 ]
-RESPONSE_TIMEOUT = 120                     # seconds to a response's headers: a queued request waits for its slot
+RESPONSE_TIMEOUT = 120  # seconds to a response's headers: a queued request waits for its slot
 
 # the simulated demo's scenarios (sim/scenarios.yaml) a real CPU engine shows here, and those it cannot
 SHOWN = {"normal": "light load", "queueing": "more clients than --max-num-seqs"}
 NOT_SHOWN = {
     "kv-pressure": "needs an engine started with few KV blocks (--num-gpu-blocks-override); the real-engine tests "
-                   "induce it",
+    "induce it",
     "long-prompts": "load with long prompts induces it (inferwatch load --prompt-tokens); not in this script",
     "prefix-cache-loss": "a shared prefix of 128+ tokens, then none; the real-engine tests induce it",
     "gpu-stall": "no GPU: a CPU engine has no GPU-Util or SM activity",
@@ -86,20 +109,24 @@ NOT_SHOWN = {
 
 def describe_engine() -> list[str]:
     """What the real demo can show, said before anything starts."""
-    return ([f"  shows: {name} ({how})" for name, how in SHOWN.items()]
-            + [f"  not here: {name}: {why}" for name, why in NOT_SHOWN.items()])
+    return [f"  shows: {name} ({how})" for name, how in SHOWN.items()] + [
+        f"  not here: {name}: {why}" for name, why in NOT_SHOWN.items()
+    ]
 
 
-def run_real_demo(headless: bool = False, short: bool = False, workdir: str | None = None,
-                  install: bool = True) -> bool:
+def run_real_demo(
+    headless: bool = False, short: bool = False, workdir: str | None = None, install: bool = True
+) -> bool:
     """The demo against a real CPU vLLM; True when the promised alert fired and doctor found nothing to fix. Refuses
     in one line (InferwatchError) when the engine cannot be installed or started."""
     from inferwatch.sim import _real_vllm as real
 
     binary = prometheus_binary("inferwatch demo --engine vllm-real")
     if not real.installed() and not install:
-        raise InferwatchError(f"--engine vllm-real: {real.VLLM} is not installed in {real.venv()} and --no-install "
-                              f"was given; run without --no-install once to install it ({real.INSTALL_COST})")
+        raise InferwatchError(
+            f"--engine vllm-real: {real.VLLM} is not installed in {real.venv()} and --no-install "
+            f"was given; run without --no-install once to install it ({real.INSTALL_COST})"
+        )
     try:
         return until_interrupted(lambda: _run(binary, headless, short, workdir))
     except real.EngineUnavailable as err:
@@ -110,12 +137,17 @@ def _status(prom: str, model: str) -> str:
     running = _by_model(prom, "sum by (model) (llm_requests_running)").get(model)
     waiting = _by_model(prom, "sum by (model) (llm_requests_waiting)").get(model)
     kv = _by_model(prom, "max by (model) (llm_kv_cache_usage_ratio)").get(model, float("nan"))
-    ttft = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
-                           "(rate(llm_time_to_first_token_seconds_bucket[30s])))").get(model)
-    door = _by_model(prom, "histogram_quantile(0.95, sum by (model, le) "
-                           "(rate(llm_frontdoor_time_to_first_token_seconds_bucket[30s])))").get(model)
-    return (f"  {model} running {_fmt(running, digits=0):>3}/{CAP} waiting {_fmt(waiting, digits=0):>4}  "
-            f"KV {_fmt(100 * kv, '%', 0):>5}  engine TTFT p95 {_fmt(ttft, 's'):>7}  front door {_fmt(door, 's'):>7}")
+    ttft = _by_model(
+        prom, "histogram_quantile(0.95, sum by (model, le) (rate(llm_time_to_first_token_seconds_bucket[30s])))"
+    ).get(model)
+    door = _by_model(
+        prom,
+        "histogram_quantile(0.95, sum by (model, le) (rate(llm_frontdoor_time_to_first_token_seconds_bucket[30s])))",
+    ).get(model)
+    return (
+        f"  {model} running {_fmt(running, digits=0):>3}/{CAP} waiting {_fmt(waiting, digits=0):>4}  "
+        f"KV {_fmt(100 * kv, '%', 0):>5}  engine TTFT p95 {_fmt(ttft, 's'):>7}  front door {_fmt(door, 's'):>7}"
+    )
 
 
 async def _drive(door: str, model: str, prom: str, short: bool, say) -> set:
@@ -127,10 +159,22 @@ async def _drive(door: str, model: str, prom: str, short: bool, say) -> set:
         seconds = phase.short_seconds if short else phase.seconds
         wall_start = time.time()
         say(f"\n== {phase.name} ({seconds:.0f}s{' at most' if short and phase.shows else ''}): {phase.says}")
-        load = asyncio.ensure_future(run_load(LoadConfig(door, phase.rate, seconds, model, prompt_tokens=40,
-                                                         max_tokens=phase.max_tokens, prefix_share=0.0, seed=7,
-                                                         concurrency=phase.in_flight,
-                                                         response_timeout=RESPONSE_TIMEOUT)))
+        load = asyncio.ensure_future(
+            run_load(
+                LoadConfig(
+                    door,
+                    phase.rate,
+                    seconds,
+                    model,
+                    prompt_tokens=40,
+                    max_tokens=phase.max_tokens,
+                    prefix_share=0.0,
+                    seed=7,
+                    concurrency=phase.in_flight,
+                    response_timeout=RESPONSE_TIMEOUT,
+                )
+            )
+        )
         end = time.monotonic() + seconds
         fired_here: set = set()
         while time.monotonic() < end:
@@ -156,9 +200,11 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
     say = print
     with ExitStack() as stack:
         folder = work_folder(stack, workdir, "inferwatch-demo-real-")
-        say(f"inferwatch demo --engine vllm-real: a real {real.VLLM} on this machine's CPUs serving the tiny local "
+        say(
+            f"inferwatch demo --engine vllm-real: a real {real.VLLM} on this machine's CPUs serving the tiny local "
             f"model {real.MODEL_NAME} (--max-num-seqs {CAP}); a real engine cannot switch scenarios, load induces "
-            "them:")
+            "them:"
+        )
         for line in describe_engine():
             say(line)
         say(f"starting vllm serve (20-60 s on two cores{'' if real.installed() else ', after installing it'})")
@@ -171,32 +217,77 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
         ports = {name: free_port() for name in ("frontdoor", "admin", "exporter", "prometheus")}
         me = [sys.executable, "-m", "inferwatch"]
         model = real.MODEL_NAME
-        procs.start("frontdoor", me + ["frontdoor", "--upstream", engine.url, "--listen",
-                                       f"127.0.0.1:{ports['frontdoor']}", "--metrics-listen",
-                                       f"127.0.0.1:{ports['admin']}"])
-        procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
-                                      "--timeout", EXPORTER_TIMEOUT,
-                                      "--target", f"vllm={engine.url}/metrics",
-                                      "--max-running-requests", f"{model}={CAP}"])
-        config = {"global": {"scrape_interval": "2s", "scrape_timeout": "2s", "evaluation_interval": "2s"},
-                  "rule_files": _rule_files(folder),
-                  "scrape_configs": [{"job_name": "inferwatch-exporter", "honor_labels": True,
-                                      "scrape_interval": "5s", "scrape_timeout": SCRAPE_TIMEOUT,
-                                      "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
-                                     {"job_name": "inferwatch-frontdoor", "static_configs": [
-                                         {"targets": [f"127.0.0.1:{ports['admin']}"]}]}]}
+        procs.start(
+            "frontdoor",
+            me
+            + [
+                "frontdoor",
+                "--upstream",
+                engine.url,
+                "--listen",
+                f"127.0.0.1:{ports['frontdoor']}",
+                "--metrics-listen",
+                f"127.0.0.1:{ports['admin']}",
+            ],
+        )
+        procs.start(
+            "exporter",
+            me
+            + [
+                "exporter",
+                "normalize",
+                "--listen",
+                f"127.0.0.1:{ports['exporter']}",
+                "--timeout",
+                EXPORTER_TIMEOUT,
+                "--target",
+                f"vllm={engine.url}/metrics",
+                "--max-running-requests",
+                f"{model}={CAP}",
+            ],
+        )
+        config = {
+            "global": {"scrape_interval": "2s", "scrape_timeout": "2s", "evaluation_interval": "2s"},
+            "rule_files": _rule_files(folder),
+            "scrape_configs": [
+                {
+                    "job_name": "inferwatch-exporter",
+                    "honor_labels": True,
+                    "scrape_interval": "5s",
+                    "scrape_timeout": SCRAPE_TIMEOUT,
+                    "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
+                },
+                {"job_name": "inferwatch-frontdoor", "static_configs": [{"targets": [f"127.0.0.1:{ports['admin']}"]}]},
+            ],
+        }
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-        procs.start("prometheus", [binary, f"--config.file={folder / 'prometheus.yml'}",
-                                   f"--storage.tsdb.path={folder / 'data'}",
-                                   f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
+        procs.start(
+            "prometheus",
+            [
+                binary,
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{ports['prometheus']}",
+            ],
+        )
         prom = f"http://127.0.0.1:{ports['prometheus']}"
         door = f"http://127.0.0.1:{ports['frontdoor']}"
-        _wait_ready([f"http://127.0.0.1:{ports['admin']}/metrics", f"http://127.0.0.1:{ports['exporter']}/metrics",
-                     f"{prom}/-/ready"], procs)
-        say(f"vLLM {model} at {engine.url} behind the front door {door}, exporter at 127.0.0.1:{ports['exporter']}, "
-            f"Prometheus at {prom}")
-        say(f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
-            f"logs and data in {folder})")
+        _wait_ready(
+            [
+                f"http://127.0.0.1:{ports['admin']}/metrics",
+                f"http://127.0.0.1:{ports['exporter']}/metrics",
+                f"{prom}/-/ready",
+            ],
+            procs,
+        )
+        say(
+            f"vLLM {model} at {engine.url} behind the front door {door}, exporter at 127.0.0.1:{ports['exporter']}, "
+            f"Prometheus at {prom}"
+        )
+        say(
+            f"(time compressed: SLO rules every {SLO_INTERVAL}, alert `for:` durations divided by {FOR_SCALE}; "
+            f"logs and data in {folder})"
+        )
         fired = asyncio.run(_drive(door, model, prom, short, say))
         missing = [e for e in REAL_EXPECTED if not _matches(e, fired)]
         say("\n== summary")
@@ -205,8 +296,10 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
             say(f"  {'MISSED' if expected in missing else 'fired '} {labels}")
         healthy = _doctor(prom, folder, {"vllm": f"{engine.url}/metrics"}, say, gpus=False)
         if not headless:
-            say(f"\nThe stack keeps running: open {prom} and try `ALERTS` or `llm_requests_waiting`; load the engine "
-                f"with `inferwatch load --target {door} --rate 8`. Press Ctrl-C to stop everything.")
+            say(
+                f"\nThe stack keeps running: open {prom} and try `ALERTS` or `llm_requests_waiting`; load the engine "
+                f"with `inferwatch load --target {door} --rate 8`. Press Ctrl-C to stop everything."
+            )
             try:
                 while True:
                     time.sleep(1)

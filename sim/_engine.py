@@ -19,8 +19,10 @@ from inferwatch.sim._params import EngineParams
 
 __all__ = ["Engine", "Request", "Event", "WORDS"]
 
-WORDS = ("the model answers in plain words while tokens stream out one by one and the user reads along "
-         "as fast as the engine can decode them on a busy GPU").split()
+WORDS = (
+    "the model answers in plain words while tokens stream out one by one and the user reads along "
+    "as fast as the engine can decode them on a busy GPU"
+).split()
 CLIENT_ABORT = "client"
 
 
@@ -34,9 +36,9 @@ class Event:
 
 @dataclass(eq=False)
 class Request:
-    prompt: list[str]                       # prompt tokens (words)
-    plan: list[tuple[str, str]]             # (kind, text) of every token to generate, in order
-    finish_reason: str                      # how it ends once the plan is done: stop, length, error, abort
+    prompt: list[str]  # prompt tokens (words)
+    plan: list[tuple[str, str]]  # (kind, text) of every token to generate, in order
+    finish_reason: str  # how it ends once the plan is done: stop, length, error, abort
     streaming: bool = True
     tool_name: str | None = None
     arrival: float = field(default_factory=time.monotonic)
@@ -46,7 +48,7 @@ class Request:
     admitted_at: float | None = None
     first_token_at: float | None = None
     finished_at: float | None = None
-    fail_at: int | None = None              # an engine error or abort after this many tokens
+    fail_at: int | None = None  # an engine error or abort after this many tokens
     preemptions: int = 0
 
     @property
@@ -54,15 +56,22 @@ class Request:
         return len(self.prompt) + self.generated
 
 
-
 class Engine:
     """Schedules requests step by step; call `start()` inside a running event loop."""
 
-    def __init__(self, engine: str, version: str, model: str, params: EngineParams, seed: int | None = None,
-                 clock=time.monotonic, keep_pace_s: float = 0.0):
+    def __init__(
+        self,
+        engine: str,
+        version: str,
+        model: str,
+        params: EngineParams,
+        seed: int | None = None,
+        clock=time.monotonic,
+        keep_pace_s: float = 0.0,
+    ):
         self.engine, self.model = engine, model
-        self.clock = clock                      # tests drive it on a virtual clock: begin_step(), end_step()
-        self.keep_pace_s = keep_pace_s          # how far behind its timeline the loop may fall and make it up
+        self.clock = clock  # tests drive it on a virtual clock: begin_step(), end_step()
+        self.keep_pace_s = keep_pace_s  # how far behind its timeline the loop may fall and make it up
         self.params = params
         self.metrics = EngineMetrics(engine, version, model)
         self.rng = random.Random(seed)
@@ -71,43 +80,52 @@ class Engine:
         self.kv_used = 0
         self._prefix: OrderedDict[int, None] = OrderedDict()
         self._wake = asyncio.Event()
-        self._prefill = 0                       # prompt tokens admitted after the last step, prefilled in the next
+        self._prefill = 0  # prompt tokens admitted after the last step, prefilled in the next
         self._task: asyncio.Task | None = None
         # releases before vLLM 0.13 have no `error` finish reason: an engine error ends as an abort there
-        self._error_reason = "error" if self.engine == "sglang" or "error" in self.metrics.values("finished") \
-            else "abort"
+        self._error_reason = (
+            "error" if self.engine == "sglang" or "error" in self.metrics.values("finished") else "abort"
+        )
 
     # --- requests ----------------------------------------------------------------------------------------
 
-    def new_request(self, prompt: str, max_tokens: int | None, streaming: bool, tool_name: str | None = None,
-                    stop: tuple[str, ...] = (), ignore_eos: bool = False) -> Request:
+    def new_request(
+        self,
+        prompt: str,
+        max_tokens: int | None,
+        streaming: bool,
+        tool_name: str | None = None,
+        stop: tuple[str, ...] = (),
+        ignore_eos: bool = False,
+    ) -> Request:
         """Plan what the request will generate, under the current parameters. `stop` strings end the answer at
         the first token holding one (kept in the output); `ignore_eos` writes up to max_tokens, as vLLM does."""
         p, rng = self.params, self.rng
         words = prompt.split() or ["hi"]
-        if p.prompt_scale > 1:                            # context added after the client's text (long-prompts)
+        if p.prompt_scale > 1:  # context added after the client's text (long-prompts)
             words += [rng.choice(WORDS) for _ in range(int(len(words) * (p.prompt_scale - 1)))]
         plan = [("reasoning", " " + rng.choice(WORDS)) for _ in range(p.reasoning_tokens)]
         if tool_name:
             arguments = json.dumps({"city": rng.choice(["Paris", "Lima", "Osaka"]), "unit": "celsius"})
             if rng.random() < p.broken_tool_share:
-                arguments = arguments[:-1] + ', "unit": '          # cut off: not valid JSON
-            plan += [("tool", arguments[i:i + 4]) for i in range(0, len(arguments), 4)]
+                arguments = arguments[:-1] + ', "unit": '  # cut off: not valid JSON
+            plan += [("tool", arguments[i : i + 4]) for i in range(0, len(arguments), 4)]
         else:
             length = max(1, int(rng.expovariate(1 / p.output_tokens_mean)) + 1)
-            if ignore_eos and max_tokens:                  # no end of its own: it runs into the limit
+            if ignore_eos and max_tokens:  # no end of its own: it runs into the limit
                 length = max_tokens + 1
             plan += [("content", " " + rng.choice(WORDS)) for _ in range(length)]
         reason = "stop"
-        hit = next((i for i, (kind, text) in enumerate(plan) if kind == "content" and any(s in text for s in stop)),
-                   None)
+        hit = next(
+            (i for i, (kind, text) in enumerate(plan) if kind == "content" and any(s in text for s in stop)), None
+        )
         if hit is not None:
-            plan = plan[:hit + 1]
+            plan = plan[: hit + 1]
         limit = min(max_tokens or p.max_model_len, p.max_model_len - len(words))
-        if rng.random() < p.truncate_share:               # the answer runs into the length limit halfway
+        if rng.random() < p.truncate_share:  # the answer runs into the length limit halfway
             limit = min(limit, p.reasoning_tokens + max(1, (len(plan) - p.reasoning_tokens) // 2))
         if len(plan) > limit:
-            plan, reason = plan[:max(1, limit)], "length"
+            plan, reason = plan[: max(1, limit)], "length"
         request = Request(words, plan, reason, streaming, tool_name, arrival=self.clock())
         roll = rng.random()
         if roll < p.error_share:
@@ -189,7 +207,7 @@ class Engine:
             return
         self._decode(seconds)
         self._relieve_kv_pressure()
-        self._prefill = self._admit()       # freed slots refill at once, as a continuous-batching scheduler does
+        self._prefill = self._admit()  # freed slots refill at once, as a continuous-batching scheduler does
         self._gauges()
 
     def _admit(self) -> int:
@@ -203,30 +221,29 @@ class Engine:
             if request.admitted_at is None:
                 request.admitted_at = self.clock()
                 request.cached = self._prefix_hit(request.prompt)
-                if self.engine == "vllm":                   # SGLang counts prompt tokens when a request ends
+                if self.engine == "vllm":  # SGLang counts prompt tokens when a request ends
                     self.metrics.inc("prompt_tokens", len(request.prompt))
-                    self.metrics.inc("prompt_by_source", len(request.prompt) - request.cached,
-                                     source="local_compute")
+                    self.metrics.inc("prompt_by_source", len(request.prompt) - request.cached, source="local_compute")
                     self.metrics.inc("prompt_by_source", request.cached, source="local_cache_hit")
                     self.metrics.inc("prompt_cached", request.cached)
                 self.metrics.inc("prefix_queries", len(request.prompt))
                 self.metrics.inc("prefix_hits", request.cached)
                 prefill += len(request.prompt) - request.cached
             else:
-                prefill += request.kv_tokens          # resumed after preemption: recompute
+                prefill += request.kv_tokens  # resumed after preemption: recompute
             self.running.append(request)
             self.kv_used += request.kv_tokens
         return prefill
 
     def _prefix_hit(self, prompt: list[str]) -> int:
         """Tokens of leading full blocks already cached; the prompt's blocks become cached."""
-        if not self.params.prefix_caching:                # flushed on every request: nothing is ever found
+        if not self.params.prefix_caching:  # flushed on every request: nothing is ever found
             self._prefix.clear()
             return 0
         size, hit, matching = self.params.prefix_block, 0, True
         capacity = max(1, self.params.kv_cache_tokens // size)
         for i in range(len(prompt) // size):
-            key = hash(tuple(prompt[:(i + 1) * size]))
+            key = hash(tuple(prompt[: (i + 1) * size]))
             if matching and key in self._prefix:
                 hit += size
                 self._prefix.move_to_end(key)
@@ -259,20 +276,20 @@ class Engine:
             if request.fail_at is not None:
                 n = max(0, min(n, request.fail_at - request.generated))
             first = request.first_token_at is None
-            for kind, text in request.plan[request.generated:request.generated + n]:
-                if kind == "tool" and not any(k == "tool" for k, _ in request.plan[:request.generated]):
+            for kind, text in request.plan[request.generated : request.generated + n]:
+                if kind == "tool" and not any(k == "tool" for k, _ in request.plan[: request.generated]):
                     request.events.put_nowait(Event("tool_start", request.tool_name or "tool"))
                 request.events.put_nowait(Event(kind, text))
                 request.generated += 1
             self.kv_used += n
-            if self.engine == "vllm":                       # vLLM counts tokens per step, SGLang at the end
+            if self.engine == "vllm":  # vLLM counts tokens per step, SGLang at the end
                 self.metrics.inc("generation_tokens", n)
             if first and n:
                 request.first_token_at = now
                 if request.streaming or self.engine == "vllm":
                     self.metrics.observe("ttft", now - request.arrival, request.streaming)
             elif n:
-                self.metrics.observe("itl", step)                       # vLLM: a sample per step
+                self.metrics.observe("itl", step)  # vLLM: a sample per step
                 self.metrics.observe("itl_per_token", step / n, times=n)  # SGLang: a sample per token
             if request.fail_at is not None and request.generated >= request.fail_at:
                 self._retire(request, request.finish_reason)
@@ -281,7 +298,7 @@ class Engine:
 
     def _relieve_kv_pressure(self) -> None:
         while self.kv_used > self.params.kv_cache_tokens and len(self.running) > 1:
-            victim = self.running.pop()                     # the newest goes back to the queue
+            victim = self.running.pop()  # the newest goes back to the queue
             self.kv_used -= victim.kv_tokens
             victim.preemptions += 1
             self.waiting.appendleft(victim)
@@ -300,11 +317,11 @@ class Engine:
         request.finish_reason = shown
         request.events.put_nowait(Event("error" if reason == "error" else "finish", shown))
         if self.engine == "vllm":
-            if reason != CLIENT_ABORT:                      # vLLM V1 does not count client aborts
+            if reason != CLIENT_ABORT:  # vLLM V1 does not count client aborts
                 m.inc("finished", 1, finished_reason=shown)
         else:
             m.inc("requests", 1, streaming)
-            if shown in ("abort", "error"):                 # SGLang has no finish reason: errors end as aborts
+            if shown in ("abort", "error"):  # SGLang has no finish reason: errors end as aborts
                 m.inc("aborted", 1)
             m.inc("prompt_tokens", len(request.prompt), streaming)
             m.inc("generation_tokens", request.generated, streaming)
@@ -313,9 +330,9 @@ class Engine:
             else:
                 m.inc("cached_tokens", request.cached)
             if not streaming and request.first_token_at is not None:
-                m.observe("ttft", now - request.arrival, streaming)   # a non-streamed first chunk comes at the end
+                m.observe("ttft", now - request.arrival, streaming)  # a non-streamed first chunk comes at the end
         if request.admitted_at is None or (self.engine == "vllm" and reason == CLIENT_ABORT):
-            return                                  # vLLM V1 observes no request histogram for a dropped request
+            return  # vLLM V1 observes no request histogram for a dropped request
         m.observe("e2e", now - request.arrival, streaming)
         m.observe("queue", request.admitted_at - request.arrival)
         if request.first_token_at is not None:

@@ -31,28 +31,38 @@ from inferwatch.sim._engine import WORDS
 
 __all__ = ["LoadConfig", "LoadReport", "Sample", "run_load", "resolve_model", "percentile", "format_report"]
 
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                   "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 @dataclass(frozen=True)
 class LoadConfig:
-    target: str                         # base URL, e.g. http://localhost:8000
-    rate: float = 2.0                   # requests per second (Poisson)
-    duration: float = 30.0              # seconds of arrivals
-    model: str | None = None            # default: the first of /v1/models
-    prompt_tokens: int = 200            # mean prompt length, in words
+    target: str  # base URL, e.g. http://localhost:8000
+    rate: float = 2.0  # requests per second (Poisson)
+    duration: float = 30.0  # seconds of arrivals
+    model: str | None = None  # default: the first of /v1/models
+    prompt_tokens: int = 200  # mean prompt length, in words
     max_tokens: int = 512
-    output_tokens: int | None = None    # if set, each max_tokens is drawn around this mean (fixed-length benchmarks)
-    prefix_share: float = 0.3           # share of requests that start with the same long system prompt
+    output_tokens: int | None = None  # if set, each max_tokens is drawn around this mean (fixed-length benchmarks)
+    prefix_share: float = 0.3  # share of requests that start with the same long system prompt
     prefix_tokens: int = 256
-    tool_share: float = 0.0             # share of requests offering a tool
-    timeout: float = 120.0              # per request, in all
-    response_timeout: float = 10.0      # per request, until the response headers arrive
+    tool_share: float = 0.0  # share of requests offering a tool
+    timeout: float = 120.0  # per request, in all
+    response_timeout: float = 10.0  # per request, until the response headers arrive
     seed: int | None = None
-    max_requests: int | None = None     # stop sending after this many, even before `duration` is over
+    max_requests: int | None = None  # stop sending after this many, even before `duration` is over
     # at most this many requests in flight: an arrival waits for an answer first. A rate the engine cannot serve
     # then keeps a queue of the same length on a fast machine and a slow one, instead of one that grows without
     # bound (and an engine too busy to answer its /metrics)
@@ -61,15 +71,15 @@ class LoadConfig:
 
 @dataclass
 class Sample:
-    started: float = 0.0                # time.monotonic() when the request was sent
+    started: float = 0.0  # time.monotonic() when the request was sent
     ttft: float | None = None
     tpot: float | None = None
     e2e: float | None = None
     tokens: int = 0
     finish_reason: str | None = None
     error: str | None = None
-    outcome: str | None = None          # as the front door would call it (frontdoor/_outcome.py)
-    code: int = 0                       # the HTTP status; 0: none came
+    outcome: str | None = None  # as the front door would call it (frontdoor/_outcome.py)
+    code: int = 0  # the HTTP status; 0: none came
 
 
 @dataclass
@@ -104,22 +114,32 @@ def percentile(values: list[float], q: float) -> float:
 def _summary(values: list[float]) -> dict[str, float]:
     if not values:
         return {}
-    return {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95), "p99": percentile(values, 0.99),
-            "mean": sum(values) / len(values)}
+    return {
+        "p50": percentile(values, 0.5),
+        "p95": percentile(values, 0.95),
+        "p99": percentile(values, 0.99),
+        "mean": sum(values) / len(values),
+    }
 
 
 async def _model(session: aiohttp.ClientSession, config: LoadConfig) -> str:
     if config.model:
         return config.model
     try:
-        async with session.get(f"{config.target}/v1/models",
-                               timeout=aiohttp.ClientTimeout(total=config.response_timeout)) as resp:
+        async with session.get(
+            f"{config.target}/v1/models", timeout=aiohttp.ClientTimeout(total=config.response_timeout)
+        ) as resp:
             return (await resp.json(content_type=None))["data"][0]["id"]
     except (TimeoutError, aiohttp.ClientError, KeyError, IndexError, TypeError, ValueError) as err:
-        reason = f"no answer within {config.response_timeout:g}s" if isinstance(err, TimeoutError) \
+        reason = (
+            f"no answer within {config.response_timeout:g}s"
+            if isinstance(err, TimeoutError)
             else str(err) or type(err).__name__
-        raise InferwatchError(f"{config.target}/v1/models: cannot find a model to load ({reason}); "
-                              "is an OpenAI-compatible server up there? give --model to skip this") from None
+        )
+        raise InferwatchError(
+            f"{config.target}/v1/models: cannot find a model to load ({reason}); "
+            "is an OpenAI-compatible server up there? give --model to skip this"
+        ) from None
 
 
 async def resolve_model(config: LoadConfig) -> str:
@@ -136,8 +156,13 @@ def _body(config: LoadConfig, model: str, rng: random.Random, prefix: str) -> di
     max_tokens = config.max_tokens
     if config.output_tokens:
         max_tokens = min(max_tokens, max(1, int(rng.expovariate(1 / config.output_tokens)) + 1))
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": max_tokens}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": max_tokens,
+    }
     if rng.random() < config.tool_share:
         body["tools"] = TOOLS
     return body
@@ -169,8 +194,9 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict, config: Loa
     return sample
 
 
-async def _read_stream(resp: aiohttp.ClientResponse, sample: Sample,
-                       offered: dict | None) -> tuple[float | None, float | None]:
+async def _read_stream(
+    resp: aiohttp.ClientResponse, sample: Sample, offered: dict | None
+) -> tuple[float | None, float | None]:
     """Read an SSE answer into `sample`; returns when the first and the last visible token arrived. It is read
     with the front door's meter, so "visible" means here what it means there: content with something to see, a
     refusal or a tool call; not reasoning, nor the whitespace before the first of them."""
@@ -205,8 +231,10 @@ def _progress(started: float, config: LoadConfig, sent: int, samples: list[Sampl
     width, done = 24, len(samples)
     filled = int(width * elapsed / config.duration) if config.duration else width
     errors = sum(1 for s in samples if s.error)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {elapsed:5.1f}/{config.duration:.0f}s "
-                     f"sent {sent} done {done} errors {errors} in flight {sent - done}   ")
+    sys.stderr.write(
+        f"\r[{'#' * filled}{'.' * (width - filled)}] {elapsed:5.1f}/{config.duration:.0f}s "
+        f"sent {sent} done {done} errors {errors} in flight {sent - done}   "
+    )
     sys.stderr.flush()
 
 
@@ -215,8 +243,9 @@ def _collector(samples: list[Sample]):
     sent = time.monotonic()
 
     def collect(task: asyncio.Task) -> None:
-        samples.append(Sample(started=sent, error="unfinished", outcome="timeout") if task.cancelled()
-                       else task.result())
+        samples.append(
+            Sample(started=sent, error="unfinished", outcome="timeout") if task.cancelled() else task.result()
+        )
 
     return collect
 
@@ -239,19 +268,21 @@ async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sam
 
         def full() -> bool:
             return config.concurrency is not None and sum(not t.done() for t in tasks) >= config.concurrency
+
         try:
             while True:
                 next_at += rng.expovariate(config.rate) if config.rate > 0 else config.duration
                 if next_at >= config.duration or len(tasks) == config.max_requests:
                     break
-                while ((wait := started + next_at - time.monotonic()) > 0 or full()) \
-                        and time.monotonic() - started < config.duration:
+                while (
+                    (wait := started + next_at - time.monotonic()) > 0 or full()
+                ) and time.monotonic() - started < config.duration:
                     await asyncio.sleep(min(wait, 0.25) if wait > 0 else 0.05)
                     if progress and time.monotonic() - last_shown > 0.25:
                         _progress(started, config, len(tasks), samples)
                         last_shown = time.monotonic()
                 if full():
-                    break                   # the duration ended while every slot was taken
+                    break  # the duration ended while every slot was taken
                 task = asyncio.ensure_future(_one(session, url, _body(config, model, rng, prefix), config))
                 task.add_done_callback(_collector(samples))
                 tasks.append(task)
@@ -263,7 +294,7 @@ async def run_load(config: LoadConfig, progress: bool = False, samples: list[Sam
                     _progress(started, config, len(tasks), samples)
         finally:
             for task in tasks:
-                task.cancel()       # what is left counts as "unfinished"
+                task.cancel()  # what is left counts as "unfinished"
             await asyncio.gather(*tasks, return_exceptions=True)
         if progress:
             _progress(started, config, len(tasks), samples)
@@ -290,12 +321,17 @@ def _report(samples: list[Sample], elapsed: float) -> LoadReport:
 
 
 def format_report(report: LoadReport) -> str:
-    lines = [f"requests {report.requests}, ok {report.ok}, errors {sum(report.errors.values())}"
-             + (f" ({', '.join(f'{k} {v}' for k, v in sorted(report.errors.items()))})" if report.errors else ""),
-             "finish reasons: " + (", ".join(f"{k} {v}" for k, v in sorted(report.finish_reasons.items())) or "-"),
-             f"{'':26}{'p50':>10}{'p95':>10}{'p99':>10}{'mean':>10}"]
-    for label, values in (("time to first token (s)", report.ttft), ("time per output token (s)", report.tpot),
-                          ("end to end (s)", report.e2e)):
+    lines = [
+        f"requests {report.requests}, ok {report.ok}, errors {sum(report.errors.values())}"
+        + (f" ({', '.join(f'{k} {v}' for k, v in sorted(report.errors.items()))})" if report.errors else ""),
+        "finish reasons: " + (", ".join(f"{k} {v}" for k, v in sorted(report.finish_reasons.items())) or "-"),
+        f"{'':26}{'p50':>10}{'p95':>10}{'p99':>10}{'mean':>10}",
+    ]
+    for label, values in (
+        ("time to first token (s)", report.ttft),
+        ("time per output token (s)", report.tpot),
+        ("end to end (s)", report.e2e),
+    ):
         cells = "".join(f"{values[k]:10.3f}" if values else f"{'-':>10}" for k in ("p50", "p95", "p99", "mean"))
         lines.append(f"{label:26}{cells}")
     lines.append(f"visible output tokens per second: {report.output_tokens_per_s:.1f}")

@@ -36,7 +36,7 @@ def default_release(engine: str) -> str:
 
 
 def _buckets(engine: str, version: str, family) -> list[float]:
-    if isinstance(family, list):                    # the release's own bounds
+    if isinstance(family, list):  # the release's own bounds
         return [float(b) for b in family]
     if family == "tokens":
         return _table()[engine]["token_buckets"]
@@ -49,10 +49,10 @@ def _buckets(engine: str, version: str, family) -> list[float]:
 
 @dataclass
 class _Signal:
-    metrics: list                       # prometheus_client metrics carrying the same values
-    base: dict[str, str]                # values of the release's own labels
+    metrics: list  # prometheus_client metrics carrying the same values
+    base: dict[str, str]  # values of the release's own labels
     streaming: bool
-    values: tuple[str, ...] = ()        # the values of its extra label, where the release lists them
+    values: tuple[str, ...] = ()  # the values of its extra label, where the release lists them
 
 
 class EngineMetrics:
@@ -78,15 +78,17 @@ class EngineMetrics:
         streaming = bool(spec.get("streaming"))
         labelnames = own + (["is_streaming"] if streaming else []) + list(spec.get("extra", []))
         kwargs = {"buckets": _buckets(self.engine, self.version, spec["buckets"])} if "buckets" in spec else {}
-        metrics = [_TYPES[spec["type"]](name, f"{name} (inferwatch simulator)", labelnames, registry=self.registry,
-                                        **kwargs) for name in names]
+        metrics = [
+            _TYPES[spec["type"]](name, f"{name} (inferwatch simulator)", labelnames, registry=self.registry, **kwargs)
+            for name in names
+        ]
         base = {label: (model if label == "model_name" else FIXED_LABELS[label]) for label in own}
         signal = _Signal(metrics, base, streaming, tuple(spec.get("values", ())))
         # series exist from the start, as the engines create them: one per listed value of the extra label,
         # or the plain one; a signal with an open-ended extra label (HTTP status) appears on first use
         if spec.get("extra") and not signal.values:
             return signal
-        for extra in ([{spec["extra"][0]: v} for v in signal.values] or [{}]):
+        for extra in [{spec["extra"][0]: v} for v in signal.values] or [{}]:
             for metric in metrics:
                 metric.labels(**self._labels(signal, True, extra))
         return signal
@@ -128,5 +130,8 @@ class EngineMetrics:
         if self._created:
             return text
         # multiprocess-mode engines (SGLang) write no _created series
-        return "".join(line + "\n" for line in text.splitlines()
-                       if not (line.split(" ")[2 if line.startswith("#") else 0].split("{")[0].endswith("_created")))
+        return "".join(
+            line + "\n"
+            for line in text.splitlines()
+            if not (line.split(" ")[2 if line.startswith("#") else 0].split("{")[0].endswith("_created"))
+        )

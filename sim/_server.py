@@ -1,10 +1,10 @@
 """The simulator's HTTP side: an OpenAI-compatible API streaming as vLLM does, /metrics, and an admin endpoint.
 
-    GET  /v1/models
-    POST /v1/chat/completions, /v1/completions     streaming (SSE) or not
-    GET  /metrics                                  the release's exposition (flaky-metrics: 500, hang or 404)
-    GET  /admin/scenario, POST /admin/scenario {"scenario": "queueing"}
-    GET  /health
+GET  /v1/models
+POST /v1/chat/completions, /v1/completions     streaming (SSE) or not
+GET  /metrics                                  the release's exposition (flaky-metrics: 500, hang or 404)
+GET  /admin/scenario, POST /admin/scenario {"scenario": "queueing"}
+GET  /health
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from inferwatch.errors import InferwatchError, ListenError
 from inferwatch.sim._engine import Engine, Event, Request
 from inferwatch.sim._params import EngineParams, scenarios, with_scenario
 
-if TYPE_CHECKING:                      # the GPU exporter is imported only when the simulator serves GPUs
+if TYPE_CHECKING:  # the GPU exporter is imported only when the simulator serves GPUs
     from inferwatch.exporters.gpu import Workload
 
 __all__ = ["SimulatorConfig", "make_app", "serve", "SIMULATOR"]
 
 log = logging.getLogger("inferwatch.sim")
-SIMULATOR = web.AppKey("simulator", object)     # app[SIMULATOR]: the running simulator, for tests and tools
+SIMULATOR = web.AppKey("simulator", object)  # app[SIMULATOR]: the running simulator, for tests and tools
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ class SimulatorConfig:
     scenario: str = "normal"
     params: EngineParams = EngineParams()
     seed: int | None = None
-    gpus: int = 0                      # simulated GPUs on /metrics beside the engine; gpu_stall stalls them
-    workload: Workload | None = None   # the GPUs' pod; None: this process's HOSTNAME
-    keep_pace_s: float = 0.0           # make up late steps up to this far behind (Engine.keep_pace_s)
+    gpus: int = 0  # simulated GPUs on /metrics beside the engine; gpu_stall stalls them
+    workload: Workload | None = None  # the GPUs' pod; None: this process's HOSTNAME
+    keep_pace_s: float = 0.0  # make up late steps up to this far behind (Engine.keep_pace_s)
 
 
 class _Simulator:
@@ -51,8 +51,14 @@ class _Simulator:
 
         self.config = config
         self.version = config.version or default_release(config.engine)
-        self.engine = Engine(config.engine, self.version, config.model, with_scenario(config.params, config.scenario),
-                             config.seed, keep_pace_s=config.keep_pace_s)
+        self.engine = Engine(
+            config.engine,
+            self.version,
+            config.model,
+            with_scenario(config.params, config.scenario),
+            config.seed,
+            keep_pace_s=config.keep_pace_s,
+        )
         self.scenario = config.scenario
         self.created = int(time.time())
         self.gpus = None
@@ -71,15 +77,29 @@ class _Simulator:
 
     @staticmethod
     def _error(status: int, message: str, kind: str = "BadRequestError") -> web.Response:
-        return web.json_response({"object": "error", "message": message, "type": kind, "param": None,
-                                  "code": status}, status=status)
+        return web.json_response(
+            {"object": "error", "message": message, "type": kind, "param": None, "code": status}, status=status
+        )
 
     # --- endpoints ---------------------------------------------------------------------------------------
 
     async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{
-            "id": self.config.model, "object": "model", "created": self.created, "owned_by": self.config.engine,
-            "root": self.config.model, "parent": None, "max_model_len": self.engine.params.max_model_len}]})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.config.model,
+                        "object": "model",
+                        "created": self.created,
+                        "owned_by": self.config.engine,
+                        "root": self.config.model,
+                        "parent": None,
+                        "max_model_len": self.engine.params.max_model_len,
+                    }
+                ],
+            }
+        )
 
     async def metrics(self, request: web.Request) -> web.StreamResponse:
         p = self.engine.params
@@ -100,10 +120,10 @@ class _Simulator:
         try:
             name = (await request.json())["scenario"]
             params = with_scenario(self.config.params, name)
-        except InferwatchError as err:          # an unknown name: the message lists the known ones
+        except InferwatchError as err:  # an unknown name: the message lists the known ones
             return self._error(400, str(err))
         except Exception:  # noqa: BLE001 - any bad body is the caller's mistake, said back to them
-            return self._error(400, f"give {{\"scenario\": NAME}}, NAME one of {', '.join(scenarios())}")
+            return self._error(400, f'give {{"scenario": NAME}}, NAME one of {", ".join(scenarios())}')
         self.engine.params, self.scenario = params, name
         log.info("scenario: %s", name)
         return web.json_response({"scenario": name})
@@ -120,7 +140,7 @@ class _Simulator:
     async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
         endpoint = request.path
         delay = self.engine.params.ingress_delay_s
-        if delay:           # a slow path in front of the engine: its clocks (arrival, TTFT, e2e) start after it
+        if delay:  # a slow path in front of the engine: its clocks (arrival, TTFT, e2e) start after it
             await asyncio.sleep(delay * self.engine.rng.uniform(0.5, 1.5))
         try:
             body = await request.json()
@@ -144,12 +164,15 @@ class _Simulator:
         stop = body.get("stop") or ()
         stop = (stop,) if isinstance(stop, str) else stop
         if not isinstance(stop, list | tuple) or len(stop) > 4 or not all(isinstance(s, str) for s in stop):
-            self._http(endpoint, 400)                       # vLLM's own limit: a string or at most 4
+            self._http(endpoint, 400)  # vLLM's own limit: a string or at most 4
             return self._error(400, "stop: a string or a list of at most 4 strings")
         if self.engine.full():
             self._http(endpoint, 503)
-            return self._error(503, "The engine is currently busy: too many requests queued "
-                                    "(--max-num-queued-reqs). Retry later.", "ServiceUnavailableError")
+            return self._error(
+                503,
+                "The engine is currently busy: too many requests queued (--max-num-queued-reqs). Retry later.",
+                "ServiceUnavailableError",
+            )
         req = self.engine.new_request(prompt, max_tokens, stream, tool_name, tuple(stop), bool(body.get("ignore_eos")))
         self.engine.submit(req)
         meta = _Meta(chat, self.config.model, bool((body.get("stream_options") or {}).get("include_usage")))
@@ -170,8 +193,16 @@ class _Simulator:
                     started = True
                 if event.kind == "error":
                     status = 500
-                    await _send(response, {"object": "error", "message": "simulated engine error",
-                                           "type": "InternalServerError", "param": None, "code": 500})
+                    await _send(
+                        response,
+                        {
+                            "object": "error",
+                            "message": "simulated engine error",
+                            "type": "InternalServerError",
+                            "param": None,
+                            "code": 500,
+                        },
+                    )
                     break
                 if event.kind == "finish":
                     reason = "tool_calls" if req.tool_name and event.text == "stop" else event.text
@@ -182,8 +213,8 @@ class _Simulator:
                 await _send(response, meta.delta(event, req))
             await response.write(b"data: [DONE]\n\n")
         except ConnectionResetError:
-            self.engine.abort(req)                     # the client went away mid-stream; its 200 was sent, and
-            status = 499 if self.config.engine == "sglang" else 200     # vLLM counts that response as 2xx
+            self.engine.abort(req)  # the client went away mid-stream; its 200 was sent, and
+            status = 499 if self.config.engine == "sglang" else 200  # vLLM counts that response as 2xx
         except asyncio.CancelledError:
             self.engine.abort(req)
             raise
@@ -197,7 +228,7 @@ class _Simulator:
             try:
                 event = await _next_event(request, req)
             except ConnectionResetError:
-                self.engine.abort(req)                     # the client hung up
+                self.engine.abort(req)  # the client hung up
                 self._http(endpoint, 499)
                 return web.Response(status=499)
             if event.kind in ("finish", "error"):
@@ -243,8 +274,13 @@ class _Meta:
         self.tool_id = "chatcmpl-tool-" + uuid.uuid4().hex[:16]
 
     def _base(self, choices: list) -> dict:
-        return {"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
-                "created": self.created, "model": self.model, "choices": choices}
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk" if self.chat else "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        }
 
     def chunk(self, delta, finish_reason: str | None = None) -> dict:
         if self.chat:
@@ -259,8 +295,18 @@ class _Meta:
         if event.kind == "reasoning":
             return self.chunk({"reasoning_content": event.text})
         if event.kind == "tool_start":
-            return self.chunk({"tool_calls": [{"index": 0, "id": self.tool_id, "type": "function",
-                                               "function": {"name": event.text, "arguments": ""}}]})
+            return self.chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": self.tool_id,
+                            "type": "function",
+                            "function": {"name": event.text, "arguments": ""},
+                        }
+                    ]
+                }
+            )
         if event.kind == "tool":
             return self.chunk({"tool_calls": [{"index": 0, "function": {"arguments": event.text}}]})
         return self.chunk({"content": event.text})
@@ -271,24 +317,45 @@ class _Meta:
     def whole(self, events: list[Event], req: Request, reason: str) -> dict:
         content = "".join(e.text for e in events if e.kind == "content")
         if not self.chat:
-            return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
-                    "choices": [{"index": 0, "text": content, "logprobs": None, "finish_reason": reason}],
-                    "usage": _usage(req)}
+            return {
+                "id": self.id,
+                "object": "text_completion",
+                "created": self.created,
+                "model": self.model,
+                "choices": [{"index": 0, "text": content, "logprobs": None, "finish_reason": reason}],
+                "usage": _usage(req),
+            }
         message: dict = {"role": "assistant", "content": content or None}
         reasoning = "".join(e.text for e in events if e.kind == "reasoning")
         if reasoning:
             message["reasoning_content"] = reasoning
         if req.tool_name:
-            message["tool_calls"] = [{"id": self.tool_id, "type": "function", "function": {
-                "name": req.tool_name, "arguments": "".join(e.text for e in events if e.kind == "tool")}}]
-        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reason}],
-                "usage": _usage(req)}
+            message["tool_calls"] = [
+                {
+                    "id": self.tool_id,
+                    "type": "function",
+                    "function": {
+                        "name": req.tool_name,
+                        "arguments": "".join(e.text for e in events if e.kind == "tool"),
+                    },
+                }
+            ]
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reason}],
+            "usage": _usage(req),
+        }
 
 
 def _usage(req: Request) -> dict:
-    return {"prompt_tokens": len(req.prompt), "completion_tokens": req.generated,
-            "total_tokens": len(req.prompt) + req.generated}
+    return {
+        "prompt_tokens": len(req.prompt),
+        "completion_tokens": req.generated,
+        "total_tokens": len(req.prompt) + req.generated,
+    }
 
 
 def make_app(config: SimulatorConfig) -> web.Application:
@@ -315,9 +382,17 @@ def make_app(config: SimulatorConfig) -> web.Application:
 
 def serve(config: SimulatorConfig, host: str, port: int) -> None:
     """Serve until interrupted; "serving" is logged once the port is bound, a failed bind is a ListenError."""
+
     def started(_message: str) -> None:
-        log.info("simulating %s %s serving %s on %s:%d (scenario %s)", config.engine,
-                 config.version or "(default)", config.model, host, port, config.scenario)
+        log.info(
+            "simulating %s %s serving %s on %s:%d (scenario %s)",
+            config.engine,
+            config.version or "(default)",
+            config.model,
+            host,
+            port,
+            config.scenario,
+        )
 
     try:
         web.run_app(make_app(config), host=host, port=port, print=started, access_log=None)

@@ -20,7 +20,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-REPO = Path(__file__).resolve().parents[1]          # a clone's root (sim/ is in it), or the installed package
+REPO = Path(__file__).resolve().parents[1]  # a clone's root (sim/ is in it), or the installed package
 SPECIALS = ["<|pad|>", "<|begin_of_text|>", "<|im_end|>", "<|im_start|>"]
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' }}"
@@ -42,24 +42,46 @@ def build(out: Path, seed: int) -> None:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus(), trainer=trainers.BpeTrainer(
-        vocab_size=SHAPE["vocab"], special_tokens=SPECIALS, show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        corpus(),
+        trainer=trainers.BpeTrainer(
+            vocab_size=SHAPE["vocab"],
+            special_tokens=SPECIALS,
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|im_end|>",
-                                   pad_token="<|pad|>", model_max_length=SHAPE["context"])
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|begin_of_text|>",
+        eos_token="<|im_end|>",
+        pad_token="<|pad|>",
+        model_max_length=SHAPE["context"],
+    )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
-    config_path = out / "tokenizer_config.json"       # some transformers write the template beside it instead
+    config_path = out / "tokenizer_config.json"  # some transformers write the template beside it instead
     config = json.loads(config_path.read_text())
     config["chat_template"] = CHAT_TEMPLATE
     config_path.write_text(json.dumps(config, indent=2))
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(LlamaConfig(
-        vocab_size=len(fast), hidden_size=SHAPE["hidden"], intermediate_size=2 * SHAPE["hidden"],
-        num_hidden_layers=SHAPE["layers"], num_attention_heads=SHAPE["heads"], num_key_value_heads=SHAPE["heads"],
-        max_position_embeddings=SHAPE["context"], tie_word_embeddings=False, bos_token_id=fast.bos_token_id,
-        eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, torch_dtype="bfloat16"))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(fast),
+            hidden_size=SHAPE["hidden"],
+            intermediate_size=2 * SHAPE["hidden"],
+            num_hidden_layers=SHAPE["layers"],
+            num_attention_heads=SHAPE["heads"],
+            num_key_value_heads=SHAPE["heads"],
+            max_position_embeddings=SHAPE["context"],
+            tie_word_embeddings=False,
+            bos_token_id=fast.bos_token_id,
+            eos_token_id=fast.eos_token_id,
+            pad_token_id=fast.pad_token_id,
+            torch_dtype="bfloat16",
+        )
+    )
     model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
 
 

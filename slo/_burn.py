@@ -1,9 +1,9 @@
 """Burn-rate arithmetic per objective and tier, in exact fractions (the SRE Workbook, chapter 5).
 
-    factor     = budget_percent / 100 * slo_window / long_window
-    threshold  = factor * (1 - target)         error ratio over both windows that fires the tier
-    min_events = ceil(min_bad_events / threshold) events in the long window before the tier may fire,
-                 so that `min_bad_events` bad requests alone can never fire it
+factor     = budget_percent / 100 * slo_window / long_window
+threshold  = factor * (1 - target)         error ratio over both windows that fires the tier
+min_events = ceil(min_bad_events / threshold) events in the long window before the tier may fire,
+             so that `min_bad_events` bad requests alone can never fire it
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from inferwatch.slo._model import Objective, Spec, Tier
 
 __all__ = ["TierMath", "tier_math", "decimal", "windows", "tier_windows"]
 
-BASE = Fraction(60)          # the recorded per-minute counts; also the rule groups' interval
+BASE = Fraction(60)  # the recorded per-minute counts; also the rule groups' interval
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,9 @@ def decimal(value: Fraction, digits: int = 6) -> str:
             den //= prime
     if den == 1:
         sign, num, scale = "-" if value < 0 else "", abs(value), 0
-        while (num * 10 ** scale).denominator != 1:
+        while (num * 10**scale).denominator != 1:
             scale += 1
-        text = str(int(num * 10 ** scale)).rjust(scale + 1, "0")
+        text = str(int(num * 10**scale)).rjust(scale + 1, "0")
         body = text[:-scale] + "." + text[-scale:] if scale else text
         return sign + body
     return f"{float(value):.{digits}g}"

@@ -32,9 +32,11 @@ def _one_per_service(specs) -> None:
     first: dict[str, Any] = {}
     for spec in specs:
         if spec.service in first:
-            raise InferwatchError(f"{first[spec.service].file} and {spec.file} both have service: {spec.service}; "
-                                  "their files would overwrite each other: give each spec its own service, or "
-                                  "compile them into separate folders")
+            raise InferwatchError(
+                f"{first[spec.service].file} and {spec.file} both have service: {spec.service}; "
+                "their files would overwrite each other: give each spec its own service, or "
+                "compile them into separate folders"
+            )
         first[spec.service] = spec
 
 
@@ -55,13 +57,18 @@ def _write(specs, out: Path, fmt: str, tests: bool = True) -> list[Path]:
 
 
 @slo_app.command(cls=Command)
-def compile(specs: Specs,
-            out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")]
-            = Path("slo-rules"),
-            fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
-                                             help="prometheus (rule files, tests, inhibit rules) or "
-                                                  "prometheus-operator (PrometheusRule manifests)")]
-            = "prometheus"):
+def compile(
+    specs: Specs,
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")] = Path("slo-rules"),
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="prometheus (rule files, tests, inhibit rules) or prometheus-operator (PrometheusRule manifests)",
+        ),
+    ] = "prometheus",
+):
     """Write the rules of each spec, Alertmanager inhibit rules and promtool tests.
 
     \b
@@ -124,8 +131,11 @@ def test(specs: Specs):
     from inferwatch.slo import check_rule_files, run_rule_tests
 
     with tempfile.TemporaryDirectory(prefix="inferwatch-slo-") as tmp:
-        written = [path for i, spec in enumerate(_load_all(specs))      # a folder each: specs may share a service
-                   for path in _write([spec], Path(tmp) / str(i), "prometheus")]
+        written = [
+            path
+            for i, spec in enumerate(_load_all(specs))  # a folder each: specs may share a service
+            for path in _write([spec], Path(tmp) / str(i), "prometheus")
+        ]
         rules = [p for p in written if p.name.endswith(".rules.yaml")]
         tests = [p for p in written if p.name.endswith(".test.yaml")]
         ok, output = check_rule_files(rules)
@@ -136,26 +146,44 @@ def test(specs: Specs):
             raise typer.Exit(1)
         cases = sum(len(yaml.safe_load(p.read_text())["tests"]) for p in tests)
         tested = {p.parent.parent / p.name.replace(".test.yaml", ".rules.yaml") for p in tests}
-        untested = [p.name[:-len(".rules.yaml")] for p in rules if p not in tested]
+        untested = [p.name[: -len(".rules.yaml")] for p in rules if p not in tested]
         if not cases:
-            raise InferwatchError(f"promtool: {len(rules)} rule files valid, but 0 generated test cases: no tests "
-                                  f"for {', '.join(untested) or 'any objective'} (see the warnings above), so "
-                                  "nothing was tested")
-        typer.echo(f"promtool: {len(rules)} rule files valid; {cases} generated test cases in {len(tests)} files "
-                   "passed" + (f"; untested (see the warnings above): {', '.join(untested)}" if untested else ""))
+            raise InferwatchError(
+                f"promtool: {len(rules)} rule files valid, but 0 generated test cases: no tests "
+                f"for {', '.join(untested) or 'any objective'} (see the warnings above), so "
+                "nothing was tested"
+            )
+        typer.echo(
+            f"promtool: {len(rules)} rule files valid; {cases} generated test cases in {len(tests)} files "
+            "passed" + (f"; untested (see the warnings above): {', '.join(untested)}" if untested else "")
+        )
 
 
 @slo_app.command("import", cls=Command)
-def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=False,
-                                                 help="Sloth prometheus/v1 specs, Sloth PrometheusServiceLevels, "
-                                                      "OpenSLO or Pyrra documents (several per file, or a YAML "
-                                                      "list).")],
-            out: Annotated[Path | None, typer.Option("--out", "-o", metavar="FILE",
-                                                        help="Write the spec here (one service) instead of "
-                                                             "standard output.")] = None,
-            out_dir: Annotated[Path | None, typer.Option("--out-dir", "-d", metavar="DIR",
-                                                            help="Write one <service>.yaml per service here "
-                                                                 "(created if missing).")] = None):
+def import_(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            show_default=False,
+            help="Sloth prometheus/v1 specs, Sloth PrometheusServiceLevels, "
+            "OpenSLO or Pyrra documents (several per file, or a YAML "
+            "list).",
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="Write the spec here (one service) instead of standard output."
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-dir", "-d", metavar="DIR", help="Write one <service>.yaml per service here (created if missing)."
+        ),
+    ] = None,
+):
     """Convert Sloth, OpenSLO or Pyrra specs into inferwatch specs, one per service, and list what was not carried
     over. Nothing is written when nothing can be imported.
 
@@ -170,9 +198,10 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
 
     if out is not None and out_dir is not None:
         raise InferwatchError("--out and --out-dir: give one (--out-dir writes one spec per service)")
-    if out is not None and os.path.isdir(out):     # not Path.is_dir: a 5,000-character name raises there
-        raise InferwatchError(f"--out {out}: is a folder; give a file name, or --out-dir {out} for one spec per "
-                              "service")
+    if out is not None and os.path.isdir(out):  # not Path.is_dir: a 5,000-character name raises there
+        raise InferwatchError(
+            f"--out {out}: is a folder; give a file name, or --out-dir {out} for one spec per service"
+        )
     try:
         result = import_file(file)
     except SpecError as err:
@@ -181,10 +210,12 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
         raise InferwatchError(f"{file}: nothing imported:\n" + "\n".join(f"  {p}" for p in err.problems)) from None
     texts = {f"{spec['service']}.yaml": dump_yaml(spec) for spec in result.specs}
     if out is not None and len(texts) > 1:
-        raise InferwatchError(f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give "
-                              "--out-dir DIR to write one spec per service, or leave out --out to print them")
+        raise InferwatchError(
+            f"{file} holds {len(texts)} services ({', '.join(n[:-5] for n in texts)}): give "
+            "--out-dir DIR to write one spec per service, or leave out --out to print them"
+        )
     if out is not None:
-        targets, flag = {out: next(iter(texts.values()))}, "--out"   # one service: checked above
+        targets, flag = {out: next(iter(texts.values()))}, "--out"  # one service: checked above
     elif out_dir is not None:
         targets, flag = {out_dir / name: text for name, text in texts.items()}, "--out-dir"
     else:
@@ -192,15 +223,17 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE", show_default=Fa
         targets, flag = {}, ""
     for path in _write_imported(targets, flag):
         typer.echo(f"wrote {path}", err=True)
-    for heading, notes in (("not carried over:", result.not_carried), ("imported as written; check:",
-                                                                         result.to_check)):
+    for heading, notes in (("not carried over:", result.not_carried), ("imported as written; check:", result.to_check)):
         if notes:
             typer.echo(heading, err=True)
             for note in notes:
                 typer.echo(f"  {note}", err=True)
     if out is None and out_dir is None and len(texts) > 1:
-        typer.echo(f"{len(texts)} specs, one per service ({', '.join(n[:-5] for n in texts)}): save each YAML "
-                   "document as its own file, or give --out-dir", err=True)
+        typer.echo(
+            f"{len(texts)} specs, one per service ({', '.join(n[:-5] for n in texts)}): save each YAML "
+            "document as its own file, or give --out-dir",
+            err=True,
+        )
 
 
 def _write_imported(targets: dict[Path, str], flag: str) -> list[Path]:

@@ -21,7 +21,7 @@ from inferwatch.slo._spec import parse_spec
 
 __all__ = ["ImportResult", "import_file", "import_text"]
 
-SLOTH_PERIOD_DAYS = 30       # `sloth generate --default-slo-period`
+SLOTH_PERIOD_DAYS = 30  # `sloth generate --default-slo-period`
 
 
 @dataclass
@@ -38,7 +38,7 @@ def import_file(path) -> ImportResult:
     """Import one Sloth or OpenSLO file; SpecError (file: field: reason) when nothing can be imported."""
     from inferwatch._files import read_input_text
 
-    text = read_input_text(path)                   # missing, a folder, over the cap, not UTF-8: InputError, exit 2
+    text = read_input_text(path)  # missing, a folder, over the cap, not UTF-8: InputError, exit 2
     return import_text(text, str(path))
 
 
@@ -55,19 +55,27 @@ def import_text(text: str, origin: str = "<input>") -> ImportResult:
     services: dict[str, str] = {}
     for where, doc in docs:
         reader = _reader(doc, where, notes)
-        if not isinstance(doc, dict):            # _reader has said what it is
+        if not isinstance(doc, dict):  # _reader has said what it is
             continue
         if reader == "openslo":
             openslo.append((where, doc))
         elif reader:
-            read = partial(read_pyrra, doc, where, notes) if reader == "pyrra" else \
-                partial(read_sloth, doc, where, notes, crd=reader == "sloth-crd")
+            read = (
+                partial(read_pyrra, doc, where, notes)
+                if reader == "pyrra"
+                else partial(read_sloth, doc, where, notes, crd=reader == "sloth-crd")
+            )
             drafts += _guarded(doc, where, notes, read)
     if openslo:
         drafts += _guarded(openslo[0][1], "", notes, lambda: read_openslo(openslo, notes, services))
-    specs = [spec for spec in (_spec(service, group, notes, services.get(service))
-                               for service, group in _by_service(drafts).items()) if spec]
-    notes.items.sort(key=lambda problem: problem.line or 0)       # in the order of the file
+    specs = [
+        spec
+        for spec in (
+            _spec(service, group, notes, services.get(service)) for service, group in _by_service(drafts).items()
+        )
+        if spec
+    ]
+    notes.items.sort(key=lambda problem: problem.line or 0)  # in the order of the file
     notes.checks.sort(key=lambda problem: problem.line or 0)
     if not specs:
         raise SpecError(notes.items or [Problem(origin, None, "", "nothing to import")])
@@ -81,8 +89,12 @@ def _guarded(doc, where: str, notes: Notes, read):
     except Refused as refused:
         notes.items += refused.problems
     except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
-        notes.add(doc, where, f"could not be read ({type(err).__name__}: {err}); not imported. This is a bug in "
-                              "inferwatch: please report it with the file")
+        notes.add(
+            doc,
+            where,
+            f"could not be read ({type(err).__name__}: {err}); not imported. This is a bug in "
+            "inferwatch: please report it with the file",
+        )
     return []
 
 
@@ -99,15 +111,22 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
     if isinstance(version, str) and version.startswith("prometheus/"):
         if version == "prometheus/v1":
             return "sloth"
-        notes.add(doc, f"{where} version".strip(), f"{version} is not a Sloth spec version (Sloth reads "
-                                                             "prometheus/v1); not imported")
+        notes.add(
+            doc,
+            f"{where} version".strip(),
+            f"{version} is not a Sloth spec version (Sloth reads prometheus/v1); not imported",
+        )
     elif api == "sloth.slok.dev/v1" and kind == "PrometheusServiceLevel":
         return "sloth-crd"
     elif api.startswith("sloth.slok.dev/") and kind == "AlertWindows":
         period = text_of(mapping(doc.get("spec")).get("sloPeriod"))
-        notes.add(doc, where, f"a Sloth AlertWindows file: the burn-rate windows Sloth alerts with for a "
-                              f"{period or 'custom'} SLO period, not an SLO; nothing to import (inferwatch's alert "
-                              "tiers are fixed: see slo/tiers.yaml)")
+        notes.add(
+            doc,
+            where,
+            f"a Sloth AlertWindows file: the burn-rate windows Sloth alerts with for a "
+            f"{period or 'custom'} SLO period, not an SLO; nothing to import (inferwatch's alert "
+            "tiers are fixed: see slo/tiers.yaml)",
+        )
     elif api.startswith(("openslo/", "openslo.com/")):
         return "openslo"
     elif (api.startswith("pyrra.dev/") or api == "v1alpha1") and kind == "ServiceLevelObjective":
@@ -116,19 +135,36 @@ def _reader(doc, where: str, notes: Notes) -> str | None:
     elif api.startswith("pyrra.dev/"):
         notes.add(doc, where, f"a Pyrra {kind or 'document'}, not a ServiceLevelObjective: nothing to import")
     elif api.startswith("n9/"):
-        notes.add(doc, where, f"a Nobl9 {kind or 'document'}: not imported (export it as OpenSLO, e.g. with "
-                              "sloctl, or write the SLO as openslo/v1)")
+        notes.add(
+            doc,
+            where,
+            f"a Nobl9 {kind or 'document'}: not imported (export it as OpenSLO, e.g. with "
+            "sloctl, or write the SLO as openslo/v1)",
+        )
     elif kind == "PrometheusRule" or "groups" in doc:
-        notes.add(doc, where, "Prometheus rules (perhaps Sloth's generated output), not an SLO spec: import the "
-                              "Sloth, OpenSLO or Pyrra spec they were generated from")
+        notes.add(
+            doc,
+            where,
+            "Prometheus rules (perhaps Sloth's generated output), not an SLO spec: import the "
+            "Sloth, OpenSLO or Pyrra spec they were generated from",
+        )
     elif "slos" in doc and "service" in doc and not {"apiVersion", "kind", "version"} & set(doc):
-        notes.add(doc, where, "has service and slos like a Sloth spec, but no version: prometheus/v1 line (Sloth "
-                              "requires it too); not imported")
+        notes.add(
+            doc,
+            where,
+            "has service and slos like a Sloth spec, but no version: prometheus/v1 line (Sloth "
+            "requires it too); not imported",
+        )
     else:
         found = ", ".join(f"{k}: {text_of(doc[k])}" for k in ("apiVersion", "kind", "version") if k in doc)
-        notes.add(doc, where, "not a Sloth, OpenSLO or Pyrra document" + (f" ({found})" if found else "") +
-                  ": expected version: prometheus/v1 (Sloth), apiVersion: sloth.slok.dev/v1 (Sloth), openslo/v1 "
-                  "(OpenSLO) or pyrra.dev/v1alpha1 (Pyrra)")
+        notes.add(
+            doc,
+            where,
+            "not a Sloth, OpenSLO or Pyrra document"
+            + (f" ({found})" if found else "")
+            + ": expected version: prometheus/v1 (Sloth), apiVersion: sloth.slok.dev/v1 (Sloth), openslo/v1 "
+            "(OpenSLO) or pyrra.dev/v1alpha1 (Pyrra)",
+        )
     return None
 
 
@@ -146,23 +182,38 @@ def _spec(service: str, drafts: list[Draft], notes: Notes, description: str | No
     for draft in drafts:
         name = draft.objective["name"]
         if name in names:
-            notes.add(draft.node, draft.field, f"SLO {name} of service {service} is defined twice; the second is "
-                                               "not imported (Sloth refuses duplicate SLOs)")
+            notes.add(
+                draft.node,
+                draft.field,
+                f"SLO {name} of service {service} is defined twice; the second is "
+                "not imported (Sloth refuses duplicate SLOs)",
+            )
         elif draft.group_by != group_by:
-            notes.add(draft.node, draft.field, f"sums by ({', '.join(draft.group_by)}) where other SLOs of "
-                                               f"{service} sum by ({', '.join(group_by)}); not imported")
+            notes.add(
+                draft.node,
+                draft.field,
+                f"sums by ({', '.join(draft.group_by)}) where other SLOs of "
+                f"{service} sum by ({', '.join(group_by)}); not imported",
+            )
         elif draft.window is not None and draft.window != window:
-            notes.add(draft.node, draft.field, f"window {draft.window}d differs from {window}d of the other SLOs "
-                                               f"of {service}; {window}d used")
+            notes.add(
+                draft.node,
+                draft.field,
+                f"window {draft.window}d differs from {window}d of the other SLOs of {service}; {window}d used",
+            )
             kept.append(draft)
         else:
             kept.append(draft)
         names.add(name)
     if window is None:
         window = SLOTH_PERIOD_DAYS
-        notes.add(drafts[0].node, "", f"service {service}: window {window}d: Sloth takes the SLO period from its "
-                                      f"command line (--default-slo-period, {window}d unless set); edit window: if "
-                                      "yours differs")
+        notes.add(
+            drafts[0].node,
+            "",
+            f"service {service}: window {window}d: Sloth takes the SLO period from its "
+            f"command line (--default-slo-period, {window}d unless set); edit window: if "
+            "yours differs",
+        )
     while kept:
         spec = _assemble(service, window, group_by, kept, description)
         try:
@@ -220,5 +271,9 @@ def _drop_rejected(drafts: list[Draft], problems: list[Problem], notes: Notes) -
 
 def _engines_hint(spec: dict, draft: Draft, notes: Notes) -> None:
     if any(str(o.get("metric", "")).startswith("llm_") for o in spec["objectives"]):
-        notes.add(draft.node, "", f"service {spec['service']}: engines: [] skips the bucket check; name your "
-                                  "engines (engines: [vllm, sglang]) to check thresholds against their buckets")
+        notes.add(
+            draft.node,
+            "",
+            f"service {spec['service']}: engines: [] skips the bucket check; name your "
+            "engines (engines: [vllm, sglang]) to check thresholds against their buckets",
+        )

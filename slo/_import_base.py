@@ -6,8 +6,8 @@ setting it cannot carry over in `Notes`; a document it cannot import at all rais
 
 from __future__ import annotations
 
-import datetime
 import dataclasses
+import datetime
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -19,9 +19,24 @@ from inferwatch._yaml import Bounded
 from inferwatch.errors import Problem
 from inferwatch.slo._spec import RESERVED_LABELS
 
-__all__ = ["DEFAULT_DAYS", "Draft", "Notes", "Refused", "load_documents", "line_of", "name_of", "label_map",
-           "annotation_map", "percent", "window_of", "text_of", "join",
-           "mapping", "listing", "keys_text"]
+__all__ = [
+    "DEFAULT_DAYS",
+    "Draft",
+    "Notes",
+    "Refused",
+    "load_documents",
+    "line_of",
+    "name_of",
+    "label_map",
+    "annotation_map",
+    "percent",
+    "window_of",
+    "text_of",
+    "join",
+    "mapping",
+    "listing",
+    "keys_text",
+]
 
 _NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?\Z")
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -93,9 +108,9 @@ class Draft:
     objective: dict
     node: object
     field: str
-    window: int | None = None              # days; None when the source does not say (Sloth: a flag of its CLI)
+    window: int | None = None  # days; None when the source does not say (Sloth: a flag of its CLI)
     group_by: tuple[str, ...] = ()
-    labels: dict = dataclasses.field(default_factory=dict)   # `field` is the attribute above
+    labels: dict = dataclasses.field(default_factory=dict)  # `field` is the attribute above
 
 
 def load_documents(text: str, file: str) -> list[tuple[str, object]]:
@@ -163,8 +178,9 @@ def name_of(notes: Notes, node, key: str, field: str, what: str) -> str:
     if not _NAME.match(name):
         raise notes.refuse(node, field, f"{text!r} is not a {what} name: letters, digits, '-', '_' and '.'")
     if name != text:
-        notes.add(node, field, f"{text!r} written {name!r}: inferwatch names are lower-case letters, digits, "
-                               "'-', '_' and '.'")
+        notes.add(
+            node, field, f"{text!r} written {name!r}: inferwatch names are lower-case letters, digits, '-', '_' and '.'"
+        )
     return name
 
 
@@ -183,12 +199,16 @@ def label_map(notes: Notes, node, key: str, field: str, prefix: str = "") -> dic
         if prefix:
             if not isinstance(name, str) or not name.startswith(prefix):
                 continue
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
         if not isinstance(name, str) or not _LABEL.match(name):
             notes.add(raw, where, "is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*); not carried over")
         elif name in RESERVED_LABELS:
-            notes.add(raw, where, f"{text_of(value)!r} not carried over: inferwatch sets the {name} label itself "
-                                  "(route on tier and severity)")
+            notes.add(
+                raw,
+                where,
+                f"{text_of(value)!r} not carried over: inferwatch sets the {name} label itself "
+                "(route on tier and severity)",
+            )
         elif isinstance(value, (dict, list)):
             notes.add(raw, where, f"is a {type(value).__name__}, not a label value; not carried over")
         else:
@@ -203,8 +223,9 @@ def annotation_map(notes: Notes, node, key: str, field: str, prefix: str = "") -
         if all(_LABEL_TEMPLATE.match(t) for t in _TEMPLATE.findall(value)):
             out[name] = value
         else:
-            notes.add(node[key], f"{field}.{prefix}{name}", "uses templates other than {{ $labels.NAME }}; not "
-                                                             "carried over")
+            notes.add(
+                node[key], f"{field}.{prefix}{name}", "uses templates other than {{ $labels.NAME }}; not carried over"
+            )
     return out
 
 
@@ -220,8 +241,15 @@ def percent(value, scale: int = 1) -> str | None:
     return (text.rstrip("0").rstrip(".") if "." in text else text) + "%"
 
 
-_UNITS: dict[str, Decimal | int] = {"m": Decimal(1) / 1440, "h": Decimal(1) / 24, "d": 1, "w": 7, "M": 30, "Q": 90,
-                                    "Y": 365}
+_UNITS: dict[str, Decimal | int] = {
+    "m": Decimal(1) / 1440,
+    "h": Decimal(1) / 24,
+    "d": 1,
+    "w": 7,
+    "M": 30,
+    "Q": 90,
+    "Y": 365,
+}
 
 
 def window_of(notes: Notes, node, field: str, count, unit: str) -> int:
@@ -239,6 +267,9 @@ def window_of(notes: Notes, node, field: str, count, unit: str) -> int:
     whole = max(MIN_DAYS, min(MAX_DAYS, int(days.to_integral_value())))
     if whole != days:
         hint = " (OpenSLO writes a month 1M; 1m is one minute)" if shown == "1m" else ""
-        notes.add(node, field, f"{shown}{hint} is outside inferwatch's rolling windows of 7d to 90d in whole "
-                               f"days; {whole}d used")
+        notes.add(
+            node,
+            field,
+            f"{shown}{hint} is outside inferwatch's rolling windows of 7d to 90d in whole days; {whole}d used",
+        )
     return whole

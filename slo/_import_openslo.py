@@ -9,8 +9,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inferwatch.slo._import_base import (DEFAULT_DAYS, Draft, Notes, Refused, join, keys_text, mapping, name_of,
-                                         percent, text_of, window_of)
+from inferwatch.slo._import_base import (
+    DEFAULT_DAYS,
+    Draft,
+    Notes,
+    Refused,
+    join,
+    keys_text,
+    mapping,
+    name_of,
+    percent,
+    text_of,
+    window_of,
+)
 from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli, reads_as_success
 
 __all__ = ["read_openslo", "OPENSLO_VERSIONS"]
@@ -32,8 +43,10 @@ class _Keys:
     indicator_ref: str
 
 
-_KEYS = {"openslo/v1": _Keys("service", "indicator", "indicatorRef"),
-         "openslo.com/v2alpha": _Keys("serviceRef", "sli", "sliRef")}
+_KEYS = {
+    "openslo/v1": _Keys("service", "indicator", "indicatorRef"),
+    "openslo.com/v2alpha": _Keys("serviceRef", "sli", "sliRef"),
+}
 
 
 class _Index:
@@ -59,9 +72,13 @@ def read_openslo(docs: list[tuple[str, dict]], notes: Notes, services: dict[str,
     for where, doc in docs:
         kind, prefix = text_of(doc.get("kind")), where
         if _api(doc) not in OPENSLO_VERSIONS:
-            notes.add(doc, join(prefix, "apiVersion"), f"{doc.get('apiVersion')} is not read (only "
-                                                  f"{', '.join(OPENSLO_VERSIONS + tuple(_ALIASES))}): {kind} not "
-                                                  "carried over")
+            notes.add(
+                doc,
+                join(prefix, "apiVersion"),
+                f"{doc.get('apiVersion')} is not read (only "
+                f"{', '.join(OPENSLO_VERSIONS + tuple(_ALIASES))}): {kind} not "
+                "carried over",
+            )
         elif kind == "SLO":
             reader = _slo_v1alpha if _api(doc) == "openslo/v1alpha" else _slo_v1
             try:
@@ -73,8 +90,12 @@ def read_openslo(docs: list[tuple[str, dict]], notes: Notes, services: dict[str,
             _other(doc, where, index, notes, services)
     if not index.by_kind.get("SLO"):
         kinds = sorted({text_of(d.get("kind")) or "?" for _, d in docs})
-        notes.add(docs[0][1], "", f"OpenSLO {', '.join(kinds)} only: there is no SLO in this file, so nothing "
-                                  "is imported (an SLO names its service, SLI, objectives and window)")
+        notes.add(
+            docs[0][1],
+            "",
+            f"OpenSLO {', '.join(kinds)} only: there is no SLO in this file, so nothing "
+            "is imported (an SLO names its service, SLI, objectives and window)",
+        )
     return drafts
 
 
@@ -94,14 +115,22 @@ def _other(doc: dict, prefix: str, index: _Index, notes: Notes, services: dict[s
         slo_specs = [mapping(d.get("spec")) for _, d in index.by_kind.get("SLO", {}).values()]
         named = {text_of(s.get("service", s.get("serviceRef"))) for s in slo_specs}
         if name not in named:
-            notes.add(doc, "", f"{where}: a Service only describes a service; no SLO of this file names it, so "
-                               "nothing of it is imported")
+            notes.add(
+                doc,
+                "",
+                f"{where}: a Service only describes a service; no SLO of this file names it, so "
+                "nothing of it is imported",
+            )
     elif kind in ("SLI", "DataSource"):
         if (kind, name) not in index.used:
             notes.add(doc, "", f"{where}: used by no SLO of this file; not carried over")
     elif kind in _ALERTING:
-        notes.add(doc, "", f"{where}: not carried over: inferwatch alerts on the SRE Workbook's multiwindow "
-                           "burn-rate tiers and on missing data; route notifications in Alertmanager")
+        notes.add(
+            doc,
+            "",
+            f"{where}: not carried over: inferwatch alerts on the SRE Workbook's multiwindow "
+            "burn-rate tiers and on missing data; route notifications in Alertmanager",
+        )
     else:
         notes.add(doc, "", f"{where}: an OpenSLO {kind or 'document without kind'} is not read")
 
@@ -119,7 +148,7 @@ def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     if not isinstance(objectives, list) or not objectives or not all(isinstance(o, dict) for o in objectives):
         raise notes.refuse(spec, f"{path}.objectives", "missing: an SLO needs a list of objectives with a target")
     own = [_has_indicator(o, keys) for o in objectives]
-    shared = None if all(own) else _indicator_v1(spec, path, keys, index, notes)   # refuses the SLO once
+    shared = None if all(own) else _indicator_v1(spec, path, keys, index, notes)  # refuses the SLO once
     _metadata(meta, prefix, notes)
     _unknown(spec, _SLO_KEYS | {keys.service, keys.indicator, keys.indicator_ref}, path, notes)
     for i, target in enumerate(objectives):
@@ -127,24 +156,43 @@ def _slo_v1(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Draft]:
     window = _window_v1(spec, path, notes)
     _budgeting(spec, path, notes)
     if spec.get("alertPolicies"):
-        notes.add(spec, f"{path}.alertPolicies", "not carried over: inferwatch alerts on the SRE Workbook's "
-                                                 "multiwindow burn-rate tiers and on missing data")
+        notes.add(
+            spec,
+            f"{path}.alertPolicies",
+            "not carried over: inferwatch alerts on the SRE Workbook's multiwindow burn-rate tiers and on missing data",
+        )
     drafts = []
     for i, target in enumerate(objectives):
         field = f"{path}.objectives[{i}]"
         try:
             sli, group_by = _indicator_v1(target, field, keys, index, notes) if own[i] or shared is None else shared
             objective = _objective(name, i, len(objectives), target, spec, field, notes)
-            drafts.append(Draft(service, {**objective, **sli, "target": objective.pop("target")}, target, field,
-                                window=window, group_by=group_by))
+            drafts.append(
+                Draft(
+                    service,
+                    {**objective, **sli, "target": objective.pop("target")},
+                    target,
+                    field,
+                    window=window,
+                    group_by=group_by,
+                )
+            )
         except Refused as refused:
             notes.items += refused.problems
     return drafts
 
 
 _SLO_KEYS = {"description", "timeWindow", "budgetingMethod", "objectives", "alertPolicies"}
-_OBJECTIVE_KEYS = {"displayName", "op", "value", "target", "targetPercent", "timeSliceTarget", "timeSliceWindow",
-                   "compositeWeight"}
+_OBJECTIVE_KEYS = {
+    "displayName",
+    "op",
+    "value",
+    "target",
+    "targetPercent",
+    "timeSliceTarget",
+    "timeSliceWindow",
+    "compositeWeight",
+}
 
 
 def _unknown(node: dict, known: set[str], path: str, notes: Notes) -> None:
@@ -167,12 +215,20 @@ def _objective(name: str, i: int, count: int, target: dict, spec: dict, field: s
     else:
         value = percent(target.get("target"), scale=100) if target.get("target") is not None else None
     if value is None or (target.get("targetPercent") is None and float(value[:-1]) > 100):
-        raise notes.refuse(target, f"{field}.target", f"{text_of(target.get('target'))!r}: an objective needs a "
-                                                      "target between 0 and 1, e.g. 0.999 (or targetPercent: 99.9)")
+        raise notes.refuse(
+            target,
+            f"{field}.target",
+            f"{text_of(target.get('target'))!r}: an objective needs a "
+            "target between 0 and 1, e.g. 0.999 (or targetPercent: 99.9)",
+        )
     objective["target"] = value
     if target.get("value") is not None and "op" in target:
-        notes.add(target, f"{field}.value", f"{target.get('op')} {text_of(target['value'])} not carried over: "
-                                            "a threshold applies to thresholdMetric SLIs, not to ratios")
+        notes.add(
+            target,
+            f"{field}.value",
+            f"{target.get('op')} {text_of(target['value'])} not carried over: "
+            "a threshold applies to thresholdMetric SLIs, not to ratios",
+        )
     return objective
 
 
@@ -180,8 +236,11 @@ def _metadata(meta: dict, prefix: str, notes: Notes) -> None:
     for key in ("labels", "annotations"):
         if meta.get(key):
             shown = keys_text(meta[key])
-            notes.add(meta, join(prefix, f"metadata.{key}"), f"({shown}) not carried over: OpenSLO metadata sorts "
-                                                              "SLOs; put alert labels under labels:")
+            notes.add(
+                meta,
+                join(prefix, f"metadata.{key}"),
+                f"({shown}) not carried over: OpenSLO metadata sorts SLOs; put alert labels under labels:",
+            )
 
 
 def _first_window(spec: dict, key: str, path: str, notes: Notes) -> tuple[dict, str] | None:
@@ -214,15 +273,21 @@ def _no_window(spec: dict, field: str, notes: Notes) -> int:
 
 def _calendar(window: dict, rolling, field: str, shown: str, notes: Notes) -> None:
     if rolling is False or window.get("calendar"):
-        notes.add(window, f"{field}.isRolling", f"calendar window {shown} not carried over: alerts and budget use "
-                                                "a rolling window of the same length")
+        notes.add(
+            window,
+            f"{field}.isRolling",
+            f"calendar window {shown} not carried over: alerts and budget use a rolling window of the same length",
+        )
 
 
 def _budgeting(spec: dict, path: str, notes: Notes) -> None:
     method = text_of(spec.get("budgetingMethod") or "Occurrences")
     if method != "Occurrences":
-        notes.add(spec, f"{path}.budgetingMethod", f"{method} not carried over: inferwatch budgets by events "
-                                                   "(Occurrences); time-slice targets are dropped")
+        notes.add(
+            spec,
+            f"{path}.budgetingMethod",
+            f"{method} not carried over: inferwatch budgets by events (Occurrences); time-slice targets are dropped",
+        )
 
 
 def _indicator_v1(node: dict, path: str, keys: _Keys, index: _Index, notes: Notes) -> tuple[dict, tuple]:
@@ -230,32 +295,44 @@ def _indicator_v1(node: dict, path: str, keys: _Keys, index: _Index, notes: Note
     if indicator is None and node.get(keys.indicator_ref) is not None:
         indicator, field = index.get("SLI", node[keys.indicator_ref]), f"{path}.{keys.indicator_ref}"
         if indicator is None:
-            raise notes.refuse(node, field, f"{text_of(node[keys.indicator_ref])!r}: no SLI of that name in this "
-                                            "file")
+            raise notes.refuse(node, field, f"{text_of(node[keys.indicator_ref])!r}: no SLI of that name in this file")
     sli_spec = indicator.get("spec") if isinstance(indicator, dict) else None
     if not isinstance(sli_spec, dict):
-        raise notes.refuse(node, field, f"missing: an SLO needs an SLI ({keys.indicator} inline, or "
-                                        f"{keys.indicator_ref})")
+        raise notes.refuse(
+            node, field, f"missing: an SLO needs an SLI ({keys.indicator} inline, or {keys.indicator_ref})"
+        )
     if "thresholdMetric" in sli_spec:
-        raise notes.refuse(sli_spec, f"{field}.spec.thresholdMetric", "a threshold on one metric's value is not a "
-                           "count of good events; inferwatch SLIs are ratios of events (give a ratioMetric)")
+        raise notes.refuse(
+            sli_spec,
+            f"{field}.spec.thresholdMetric",
+            "a threshold on one metric's value is not a "
+            "count of good events; inferwatch SLIs are ratios of events (give a ratioMetric)",
+        )
     ratio = sli_spec.get("ratioMetric")
     if not isinstance(ratio, dict):
         raise notes.refuse(sli_spec, f"{field}.spec", "has no ratioMetric: inferwatch SLIs are ratios of events")
     where = f"{field}.spec.ratioMetric"
     if "raw" in ratio:
-        raise notes.refuse(ratio, f"{where}.raw", "a precomputed ratio cannot be split into events; give good (or "
-                                                  "bad) and total")
+        raise notes.refuse(
+            ratio, f"{where}.raw", "a precomputed ratio cannot be split into events; give good (or bad) and total"
+        )
     _counter_flag(ratio, "counter", where, notes)
-    queries = {key: _query_v1(ratio.get(key), f"{where}.{key}", index, notes) for key in ("good", "bad", "total")
-               if key in ratio}
+    queries = {
+        key: _query_v1(ratio.get(key), f"{where}.{key}", index, notes)
+        for key in ("good", "bad", "total")
+        if key in ratio
+    }
     return _ratio(queries, ratio, where, notes)
 
 
 def _counter_flag(ratio: dict, key: str, where: str, notes: Notes) -> None:
     if ratio.get(key) is False:
-        raise notes.refuse(ratio, f"{where}.{key}", "false: the queries return event counts per interval, not "
-                                                    "counters; inferwatch counts events with rate() of counters")
+        raise notes.refuse(
+            ratio,
+            f"{where}.{key}",
+            "false: the queries return event counts per interval, not "
+            "counters; inferwatch counts events with rate() of counters",
+        )
 
 
 def _ratio(queries: dict, ratio: dict, where: str, notes: Notes) -> tuple[dict, tuple[str, ...]]:
@@ -285,8 +362,12 @@ def _query_v1(metric, field: str, index: _Index, notes: Notes) -> str:
         data_source = index.get("DataSource", ref)
         kind = mapping(mapping(data_source).get("spec")).get("type")
         if data_source is None:
-            raise notes.refuse(source, f"{field}.type", f"unknown: no DataSource {text_of(ref)!r} in this file says "
-                                                        "which kind of source the query is for (add type: Prometheus)")
+            raise notes.refuse(
+                source,
+                f"{field}.type",
+                f"unknown: no DataSource {text_of(ref)!r} in this file says "
+                "which kind of source the query is for (add type: Prometheus)",
+            )
     spec = mapping(source.get("spec")) or mapping(metric.get("spec"))
     return _prometheus_query(source, field, kind, spec.get("query", spec.get("promql")), notes)
 
@@ -295,8 +376,12 @@ def _prometheus_query(node, field: str, kind, query, notes: Notes) -> str:
     if kind is None:
         raise notes.refuse(node, f"{field}.type", "missing: say which metric source (Prometheus) the query is for")
     if re.sub(r"[^a-z]", "", text_of(kind).lower()) not in PROMETHEUS_SOURCES:
-        raise notes.refuse(node, f"{field}.type", f"{text_of(kind)} is not a Prometheus source: inferwatch "
-                                                  "compiles PromQL for Prometheus, so this SLO cannot be imported")
+        raise notes.refuse(
+            node,
+            f"{field}.type",
+            f"{text_of(kind)} is not a Prometheus source: inferwatch "
+            "compiles PromQL for Prometheus, so this SLO cannot be imported",
+        )
     if not query or not text_of(query).strip():
         raise notes.refuse(node, f"{field}.spec.query", "missing: a Prometheus source needs a query")
     return text_of(query)
@@ -321,8 +406,16 @@ def _slo_v1alpha(doc: dict, prefix: str, index: _Index, notes: Notes) -> list[Dr
                 raise notes.refuse(objectives, field, "must be a mapping with a target")
             sli, group_by = _ratio_v1alpha(target, spec, field, path, notes)
             objective = _objective(name, i, len(objectives), target, spec, field, notes)
-            drafts.append(Draft(service, {**objective, **sli, "target": objective.pop("target")}, target, field,
-                                window=window, group_by=group_by))
+            drafts.append(
+                Draft(
+                    service,
+                    {**objective, **sli, "target": objective.pop("target")},
+                    target,
+                    field,
+                    window=window,
+                    group_by=group_by,
+                )
+            )
         except Refused as refused:
             notes.items += refused.problems
     return drafts
@@ -332,9 +425,13 @@ def _ratio_v1alpha(target: dict, spec: dict, field: str, path: str, notes: Notes
     ratio = target.get("ratioMetrics")
     if not isinstance(ratio, dict):
         if isinstance(spec.get("indicator"), dict) and "thresholdMetric" in spec["indicator"]:
-            raise notes.refuse(spec["indicator"], f"{path}.indicator.thresholdMetric", "a threshold on one "
-                               "metric's value is not a count of good events; inferwatch SLIs are ratios of events "
-                               "(give ratioMetrics)")
+            raise notes.refuse(
+                spec["indicator"],
+                f"{path}.indicator.thresholdMetric",
+                "a threshold on one "
+                "metric's value is not a count of good events; inferwatch SLIs are ratios of events "
+                "(give ratioMetrics)",
+            )
         raise notes.refuse(target, f"{field}.ratioMetrics", "missing: inferwatch SLIs are ratios of events")
     where = f"{field}.ratioMetrics"
     _counter_flag(ratio, "incremental", where, notes)
@@ -342,8 +439,7 @@ def _ratio_v1alpha(target: dict, spec: dict, field: str, path: str, notes: Notes
     for key in ("good", "bad", "total"):
         metric = ratio.get(key)
         if isinstance(metric, dict):
-            queries[key] = _prometheus_query(metric, f"{where}.{key}", metric.get("source"), metric.get("query"),
-                                             notes)
+            queries[key] = _prometheus_query(metric, f"{where}.{key}", metric.get("source"), metric.get("query"), notes)
         elif key in ratio:
             raise notes.refuse(ratio, f"{where}.{key}", "must be a mapping with source, queryType and query")
     return _ratio(queries, ratio, where, notes)
@@ -356,6 +452,11 @@ def _window_v1alpha(spec: dict, path: str, notes: Notes) -> int:
     window, field = first
     unit = _V1ALPHA_UNITS.get(text_of(window.get("unit")).lower(), "?")
     days = window_of(notes, window, f"{field}.count", window.get("count", 1), unit)
-    _calendar(window, window.get("isRolling", True), field, f"{text_of(window.get('count'))} "
-                                                              f"{text_of(window.get('unit'))}", notes)
+    _calendar(
+        window,
+        window.get("isRolling", True),
+        field,
+        f"{text_of(window.get('count'))} {text_of(window.get('unit'))}",
+        notes,
+    )
     return days

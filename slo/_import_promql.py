@@ -30,7 +30,7 @@ class Counter:
     """One `sum(rate(name{matchers}[w]))` term."""
 
     name: str
-    matchers: tuple[tuple[str, str, str], ...]     # (label, op, value) in the order written
+    matchers: tuple[tuple[str, str, str], ...]  # (label, op, value) in the order written
     by: tuple[str, ...] = ()
 
     def key(self) -> tuple:
@@ -46,9 +46,9 @@ class Counter:
     def histogram_total(self) -> tuple | None:
         """`x_count{m}` and `x_bucket{m, le="+Inf"}` both count every observation of histogram x: its key."""
         if self.name.endswith("_count"):
-            return self.name[:-len("_count")], frozenset(self.matchers)
+            return self.name[: -len("_count")], frozenset(self.matchers)
         if self.name.endswith("_bucket") and self.le() in ("+Inf", "Inf", "+inf", "inf"):
-            return self.name[:-len("_bucket")], frozenset(m for m in self.matchers if m[0] != "le")
+            return self.name[: -len("_bucket")], frozenset(m for m in self.matchers if m[0] != "le")
         return None
 
 
@@ -83,8 +83,12 @@ def _is_number(expr, value: float) -> bool:
 
 def _is_number_vector(expr, value: float) -> bool:
     expr = _unwrap(expr)
-    return (isinstance(expr, promql_parser.Call) and expr.func.name == "vector" and len(expr.args) == 1
-            and _is_number(expr.args[0], value))
+    return (
+        isinstance(expr, promql_parser.Call)
+        and expr.func.name == "vector"
+        and len(expr.args) == 1
+        and _is_number(expr.args[0], value)
+    )
 
 
 def _is_zero_vector(expr) -> bool:
@@ -97,9 +101,9 @@ def _terms(expr, sign: int, bare_ok: bool, out: list) -> None:
     if isinstance(expr, promql_parser.BinaryExpr):
         op = str(expr.op)
         if op == "or" and _is_zero_vector(expr.rhs):
-            return _terms(expr.lhs, sign, bare_ok, out)       # `or vector(0)`: no error series means zero errors
+            return _terms(expr.lhs, sign, bare_ok, out)  # `or vector(0)`: no error series means zero errors
         if op in ("+", "-") and (expr.modifier is None or not expr.modifier.return_bool):
-            if _is_number(expr.rhs, 0):                     # `+ 0`, `- 0`: adds nothing
+            if _is_number(expr.rhs, 0):  # `+ 0`, `- 0`: adds nothing
                 return _terms(expr.lhs, sign, bare_ok, out)
             if op == "+" and _is_number(expr.lhs, 0):
                 return _terms(expr.rhs, sign, bare_ok, out)
@@ -184,8 +188,12 @@ def _without_nan_guard(expr):
     expr = _unwrap(expr)
     if isinstance(expr, promql_parser.BinaryExpr) and str(expr.op) == "or" and _is_number_vector(expr.rhs, 1):
         lhs = _unwrap(expr.lhs)
-        if (isinstance(lhs, promql_parser.BinaryExpr) and str(lhs.op) == ">" and _is_number(lhs.rhs, 0)
-                and (lhs.modifier is None or not lhs.modifier.return_bool)):
+        if (
+            isinstance(lhs, promql_parser.BinaryExpr)
+            and str(lhs.op) == ">"
+            and _is_number(lhs.rhs, 0)
+            and (lhs.modifier is None or not lhs.modifier.return_bool)
+        ):
             return lhs.lhs
     return expr
 
@@ -204,8 +212,9 @@ def _counters(query: str, what: str, bare_ok: bool) -> tuple[list[Counter], list
 def _total(query: str, bare_ok: bool) -> Counter:
     plus, minus = _counters(query, "total query", bare_ok)
     if len(plus) != 1 or minus:
-        raise QueryError(f"total query adds or subtracts {len(plus) + len(minus)} counters; "
-                         "inferwatch's total is one counter")
+        raise QueryError(
+            f"total query adds or subtracts {len(plus) + len(minus)} counters; inferwatch's total is one counter"
+        )
     return plus[0]
 
 
@@ -219,7 +228,7 @@ def _threshold(le: str) -> str | None:
     except InvalidOperation:
         return None
     if not value.is_finite() or value <= 0 or (value * 1000) % 1:
-        return None                  # our thresholds are whole milliseconds; a finer bucket stays a ratio
+        return None  # our thresholds are whole milliseconds; a finer bucket stays a ratio
     return f"{value.normalize():f}s"
 
 
@@ -227,11 +236,19 @@ def _good_or_latency(good: Counter, total: Counter) -> dict:
     """Good events out of total: a latency SLI when good is the histogram's bucket of total, else a ratio."""
     if _same(good, total):
         raise QueryError("good and total count the same events: the SLI would always be 100%")
-    base, le = good.name[:-len("_bucket")], good.le()
-    if (good.name.endswith("_bucket") and le and base.endswith("_seconds") and _threshold(le)
-            and total.histogram_total() == (base, frozenset(m for m in good.matchers if m[0] != "le"))):
-        return {"sli": "latency", "metric": good.selector(drop="le").replace(good.name, base, 1),
-                "threshold": _threshold(le)}
+    base, le = good.name[: -len("_bucket")], good.le()
+    if (
+        good.name.endswith("_bucket")
+        and le
+        and base.endswith("_seconds")
+        and _threshold(le)
+        and total.histogram_total() == (base, frozenset(m for m in good.matchers if m[0] != "le"))
+    ):
+        return {
+            "sli": "latency",
+            "metric": good.selector(drop="le").replace(good.name, base, 1),
+            "threshold": _threshold(le),
+        }
     flipped = _complement(good, total)
     if flipped:
         return {"sli": "ratio", "total": total.selector(), "bad": flipped.selector()}
@@ -265,8 +282,11 @@ def _fast_bucket(counter: Counter) -> bool:
         bound = Decimal(counter.le() or "")
     except InvalidOperation:
         return False
-    return (bound.is_finite() and bound > 0
-            and (base.rsplit("_", 1)[-1] in _TIME_UNITS or base.endswith(("_duration", "_latency"))))
+    return (
+        bound.is_finite()
+        and bound > 0
+        and (base.rsplit("_", 1)[-1] in _TIME_UNITS or base.endswith(("_duration", "_latency")))
+    )
 
 
 def _no_fast_errors(plus: list[Counter], minus: list[Counter], what: str) -> None:
@@ -279,21 +299,36 @@ def _no_fast_errors(plus: list[Counter], minus: list[Counter], what: str) -> Non
     slow = f"{fast.selector(drop='le').replace(fast.name, base + '_count', 1)} - {fast.selector()}"
     histogram = (base, frozenset(m for m in fast.matchers if m[0] != "le"))
     if any(c.histogram_total() == histogram for c in minus):
-        raise QueryError(f"{what} is {fast.selector()} minus all observations: the fast ones minus all, the "
-                         f"negative of the slow ones, so it never alerts; the slow ones are {slow}")
-    raise QueryError(f"{what} counts {fast.selector()}, the observations at or under {le} (the fast ones): good "
-                     f"events, not errors; the slow ones are {slow}")
+        raise QueryError(
+            f"{what} is {fast.selector()} minus all observations: the fast ones minus all, the "
+            f"negative of the slow ones, so it never alerts; the slow ones are {slow}"
+        )
+    raise QueryError(
+        f"{what} counts {fast.selector()}, the observations at or under {le} (the fast ones): good "
+        f"events, not errors; the slow ones are {slow}"
+    )
 
 
 # words that name a good outcome, as a label's name (`accurate="true"`), a label's value (`status="success"`) or a
 # word of a counter's name (`checks_passed_total`), unless the name also has a word of failure
 # (`x_success_failures_total`); and the labels that hold HTTP statuses
-_SUCCESS_WORDS = frozenset({"success", "successes", "successful", "succeeded", "ok", "correct", "accurate", "valid",
-                            "passed", "healthy"})
+_SUCCESS_WORDS = frozenset(
+    {"success", "successes", "successful", "succeeded", "ok", "correct", "accurate", "valid", "passed", "healthy"}
+)
 _FAILURE_WORDS = frozenset({"fail", "failed", "failure", "failures", "error", "errors", "bad"})
 _TRUE = frozenset({"true", "1", "yes"})
-_STATUS_LABELS = frozenset({"code", "status", "status_code", "http_status", "http_code", "response_code",
-                            "http_status_code", "http_response_status_code"})
+_STATUS_LABELS = frozenset(
+    {
+        "code",
+        "status",
+        "status_code",
+        "http_status",
+        "http_code",
+        "response_code",
+        "http_status_code",
+        "http_response_status_code",
+    }
+)
 _HTTP_SUCCESS = re.compile(r"2(?:\d\d|\.\.|\d\.|xx|\[0-9\]\[0-9\]|\\d\{2\}|\\d\\d)", re.I)
 
 
@@ -305,8 +340,11 @@ def _says_success(counter: Counter) -> str | None:
             continue
         values = [v.strip().lower() for v in value.split("|")] if op == "=~" else [value.lower()]
         word = label.lower().removeprefix("is_")
-        if (all(v in _SUCCESS_WORDS for v in values) or (word in _SUCCESS_WORDS and all(v in _TRUE for v in values))
-                or (label.lower() in _STATUS_LABELS and all(_HTTP_SUCCESS.fullmatch(v) for v in values))):
+        if (
+            all(v in _SUCCESS_WORDS for v in values)
+            or (word in _SUCCESS_WORDS and all(v in _TRUE for v in values))
+            or (label.lower() in _STATUS_LABELS and all(_HTTP_SUCCESS.fullmatch(v) for v in values))
+        ):
             return f'{label}{op}"{value}"'
     words = set(counter.name.lower().removesuffix("_total").split("_"))
     if words & _SUCCESS_WORDS and not words & _FAILURE_WORDS:
@@ -323,16 +361,20 @@ def reads_as_success(query: str, what: str) -> str | None:
         return None
     for counter in plus:
         if (said := _says_success(counter)) is not None:
-            return (f"{what} {counter.selector()} counts what {said} calls successes; imported as the bad events, "
-                    "as written: if these are the good events, write good: in place of bad: in the spec")
+            return (
+                f"{what} {counter.selector()} counts what {said} calls successes; imported as the bad events, "
+                "as written: if these are the good events, write good: in place of bad: in the spec"
+            )
     return None
 
 
 def _group_by(counters: list[Counter]) -> tuple[str, ...]:
     groupings = {c.by for c in counters}
     if len(groupings) > 1:
-        raise QueryError("sums by different labels in its queries: " +
-                         ", ".join(f"by ({', '.join(g)})" if g else "no grouping" for g in sorted(groupings)))
+        raise QueryError(
+            "sums by different labels in its queries: "
+            + ", ".join(f"by ({', '.join(g)})" if g else "no grouping" for g in sorted(groupings))
+        )
     return groupings.pop()
 
 
@@ -344,14 +386,18 @@ def events_sli(error_query: str, total_query: str) -> tuple[dict, tuple[str, ...
     group_by = _group_by([total, *plus, *minus])
     if not minus:
         if any(_same(c, total) for c in plus):
-            raise QueryError("error query counts the total itself: every event would be an error (Sloth refuses "
-                             "identical error and total queries)")
+            raise QueryError(
+                "error query counts the total itself: every event would be an error (Sloth refuses "
+                "identical error and total queries)"
+            )
         bad = [c.selector() for c in plus]
         return {"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad}, group_by
     if len(plus) == 1 and len(minus) == 1 and _same(plus[0], total):
-        return _good_or_latency(minus[0], total), group_by          # errors = total - good
-    raise QueryError("error query subtracts counters other than total - good; write it as a sum of "
-                     "error counters, or as total minus good events")
+        return _good_or_latency(minus[0], total), group_by  # errors = total - good
+    raise QueryError(
+        "error query subtracts counters other than total - good; write it as a sum of "
+        "error counters, or as total minus good events"
+    )
 
 
 def bad_sli(bad_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tuple[str, ...]]:
@@ -364,8 +410,10 @@ def bad_sli(bad_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tupl
     if any(_same(c, total) for c in plus):
         raise QueryError("bad query counts the total itself: every event would be bad")
     bad = [c.selector() for c in plus]
-    return ({"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad},
-            _group_by([total, *plus]))
+    return (
+        {"sli": "ratio", "total": total.selector(), "bad": bad[0] if len(bad) == 1 else bad},
+        _group_by([total, *plus]),
+    )
 
 
 def good_sli(good_query: str, total_query: str, bare_ok: bool) -> tuple[dict, tuple[str, ...]]:

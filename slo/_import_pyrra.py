@@ -9,14 +9,26 @@ from __future__ import annotations
 import copy
 import re
 
-from inferwatch.slo._import_base import (Draft, Notes, annotation_map, join, keys_text, label_map, listing, mapping,
-                                         name_of, percent, text_of, window_of)
+from inferwatch.slo._import_base import (
+    Draft,
+    Notes,
+    annotation_map,
+    join,
+    keys_text,
+    label_map,
+    listing,
+    mapping,
+    name_of,
+    percent,
+    text_of,
+    window_of,
+)
 from inferwatch.slo._import_promql import QueryError, bad_sli, good_sli, reads_as_success
 
 __all__ = ["read_pyrra"]
 
 _KNOWN = {"description", "target", "window", "indicator", "alerting"}
-_PREFIX = "pyrra.dev/"      # Pyrra puts these metadata labels and annotations on its alerts, the prefix cut off
+_PREFIX = "pyrra.dev/"  # Pyrra puts these metadata labels and annotations on its alerts, the prefix cut off
 
 
 def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
@@ -31,8 +43,9 @@ def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
     sli, group_by = _indicator(spec, f"{path}.indicator", notes)
     target = percent(spec.get("target")) if spec.get("target") is not None else None
     if target is None:
-        raise notes.refuse(spec, f"{path}.target", f"{text_of(spec.get('target'))!r}: a target such as \"99.9\" is "
-                                                   "required")
+        raise notes.refuse(
+            spec, f"{path}.target", f'{text_of(spec.get("target"))!r}: a target such as "99.9" is required'
+        )
     match = re.fullmatch(r"(\d+)\s*([a-zA-Z])", text_of(spec.get("window")).strip())
     window = window_of(notes, spec, f"{path}.window", *(match.groups() if match else (spec.get("window"), "?")))
     labels, service = _labels(meta, join(where, "metadata.labels"), notes)
@@ -41,15 +54,20 @@ def read_pyrra(doc: dict, where: str, notes: Notes) -> list[Draft]:
         objective["annotations"] = annotations
     if service is None:
         service = name
-        notes.add(meta, join(where, "metadata.name"), f"Pyrra SLOs have no service: service {name} named after the "
-                                                      "SLO")
+        notes.add(meta, join(where, "metadata.name"), f"Pyrra SLOs have no service: service {name} named after the SLO")
     _alerting(spec.get("alerting"), f"{path}.alerting", notes)
     for key in sorted(set(spec) - _KNOWN, key=str):
         if spec[key]:
-            notes.add(spec, f"{path}.{key}", f"{text_of(spec[key])[:40]!r} not carried over: a setting of Pyrra's "
-                                             "own rule generation")
-    return [Draft(service, {**objective, **sli, "target": target}, spec, path, window=window, group_by=group_by,
-                  labels=labels)]
+            notes.add(
+                spec,
+                f"{path}.{key}",
+                f"{text_of(spec[key])[:40]!r} not carried over: a setting of Pyrra's own rule generation",
+            )
+    return [
+        Draft(
+            service, {**objective, **sli, "target": target}, spec, path, window=window, group_by=group_by, labels=labels
+        )
+    ]
 
 
 def _labels(meta: dict, field: str, notes: Notes) -> tuple[dict, str | None]:
@@ -60,7 +78,7 @@ def _labels(meta: dict, field: str, notes: Notes) -> tuple[dict, str | None]:
     service = None
     if raw.get(f"{_PREFIX}service") is not None:
         service = name_of(notes, raw, f"{_PREFIX}service", f"{field}.{_PREFIX}service", "service")
-    rest = copy.copy(raw)                   # keeps the lines its notes point at
+    rest = copy.copy(raw)  # keeps the lines its notes point at
     rest.pop(f"{_PREFIX}service", None)
     _others(rest, meta, field, "labels", notes)
     return label_map(notes, {"labels": rest}, "labels", field, _PREFIX), service
@@ -75,8 +93,12 @@ def _annotations(meta: dict, field: str, notes: Notes) -> dict:
 def _others(raw, meta: dict, field: str, what: str, notes: Notes) -> None:
     others = [k for k in raw if not text_of(k).startswith(_PREFIX)] if isinstance(raw, dict) else []
     if others:
-        notes.add(meta, field, f"({keys_text(others)}) not carried over: {what} of the Kubernetes resource, not "
-                               f"of alerts (Pyrra passes on only {_PREFIX}NAME {what})")
+        notes.add(
+            meta,
+            field,
+            f"({keys_text(others)}) not carried over: {what} of the Kubernetes resource, not "
+            f"of alerts (Pyrra passes on only {_PREFIX}NAME {what})",
+        )
 
 
 def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ...]]:
@@ -85,9 +107,11 @@ def _indicator(spec: dict, path: str, notes: Notes) -> tuple[dict, tuple[str, ..
         indicator = {}
     for unsupported in ("latencyNative", "bool_gauge"):
         if indicator.get(unsupported):
-            raise notes.refuse(indicator, f"{path}.{unsupported}",
-                               f"a {unsupported} indicator is not a count of events in "
-                                                            "counters; give a ratio or latency indicator")
+            raise notes.refuse(
+                indicator,
+                f"{path}.{unsupported}",
+                f"a {unsupported} indicator is not a count of events in counters; give a ratio or latency indicator",
+            )
     kind = next((k for k in ("ratio", "latency") if isinstance(indicator.get(k), dict)), None)
     if kind is None:
         raise notes.refuse(spec, path, "missing: give a ratio (errors, total) or latency (success, total) indicator")
@@ -115,10 +139,18 @@ def _alerting(alerting, path: str, notes: Notes) -> None:
     for key in ("disabled", "burnrates", "absent"):
         value = alerting.get(key)
         if value is not None and value is not (key != "disabled"):
-            notes.add(alerting, f"{path}.{key}", f"{text_of(value)} not carried over: inferwatch generates every "
-                                                 "burn-rate tier and the missing-data alert; silence them in "
-                                                 "Alertmanager")
+            notes.add(
+                alerting,
+                f"{path}.{key}",
+                f"{text_of(value)} not carried over: inferwatch generates every "
+                "burn-rate tier and the missing-data alert; silence them in "
+                "Alertmanager",
+            )
     for key in ("name", "absentName", "severities"):
         if alerting.get(key):
-            notes.add(alerting, f"{path}.{key}", "not carried over: inferwatch alerts are LLMErrorBudgetBurn and "
-                                                 "LLMSLIDataMissing, with tier and severity labels")
+            notes.add(
+                alerting,
+                f"{path}.{key}",
+                "not carried over: inferwatch alerts are LLMErrorBudgetBurn and "
+                "LLMSLIDataMissing, with tier and severity labels",
+            )

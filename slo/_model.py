@@ -40,7 +40,7 @@ class Selector:
 class LatencySLI:
     """Good events: observations of a histogram at or under `threshold` seconds."""
 
-    metric: str                      # histogram base name, without _bucket / _count
+    metric: str  # histogram base name, without _bucket / _count
     threshold: Fraction
     matchers: tuple[Matcher, ...] = ()
     means: str = ""
@@ -65,7 +65,7 @@ class Tier:
     name: str
     severity: str
     budget_percent: Fraction
-    long: Fraction                   # seconds
+    long: Fraction  # seconds
     short: Fraction
     history: Fraction | None = None  # seconds of SLI data the tier needs behind it before it fires
 
@@ -84,7 +84,7 @@ class EngineRef:
 @dataclass(frozen=True)
 class Objective:
     name: str
-    kind: str                        # ttft, tpot, answered, latency or ratio
+    kind: str  # ttft, tpot, answered, latency or ratio
     sli: LatencySLI | RatioSLI
     target: Fraction
     labels: tuple[tuple[str, str], ...] = ()
@@ -101,7 +101,7 @@ class Objective:
 class Spec:
     file: str
     service: str
-    window: Fraction                 # seconds
+    window: Fraction  # seconds
     objectives: tuple[Objective, ...]
     selector: tuple[Matcher, ...] = ()
     engines: tuple[EngineRef, ...] = ()

@@ -42,7 +42,12 @@ class Counts:
         for m in maths:
             ratios = [r for w in (m.tier.long, m.tier.short) if (r := self.error_ratio(t, w)) is not None]
             # the scenario's series start at minute 0: a tier fires once they reach back its history
-            if (m.fires and len(ratios) == 2 and min(ratios) > m.threshold and t * BASE >= m.history
-                    and self.window(t, m.tier.long)[0] >= m.min_events):
+            if (
+                m.fires
+                and len(ratios) == 2
+                and min(ratios) > m.threshold
+                and t * BASE >= m.history
+                and self.window(t, m.tier.long)[0] >= m.min_events
+            ):
                 out.append(m)
         return out

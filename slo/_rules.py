@@ -49,22 +49,42 @@ from inferwatch.slo._burn import BASE, TierMath, decimal, tier_math, tier_window
 from inferwatch.slo._model import LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec
 from inferwatch.slo._selector import le_matcher
 
-__all__ = ["RuleSet", "compile_spec", "window_name", "BURN_ALERT", "MISSING_ALERT", "DEFAULT_RUNBOOKS",
-           "runbook_url", "record", "literal", "LITERAL_BRACES", "ratio_ref", "raw_fallback_inline",
-           "long_group_name", "TOTAL_1M", "GOOD_1M", "SLI_RATIO", "COVERAGE", "LONG_INTERVAL",
-           "INLINE_FALLBACK_MAX", "folded_guard", "guarded_windows", "reads_counts_inline"]
+__all__ = [
+    "RuleSet",
+    "compile_spec",
+    "window_name",
+    "BURN_ALERT",
+    "MISSING_ALERT",
+    "DEFAULT_RUNBOOKS",
+    "runbook_url",
+    "record",
+    "literal",
+    "LITERAL_BRACES",
+    "ratio_ref",
+    "raw_fallback_inline",
+    "long_group_name",
+    "TOTAL_1M",
+    "GOOD_1M",
+    "SLI_RATIO",
+    "COVERAGE",
+    "LONG_INTERVAL",
+    "INLINE_FALLBACK_MAX",
+    "folded_guard",
+    "guarded_windows",
+    "reads_counts_inline",
+]
 
 BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
 DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RUNBOOKS.md"
-MISSING_LOOKBACK = "1h"      # a vanished source or group is named this long; then it is just "absent"
-HISTORY_LOOKBACK = "1h"      # a tier's history guard takes any sample this long before its history
-FRESH_SECONDS = 90           # the 5m-rate fallback counts a series only while its last sample is this recent:
-                             # one 1m scrape interval plus slack for a late scrape
+MISSING_LOOKBACK = "1h"  # a vanished source or group is named this long; then it is just "absent"
+HISTORY_LOOKBACK = "1h"  # a tier's history guard takes any sample this long before its history
+FRESH_SECONDS = 90  # the 5m-rate fallback counts a series only while its last sample is this recent:
+# one 1m scrape interval plus slack for a late scrape
 TOTAL_1M, GOOD_1M = "llm_slo:total:increase1m", "llm_slo:good:increase1m"
 SLI_RATIO = "llm_slo:sli:ratio"
-COVERAGE = Fraction(9, 10)   # a window is read from the recorded counts once they reach back this share of it
-LONG_INTERVAL = Fraction(600)            # the long-window group's interval
+COVERAGE = Fraction(9, 10)  # a window is read from the recorded counts once they reach back this share of it
+LONG_INTERVAL = Fraction(600)  # the long-window group's interval
 INLINE_FALLBACK_MAX = Fraction(6 * 3600)  # windows up to this read the raw counters inline while not covered
 
 
@@ -129,18 +149,30 @@ def compile_spec(spec: Spec) -> RuleSet:
                 warnings.append(
                     f"{spec.file}: {objective.name}: tier {m.tier.name} left out: at target "
                     f"{decimal(objective.target * 100)}% it would need an error ratio of {decimal(m.threshold)}, "
-                    "more than a total outage")
+                    "more than a total outage"
+                )
         alerts = [_burn_alert(spec, objective, m) for m in maths if m.fires] + [_missing_alert(spec, objective)]
         warnings += _write_out_labels(spec, objective, alerts)
         rules = _sli_rules(spec, objective) + _window_rules(spec, objective) + alerts
-        groups.append({"name": long_group_name(spec, objective), "interval": format_duration(LONG_INTERVAL),
-                       "rules": _long_rules(spec, objective)})
-        groups.append({"name": f"inferwatch-slo-{spec.service}-{objective.name}",
-                       "interval": format_duration(BASE), "rules": rules})
+        groups.append(
+            {
+                "name": long_group_name(spec, objective),
+                "interval": format_duration(LONG_INTERVAL),
+                "rules": _long_rules(spec, objective),
+            }
+        )
+        groups.append(
+            {
+                "name": f"inferwatch-slo-{spec.service}-{objective.name}",
+                "interval": format_duration(BASE),
+                "rules": rules,
+            }
+        )
     return RuleSet(spec, groups, _inhibit_rules(spec), warnings)
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
 
 def _ident(spec: Spec, objective: Objective) -> dict[str, str]:
     return {"service": spec.service, "slo": objective.name}
@@ -166,8 +198,11 @@ def _count(spec: Spec, selector: Selector) -> str:
     (MetricsQL's `timestamp(x)` alone would still return the last real sample's time for 90 s: phantom
     requests on VictoriaMetrics), and the timestamp bounds a series that ends without a marker."""
     text = selector.render()
-    return _sum(spec, f"increase({text}[1m])\n  or (rate({text}[5m]) * 60 and {text} and (time() - timestamp({text}) < "
-                      f"{FRESH_SECONDS}))")
+    return _sum(
+        spec,
+        f"increase({text}[1m])\n  or (rate({text}[5m]) * 60 and {text} and (time() - timestamp({text}) < "
+        f"{FRESH_SECONDS}))",
+    )
 
 
 def _raw_counter(window: str):
@@ -209,8 +244,9 @@ def _total_expr(spec: Spec, objective: Objective, count=_count) -> str:
 def _good_expr(spec: Spec, objective: Objective, count=_count) -> str:
     sli = objective.sli
     if isinstance(sli, LatencySLI):
-        return count(spec, Selector(sli.metric + "_bucket",
-                                    spec.selector + sli.matchers + (le_matcher(sli.threshold),)))
+        return count(
+            spec, Selector(sli.metric + "_bucket", spec.selector + sli.matchers + (le_matcher(sli.threshold),))
+        )
     assert isinstance(sli, RatioSLI)
     if sli.good is not None:
         # a good counter not created yet means no good events, never "no data"
@@ -229,6 +265,7 @@ def _on(spec: Spec) -> str:
 
 # --- stage 1: SLI counts -----------------------------------------------------------------------------------
 
+
 def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
     rules = [
         _recording(spec, objective, TOTAL_1M, _total_expr(spec, objective)),
@@ -236,12 +273,14 @@ def _sli_rules(spec: Spec, objective: Objective) -> list[dict]:
         _recording(spec, objective, "llm_slo:objective:ratio", f"vector({decimal(objective.target)})"),
     ]
     if isinstance(objective.sli, LatencySLI):
-        rules.append(_recording(spec, objective, "llm_slo:threshold:seconds",
-                                f"vector({decimal(objective.sli.threshold)})"))
+        rules.append(
+            _recording(spec, objective, "llm_slo:threshold:seconds", f"vector({decimal(objective.sli.threshold)})")
+        )
     return rules
 
 
 # --- stage 2: windows --------------------------------------------------------------------------------------
+
 
 def _span(seconds) -> str:
     """The range that holds exactly seconds/1m per-minute samples: W-30s (Prometheus 2 and 3 alike)."""
@@ -263,14 +302,15 @@ def folded_guard(spec: Spec, objective: Objective, seconds) -> int | None:
     short window must not lose events a longer tier's guard already counted)."""
     if seconds not in guarded_windows(spec):
         return None
-    needs = [m.min_events for m in (tier_math(spec, objective, t) for t in spec.tiers)
-             if m.fires and m.tier.long == seconds]
+    needs = [
+        m.min_events for m in (tier_math(spec, objective, t) for t in spec.tiers) if m.fires and m.tier.long == seconds
+    ]
     return min(needs) if needs else None
 
 
 def _enough(spec: Spec, objective: Objective, seconds) -> str:
     guard = folded_guard(spec, objective, seconds)
-    return f">= {guard}" if guard else "> 0"       # a guard of 0 events: still no ratio (NaN) without events
+    return f">= {guard}" if guard else "> 0"  # a guard of 0 events: still no ratio (NaN) without events
 
 
 def _recorded_ratio(spec: Spec, objective: Objective, seconds) -> str:
@@ -326,12 +366,19 @@ def _window_rules(spec: Spec, objective: Objective) -> list[dict]:
 def _long_rules(spec: Spec, objective: Objective) -> list[dict]:
     """The long-window group: the raw-counter error ratio of each window over 6h while its recording is short,
     and the SLI over the SLO window (dashboards only)."""
-    rules = [_recording(spec, objective, record("error_ratio_raw", window_name(seconds)),
-                        f"{_raw_ratio(spec, objective, seconds)}\nunless {_on(spec)} "
-                        f"{_covered(spec, objective, seconds)}")
-             for seconds in tier_windows(spec) if not raw_fallback_inline(seconds)]
-    good, total = (f"sum_over_time({_ref(spec, objective, name)}[{_span(spec.window)}])"
-                   for name in (GOOD_1M, TOTAL_1M))
+    rules = [
+        _recording(
+            spec,
+            objective,
+            record("error_ratio_raw", window_name(seconds)),
+            f"{_raw_ratio(spec, objective, seconds)}\nunless {_on(spec)} {_covered(spec, objective, seconds)}",
+        )
+        for seconds in tier_windows(spec)
+        if not raw_fallback_inline(seconds)
+    ]
+    good, total = (
+        f"sum_over_time({_ref(spec, objective, name)}[{_span(spec.window)}])" for name in (GOOD_1M, TOTAL_1M)
+    )
     rules.append(_recording(spec, objective, SLI_RATIO, f"clamp({good} / ({total} > 0), 0, 1)"))
     return rules
 
@@ -367,6 +414,7 @@ def _alert_ratio(spec: Spec, objective: Objective, seconds, inline: bool) -> str
 
 # --- stage 3: burn-rate alerts -----------------------------------------------------------------------------
 
+
 def _group_phrase(spec: Spec) -> str:
     return "".join(f" {label}={{{{ $labels.{label} }}}}" for label in spec.group_by)
 
@@ -401,40 +449,52 @@ def _history_guard(spec: Spec, objective: Objective, m: TierMath) -> str:
     reads it as Prometheus does."""
     by = ", ".join(spec.group_by)
     raw = _total_selector(spec, objective).render()
-    return (f"and {_on(spec)} group by ({by}) (last_over_time({raw}[{HISTORY_LOOKBACK}] "
-            f"offset {format_duration(m.history)}))")
+    return (
+        f"and {_on(spec)} group by ({by}) (last_over_time({raw}[{HISTORY_LOOKBACK}] "
+        f"offset {format_duration(m.history)}))"
+    )
 
 
 def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
     inline = reads_counts_inline(m.tier)
-    expr = (f"{_alert_ratio(spec, objective, m.tier.long, inline)} > {threshold}\n"
-            f"and {_alert_ratio(spec, objective, m.tier.short, inline)} > {threshold}")
+    expr = (
+        f"{_alert_ratio(spec, objective, m.tier.long, inline)} > {threshold}\n"
+        f"and {_alert_ratio(spec, objective, m.tier.short, inline)} > {threshold}"
+    )
     guard = folded_guard(spec, objective, m.tier.long)
-    if guard is None or guard < m.min_events:       # not folded into the long window's ratio: summed here
+    if guard is None or guard < m.min_events:  # not folded into the long window's ratio: summed here
         expr += f"\nand sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}]) >= {m.min_events}"
     if m.history:
         expr += f"\n{_history_guard(spec, objective, m)}"
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: error budget burning "
-                   f"{_burn_phrase(m.factor)} ({m.tier.name})",
+        f"{_burn_phrase(m.factor)} ({m.tier.name})",
         "description": (
             f"Objective: {decimal(objective.target * 100)}% of {objective.sli.means} over "
             f"{window_name(spec.window)}. Over the last {long_w} and {short_w} more than "
             f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {_rounded(m.factor)}x): "
             f"{decimal(m.tier.budget_percent)}% of the error budget is gone in {long_w}, all of it in "
             f"{window_name(m.exhaustion)}. What kind of slow or broken: "
-            f"`{_triage_hint(spec, long_w)}`."),
+            f"`{_triage_hint(spec, long_w)}`."
+        ),
         "runbook_url": runbook_url(objective.runbook_url, BURN_ALERT),
     }
     annotations.update(dict(objective.annotations))
-    labels = {**_ident(spec, objective), "tier": m.tier.name, "severity": m.tier.severity,
-              "long_window": long_w, "short_window": short_w, **_user_labels(spec, objective)}
+    labels = {
+        **_ident(spec, objective),
+        "tier": m.tier.name,
+        "severity": m.tier.severity,
+        "long_window": long_w,
+        "short_window": short_w,
+        **_user_labels(spec, objective),
+    }
     return {"alert": BURN_ALERT, "expr": expr, "labels": labels, "annotations": annotations}
 
 
 # --- stage 4: missing data ---------------------------------------------------------------------------------
+
 
 def _missing_alert(spec: Spec, objective: Objective) -> dict:
     total = _ref(spec, objective, TOTAL_1M)
@@ -446,35 +506,50 @@ def _missing_alert(spec: Spec, objective: Objective) -> dict:
     # "no series at all" reads the raw series, not our records: a ruler that sees its records an evaluation
     # late (vmalert) or a fresh deployment must not page before the first record exists; `group` drops the
     # selector's equality labels, so the alert keeps the labels it always had
-    expr = (f"group(absent_over_time({raw}[{MISSING_LOOKBACK}]))\n"
-            f"or ({total} unless {good})\n"
-            f"or ({gone}\n    and on (job, instance) (up == 0))\n"
-            f"or ({gone}\n    and on (job, instance, target) (inferwatch_exporter_target_up == 0))\n"
-            f"or (max_over_time({total}[{MISSING_LOOKBACK}]) unless {total})")
+    expr = (
+        f"group(absent_over_time({raw}[{MISSING_LOOKBACK}]))\n"
+        f"or ({total} unless {good})\n"
+        f"or ({gone}\n    and on (job, instance) (up == 0))\n"
+        f"or ({gone}\n    and on (job, instance, target) (inferwatch_exporter_target_up == 0))\n"
+        f"or (max_over_time({total}[{MISSING_LOOKBACK}]) unless {total})"
+    )
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: SLI data missing",
         "description": (
             f"The series behind {spec.service}/{objective.name} ({literal(_total_selector(spec, objective).render())}) "
             "are absent, vanished within the last hour, lack the good-event series (for a latency SLI: no bucket "
             "at the threshold), or their scrape target is down. Until they are back the "
-            "burn-rate alerts of this objective cannot fire: treat it as an outage, not as good news."),
+            "burn-rate alerts of this objective cannot fire: treat it as an outage, not as good news."
+        ),
         "runbook_url": runbook_url(objective.runbook_url, MISSING_ALERT),
     }
     # the user's own summary and description speak of the burn; keep ours for missing data
     annotations.update({k: v for k, v in objective.annotations if k not in ("summary", "description")})
     labels = {**_ident(spec, objective), "severity": "critical", **_user_labels(spec, objective)}
-    return {"alert": MISSING_ALERT, "expr": expr, "for": format_duration(spec.missing_data_for),
-            "labels": labels, "annotations": annotations}
+    return {
+        "alert": MISSING_ALERT,
+        "expr": expr,
+        "for": format_duration(spec.missing_data_for),
+        "labels": labels,
+        "annotations": annotations,
+    }
 
 
 def _inhibit_rules(spec: Spec) -> list[dict]:
     """A faster tier silences the slower ones of the same objective (and group)."""
     names = [t.name for t in spec.tiers]
-    return [{"source_matchers": [f'alertname="{BURN_ALERT}"', f'service="{spec.service}"', f'tier="{name}"'],
-             "target_matchers": [f'alertname="{BURN_ALERT}"', f'service="{spec.service}"',
-                                 f'tier=~"{"|".join(names[i + 1:])}"'],
-             "equal": ["service", "slo", *spec.group_by]}
-            for i, name in enumerate(names[:-1])]
+    return [
+        {
+            "source_matchers": [f'alertname="{BURN_ALERT}"', f'service="{spec.service}"', f'tier="{name}"'],
+            "target_matchers": [
+                f'alertname="{BURN_ALERT}"',
+                f'service="{spec.service}"',
+                f'tier=~"{"|".join(names[i + 1 :])}"',
+            ],
+            "equal": ["service", "slo", *spec.group_by],
+        }
+        for i, name in enumerate(names[:-1])
+    ]
 
 
 # --- stage 5: label templates in annotations -----------------------------------------------------------------
@@ -493,19 +568,23 @@ def _write_out_labels(spec: Spec, objective: Objective, alerts: list[dict]) -> l
     by the SLI's selectors. Warns of the X that render empty on every alert of the objective."""
     carried = {BURN_ALERT: {"service", "slo", *spec.group_by}, MISSING_ALERT: set(spec.group_by)}
     fixed = {k: literal(v) for k, v in _fixed_labels(spec, objective).items()}
-    written: set[tuple[str, str]] = set()      # (annotation, label) written out on at least one alert
-    unknown: set[tuple[str, str]] = set()      # (annotation, label) left to render empty on at least one alert
+    written: set[tuple[str, str]] = set()  # (annotation, label) written out on at least one alert
+    unknown: set[tuple[str, str]] = set()  # (annotation, label) left to render empty on at least one alert
     for rule in alerts:
         known = {**fixed, **rule["labels"], "alertname": rule["alert"]}
         for key, text in rule["annotations"].items():
+
             def write(match, key=key, carried=carried[rule["alert"]], known=known):
                 label = match.group(1)
                 if label in carried:
                     return match.group(0)
                 (written if label in known else unknown).add((key, label))
                 return known.get(label, match.group(0))
+
             rule["annotations"][key] = _LABEL_ACTION.sub(write, text)
-    return [f"{spec.file}: {objective.name}: annotations.{key}: {{{{ $labels.{label} }}}} renders empty: the "
-            f"alerts carry no {label} label; select one {label} with {label}=\"...\" in the SLI's selectors, or "
-            f"add it to group_by for an SLO per {label}"
-            for key, label in sorted(unknown - written)]
+    return [
+        f"{spec.file}: {objective.name}: annotations.{key}: {{{{ $labels.{label} }}}} renders empty: the "
+        f'alerts carry no {label} label; select one {label} with {label}="..." in the SLI\'s selectors, or '
+        f"add it to group_by for an SLO per {label}"
+        for key, label in sorted(unknown - written)
+    ]

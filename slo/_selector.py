@@ -44,18 +44,20 @@ def _unquote(text: str, start: int, body: str) -> str:
     """The value of a double-quoted PromQL string; only \\\\ and \\" escapes, so nothing changes meaning."""
     for match in re.finditer(r"\\(.)", body):
         if match.group(1) not in '\\"':
-            raise ValueError(f"{text!r}: escape \\{match.group(1)} at column {start + match.start() + 1} is not "
-                             "supported; write \\\\ for a backslash (a regex's \\. is \\\\.)")
+            raise ValueError(
+                f"{text!r}: escape \\{match.group(1)} at column {start + match.start() + 1} is not "
+                "supported; write \\\\ for a backslash (a regex's \\. is \\\\.)"
+            )
     return re.sub(r"\\(.)", r"\1", body)
 
 
 def _go_float(value: float) -> str:
     """Go's strconv.FormatFloat(v, 'g', -1, 64), the spelling of Go clients and Prometheus 2."""
     sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
-    if not isinstance(exp, int):                 # 'n', 'N', 'F': no bucket bound is NaN or infinite
+    if not isinstance(exp, int):  # 'n', 'N', 'F': no bucket bound is NaN or infinite
         raise ValueError(f"{value!r} is not a finite number")
     text = "".join(map(str, digits))
-    point = len(text) + exp                      # position of the decimal point
+    point = len(text) + exp  # position of the decimal point
     eprec = len(text) if len(text) >= point and len(text) < 6 else 6
     x = point - 1
     if x < -4 or x >= eprec:

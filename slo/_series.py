@@ -16,8 +16,16 @@ from inferwatch.slo._burn import decimal
 from inferwatch.slo._model import LatencySLI, Matcher, Objective, RatioSLI, Selector, Spec
 from inferwatch.slo._selector import le_spellings
 
-__all__ = ["Segment", "Source", "per_minute", "input_series", "group_labels", "scrape_labels", "series_name",
-           "SeriesError"]
+__all__ = [
+    "Segment",
+    "Source",
+    "per_minute",
+    "input_series",
+    "group_labels",
+    "scrape_labels",
+    "series_name",
+    "SeriesError",
+]
 
 GROUP_VALUE = "g1"
 _NON_MATCHING = ("stop", "200", "ok", "other", "x")
@@ -31,7 +39,7 @@ class SeriesError(ValueError):
 @dataclass(frozen=True)
 class Segment:
     minutes: int
-    total: Fraction          # events per minute
+    total: Fraction  # events per minute
     bad: Fraction = Fraction(0)
 
 
@@ -40,8 +48,8 @@ class Source:
     """One scrape target in a scenario; `le` picks the bucket spelling it exposes."""
 
     instance: str = "engine-0:8000"
-    target: str = ""         # the normalizing exporter's label for the engine behind it
-    le: int = 0              # index into le_spellings(threshold)
+    target: str = ""  # the normalizing exporter's label for the engine behind it
+    le: int = 0  # index into le_spellings(threshold)
     share: Fraction = Fraction(1)
 
 
@@ -74,7 +82,7 @@ def _values(increments: list[Fraction], stale: bool) -> str:
 def _literal(pattern: str) -> str | None:
     """A value the regex fully matches, found among its literal alternatives."""
     candidates = [alt.strip("()") for alt in pattern.split("|")]
-    candidates += [c.replace(".*", "").replace(".+", "x") for c in candidates]       # `/api/v1/query.*`
+    candidates += [c.replace(".*", "").replace(".+", "x") for c in candidates]  # `/api/v1/query.*`
     candidates += [c.replace(".", "0") for c in candidates]
     for candidate in candidates:
         if re.fullmatch(pattern, candidate) and not re.search(r"[\\\[\]*+?{}()^$]", candidate):
@@ -96,7 +104,7 @@ def _satisfy(matchers: tuple[Matcher, ...]) -> dict[str, str]:
             continue
         if labels.get(m.label, value) != value:
             raise SeriesError(f"contradictory matchers on {m.label}")
-        labels[m.label] = value              # "" (the label absent) included, so nothing overrides it
+        labels[m.label] = value  # "" (the label absent) included, so nothing overrides it
     return labels
 
 
@@ -144,8 +152,11 @@ def _primary(spec: Spec, objective: Objective) -> tuple[Matcher, ...]:
 
 def _constrained(spec: Spec, objective: Objective) -> set[str]:
     sli = objective.sli
-    selectors = [sli.matchers] if isinstance(sli, LatencySLI) else \
-        [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    selectors = (
+        [sli.matchers]
+        if isinstance(sli, LatencySLI)
+        else [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    )
     return {m.label for ms in [spec.selector, *selectors] for m in ms} | set(spec.group_by)
 
 
@@ -160,7 +171,7 @@ def scrape_labels(spec: Spec, objective: Objective, source: Source = Source()) -
     or group_by fix them."""
     fixed = {**_satisfy(_primary(spec, objective)), **group_labels(spec, objective)}
     labels = {"job": fixed.get("job", "llm"), "instance": fixed.get("instance", source.instance)}
-    target = fixed.get("target", source.target)   # a selector on `target` pins every series to that engine
+    target = fixed.get("target", source.target)  # a selector on `target` pins every series to that engine
     if target:
         labels["target"] = target
     return labels
@@ -172,8 +183,9 @@ def _source_label(spec: Spec, objective: Objective) -> str:
     return next((label for label in _SOURCE_LABELS if label not in constrained), "inferwatch_test_source")
 
 
-def input_series(spec: Spec, objective: Objective, segments: list[Segment], sources=(Source(),),
-                 stale: bool = False) -> list[dict]:
+def input_series(
+    spec: Spec, objective: Objective, segments: list[Segment], sources=(Source(),), stale: bool = False
+) -> list[dict]:
     """promtool input_series for one scenario, split across `sources` by their share."""
     totals, bads = per_minute(segments)
     series = []
@@ -203,6 +215,8 @@ def _counters(objective: Objective, base: dict[str, str], total, good, bad, sour
     other_counts = bad if sli.good is not None else good
     if part.metric == sli.total.metric and _matches(sli.total.matchers, part_labels):
         # one metric split in two: the events that match `part` and the rest
-        return [(part.metric, part_labels, part_counts),
-                (sli.total.metric, _avoiding(total_labels, part, sli.total), other_counts)]
+        return [
+            (part.metric, part_labels, part_counts),
+            (sli.total.metric, _avoiding(total_labels, part, sli.total), other_counts),
+        ]
     return [(sli.total.metric, total_labels, total), (part.metric, part_labels, part_counts)]

@@ -21,17 +21,44 @@ from inferwatch.slo._values import label_name_problem, matcher_problem, show, te
 
 __all__ = ["load_spec", "parse_spec", "SPEC_KEYS", "OBJECTIVE_KEYS"]
 
-SPEC_KEYS = ("version", "service", "description", "window", "selector", "engines", "group_by", "source", "labels",
-             "annotations", "runbook_url", "alerting", "objectives")
-OBJECTIVE_KEYS = ("name", "sli", "description", "threshold", "target", "metric", "selector", "total", "good", "bad",
-                  "length_is_bad", "labels", "annotations", "runbook_url")
+SPEC_KEYS = (
+    "version",
+    "service",
+    "description",
+    "window",
+    "selector",
+    "engines",
+    "group_by",
+    "source",
+    "labels",
+    "annotations",
+    "runbook_url",
+    "alerting",
+    "objectives",
+)
+OBJECTIVE_KEYS = (
+    "name",
+    "sli",
+    "description",
+    "threshold",
+    "target",
+    "metric",
+    "selector",
+    "total",
+    "good",
+    "bad",
+    "length_is_bad",
+    "labels",
+    "annotations",
+    "runbook_url",
+)
 ALERTING_KEYS = ("min_bad_events", "missing_data_for")
 MIN_WINDOW, MAX_WINDOW = parse_duration("7d"), parse_duration("90d")
 # missing data waits at least one evaluation and ends well inside the hour a vanished series is still named
 MIN_MISSING_FOR, MAX_MISSING_FOR = parse_duration("1m"), parse_duration("30m")
 MAX_MIN_BAD_EVENTS = 1_000_000
-MAX_TARGET = Fraction(999999, 1000000)   # a smaller budget than one bad request in a million cannot be measured
-MAX_NAME = 63                            # names become file, rule-group and Kubernetes object names
+MAX_TARGET = Fraction(999999, 1000000)  # a smaller budget than one bad request in a million cannot be measured
+MAX_NAME = 63  # names become file, rule-group and Kubernetes object names
 SOURCES = ("engine", "frontdoor")
 CUSTOM_SLIS = ("latency", "ratio")
 # Labels that would make one SLO per request or per process: refused in group_by.
@@ -39,7 +66,7 @@ UNBOUNDED_LABELS = {"request_id", "trace_id", "span_id", "id", "pid", "le", "uui
 # Labels of one scrape target: an SLO per replica churns with every restart and says nothing about users.
 REPLICA_LABELS = {"instance", "target"}
 RESERVED_LABELS = {"service", "slo", "tier", "severity", "long_window", "short_window", "alertname"}
-PROMQL_NUMBERS = {"inf", "nan"}          # lexed as numbers in `by (...)`, so never a grouping label
+PROMQL_NUMBERS = {"inf", "nan"}  # lexed as numbers in `by (...)`, so never a grouping label
 _NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?\Z")
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 _LABEL_TEMPLATE = re.compile(r"\$labels\.[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -55,7 +82,7 @@ class _Collector:
     def add(self, node, field: str, message: str) -> None:
         """Record a problem at the line of the field's own key when the YAML has it."""
         key = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
-        message = re.sub(rf",? ?'{LINE}': \d+(, )?", "", message)     # never show the loader's bookkeeping
+        message = re.sub(rf",? ?'{LINE}': \d+(, )?", "", message)  # never show the loader's bookkeeping
         self.problems.append(Problem(self.file, line_of(node, key), field, message))
 
     def unknown_keys(self, node: dict, allowed, where: str) -> None:
@@ -93,13 +120,32 @@ def parse_spec(doc, file: str = "<spec>") -> Spec:
     _reserved(c, doc, "labels", labels, group_by)
     min_bad, missing_for = _alerting(c, doc)
     _optional_text(c, doc, "description")
-    objectives = _objectives(c, doc, source, engines, dict(_string_map(c, doc, "annotations", multiline=True)),
-                             _runbook(c, doc, ""), group_by, selector)
+    objectives = _objectives(
+        c,
+        doc,
+        source,
+        engines,
+        dict(_string_map(c, doc, "annotations", multiline=True)),
+        _runbook(c, doc, ""),
+        group_by,
+        selector,
+    )
     if c.problems:
         raise SpecError(c.problems)
-    return Spec(file=file, service=service, window=window, objectives=objectives, selector=selector,
-                engines=engines, group_by=group_by, source=source, labels=tuple(sorted(labels.items())),
-                min_bad_events=min_bad, missing_data_for=missing_for, tiers=_tiers(window))
+    return Spec(
+        file=file,
+        service=service,
+        window=window,
+        objectives=objectives,
+        selector=selector,
+        engines=engines,
+        group_by=group_by,
+        source=source,
+        labels=tuple(sorted(labels.items())),
+        min_bad_events=min_bad,
+        missing_data_for=missing_for,
+        tiers=_tiers(window),
+    )
 
 
 def _name(c: _Collector, node: dict, key: str, field: str) -> str:
@@ -111,8 +157,12 @@ def _name(c: _Collector, node: dict, key: str, field: str) -> str:
         c.add(node, field, f"{show(value)} is not a name: lower-case letters, digits, '-', '_' and '.'")
         return "invalid"
     if len(value) > MAX_NAME:
-        c.add(node, field, f"is {len(value)} characters long; at most {MAX_NAME}, since it becomes part of file, "
-                           "rule-group and Kubernetes object names")
+        c.add(
+            node,
+            field,
+            f"is {len(value)} characters long; at most {MAX_NAME}, since it becomes part of file, "
+            "rule-group and Kubernetes object names",
+        )
         return "invalid"
     return value
 
@@ -143,8 +193,11 @@ def _reserved(c: _Collector, node: dict, field: str, labels: dict[str, str], gro
     for name in sorted(RESERVED_LABELS & set(labels)):
         c.add(where, f"{field}.{name}", "is set by the compiler on every alert; choose another label")
     for name in sorted(set(group_by) & set(labels)):
-        c.add(where, f"{field}.{name}", "is a group_by label: each alert carries its group's own value; "
-                                       "choose another label")
+        c.add(
+            where,
+            f"{field}.{name}",
+            "is a group_by label: each alert carries its group's own value; choose another label",
+        )
 
 
 def _window(c: _Collector, doc: dict) -> Fraction:
@@ -158,13 +211,18 @@ def _window(c: _Collector, doc: dict) -> Fraction:
         c.add(doc, "window", f"{raw} is not a whole number of minutes; the rules count events per minute")
         return parse_duration("28d")
     if not MIN_WINDOW <= window <= MAX_WINDOW:
-        c.add(doc, "window", f"{raw} is outside 7d to 90d: shorter windows leave too few events for a "
-                             "budget, longer ones react too slowly; 28d is the usual choice")
+        c.add(
+            doc,
+            "window",
+            f"{raw} is outside 7d to 90d: shorter windows leave too few events for a "
+            "budget, longer ones react too slowly; 28d is the usual choice",
+        )
     return window
 
 
-def _string_map(c: _Collector, node: dict, key: str, multiline: bool = False, field: str | None = None,
-                empty: bool = False) -> dict[str, str]:
+def _string_map(
+    c: _Collector, node: dict, key: str, multiline: bool = False, field: str | None = None, empty: bool = False
+) -> dict[str, str]:
     """label_name: text pairs; text is a string or a whole number, on one line unless `multiline`, and not
     empty unless `empty` (Prometheus drops an alert's labels and annotations whose value is empty)."""
     field = field or key
@@ -187,10 +245,14 @@ def _string_map(c: _Collector, node: dict, key: str, multiline: bool = False, fi
 def _selector_map(c: _Collector, node: dict, key: str, field: str | None = None) -> tuple[Matcher, ...]:
     """A `selector:` mapping: equality matchers added to every series of the SLI; `le` is the threshold's."""
     field = field or key
-    pairs = _string_map(c, node, key, field=field, empty=True)     # `model: ""` selects series without a model
+    pairs = _string_map(c, node, key, field=field, empty=True)  # `model: ""` selects series without a model
     if "le" in pairs:
-        c.add(node[key], f"{field}.le", "le is set from the threshold; select buckets with sli: latency and "
-                                        "threshold, or name them in a ratio SLI's good: selector")
+        c.add(
+            node[key],
+            f"{field}.le",
+            "le is set from the threshold; select buckets with sli: latency and "
+            "threshold, or name them in a ratio SLI's good: selector",
+        )
         pairs.pop("le")
     return tuple(Matcher(k, "=", v) for k, v in pairs.items())
 
@@ -226,14 +288,25 @@ def _group_by(c: _Collector, doc: dict) -> tuple[str, ...]:
         if problem:
             c.add(doc, "group_by", problem)
         elif label.lower() in PROMQL_NUMBERS:
-            c.add(doc, "group_by", f"{label!r} reads as a number in PromQL's by (...); rename the label at scrape "
-                                   "time to group by it")
+            c.add(
+                doc,
+                "group_by",
+                f"{label!r} reads as a number in PromQL's by (...); rename the label at scrape time to group by it",
+            )
         elif label in UNBOUNDED_LABELS:
-            c.add(doc, "group_by", f"{label!r} has a value per request or process: one SLO each would be "
-                                   "unbounded; group by model, engine or namespace instead")
+            c.add(
+                doc,
+                "group_by",
+                f"{label!r} has a value per request or process: one SLO each would be "
+                "unbounded; group by model, engine or namespace instead",
+            )
         elif label in REPLICA_LABELS:
-            c.add(doc, "group_by", f"{label!r} names one scrape target: an SLO per replica churns with every "
-                                   "restart and is not what users feel; group by model, job or namespace instead")
+            c.add(
+                doc,
+                "group_by",
+                f"{label!r} names one scrape target: an SLO per replica churns with every "
+                "restart and is not what users feel; group by model, job or namespace instead",
+            )
         elif label in ("service", "slo"):
             c.add(doc, "group_by", f"{label!r} is set by the compiler itself")
         elif label in seen:
@@ -253,8 +326,7 @@ def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
     c.unknown_keys(node, ALERTING_KEYS, "alerting.")
     min_bad = node.get("min_bad_events", 1)
     if not isinstance(min_bad, int) or isinstance(min_bad, bool) or not 1 <= min_bad <= MAX_MIN_BAD_EVENTS:
-        c.add(node, "alerting.min_bad_events", f"{show(min_bad)} must be a whole number from 1 to "
-                                               f"{MAX_MIN_BAD_EVENTS}")
+        c.add(node, "alerting.min_bad_events", f"{show(min_bad)} must be a whole number from 1 to {MAX_MIN_BAD_EVENTS}")
         min_bad = 1
     raw = node.get("missing_data_for", "2m")
     try:
@@ -263,8 +335,12 @@ def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
         c.add(node, "alerting.missing_data_for", f"{show(raw)} is not a duration such as 2m or 90s")
         return min_bad, Fraction(120)
     if missing_for.denominator != 1 or not MIN_MISSING_FOR <= missing_for <= MAX_MISSING_FOR:
-        c.add(node, "alerting.missing_data_for", f"{raw} must be whole seconds from 1m to 30m: the rules are "
-                                                 "evaluated every minute, and a vanished series is named for an hour")
+        c.add(
+            node,
+            "alerting.missing_data_for",
+            f"{raw} must be whole seconds from 1m to 30m: the rules are "
+            "evaluated every minute, and a vanished series is named for an hour",
+        )
         missing_for = Fraction(120)
     return min_bad, missing_for
 
@@ -291,13 +367,20 @@ def _target(c: _Collector, node: dict, field: str) -> Fraction:
     elif value > 1:
         c.add(node, field, f"{raw} is over 100%; a target is the share of good events, e.g. 99.9%")
     elif value == 1:
-        c.add(node, field, f"{raw} leaves no error budget: every alert would fire on the first bad request; "
-                           "targets are below 100%, e.g. 99.9%")
+        c.add(
+            node,
+            field,
+            f"{raw} leaves no error budget: every alert would fire on the first bad request; "
+            "targets are below 100%, e.g. 99.9%",
+        )
     elif value <= 0:
         c.add(node, field, f"{raw} must be above 0%")
     elif value > MAX_TARGET:
-        c.add(node, field, f"{raw} leaves less than one bad request in a million as the budget, too few to "
-                           "measure; at most 99.9999%")
+        c.add(
+            node,
+            field,
+            f"{raw} leaves less than one bad request in a million as the budget, too few to measure; at most 99.9999%",
+        )
     else:
         return value
     return Fraction(99, 100)
@@ -314,8 +397,7 @@ def _threshold(c: _Collector, node: dict, field: str) -> Fraction:
         c.add(node, field, f"{show(raw)} is not a threshold such as 1s, 500ms or 0.1 (seconds)")
         return Fraction(1)
     if (threshold * 1000).denominator != 1:
-        c.add(node, field, f"{raw} is finer than a millisecond; thresholds are whole milliseconds, e.g. 1ms or "
-                           "0.25s")
+        c.add(node, field, f"{raw} is finer than a millisecond; thresholds are whole milliseconds, e.g. 1ms or 0.25s")
         return Fraction(1)
     return threshold
 
@@ -348,16 +430,24 @@ def _annotations(c: _Collector, node: dict, field: str, inherited: dict[str, str
     for key, text in merged.items():
         for template in _TEMPLATE.findall(text):
             if not _LABEL_TEMPLATE.match(template):
-                c.add(node, f"{field}.annotations.{key}", f"{{{{ {template} }}}}: only {{{{ $labels.NAME }}}} "
-                      "templates are allowed, so the generated tests can check the text")
+                c.add(
+                    node,
+                    f"{field}.annotations.{key}",
+                    f"{{{{ {template} }}}}: only {{{{ $labels.NAME }}}} "
+                    "templates are allowed, so the generated tests can check the text",
+                )
         if "{{" in _TEMPLATE.sub("", text):
-            c.add(node, f"{field}.annotations.{key}", "{{ without a closing }}: only {{ $labels.NAME }} templates "
-                                                      "are allowed")
+            c.add(
+                node,
+                f"{field}.annotations.{key}",
+                "{{ without a closing }}: only {{ $labels.NAME }} templates are allowed",
+            )
     return merged
 
 
-def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, runbook_url, group_by, selector
-                ) -> tuple[Objective, ...]:
+def _objectives(
+    c: _Collector, doc: dict, source: str, engines, annotations, runbook_url, group_by, selector
+) -> tuple[Objective, ...]:
     raw = doc.get("objectives")
     if not isinstance(raw, list) or not raw:
         c.add(doc, "objectives", "missing; list at least one objective with name, sli and target")
@@ -379,31 +469,49 @@ def _objectives(c: _Collector, doc: dict, source: str, engines, annotations, run
         target = _target(c, node, field + ".target")
         labels = _string_map(c, node, "labels", field=field + ".labels")
         _reserved(c, node, field + ".labels", labels, group_by)
-        objectives.append(Objective(
-            name=name, kind=kind, sli=sli, target=target, labels=tuple(sorted(labels.items())),
-            annotations=tuple(sorted(_annotations(c, node, field, annotations).items())),
-            runbook_url=_runbook(c, node, runbook_url, field + ".runbook_url"),
-            description=_optional_text(c, node, "description", field + ".description")))
+        objectives.append(
+            Objective(
+                name=name,
+                kind=kind,
+                sli=sli,
+                target=target,
+                labels=tuple(sorted(labels.items())),
+                annotations=tuple(sorted(_annotations(c, node, field, annotations).items())),
+                runbook_url=_runbook(c, node, runbook_url, field + ".runbook_url"),
+                description=_optional_text(c, node, "description", field + ".description"),
+            )
+        )
     return tuple(objectives)
 
 
 def _contradiction(c: _Collector, node: dict, field: str, selector: tuple[Matcher, ...], sli, group_by) -> None:
     """Two equality matchers on one label (the spec's selector, the objective's, the SLI's) match nothing; a
     ratio whose good or bad events fix a group_by label to another value than its total never meets it."""
-    parts = [sli.matchers] if isinstance(sli, LatencySLI) else \
-        [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    parts = (
+        [sli.matchers]
+        if isinstance(sli, LatencySLI)
+        else [s.matchers for s in (sli.total, sli.good, *sli.bad) if s is not None]
+    )
     groups: dict[str, str] = {}
     for matchers in parts:
         values: dict[str, str] = {}
         for m in (*selector, *matchers):
             if m.op == "=" and values.setdefault(m.label, m.value) != m.value:
-                c.add(node, field, f"{m.label}={values[m.label]!r} and {m.label}={m.value!r} together match no "
-                                   "series; keep one of them")
+                c.add(
+                    node,
+                    field,
+                    f"{m.label}={values[m.label]!r} and {m.label}={m.value!r} together match no "
+                    "series; keep one of them",
+                )
                 return
         for label in set(group_by) & set(values):
             if groups.setdefault(label, values[label]) != values[label]:
-                c.add(node, field, f"group_by {label}: the total's {label}={groups[label]!r} and the other "
-                                   f"selector's {label}={values[label]!r} are never in one group")
+                c.add(
+                    node,
+                    field,
+                    f"group_by {label}: the total's {label}={groups[label]!r} and the other "
+                    f"selector's {label}={values[label]!r} are never in one group",
+                )
                 return
 
 
@@ -411,32 +519,50 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
     builtins = builtin_slis()[source]
     kind = node.get("sli")
     known = tuple(builtins) + CUSTOM_SLIS
-    elsewhere = [other for other, slis in builtin_slis().items()
-                 if other != source and isinstance(kind, str) and kind in slis]
+    elsewhere = [
+        other for other, slis in builtin_slis().items() if other != source and isinstance(kind, str) and kind in slis
+    ]
     if kind not in known and elsewhere:
-        c.add(node, field + ".sli", f"the {kind} SLI is measured only with source: {' or '.join(elsewhere)} "
-                                    f"(this spec's source is {source}); with source {source} use one of "
-                                    f"{', '.join(known)}")
+        c.add(
+            node,
+            field + ".sli",
+            f"the {kind} SLI is measured only with source: {' or '.join(elsewhere)} "
+            f"(this spec's source is {source}); with source {source} use one of "
+            f"{', '.join(known)}",
+        )
         return "invalid", None
     if not isinstance(kind, str) or kind not in known:
         close = difflib.get_close_matches(str(plain(kind)), known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        c.add(node, field + ".sli", f"{'missing' if kind is None else show(kind) + ' is not an SLI'}: "
-                                    f"use one of {', '.join(known)}{hint}")
+        c.add(
+            node,
+            field + ".sli",
+            f"{'missing' if kind is None else show(kind) + ' is not an SLI'}: use one of {', '.join(known)}{hint}",
+        )
         return "invalid", None
     extra = _selector_map(c, node, "selector", field + ".selector")
     if kind in builtins:
         definition = _builtin_definition(c, node, field, kind, builtins[kind])
         for key in ("metric", "total", "good", "bad"):
             if key in node:
-                c.add(node, f"{field}.{key}", f"the built-in {kind} SLI sets its own metrics; "
-                                              "use sli: latency or sli: ratio for your own")
+                c.add(
+                    node,
+                    f"{field}.{key}",
+                    f"the built-in {kind} SLI sets its own metrics; use sli: latency or sli: ratio for your own",
+                )
     elif "length_is_bad" in node:
-        c.add(node, f"{field}.length_is_bad", f"only the built-in answered SLI counts length stops; a {kind} SLI "
-                                              "says what is bad with its own good or bad selectors")
+        c.add(
+            node,
+            f"{field}.length_is_bad",
+            f"only the built-in answered SLI counts length stops; a {kind} SLI "
+            "says what is bad with its own good or bad selectors",
+        )
     else:
-        definition = {"latency": node.get("metric")} if kind == "latency" else {
-            "ratio": {"total": node.get("total"), "good": node.get("good"), "bad": node.get("bad")}}
+        definition = (
+            {"latency": node.get("metric")}
+            if kind == "latency"
+            else {"ratio": {"total": node.get("total"), "good": node.get("good"), "bad": node.get("bad")}}
+        )
     if "latency" in definition:
         return kind, _latency_sli(c, node, field, definition, extra, source, engines)
     return kind, _ratio_sli(c, node, field, definition, extra, kind in builtins)
@@ -450,8 +576,11 @@ def _builtin_definition(c: _Collector, node: dict, field: str, kind: str, builti
     if not isinstance(opt_in, bool):
         c.add(node, f"{field}.length_is_bad", f"{show(opt_in)} must be true or false")
     elif opt_in and "length_is_bad" not in builtin:
-        c.add(node, f"{field}.length_is_bad", f"the {kind} SLI has no length stops to count: only sli: answered "
-                                              "takes length_is_bad")
+        c.add(
+            node,
+            f"{field}.length_is_bad",
+            f"the {kind} SLI has no length stops to count: only sli: answered takes length_is_bad",
+        )
     elif opt_in:
         variant = builtin["length_is_bad"]
         definition["ratio"] = {**definition["ratio"], **variant.get("ratio", {})}
@@ -466,21 +595,30 @@ def _latency_sli(c, node, field, definition, extra, source, engines) -> LatencyS
         selector = parse_selector(definition["latency"])
     except ValueError as err:
         detail = f"{err}; " if str(err) else ""
-        c.add(node, field + ".metric", f"{detail}a latency SLI needs metric: a histogram's name, optionally with "
-                                       'matchers, e.g. llm_request_queue_time_seconds{role="decode"}')
+        c.add(
+            node,
+            field + ".metric",
+            f"{detail}a latency SLI needs metric: a histogram's name, optionally with "
+            'matchers, e.g. llm_request_queue_time_seconds{role="decode"}',
+        )
         selector = parse_selector("invalid")
     if not _matchers_ok(c, node, field + ".metric", selector, allow_le=False):
         selector = parse_selector("invalid")
     threshold = _threshold(c, node, field + ".threshold")
     # the front door's own bucket table (slo/buckets.yaml `sources:`) stands in for the engines'
-    message = threshold_problem(engines if source == "engine" else (EngineRef(source, None),), selector.metric,
-                                threshold)
+    message = threshold_problem(
+        engines if source == "engine" else (EngineRef(source, None),), selector.metric, threshold
+    )
     if message:
         c.add(node, field + ".threshold", message)
     exclude = tuple(Matcher(k, "!=", v) for k, v in (definition.get("exclude") or {}).items())
     means = definition.get("means", f"{selector.metric} observations within {{threshold}}")
-    return LatencySLI(selector.metric, threshold, selector.matchers + extra + exclude,
-                      means.replace("{threshold}", format_duration(threshold)))
+    return LatencySLI(
+        selector.metric,
+        threshold,
+        selector.matchers + extra + exclude,
+        means.replace("{threshold}", format_duration(threshold)),
+    )
 
 
 def _ratio_sli(c, node, field, definition, extra, builtin: bool) -> RatioSLI | None:
@@ -498,21 +636,42 @@ def _ratio_sli(c, node, field, definition, extra, builtin: bool) -> RatioSLI | N
         c.add(node, field, "a ratio SLI needs total and exactly one of good or bad")
         return None
     # built-in only: events that are neither good nor bad (SGLang counts a client's disconnect as an abort)
-    exclude = tuple(_selector(c, {"exclude": item, LINE: line_of(node)}, "exclude", where("exclude"))
-                    for item in ratio.get("exclude") or ()) if builtin else ()
+    exclude = (
+        tuple(
+            _selector(c, {"exclude": item, LINE: line_of(node)}, "exclude", where("exclude"))
+            for item in ratio.get("exclude") or ()
+        )
+        if builtin
+        else ()
+    )
     if total is None or (bad and None in bad) or None in exclude:
         return None
     add = lambda s: s.with_matchers(*extra)  # noqa: E731 - the objective's selector joins every term
-    return RatioSLI(total=add(total), good=add(good) if good else None, bad=tuple(add(b) for b in bad or ()),
-                    means=definition.get("means", f"events of {total.metric} that were good"),
-                    exclude=tuple(add(e) for e in exclude))
+    return RatioSLI(
+        total=add(total),
+        good=add(good) if good else None,
+        bad=tuple(add(b) for b in bad or ()),
+        means=definition.get("means", f"events of {total.metric} that were good"),
+        exclude=tuple(add(e) for e in exclude),
+    )
 
 
 def builtin_sli(kind: str, source: str = "engine") -> RatioSLI:
     """A built-in ratio SLI (answered, goodput) as slis.yaml defines it for `source`: the selectors other parts
     (the front door's goodput judge, canary, the dashboards) count the same events by."""
-    sli = parse_spec({"version": 1, "service": "builtin", "source": source, "objectives": [
-        {"name": kind, "sli": kind, "target": "99%"}]}, f"<built-in {kind} SLI>").objectives[0].sli
+    sli = (
+        parse_spec(
+            {
+                "version": 1,
+                "service": "builtin",
+                "source": source,
+                "objectives": [{"name": kind, "sli": kind, "target": "99%"}],
+            },
+            f"<built-in {kind} SLI>",
+        )
+        .objectives[0]
+        .sli
+    )
     if not isinstance(sli, RatioSLI):
         raise ValueError(f"{kind} is a latency SLI: its threshold is the spec's")
     return sli

@@ -12,8 +12,7 @@ import yaml
 from inferwatch.durations import parse_duration
 from inferwatch.slo._model import Tier
 
-__all__ = ["HERE", "BucketRange", "EngineBuckets", "bucket_tables", "source_buckets", "builtin_slis",
-           "default_tiers"]
+__all__ = ["HERE", "BucketRange", "EngineBuckets", "bucket_tables", "source_buckets", "builtin_slis", "default_tiers"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -21,13 +20,13 @@ HERE = Path(__file__).resolve().parent
 @dataclass(frozen=True)
 class BucketRange:
     since: tuple[int, ...]
-    bounds: tuple[Fraction, ...] | None       # None: that release exports no such histogram
+    bounds: tuple[Fraction, ...] | None  # None: that release exports no such histogram
 
 
 @dataclass(frozen=True)
 class EngineBuckets:
     name: str
-    metrics: dict[str, str]                     # vocabulary histogram -> family
+    metrics: dict[str, str]  # vocabulary histogram -> family
     families: dict[str, tuple[BucketRange, ...]]  # newest first
     flags: dict[str, str]
 
@@ -42,10 +41,14 @@ def _load(name: str) -> dict:
 
 def _buckets(name: str, doc: dict) -> EngineBuckets:
     families = {
-        family: tuple(BucketRange(version_tuple(r["since"]),
-                                  None if r["bounds"] is None else tuple(Fraction(str(b)) for b in r["bounds"]))
-                      for r in ranges)
-        for family, ranges in doc["families"].items()}
+        family: tuple(
+            BucketRange(
+                version_tuple(r["since"]), None if r["bounds"] is None else tuple(Fraction(str(b)) for b in r["bounds"])
+            )
+            for r in ranges
+        )
+        for family, ranges in doc["families"].items()
+    }
     return EngineBuckets(name, dict(doc["metrics"]), families, dict(doc.get("flags", {})))
 
 
@@ -68,7 +71,14 @@ def builtin_slis() -> dict[str, dict[str, dict]]:
 
 @cache
 def default_tiers() -> tuple[Tier, ...]:
-    return tuple(Tier(t["name"], t["severity"], Fraction(str(t["budget_percent"])),
-                      parse_duration(t["long"]), parse_duration(t["short"]),
-                      parse_duration(t["history"]) if "history" in t else None)
-                 for t in _load("tiers.yaml")["tiers"])
+    return tuple(
+        Tier(
+            t["name"],
+            t["severity"],
+            Fraction(str(t["budget_percent"])),
+            parse_duration(t["long"]),
+            parse_duration(t["short"]),
+            parse_duration(t["history"]) if "history" in t else None,
+        )
+        for t in _load("tiers.yaml")["tiers"]
+    )

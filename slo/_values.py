@@ -13,12 +13,11 @@ import re
 from inferwatch._yaml import plain
 from inferwatch.slo._model import Matcher
 
-__all__ = ["show", "text_problem", "value_problem", "label_name_problem", "matcher_problem",
-           "regex_problem"]
+__all__ = ["show", "text_problem", "value_problem", "label_name_problem", "matcher_problem", "regex_problem"]
 
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
-_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")     # tab and newline allowed
+_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")  # tab and newline allowed
 
 
 def show(value) -> str:
@@ -30,8 +29,10 @@ def text_problem(value) -> str | None:
     if value is None:
         return "has no value; write the text (quoted if it could read as a number, a boolean or null)"
     if isinstance(value, bool):
-        return (f"is the boolean {str(value).lower()} (YAML reads yes, no, on, off, true and false so); "
-                "quote it if you mean the text")
+        return (
+            f"is the boolean {str(value).lower()} (YAML reads yes, no, on, off, true and false so); "
+            "quote it if you mean the text"
+        )
     if isinstance(value, float):
         return f"{value!r} is a number with a fraction; quote it so the value is exactly what you wrote"
     if not isinstance(value, (str, int)):

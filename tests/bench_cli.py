@@ -89,11 +89,16 @@ def main() -> None:
         base_wall, base_cpu = measure([sys.executable, "-c", BASELINE, str(path)], args.repeat, env)
     print(f"exposition: {mb:.2f} MB, {args.models} models x {args.ranks} ranks; median of {args.repeat}; {env_note}")
     print(f"{'':10}{'wall ms':>10}{'cpu ms':>10}")
-    for name, wall, cpu in (("help", help_wall, help_cpu), ("normalize", ours_wall, ours_cpu),
-                            ("baseline", base_wall, base_cpu)):
+    for name, wall, cpu in (
+        ("help", help_wall, help_cpu),
+        ("normalize", ours_wall, ours_cpu),
+        ("baseline", base_wall, base_cpu),
+    ):
         print(f"{name:10}{wall * 1000:10.0f}{cpu * 1000:10.0f}")
-    print(f"normalize is {base_wall / ours_wall:.1f}x faster than the baseline (wall), "
-          f"{base_cpu / ours_cpu:.1f}x (cpu); `inferwatch --help` takes {help_cpu * 1000:.0f} ms of CPU")
+    print(
+        f"normalize is {base_wall / ours_wall:.1f}x faster than the baseline (wall), "
+        f"{base_cpu / ours_cpu:.1f}x (cpu); `inferwatch --help` takes {help_cpu * 1000:.0f} ms of CPU"
+    )
 
 
 if __name__ == "__main__":

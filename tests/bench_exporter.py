@@ -45,8 +45,14 @@ async def _error(writer: asyncio.StreamWriter) -> None:
 
 
 def faulty_route(i: int):
-    kinds = [hang, slowloris(b"x 1\n" * 1000, pause=0.2), None, dropped(b"a 1\nb 2\n" * 1000, 3000), _error,
-             static(b"<html>502 Bad Gateway</html>\n")]
+    kinds = [
+        hang,
+        slowloris(b"x 1\n" * 1000, pause=0.2),
+        None,
+        dropped(b"a 1\nb 2\n" * 1000, 3000),
+        _error,
+        static(b"<html>502 Bad Gateway</html>\n"),
+    ]
     return kinds[i % len(kinds)]
 
 
@@ -67,9 +73,9 @@ def proc_usage(pid: int) -> tuple[float, int]:
 
 class Stats:
     def __init__(self, healthy: dict[str, int]):
-        self.healthy = healthy   # target -> series it must have
+        self.healthy = healthy  # target -> series it must have
         self.latencies: list[float] = []
-        self.server: list[float] = []   # the exporter's own inferwatch_exporter_scrape_duration_seconds
+        self.server: list[float] = []  # the exporter's own inferwatch_exporter_scrape_duration_seconds
         self.complete = 0
         self.target_complete = 0
         self.errors = 0
@@ -93,11 +99,13 @@ class Stats:
         n = len(self.latencies)
         p = lambda q: lat[min(n - 1, int(q * n))] if n else 0.0  # noqa: E731
         share = self.target_complete / max(1, n * len(self.healthy))
-        return (f"{label:9} scrapes {n:5d} ({n / seconds:5.1f}/s)  answer p50 {p(0.5):5.2f}s p99 {p(0.99):5.2f}s "
-                f"max {lat[-1]:5.2f}s (bound {bound:.1f}s: {'ok' if lat[-1] <= bound else 'OVER'}; in the exporter "
-                f"max {max(self.server, default=0):5.2f}s)  "
-                f"all healthy complete {self.complete / max(1, n):7.3%}  healthy target-scrapes complete "
-                f"{share:7.3%}  failed requests {self.errors}")
+        return (
+            f"{label:9} scrapes {n:5d} ({n / seconds:5.1f}/s)  answer p50 {p(0.5):5.2f}s p99 {p(0.99):5.2f}s "
+            f"max {lat[-1]:5.2f}s (bound {bound:.1f}s: {'ok' if lat[-1] <= bound else 'OVER'}; in the exporter "
+            f"max {max(self.server, default=0):5.2f}s)  "
+            f"all healthy complete {self.complete / max(1, n):7.3%}  healthy target-scrapes complete "
+            f"{share:7.3%}  failed requests {self.errors}"
+        )
 
 
 async def scraper(session: aiohttp.ClientSession, url: str, stats: Stats, until: float, headers: dict) -> None:
@@ -111,8 +119,9 @@ async def scraper(session: aiohttp.ClientSession, url: str, stats: Stats, until:
         stats.add(text, time.monotonic() - start)
 
 
-async def phase(url: str, scrapers: int, seconds: float, healthy: dict[str, int], pid: int, peak: list,
-                headers: dict) -> Stats:
+async def phase(
+    url: str, scrapers: int, seconds: float, healthy: dict[str, int], pid: int, peak: list, headers: dict
+) -> Stats:
     stats = Stats(healthy)
     until = time.monotonic() + seconds
     connector = aiohttp.TCPConnector(limit=scrapers)
@@ -129,20 +138,31 @@ async def main(args) -> None:
     catalog = load_catalog()
     normalizer = Normalizer(load_mappings(catalog=catalog), catalog)
     step = max(1, args.targets // max(1, args.faulty))
-    faulty = list(range(0, args.targets, step))[:args.faulty]
+    faulty = list(range(0, args.targets, step))[: args.faulty]
     routes, healthy = {}, {}
     for i in range(args.targets):
         name = f"t{i}"
         if i in faulty:
-            routes[name] = faulty_route(faulty.index(i))   # None: refused, nothing listens there
+            routes[name] = faulty_route(faulty.index(i))  # None: refused, nothing listens there
             continue
         body = (REAL_CAPTURES / CAPTURES[i % len(CAPTURES)]).read_text()
         routes[name] = static(body.encode())
         healthy[name] = normalizer.normalize(body).series_out
     async with RawTargets({f"/{n}": r for n, r in routes.items() if r is not None}) as targets:
         port = free_port()
-        cmd = [sys.executable, "-m", "inferwatch", "exporter", "normalize", "--listen", f"127.0.0.1:{port}",
-               "--timeout", f"{args.timeout}s", "--log-level", "error"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "exporter",
+            "normalize",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--timeout",
+            f"{args.timeout}s",
+            "--log-level",
+            "error",
+        ]
         for name, route in routes.items():
             url = targets.url(f"/{name}") if route is not None else f"http://127.0.0.1:{free_port()}/metrics"
             cmd += ["--target", f"{name}={url}"]
@@ -160,7 +180,7 @@ async def main(args) -> None:
             rss0, fds0 = proc_usage(proc.pid)
             bound = args.timeout + 1
             headers = {}
-            if args.scrape_timeout:   # as Prometheus sends it: the exporter answers before it
+            if args.scrape_timeout:  # as Prometheus sends it: the exporter answers before it
                 headers = {"X-Prometheus-Scrape-Timeout-Seconds": str(args.scrape_timeout)}
                 bound = min(bound, args.scrape_timeout)
             peak = [0.0, 0]
@@ -175,18 +195,26 @@ async def main(args) -> None:
         finally:
             proc.terminate()
             proc.wait(10)
-    print(f"{args.targets} targets ({len(healthy)} healthy, {args.targets - len(healthy)} faulty), exporter --timeout "
-          f"{args.timeout}s; at start RSS {rss0:.0f} MiB, {fds0} open files")
-    print(base.line("baseline", args.duration / 2, bound) + f"  fetches per target {base_fetches:.0f} "
-          f"for {len(base.latencies)} scrapes; peak RSS {peak_base[0]:.0f} MiB, {peak_base[1]} files")
-    print(load.line(f"{args.scrapers} conc.", args.duration, bound) + f"  fetches per target {load_fetches:.0f} "
-          f"for {len(load.latencies)} scrapes; peak RSS {peak[0]:.0f} MiB, {peak[1]} files")
+    print(
+        f"{args.targets} targets ({len(healthy)} healthy, {args.targets - len(healthy)} faulty), exporter --timeout "
+        f"{args.timeout}s; at start RSS {rss0:.0f} MiB, {fds0} open files"
+    )
+    print(
+        base.line("baseline", args.duration / 2, bound) + f"  fetches per target {base_fetches:.0f} "
+        f"for {len(base.latencies)} scrapes; peak RSS {peak_base[0]:.0f} MiB, {peak_base[1]} files"
+    )
+    print(
+        load.line(f"{args.scrapers} conc.", args.duration, bound) + f"  fetches per target {load_fetches:.0f} "
+        f"for {len(load.latencies)} scrapes; peak RSS {peak[0]:.0f} MiB, {peak[1]} files"
+    )
     b50 = sorted(base.latencies)[len(base.latencies) // 2] if base.latencies else 0.0
     l50 = sorted(load.latencies)[len(load.latencies) // 2] if load.latencies else 0.0
     rate = lambda s, secs: len(s.latencies) / secs  # noqa: E731
-    print(f"ratio     throughput {rate(load, args.duration) / max(1e-9, rate(base, args.duration / 2)):.1f}x the "
-          f"baseline's, p50 answer {l50 / max(1e-9, b50):.2f}x, target fetches per exporter scrape "
-          f"{load_fetches / max(1, len(load.latencies)):.3f} (1.000 would be no sharing)")
+    print(
+        f"ratio     throughput {rate(load, args.duration) / max(1e-9, rate(base, args.duration / 2)):.1f}x the "
+        f"baseline's, p50 answer {l50 / max(1e-9, b50):.2f}x, target fetches per exporter scrape "
+        f"{load_fetches / max(1, len(load.latencies)):.3f} (1.000 would be no sharing)"
+    )
 
 
 if __name__ == "__main__":
@@ -196,6 +224,10 @@ if __name__ == "__main__":
     parser.add_argument("--scrapers", type=int, default=20)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds under load (the baseline runs half)")
     parser.add_argument("--timeout", type=float, default=2.0, help="the exporter's per-target timeout, seconds")
-    parser.add_argument("--scrape-timeout", type=float, default=0.0,
-                        help="send X-Prometheus-Scrape-Timeout-Seconds like Prometheus (0: do not)")
+    parser.add_argument(
+        "--scrape-timeout",
+        type=float,
+        default=0.0,
+        help="send X-Prometheus-Scrape-Timeout-Seconds like Prometheus (0: do not)",
+    )
     asyncio.run(main(parser.parse_args()))

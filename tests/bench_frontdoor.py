@@ -64,12 +64,16 @@ import subprocess
 import sys
 import time
 
-EPOCH = time.monotonic()       # the upstream's decode-step clock (--pace step)
-CHUNK = {"id": "chatcmpl-0123456789abcdef0123456789abcdef", "object": "chat.completion.chunk", "created": 1,
-         "model": "llama-3-8b", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,
-                                             "finish_reason": None}]}
+EPOCH = time.monotonic()  # the upstream's decode-step clock (--pace step)
+CHUNK = {
+    "id": "chatcmpl-0123456789abcdef0123456789abcdef",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "llama-3-8b",
+    "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None, "finish_reason": None}],
+}
 PATHS = ("direct", "pipe", "bare", "frontdoor")
-DOORS = ("frontdoor", "door+otlp")          # the front door's paths: without and with the OTLP export
+DOORS = ("frontdoor", "door+otlp")  # the front door's paths: without and with the OTLP export
 
 
 def _event(doc: dict) -> bytes:
@@ -93,6 +97,7 @@ def _loop_name() -> str:
 def _new_loop() -> asyncio.AbstractEventLoop:
     if _loop_name() == "uvloop":
         import uvloop
+
         return uvloop.new_event_loop()
     return asyncio.new_event_loop()
 
@@ -165,7 +170,7 @@ def run_pipe(port: int, upstream: str) -> None:
 
         def connection_made(self, transport) -> None:
             self.transport = transport
-            if self.peer is None:                 # a client: open its upstream, say what it sent meanwhile
+            if self.peer is None:  # a client: open its upstream, say what it sent meanwhile
                 loop.create_task(self._connect())
 
         async def _connect(self) -> None:
@@ -224,10 +229,12 @@ def run_bare(port: int, upstream: str) -> None:
     async def proxy(request: web.Request) -> web.StreamResponse:
         session = request.app["session"]
         body = await request.read()
-        async with session.post(upstream + request.path, data=body,
-                                headers={"Content-Type": "application/json"}) as upstream_response:
-            response = web.StreamResponse(status=upstream_response.status,
-                                          headers={"Content-Type": upstream_response.headers["Content-Type"]})
+        async with session.post(
+            upstream + request.path, data=body, headers={"Content-Type": "application/json"}
+        ) as upstream_response:
+            response = web.StreamResponse(
+                status=upstream_response.status, headers={"Content-Type": upstream_response.headers["Content-Type"]}
+            )
             await response.prepare(request)
             async for chunk in upstream_response.content.iter_any():
                 await response.write(chunk)
@@ -249,8 +256,14 @@ def run_bare(port: int, upstream: str) -> None:
 
 
 def _body(chunks: int, interval: float, first: float, step: bool = False) -> bytes:
-    return json.dumps({"model": "llama-3-8b", "stream": True, "messages": [{"role": "user", "content": "hi"}],
-                       "bench": {"chunks": chunks, "interval": interval, "first": first, "step": step}}).encode()
+    return json.dumps(
+        {
+            "model": "llama-3-8b",
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+            "bench": {"chunks": chunks, "interval": interval, "first": first, "step": step},
+        }
+    ).encode()
 
 
 async def _stream(session, url: str, body: bytes) -> tuple[float | None, int]:
@@ -258,8 +271,9 @@ async def _stream(session, url: str, body: bytes) -> tuple[float | None, int]:
     began = time.perf_counter()
     ttft, events = None, 0
     try:
-        async with session.post(url + "/v1/chat/completions", data=body,
-                                headers={"Content-Type": "application/json"}) as response:
+        async with session.post(
+            url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        ) as response:
             async for chunk in response.content.iter_any():
                 if ttft is None:
                     ttft = time.perf_counter() - began
@@ -269,15 +283,16 @@ async def _stream(session, url: str, body: bytes) -> tuple[float | None, int]:
     return ttft, events
 
 
-async def _round(session, url: str, streams: int, requests: int, body: bytes, length: float,
-                 burst: bool) -> tuple[list[float], int, int]:
+async def _round(
+    session, url: str, streams: int, requests: int, body: bytes, length: float, burst: bool
+) -> tuple[list[float], int, int]:
     """(TTFTs measured, events received, failed streams) of `streams` workers sending `requests` each."""
     ttfts, totals = [], [0, 0]
 
     async def worker(i: int) -> None:
         if not burst:
             await asyncio.sleep(i * length / streams)
-            ttft, events = await _stream(session, url, body)       # the ramp: not measured
+            ttft, events = await _stream(session, url, body)  # the ramp: not measured
             totals[0] += events
         for _ in range(requests):
             await _stream_into(session, url, body, ttfts, totals)
@@ -321,16 +336,25 @@ async def _levels(args, paths: dict) -> dict:
                     url, pid = paths[path]
                     await asyncio.gather(*(_stream(sessions[path], url, warm) for _ in range(streams)))
                     cpu, box, began = _cpu_seconds(pid) if pid else 0.0, _machine(), time.monotonic()
-                    ttfts, events, failed = await _round(sessions[path], url, streams, args.requests, body, length,
-                                                         args.burst)
+                    ttfts, events, failed = await _round(
+                        sessions[path], url, streams, args.requests, body, length, args.burst
+                    )
                     spent, took = (_cpu_seconds(pid) - cpu) if pid else None, time.monotonic() - began
                     busy, total = (b - a for a, b in zip(box, _machine(), strict=True))
-                    out[streams, repeat, path] = (_pct(ttfts, 0.5), _pct(ttfts, 0.99),
-                                                  spent / events if spent is not None and events else None, failed,
-                                                  busy / total if total else float("nan"), events / took,
-                                                  spent / took if spent is not None else None)
-                print(f"  repeat {repeat + 1}/{args.repeats}, {streams} streams: "
-                      + ", ".join(f"{p} {out[streams, repeat, p][0] * 1000:.2f}ms" for p in PATHS), file=sys.stderr)
+                    out[streams, repeat, path] = (
+                        _pct(ttfts, 0.5),
+                        _pct(ttfts, 0.99),
+                        spent / events if spent is not None and events else None,
+                        failed,
+                        busy / total if total else float("nan"),
+                        events / took,
+                        spent / took if spent is not None else None,
+                    )
+                print(
+                    f"  repeat {repeat + 1}/{args.repeats}, {streams} streams: "
+                    + ", ".join(f"{p} {out[streams, repeat, p][0] * 1000:.2f}ms" for p in PATHS),
+                    file=sys.stderr,
+                )
     finally:
         for session in sessions.values():
             await session.close()
@@ -339,12 +363,13 @@ async def _levels(args, paths: dict) -> dict:
 
 async def _memory(url: str, pid: int, streams: int, waves: int) -> tuple[float, list[float], int]:
     """(RSS MiB before, [peak RSS MiB while `streams` slow streams are in flight, per wave], failed streams)."""
-    body = _body(40, 0.1, 0.02)                           # 4 s each; all are open from 1 s to 4 s
+    body = _body(40, 0.1, 0.02)  # 4 s each; all are open from 1 s to 4 s
     before, peaks, failed = _rss_mib(pid), [], 0
     async with _session() as session:
         for _ in range(waves):
+
             async def one(i: int) -> tuple[float | None, int]:
-                await asyncio.sleep(i / streams)          # 1,000 connects spread over a second
+                await asyncio.sleep(i / streams)  # 1,000 connects spread over a second
                 return await _stream(session, url, body)
 
             task = asyncio.gather(*(one(i) for i in range(streams)))
@@ -423,8 +448,14 @@ def metering_cost(otlp: bool = False) -> tuple[float, float, float | None]:
         for payload in splitter.feed(chunk):
             observe_event(facts, payload, 1.0)
 
-    body = json.dumps({"model": "llama-3-8b", "stream": True, "messages": [{"role": "user", "content": "x" * 2000}],
-                       "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}).encode()
+    body = json.dumps(
+        {
+            "model": "llama-3-8b",
+            "stream": True,
+            "messages": [{"role": "user", "content": "x" * 2000}],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        }
+    ).encode()
     metrics, headers = FrontdoorMetrics(), {"Authorization": "Bearer sk-0123456789"}
 
     def per_request(metrics=metrics, facts=facts):
@@ -432,10 +463,15 @@ def metering_cost(otlp: bool = False) -> tuple[float, float, float | None]:
         labels = (info.model, caller, "upstream:8000")
         metrics.in_flight.labels(*labels).inc()
         metrics.in_flight.labels(*labels).dec()
-        metrics.record(labels, classify(200, "complete", facts, True, info.tools), 200,
-                       {"ttft": 0.1, "ttfc": 0.05, "tpot": 0.02, "duration": 1.0}, token_counts(facts)[:3])
+        metrics.record(
+            labels,
+            classify(200, "complete", facts, True, info.tools),
+            200,
+            {"ttft": 0.1, "ttfc": 0.05, "tpot": 0.02, "duration": 1.0},
+            token_counts(facts)[:3],
+        )
 
-    per_chunk_s = min(timeit.repeat(per_chunk, number=20000, repeat=3)) / 20000      # first: it fills `facts`
+    per_chunk_s = min(timeit.repeat(per_chunk, number=20000, repeat=3)) / 20000  # first: it fills `facts`
     request = min(timeit.repeat(per_request, number=2000, repeat=3)) / 2000
     with_otel = None
     if otlp:
@@ -444,8 +480,15 @@ def metering_cost(otlp: bool = False) -> tuple[float, float, float | None]:
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
         from inferwatch.frontdoor._otel import OtelView, OtlpConfig
-        ended, last = Facts(), {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                                "usage": {"prompt_tokens": 500, "completion_tokens": 3}}
+
+        ended, last = (
+            Facts(),
+            {
+                **CHUNK,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 500, "completion_tokens": 3},
+            },
+        )
         for payload in SSESplitter().feed(chunk * 3 + _event(last) + b"data: [DONE]\n\n"):
             observe_event(ended, payload, 1.0)
         assert classify(200, "complete", ended, True, None) == "ok"
@@ -473,9 +516,11 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def _table(args, out: dict) -> None:
     ms = 1000
-    print(f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
-          f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'relayed chunks/s':>25} {'+CPU vs b':>17} "
-          f"{'failed':>6} {'box busy':>8}")
+    print(
+        f"{'streams':>7} {'path':>9} {'TTFT p50':>9} {'p99':>8} {'+p50 vs a':>10} {'+p99 vs a':>10} "
+        f"{'+p50 vs b':>10} {'+p99 vs b':>10} {'CPU/chunk':>10} {'relayed chunks/s':>25} {'+CPU vs b':>17} "
+        f"{'failed':>6} {'box busy':>8}"
+    )
     for streams in args.streams:
         reps = range(args.repeats)
         for path in PATHS:
@@ -488,24 +533,37 @@ def _table(args, out: dict) -> None:
             if path in DOORS:
                 added = "".join(
                     f" {_median(out[streams, r, path][i] - out[streams, r, ref][i] for r in reps) * ms:+8.2f}ms"
-                    for ref in ("direct", "bare") for i in (0, 1))
+                    for ref in ("direct", "bare")
+                    for i in (0, 1)
+                )
             rate = _median(out[streams, r, path][5] for r in reps)
             cores = _median(out[streams, r, path][6] for r in reps)
-            cpu_text = (f"{cpu * 1e6:8.1f}us {rate:9,.0f}/s on {cores:4.2f} core" if cpu == cpu
-                        else f"{'':10} {rate:9,.0f}/s{'':13}")
+            cpu_text = (
+                f"{cpu * 1e6:8.1f}us {rate:9,.0f}/s on {cores:4.2f} core"
+                if cpu == cpu
+                else f"{'':10} {rate:9,.0f}/s{'':13}"
+            )
             over_bare = " " * 17
-            if path in DOORS:               # what the front door's CPU adds per chunk over the bare pass-through
+            if path in DOORS:  # what the front door's CPU adds per chunk over the bare pass-through
                 pairs = [(out[streams, r, path][2], out[streams, r, "bare"][2]) for r in reps]
-                over_bare = (f"{_median(_difference(*p) for p in pairs) * 1e6:+8.1f}us "
-                             f"{_median(_ratio(*p) for p in pairs):5.2f}x")
-            print(f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {over_bare} "
-                  f"{failed:>6} {busy:8.0%}")
+                over_bare = (
+                    f"{_median(_difference(*p) for p in pairs) * 1e6:+8.1f}us "
+                    f"{_median(_ratio(*p) for p in pairs):5.2f}x"
+                )
+            print(
+                f"{streams:>7} {path:>9} {p50 * ms:7.2f}ms {p99 * ms:6.2f}ms{added} {cpu_text} {over_bare} "
+                f"{failed:>6} {busy:8.0%}"
+            )
     if "door+otlp" not in PATHS:
         return
     print("OTLP export on, over the plain front door (median of per-repeat ratios):")
     for streams in args.streams:
-        ratios = [_median(_ratio(out[streams, r, "door+otlp"][i], out[streams, r, "frontdoor"][i])
-                          for r in range(args.repeats)) for i in (0, 1, 2)]
+        ratios = [
+            _median(
+                _ratio(out[streams, r, "door+otlp"][i], out[streams, r, "frontdoor"][i]) for r in range(args.repeats)
+            )
+            for i in (0, 1, 2)
+        ]
         print(f"{streams:>7} streams: TTFT p50 {ratios[0]:.2f}x, p99 {ratios[1]:.2f}x, CPU per chunk {ratios[2]:.2f}x")
 
 
@@ -513,18 +571,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--streams", default="1,16,64,256", help="concurrency levels, comma-separated")
     parser.add_argument("--chunks", type=int, default=64, help="content chunks per stream (64 or more)")
-    parser.add_argument("--interval", type=float, default=0.02, help="seconds between two chunks upstream "
-                                                                    "(50 tokens a second per stream)")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=0.02,
+        help="seconds between two chunks upstream (50 tokens a second per stream)",
+    )
     parser.add_argument("--first", type=float, default=0.02, help="seconds before the first chunk upstream")
     parser.add_argument("--requests", type=int, default=3, help="measured requests per worker and round")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of every level through every path")
     parser.add_argument("--burst", action="store_true", help="each round's N requests start at the same instant")
-    parser.add_argument("--pace", choices=["stream", "step"], default="stream", help="stream: each stream's chunks "
-                        "on its own clock; step: every stream's on one clock, as an engine decoding a batch")
-    parser.add_argument("--memory-streams", type=int, default=1000, help="slow streams held open for the RSS "
-                                                                         "measurement (0: none)")
-    parser.add_argument("--otlp", action="store_true", help="also a front door exporting the OpenTelemetry GenAI "
-                        "view every second (needs the [otel] extra)")
+    parser.add_argument(
+        "--pace",
+        choices=["stream", "step"],
+        default="stream",
+        help="stream: each stream's chunks "
+        "on its own clock; step: every stream's on one clock, as an engine decoding a batch",
+    )
+    parser.add_argument(
+        "--memory-streams", type=int, default=1000, help="slow streams held open for the RSS measurement (0: none)"
+    )
+    parser.add_argument(
+        "--otlp",
+        action="store_true",
+        help="also a front door exporting the OpenTelemetry GenAI view every second (needs the [otel] extra)",
+    )
     parser.add_argument("--role", choices=["upstream", "pipe", "bare", "otlp-sink"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--upstream-url", help=argparse.SUPPRESS)
@@ -546,12 +617,29 @@ def main() -> None:
     upstream_url = f"http://127.0.0.1:{up_port}"
 
     def door(port: int, admin: int, *more: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", upstream_url,
-                                 "--listen", f"127.0.0.1:{port}", "--caller-salt", "bench",
-                                 "--metrics-listen", f"127.0.0.1:{admin}",
-                                 # the load generator is one address, as a gateway is: 2 x 1,000 streams
-                                 "--max-client-connections", "4096", "--log-level", "warning", *more],
-                                env={**os.environ, **_frontdoor_env()})
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inferwatch",
+                "frontdoor",
+                "--upstream",
+                upstream_url,
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--caller-salt",
+                "bench",
+                "--metrics-listen",
+                f"127.0.0.1:{admin}",
+                # the load generator is one address, as a gateway is: 2 x 1,000 streams
+                "--max-client-connections",
+                "4096",
+                "--log-level",
+                "warning",
+                *more,
+            ],
+            env={**os.environ, **_frontdoor_env()},
+        )
 
     processes = {
         "upstream": subprocess.Popen(me + ["--role", "upstream", "--port", str(up_port)]),
@@ -563,20 +651,25 @@ def main() -> None:
     if args.otlp:
         sink_port, ports["door+otlp"], otlp_admin = (_free_port() for _ in range(3))
         processes["otlp-sink"] = subprocess.Popen(me + ["--role", "otlp-sink", "--port", str(sink_port)])
-        processes["door+otlp"] = door(ports["door+otlp"], otlp_admin, "--otlp-endpoint",
-                                      f"http://127.0.0.1:{sink_port}", "--otlp-interval", "1s")
+        processes["door+otlp"] = door(
+            ports["door+otlp"], otlp_admin, "--otlp-endpoint", f"http://127.0.0.1:{sink_port}", "--otlp-interval", "1s"
+        )
         _wait_listening(sink_port, processes["otlp-sink"])
     try:
         for name, port in ports.items():
             _wait_listening(port, processes[name])
-        paths = {"direct": (upstream_url, None), **{name: (f"http://127.0.0.1:{ports[name]}", processes[name].pid)
-                                                     for name in PATHS if name != "direct"}}
-        print(f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
-              f"{args.first * 1000:g} ms, then on {'one clock for all' if args.pace == 'step' else 'a clock each'}; "
-              f"{'bursts' if args.burst else 'steady concurrency'}, {args.requests} "
-              f"measured requests per worker, median of {args.repeats} repeats; {_loop_name()} everywhere; "
-              f"{os.cpu_count()} CPUs shared by upstream, proxy and load generator; load average "
-              f"{os.getloadavg()[0]:.2f}")
+        paths = {
+            "direct": (upstream_url, None),
+            **{name: (f"http://127.0.0.1:{ports[name]}", processes[name].pid) for name in PATHS if name != "direct"},
+        }
+        print(
+            f"{args.chunks} chunks per stream every {args.interval * 1000:g} ms, first after "
+            f"{args.first * 1000:g} ms, then on {'one clock for all' if args.pace == 'step' else 'a clock each'}; "
+            f"{'bursts' if args.burst else 'steady concurrency'}, {args.requests} "
+            f"measured requests per worker, median of {args.repeats} repeats; {_loop_name()} everywhere; "
+            f"{os.cpu_count()} CPUs shared by upstream, proxy and load generator; load average "
+            f"{os.getloadavg()[0]:.2f}"
+        )
         began = time.monotonic()
         out = _run(_levels(args, paths))
         _table(args, out)
@@ -584,17 +677,25 @@ def main() -> None:
             for path in ("bare",) + tuple(p for p in DOORS if p in PATHS):
                 url, pid = paths[path]
                 before, peaks, failed = _run(_memory(url, pid, args.memory_streams, 2))
-                print(f"{path:>9} RSS: {before:.0f} MiB idle, {' then '.join(f'{p:.0f}' for p in peaks)} MiB with "
-                      f"{args.memory_streams} slow streams in flight (two waves; "
-                      f"{(max(peaks) - before) * 1024 / args.memory_streams:.0f} KiB a stream), {failed} failed")
+                print(
+                    f"{path:>9} RSS: {before:.0f} MiB idle, {' then '.join(f'{p:.0f}' for p in peaks)} MiB with "
+                    f"{args.memory_streams} slow streams in flight (two waves; "
+                    f"{(max(peaks) - before) * 1024 / args.memory_streams:.0f} KiB a stream), {failed} failed"
+                )
         chunk_s, request_s, otel_s = metering_cost(args.otlp)
-        print(f"metering alone (split, parse, fold one event): {chunk_s * 1e6:.1f} us per chunk; "
-              f"per request (body, caller, outcome, series): {request_s * 1e6:.0f} us"
-              + (f" (a stream that ended well), {otel_s * 1e6:.0f} us with the OpenTelemetry view "
-                 f"({otel_s / request_s:.2f}x)" if otel_s else "")
-              + f"; {time.monotonic() - began:.0f} s in all")
+        print(
+            f"metering alone (split, parse, fold one event): {chunk_s * 1e6:.1f} us per chunk; "
+            f"per request (body, caller, outcome, series): {request_s * 1e6:.0f} us"
+            + (
+                f" (a stream that ended well), {otel_s * 1e6:.0f} us with the OpenTelemetry view "
+                f"({otel_s / request_s:.2f}x)"
+                if otel_s
+                else ""
+            )
+            + f"; {time.monotonic() - began:.0f} s in all"
+        )
     finally:
-        sink = processes.pop("otlp-sink", None)     # last: the front door exports once more as it stops
+        sink = processes.pop("otlp-sink", None)  # last: the front door exports once more as it stops
         for process in processes.values():
             process.terminate()
         for process in processes.values():

@@ -41,7 +41,8 @@ def big_exposition(models: int, ranks: int) -> str:
         for m in range(models):
             for r in range(ranks):
                 labels = head.replace('engine="0"', f'engine="{r}"').replace(
-                    "Qwen/Qwen1.5-0.5B-Chat", f"org/model-{m:02d}-instruct")
+                    "Qwen/Qwen1.5-0.5B-Chat", f"org/model-{m:02d}-instruct"
+                )
                 number = float(value) + (rnd.random() * 1000 if "_created" not in head else 0)
                 out.append(f"{labels} {number!r}")
     return "\n".join(out) + "\n"
@@ -87,8 +88,10 @@ def main() -> None:
     lines = text.count("\n")
     print(f"exposition: {mb:.2f} MB, {lines} lines, {args.models} models x {args.ranks} ranks")
     print(f"ours      {ours * 1000:8.1f} ms  {ours * 1000 / mb:6.1f} ms/MB  {mb / ours:7.1f} MB/s")
-    print(f"baseline  {base * 1000:8.1f} ms  {base * 1000 / mb:6.1f} ms/MB  {mb / base:7.1f} MB/s"
-          "  (prometheus_client parse + generate_latest)")
+    print(
+        f"baseline  {base * 1000:8.1f} ms  {base * 1000 / mb:6.1f} ms/MB  {mb / base:7.1f} MB/s"
+        "  (prometheus_client parse + generate_latest)"
+    )
     print(f"ratio     {base / ours:8.1f}x faster than the baseline")
 
 

@@ -45,20 +45,32 @@ from inferwatch._yaml import dump_yaml  # noqa: E402
 from inferwatch.slo import compile_spec, parse_spec, render_files  # noqa: E402
 
 TARGETS = {"responsive": 0.999, "fast-enough": 0.99, "answered": 0.995}
-SPEC = {"service": "llm", "window": "30d", "group_by": ["model"], "objectives": [
-    {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99.9%"},
-    {"name": "fast-enough", "sli": "tpot", "threshold": "100ms", "target": "99%"},
-    {"name": "answered", "sli": "answered", "target": "99.5%"}]}
+SPEC = {
+    "service": "llm",
+    "window": "30d",
+    "group_by": ["model"],
+    "objectives": [
+        {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99.9%"},
+        {"name": "fast-enough", "sli": "tpot", "threshold": "100ms", "target": "99%"},
+        {"name": "answered", "sli": "answered", "target": "99.5%"},
+    ],
+}
 # Sloth's queries for the same SLIs: errors and totals as rates, summed by model
 SLOTH_SLIS = {
-    "responsive": ("(sum(rate(llm_time_to_first_token_seconds_count[{w}])) by (model)"
-                   " - sum(rate(llm_time_to_first_token_seconds_bucket{{le=~\"1|1[.]0\"}}[{w}])) by (model))",
-                   "sum(rate(llm_time_to_first_token_seconds_count[{w}])) by (model)"),
-    "fast-enough": ("(sum(rate(llm_time_per_output_token_seconds_count[{w}])) by (model)"
-                    " - sum(rate(llm_time_per_output_token_seconds_bucket{{le=~\"0.1|0[.]1\"}}[{w}])) by (model))",
-                    "sum(rate(llm_time_per_output_token_seconds_count[{w}])) by (model)"),
-    "answered": ("sum(rate(llm_requests_finished_total{{finished_reason=~\"length|abort|error|repetition\"}}[{w}]))"
-                 " by (model)", "sum(rate(llm_requests_finished_total[{w}])) by (model)"),
+    "responsive": (
+        "(sum(rate(llm_time_to_first_token_seconds_count[{w}])) by (model)"
+        ' - sum(rate(llm_time_to_first_token_seconds_bucket{{le=~"1|1[.]0"}}[{w}])) by (model))',
+        "sum(rate(llm_time_to_first_token_seconds_count[{w}])) by (model)",
+    ),
+    "fast-enough": (
+        "(sum(rate(llm_time_per_output_token_seconds_count[{w}])) by (model)"
+        ' - sum(rate(llm_time_per_output_token_seconds_bucket{{le=~"0.1|0[.]1"}}[{w}])) by (model))',
+        "sum(rate(llm_time_per_output_token_seconds_count[{w}])) by (model)",
+    ),
+    "answered": (
+        'sum(rate(llm_requests_finished_total{{finished_reason=~"length|abort|error|repetition"}}[{w}])) by (model)',
+        "sum(rate(llm_requests_finished_total[{w}])) by (model)",
+    ),
 }
 SLOTH_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
 PERIOD = "30d"
@@ -73,43 +85,80 @@ def sloth_rules() -> dict:
         ident = {"sloth_id": f"llm-{slo}", "sloth_service": "llm", "sloth_slo": slo}
         sel = ", ".join(f'{k}="{v}"' for k, v in ident.items())
         bad, total = SLOTH_SLIS[slo]
-        sli = [{"record": f"slo:sli_error:ratio_rate{w}", "expr": f"({bad.format(w=w)})\n/\n({total.format(w=w)})",
-                "labels": {**ident, "sloth_window": w}} for w in SLOTH_WINDOWS]
-        sli.append({"record": f"slo:sli_error:ratio_rate{PERIOD}",
-                    "expr": f"sum_over_time(slo:sli_error:ratio_rate5m{{{sel}}}[{PERIOD}])\n/ ignoring (sloth_window)\n"
-                            f"count_over_time(slo:sli_error:ratio_rate5m{{{sel}}}[{PERIOD}])",
-                    "labels": {**ident, "sloth_window": PERIOD}})
+        sli = [
+            {
+                "record": f"slo:sli_error:ratio_rate{w}",
+                "expr": f"({bad.format(w=w)})\n/\n({total.format(w=w)})",
+                "labels": {**ident, "sloth_window": w},
+            }
+            for w in SLOTH_WINDOWS
+        ]
+        sli.append(
+            {
+                "record": f"slo:sli_error:ratio_rate{PERIOD}",
+                "expr": f"sum_over_time(slo:sli_error:ratio_rate5m{{{sel}}}[{PERIOD}])\n/ ignoring (sloth_window)\n"
+                f"count_over_time(slo:sli_error:ratio_rate5m{{{sel}}}[{PERIOD}])",
+                "labels": {**ident, "sloth_window": PERIOD},
+            }
+        )
         budget = round(1 - target, 6)
         meta = [
             {"record": "slo:objective:ratio", "expr": f"vector({target})", "labels": ident},
             {"record": "slo:error_budget:ratio", "expr": f"vector(1-{target})", "labels": ident},
             {"record": "slo:time_period:days", "expr": "vector(30)", "labels": ident},
-            {"record": "slo:current_burn_rate:ratio",
-             "expr": f"slo:sli_error:ratio_rate5m{{{sel}}}\n/ on(sloth_id, sloth_slo, sloth_service) group_left\n"
-                     f"slo:error_budget:ratio{{{sel}}}", "labels": ident},
-            {"record": "slo:period_burn_rate:ratio",
-             "expr": f"slo:sli_error:ratio_rate{PERIOD}{{{sel}}}\n/ on(sloth_id, sloth_slo, sloth_service) "
-                     f"group_left\nslo:error_budget:ratio{{{sel}}}", "labels": ident},
-            {"record": "slo:period_error_budget_remaining:ratio",
-             "expr": f"1 - slo:period_burn_rate:ratio{{{sel}}}", "labels": ident},
-            {"record": "sloth_slo_info", "expr": "vector(1)",
-             "labels": {**ident, "sloth_mode": "cli-gen-prom", "sloth_spec": "prometheus/v1",
-                        "sloth_version": "v0.16.0",
-                        "sloth_objective": str(target * 100)}},
+            {
+                "record": "slo:current_burn_rate:ratio",
+                "expr": f"slo:sli_error:ratio_rate5m{{{sel}}}\n/ on(sloth_id, sloth_slo, sloth_service) group_left\n"
+                f"slo:error_budget:ratio{{{sel}}}",
+                "labels": ident,
+            },
+            {
+                "record": "slo:period_burn_rate:ratio",
+                "expr": f"slo:sli_error:ratio_rate{PERIOD}{{{sel}}}\n/ on(sloth_id, sloth_slo, sloth_service) "
+                f"group_left\nslo:error_budget:ratio{{{sel}}}",
+                "labels": ident,
+            },
+            {
+                "record": "slo:period_error_budget_remaining:ratio",
+                "expr": f"1 - slo:period_burn_rate:ratio{{{sel}}}",
+                "labels": ident,
+            },
+            {
+                "record": "sloth_slo_info",
+                "expr": "vector(1)",
+                "labels": {
+                    **ident,
+                    "sloth_mode": "cli-gen-prom",
+                    "sloth_spec": "prometheus/v1",
+                    "sloth_version": "v0.16.0",
+                    "sloth_objective": str(target * 100),
+                },
+            },
         ]
 
         def over(short: str, long: str, factor: float, sel: str = sel, budget: float = budget) -> str:
-            return (f"(max(slo:sli_error:ratio_rate{short}{{{sel}}} > ({factor} * {budget})) without (sloth_window)\n"
-                    f"and max(slo:sli_error:ratio_rate{long}{{{sel}}} > ({factor} * {budget})) without (sloth_window))")
+            return (
+                f"(max(slo:sli_error:ratio_rate{short}{{{sel}}} > ({factor} * {budget})) without (sloth_window)\n"
+                f"and max(slo:sli_error:ratio_rate{long}{{{sel}}} > ({factor} * {budget})) without (sloth_window))"
+            )
+
         alerts = [
-            {"alert": "SlothPage", "expr": f"{over('5m', '1h', 14.4)}\nor\n{over('30m', '6h', 6)}",
-             "labels": {"sloth_severity": "page"}},
-            {"alert": "SlothTicket", "expr": f"{over('2h', '1d', 3)}\nor\n{over('6h', '3d', 1)}",
-             "labels": {"sloth_severity": "ticket"}},
+            {
+                "alert": "SlothPage",
+                "expr": f"{over('5m', '1h', 14.4)}\nor\n{over('30m', '6h', 6)}",
+                "labels": {"sloth_severity": "page"},
+            },
+            {
+                "alert": "SlothTicket",
+                "expr": f"{over('2h', '1d', 3)}\nor\n{over('6h', '3d', 1)}",
+                "labels": {"sloth_severity": "ticket"},
+            },
         ]
-        groups += [{"name": f"sloth-slo-sli-recordings-llm-{slo}", "rules": sli},
-                   {"name": f"sloth-slo-meta-recordings-llm-{slo}", "rules": meta},
-                   {"name": f"sloth-slo-alerts-llm-{slo}", "rules": alerts}]
+        groups += [
+            {"name": f"sloth-slo-sli-recordings-llm-{slo}", "rules": sli},
+            {"name": f"sloth-slo-meta-recordings-llm-{slo}", "rules": meta},
+            {"name": f"sloth-slo-alerts-llm-{slo}", "rules": alerts},
+        ]
     return {"groups": groups}
 
 
@@ -128,10 +177,13 @@ def _per_group(fleet: Fleet, model: str, since: int) -> dict[str, np.ndarray]:
 def write_recorded(fleet: Fleet, days: float, path: Path, design: str) -> None:
     """`days` of the design's own recorded series before now, as its rules would have written them."""
     since = fleet.now - int(days * 86400) // 60 * 60
-    times = np.arange(since, fleet.now - 59, 60) + 60        # the end of each minute
+    times = np.arange(since, fleet.now - 59, 60) + 60  # the end of each minute
     with open(path, "w") as out:
-        names = ("llm_slo:total:increase1m", "llm_slo:good:increase1m") if design == "inferwatch" else \
-            ("slo:sli_error:ratio_rate5m",)
+        names = (
+            ("llm_slo:total:increase1m", "llm_slo:good:increase1m")
+            if design == "inferwatch"
+            else ("slo:sli_error:ratio_rate5m",)
+        )
         for name in names:
             for model in fleet.models:
                 counts = _per_group(fleet, model, since)
@@ -141,12 +193,14 @@ def write_recorded(fleet: Fleet, days: float, path: Path, design: str) -> None:
                     if name.startswith("llm_slo:"):
                         values = total if ":total:" in name else good
                         labels = f'model="{model}",service="llm",slo="{slo}"'
-                    else:       # the 5m error ratio, recorded every minute
-                        window = np.convolve(total, np.ones(5))[:len(total)]
-                        bad5 = np.convolve(total - good, np.ones(5))[:len(total)]
+                    else:  # the 5m error ratio, recorded every minute
+                        window = np.convolve(total, np.ones(5))[: len(total)]
+                        bad5 = np.convolve(total - good, np.ones(5))[: len(total)]
                         values = np.divide(bad5, window, out=np.zeros_like(bad5), where=window > 0)
-                        labels = (f'model="{model}",sloth_id="llm-{slo}",sloth_service="llm",sloth_slo="{slo}",'
-                                  'sloth_window="5m"')
+                        labels = (
+                            f'model="{model}",sloth_id="llm-{slo}",sloth_service="llm",sloth_slo="{slo}",'
+                            'sloth_window="5m"'
+                        )
                     out.writelines(f"{name}{{{labels}}} {v:.6g} {t}\n" for t, v in zip(times, values, strict=True))
         out.write("# EOF\n")
 
@@ -170,22 +224,38 @@ def _intervals(rules: list[Path], evaluation_interval: str) -> dict[str, float]:
     import yaml
 
     from inferwatch.durations import parse_duration
-    return {g["name"]: float(parse_duration(g.get("interval", evaluation_interval))) for p in rules
-            for g in yaml.safe_load(p.read_text())["groups"]}
+
+    return {
+        g["name"]: float(parse_duration(g.get("interval", evaluation_interval)))
+        for p in rules
+        for g in yaml.safe_load(p.read_text())["groups"]
+    }
 
 
-def run(design: str, rules: list[Path], data: Path, url: str, minutes: float, incidents: set[str],
-        prefix: str, workdir: Path, evaluation_interval: str = "1m") -> dict:
+def run(
+    design: str,
+    rules: list[Path],
+    data: Path,
+    url: str,
+    minutes: float,
+    incidents: set[str],
+    prefix: str,
+    workdir: Path,
+    evaluation_interval: str = "1m",
+) -> dict:
     intervals = _intervals(rules, evaluation_interval)
     workdir.mkdir(parents=True, exist_ok=True)
     every_minute = []
     for path in rules:
         every_minute.append(workdir / path.name)
         every_minute[-1].write_text(path.read_text().replace("interval: 10m", "interval: 1m"))
-    config = {"global": {"scrape_interval": "15s", "evaluation_interval": evaluation_interval},
-              "rule_files": [str(p) for p in every_minute],
-              "scrape_configs": [{"job_name": "llm", "honor_labels": True,
-                                  "static_configs": [{"targets": [url.removeprefix("http://")]}]}]}
+    config = {
+        "global": {"scrape_interval": "15s", "evaluation_interval": evaluation_interval},
+        "rule_files": [str(p) for p in every_minute],
+        "scrape_configs": [
+            {"job_name": "llm", "honor_labels": True, "static_configs": [{"targets": [url.removeprefix("http://")]}]}
+        ],
+    }
     shutil.copytree(data, workdir / "data")
     samples: dict[tuple[str, str], float] = {}
     rule_samples: dict[tuple[str, str], dict[str, float]] = {}
@@ -201,8 +271,11 @@ def run(design: str, rules: list[Path], data: Path, url: str, minutes: float, in
             peak = max(peak, _self_metric(base, "process_resident_memory_bytes"))
             time.sleep(10)
         series = int(query(base, f'count({{__name__=~"{prefix}"}})')[0]["value"][1])
-        alerts = [a for a in api(base, "/api/v1/alerts")["alerts"] if a["state"] == "firing"
-                  and a["labels"]["alertname"] != "LLMSLIDataMissing"]
+        alerts = [
+            a
+            for a in api(base, "/api/v1/alerts")["alerts"]
+            if a["state"] == "firing" and a["labels"]["alertname"] != "LLMSLIDataMissing"
+        ]
     per_group: dict[str, list[float]] = {}
     for (name, _), seconds in samples.items():
         per_group.setdefault(name, []).append(seconds)
@@ -210,11 +283,18 @@ def run(design: str, rules: list[Path], data: Path, url: str, minutes: float, in
     unevaluated = sorted(set(intervals) - set(per_group))
     costs = {f"{g} {r}": float(np.median(list(v.values()))) * 60 / intervals[g] for (g, r), v in rule_samples.items()}
     on_incidents = [a for a in alerts if a["labels"].get("model") in incidents]
-    return {"design": design, "evaluation_s_per_min": evaluation, "peak_rss_mib": peak / 2**20,
-            "recorded_series": series, "firing": len(alerts), "firing_on_incidents": len(on_incidents),
-            "firing_on_healthy": len(alerts) - len(on_incidents),
-            "pages_on_healthy": sum(1 for a in alerts if _page(a) and a["labels"].get("model") not in incidents),
-            "groups_not_evaluated": unevaluated, "rule_costs": costs}
+    return {
+        "design": design,
+        "evaluation_s_per_min": evaluation,
+        "peak_rss_mib": peak / 2**20,
+        "recorded_series": series,
+        "firing": len(alerts),
+        "firing_on_incidents": len(on_incidents),
+        "firing_on_healthy": len(alerts) - len(on_incidents),
+        "pages_on_healthy": sum(1 for a in alerts if _page(a) and a["labels"].get("model") not in incidents),
+        "groups_not_evaluated": unevaluated,
+        "rule_costs": costs,
+    }
 
 
 def main() -> None:
@@ -223,18 +303,30 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2)
     parser.add_argument("--days", type=float, default=4, help="raw history (3d windows need over 3)")
     parser.add_argument("--step", type=int, default=15, help="seconds between raw samples")
-    parser.add_argument("--recorded-days", type=float, default=0,
-                        help="each design's recorded series before now (0: a fresh deployment)")
+    parser.add_argument(
+        "--recorded-days",
+        type=float,
+        default=0,
+        help="each design's recorded series before now (0: a fresh deployment)",
+    )
     parser.add_argument("--incidents", type=int, default=3)
     parser.add_argument("--minutes", type=float, default=4, help="each design's run")
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
     parser.add_argument("--rules", type=int, default=0, help="print this many costliest rules of each design")
-    parser.add_argument("--sloth-intervals", default="1m,30s",
-                        help="Prometheus' global evaluation_interval for Sloth's groups (they carry no interval:), "
-                             "one run each; issue 15's first table had 30s, Prometheus' own default is 1m")
-    parser.add_argument("--also", action="append", default=[], metavar="NAME=DIR",
-                        help="another inferwatch rendering of the same objectives to run beside this one (its "
-                             "*.rules.yaml in DIR, e.g. written by --write-rules from an older checkout)")
+    parser.add_argument(
+        "--sloth-intervals",
+        default="1m,30s",
+        help="Prometheus' global evaluation_interval for Sloth's groups (they carry no interval:), "
+        "one run each; issue 15's first table had 30s, Prometheus' own default is 1m",
+    )
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="another inferwatch rendering of the same objectives to run beside this one (its "
+        "*.rules.yaml in DIR, e.g. written by --write-rules from an older checkout)",
+    )
     parser.add_argument("--write-rules", metavar="DIR", help="write this checkout's rendering to DIR and exit")
     args = parser.parse_args()
 
@@ -247,17 +339,26 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="bench-slo-"))
     models = [f"model-{i:03d}" for i in range(args.models)]
-    incidents = set(models[:args.incidents])
+    incidents = set(models[: args.incidents])
     budgets = {slo: 1 - t for slo, t in TARGETS.items()}
     started = time.time()
-    fleet = Fleet(models, budgets, incidents, pods=args.pods, days=max(args.days, args.recorded_days),
-                  ahead=int(4 * args.minutes) + 30)
+    fleet = Fleet(
+        models,
+        budgets,
+        incidents,
+        pods=args.pods,
+        days=max(args.days, args.recorded_days),
+        ahead=int(4 * args.minutes) + 30,
+    )
     raw_since = fleet.now - int(args.days * 86400) // 60 * 60
     samples = fleet.write_openmetrics(work / "raw.om", step=args.step, since=raw_since)
     create_blocks(work / "raw.om", work / "raw")
     (work / "raw.om").unlink()
-    print(f"fleet: {args.models} models x {args.pods} pods, {args.days} days at {args.step}s: {samples:,} raw samples "
-          f"({time.time() - started:.0f}s to write and import)", flush=True)
+    print(
+        f"fleet: {args.models} models x {args.pods} pods, {args.days} days at {args.step}s: {samples:,} raw samples "
+        f"({time.time() - started:.0f}s to write and import)",
+        flush=True,
+    )
 
     ours = []
     for name, text in files.items():
@@ -266,8 +367,10 @@ def main() -> None:
             ours.append(work / name)
     (work / "sloth.rules.yaml").write_text(dump_yaml(sloth_rules()))
     # design: (kind, rules, recorded-series prefix, global evaluation_interval)
-    designs = {f"sloth@{i}": ("sloth", [work / "sloth.rules.yaml"], "slo:.+|sloth_.+", i)
-               for i in args.sloth_intervals.split(",")}
+    designs = {
+        f"sloth@{i}": ("sloth", [work / "sloth.rules.yaml"], "slo:.+|sloth_.+", i)
+        for i in args.sloth_intervals.split(",")
+    }
     designs["inferwatch"] = ("inferwatch", ours, "llm_slo:.+", "1m")
     for also in args.also:
         name, _, folder = also.partition("=")
@@ -284,26 +387,51 @@ def main() -> None:
     with serve({"/metrics": live_handler(fleet)}) as url:
         for design, (kind, rules, prefix, interval) in designs.items():
             print(f"running {design} for {args.minutes} min ...", flush=True)
-            results.append(run(design, rules, data[kind], url, args.minutes, incidents, prefix,
-                               work / design.replace("@", "-"), interval))
+            results.append(
+                run(
+                    design,
+                    rules,
+                    data[kind],
+                    url,
+                    args.minutes,
+                    incidents,
+                    prefix,
+                    work / design.replace("@", "-"),
+                    interval,
+                )
+            )
     state = f"after {args.recorded_days:g} days of recording" if args.recorded_days else "just deployed"
-    print(f"\n{args.models} models x 3 objectives, {state} (sloth@I: Sloth's groups at a global "
-          "evaluation_interval of I; inferwatch's groups carry their own interval: 1m, the long-window group 10m):")
-    keys = ("evaluation_s_per_min", "peak_rss_mib", "recorded_series", "firing", "firing_on_incidents",
-            "firing_on_healthy", "pages_on_healthy")
+    print(
+        f"\n{args.models} models x 3 objectives, {state} (sloth@I: Sloth's groups at a global "
+        "evaluation_interval of I; inferwatch's groups carry their own interval: 1m, the long-window group 10m):"
+    )
+    keys = (
+        "evaluation_s_per_min",
+        "peak_rss_mib",
+        "recorded_series",
+        "firing",
+        "firing_on_incidents",
+        "firing_on_healthy",
+        "pages_on_healthy",
+    )
     print(f"{'':24}" + "".join(f"{r['design']:>18}" for r in results))
     for key in keys:
         values = [r[key] for r in results]
         print(f"{key:24}" + "".join(f"{v:>18.3f}" if isinstance(v, float) else f"{v:>18}" for v in values))
     print("\nevaluation, inferwatch / Sloth:")
     for ours_ in (r for r in results if not r["design"].startswith("sloth@")):
-        print(f"  {ours_['design']:22}" + "".join(
-            f"  / {theirs['design']}: {ours_['evaluation_s_per_min'] / theirs['evaluation_s_per_min']:.3f}"
-            for theirs in results if theirs["design"].startswith("sloth@")))
+        print(
+            f"  {ours_['design']:22}"
+            + "".join(
+                f"  / {theirs['design']}: {ours_['evaluation_s_per_min'] / theirs['evaluation_s_per_min']:.3f}"
+                for theirs in results
+                if theirs["design"].startswith("sloth@")
+            )
+        )
     for r in results:
         if args.rules:
             print(f"\n{r['design']}: the costliest rules, seconds per minute")
-            for name, cost in sorted(r["rule_costs"].items(), key=lambda kv: -kv[1])[:args.rules]:
+            for name, cost in sorted(r["rule_costs"].items(), key=lambda kv: -kv[1])[: args.rules]:
                 print(f"  {cost:8.4f}  {name}")
         if r["groups_not_evaluated"]:
             print(f"{r['design']}: not evaluated in the run: {r['groups_not_evaluated']}")

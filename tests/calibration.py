@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-PATIENCE = 300          # seconds: a deadline for conditions, never a measure of speed
-PROMPT = "Tell me a short story about a cat who likes the sea."       # under one 16-token block: no prefix hits
-QUEUED = 4              # --max-num-queued-reqs of the engine the rejection event runs on
-RUNNING = 2             # --max-num-seqs of the shared engines, real and simulated
+PATIENCE = 300  # seconds: a deadline for conditions, never a measure of speed
+PROMPT = "Tell me a short story about a cat who likes the sea."  # under one 16-token block: no prefix hits
+QUEUED = 4  # --max-num-queued-reqs of the engine the rejection event runs on
+RUNNING = 2  # --max-num-seqs of the shared engines, real and simulated
 # the engines the events need: the real vLLM's flags and the simulator's parameters alike (the real engine runs
 # without a draft model, so the simulator without speculative decoding; the harness serves --max-model-len 1024)
 SHARED_REAL = ("--max-num-seqs", str(RUNNING), "--max-num-queued-reqs", str(QUEUED))
@@ -36,17 +36,27 @@ SHARED_SIM = {"max_num_seqs": RUNNING, "max_num_queued_reqs": QUEUED, "spec_toke
 # slots there, of which the preemption event uses two
 KV_BLOCKS = 10
 PRESSURE_RUNNING = 4
-PRESSURE_REAL = ("--max-num-seqs", str(PRESSURE_RUNNING), "--num-gpu-blocks-override", str(KV_BLOCKS),
-                 "--no-enable-prefix-caching")
-PRESSURE_SIM = {"max_num_seqs": PRESSURE_RUNNING, "kv_cache_tokens": KV_BLOCKS * 128, "prefix_caching": False,
-                "spec_tokens": 0, "max_model_len": 1024}
-RELEASE = "0.32.0"      # the real engine's (tests/real_engine/harness.py VLLM) and the simulated profile
-LONG = 700              # tokens each preemption request writes: two of them overflow the KV cache above
-HOLD = 900              # tokens each request filling the engine writes: seconds, long beside a /metrics poll
+PRESSURE_REAL = (
+    "--max-num-seqs",
+    str(PRESSURE_RUNNING),
+    "--num-gpu-blocks-override",
+    str(KV_BLOCKS),
+    "--no-enable-prefix-caching",
+)
+PRESSURE_SIM = {
+    "max_num_seqs": PRESSURE_RUNNING,
+    "kv_cache_tokens": KV_BLOCKS * 128,
+    "prefix_caching": False,
+    "spec_tokens": 0,
+    "max_model_len": 1024,
+}
+RELEASE = "0.32.0"  # the real engine's (tests/real_engine/harness.py VLLM) and the simulated profile
+LONG = 700  # tokens each preemption request writes: two of them overflow the KV cache above
+HOLD = 900  # tokens each request filling the engine writes: seconds, long beside a /metrics poll
 
 SHARED_EVENTS = ("length", "stop", "client_cancel", "rejection")
 PRESSURE_EVENTS = ("preemption",)
-TRIES = 3               # runs of an event whose precondition was lost (Outcome.again) before its last one counts
+TRIES = 3  # runs of an event whose precondition was lost (Outcome.again) before its last one counts
 
 
 @dataclass
@@ -55,8 +65,8 @@ class Outcome:
 
     statuses: list[int] = field(default_factory=list)
     usages: list[dict] = field(default_factory=list)
-    partial: bool = False           # a request left before its usage came: its tokens are only `counted`
-    again: str = ""                 # why the event's precondition may not have held: run() runs it again
+    partial: bool = False  # a request left before its usage came: its tokens are only `counted`
+    again: str = ""  # why the event's precondition may not have held: run() runs it again
 
 
 def _post(url: str, body: dict) -> tuple[int, dict]:
@@ -69,8 +79,9 @@ def _post(url: str, body: dict) -> tuple[int, dict]:
 
 
 def _chat(url: str, model: str, outcome: Outcome, **body) -> dict:
-    status, answer = _post(url + "/v1/chat/completions",
-                           {"model": model, "messages": [{"role": "user", "content": PROMPT}], **body})
+    status, answer = _post(
+        url + "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": PROMPT}], **body}
+    )
     outcome.statuses.append(status)
     if status == 200:
         outcome.usages.append(answer["usage"])
@@ -111,9 +122,18 @@ def _stop(url: str, model: str) -> Outcome:
 def _client_cancel(url: str, model: str) -> Outcome:
     """A stream whose client leaves after its first event; the engine is waited on to drop it."""
     request = urllib.request.Request(
-        url + "/v1/chat/completions", headers={"Content-Type": "application/json"},
-        data=json.dumps({"model": model, "stream": True, "max_tokens": 400, "ignore_eos": True,
-                         "messages": [{"role": "user", "content": PROMPT}]}).encode())
+        url + "/v1/chat/completions",
+        headers={"Content-Type": "application/json"},
+        data=json.dumps(
+            {
+                "model": model,
+                "stream": True,
+                "max_tokens": 400,
+                "ignore_eos": True,
+                "messages": [{"role": "user", "content": PROMPT}],
+            }
+        ).encode(),
+    )
     with urllib.request.urlopen(request, timeout=PATIENCE) as response:
         assert response.readline().startswith(b"data: ")
         status = response.status
@@ -136,8 +156,14 @@ def _rejection(url: str, model: str) -> Outcome:
     out = Outcome()
     futures, pool = _hold(url, model, out, QUEUED, HOLD)
     # every holder in the engine (or one already answered: then the statuses compared below say what went wrong)
-    _until(lambda: any(f.done() for f in futures) or (t := metrics(url)) and _gauge(
-        t, "vllm:num_requests_running") + _gauge(t, "vllm:num_requests_waiting") >= QUEUED, "the engine full")
+    _until(
+        lambda: (
+            any(f.done() for f in futures)
+            or (t := metrics(url))
+            and _gauge(t, "vllm:num_requests_running") + _gauge(t, "vllm:num_requests_waiting") >= QUEUED
+        ),
+        "the engine full",
+    )
     _chat(url, model, out, max_tokens=5, ignore_eos=True)
     if out.statuses[-1] == 200 and any(f.done() for f in futures):
         out.again = "the probe was admitted after a holder was answered: the engine may no longer have been full"
@@ -157,8 +183,13 @@ def _preemption(url: str, model: str) -> Outcome:
     return out
 
 
-EVENTS = {"length": _length, "stop": _stop, "client_cancel": _client_cancel, "rejection": _rejection,
-          "preemption": _preemption}
+EVENTS = {
+    "length": _length,
+    "stop": _stop,
+    "client_cancel": _client_cancel,
+    "rejection": _rejection,
+    "preemption": _preemption,
+}
 
 
 def _tokens(name: str) -> bool:
@@ -172,11 +203,15 @@ def counters(text: str) -> dict[str, float]:
     out = {}
     for family in text_string_to_metric_families(text):
         if family.type not in ("counter", "histogram") or not (
-                family.name.startswith("vllm:") or family.name == "http_requests"):
+            family.name.startswith("vllm:") or family.name == "http_requests"
+        ):
             continue
         for s in family.samples:
-            if s.name.endswith("_created") or s.name.endswith("_bucket") or (
-                    s.name.endswith("_sum") and not _tokens(s.name)):
+            if (
+                s.name.endswith("_created")
+                or s.name.endswith("_bucket")
+                or (s.name.endswith("_sum") and not _tokens(s.name))
+            ):
                 continue
             labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()) if k != "model_name")
             out[f"{s.name}{{{labels}}}"] = s.value
@@ -195,6 +230,7 @@ def settle(url: str) -> dict[str, float]:
         now = counters(text)
         same, last = now == last, now
         return now if same else None
+
     return _until(settled, "the engine idle and its counters still")
 
 
@@ -203,13 +239,13 @@ def describe(before: dict[str, float], after: dict[str, float], outcome: Outcome
     prompt = sum(u["prompt_tokens"] for u in outcome.usages)
     completion = sum(u["completion_tokens"] for u in outcome.usages)
     symbols = {prompt: "prompt", completion: "completion", prompt + completion: "prompt+completion"}
-    steps = completion - len(outcome.usages)        # one inter-token sample per token after each first one
+    steps = completion - len(outcome.usages)  # one inter-token sample per token after each first one
     out: dict[str, object] = {}
     for key, value in after.items():
         delta = value - before.get(key, 0)
         name = key.split("{")[0]
         per_token = name.endswith("inter_token_latency_seconds_count") and outcome.usages and not outcome.partial
-        if per_token and delta == steps:        # said even when 0 (one-token answers): a symbol, not a number
+        if per_token and delta == steps:  # said even when 0 (one-token answers): a symbol, not a number
             out[key] = "completion-requests"
         elif not delta:
             continue
@@ -253,7 +289,7 @@ def family(series: str) -> str:
     name = series.split("{")[0]
     for suffix in ("_total", "_count", "_sum"):
         if name.endswith(suffix):
-            return name[:-len(suffix)]
+            return name[: -len(suffix)]
     return name
 
 
@@ -281,6 +317,7 @@ def compare(real: dict, simulated: dict, differences: dict) -> list[str]:
 def simulated(overrides: dict):
     """The simulated vLLM of RELEASE with `overrides` (SHARED_SIM, PRESSURE_SIM), fast steps; yields its URL."""
     from simtools import FAST, simulator
+
     with simulator("vllm", RELEASE, params=replace(FAST, **overrides), model="tiny-llama") as (url, _):
         yield url
 

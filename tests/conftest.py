@@ -59,30 +59,46 @@ def need(tool: str) -> str:
 
 def _scope(item) -> str:
     """xdist's unit of work under --dist loadgroup: the item's xdist_group, else the item alone."""
-    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                    for m in item.iter_markers("xdist_group")})
+    names = sorted(
+        {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    )
     return "_".join(names) if names else item.nodeid
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("inferwatch")
-    group.addoption("--real-engine", action="store_true",
-                    help="also run the tests marked real_engine, on a real vLLM CPU engine (installed once into a "
-                         "cached venv: tests/real_engine/harness.py)")
-    group.addoption("--real-incidents", action="store_true",
-                    help="with --real-engine or --engine-url, also run the real incidents (test_real_incidents.py: "
-                         "their alerts' detection times and triage's verdicts); minutes")
-    group.addoption("--engine-url", metavar="URL",
-                    help="run the real_engine tests against this running vLLM (a GPU one, say) instead of starting "
-                         "one; tests that need their own engine flags are skipped")
+    group.addoption(
+        "--real-engine",
+        action="store_true",
+        help="also run the tests marked real_engine, on a real vLLM CPU engine (installed once into a "
+        "cached venv: tests/real_engine/harness.py)",
+    )
+    group.addoption(
+        "--real-incidents",
+        action="store_true",
+        help="with --real-engine or --engine-url, also run the real incidents (test_real_incidents.py: "
+        "their alerts' detection times and triage's verdicts); minutes",
+    )
+    group.addoption(
+        "--engine-url",
+        metavar="URL",
+        help="run the real_engine tests against this running vLLM (a GPU one, say) instead of starting "
+        "one; tests that need their own engine flags are skipped",
+    )
 
 
 def _deselect_real_engine(config, items) -> None:
     """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step; the
     real incidents only with --real-incidents as well."""
     wanted = config.getoption("--real-engine") or config.getoption("--engine-url")
-    dropped = [item for item in items if item.get_closest_marker("real_engine") and not wanted
-               or item.get_closest_marker("real_incidents") and not config.getoption("--real-incidents")]
+    dropped = [
+        item
+        for item in items
+        if item.get_closest_marker("real_engine")
+        and not wanted
+        or item.get_closest_marker("real_incidents")
+        and not config.getoption("--real-incidents")
+    ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         gone = set(map(id, dropped))
@@ -114,7 +130,7 @@ def pytest_collection_modifyitems(config, items):
     for unit in units.values():
         promtool = len(unit) == 1 and unit[0].get_closest_marker("promtool") is not None
         if any(i.get_closest_marker("slow") for i in unit) and promtool:
-            heavy.insert(0, unit)               # a slow test that computes rather than waits: the first of them
+            heavy.insert(0, unit)  # a slow test that computes rather than waits: the first of them
         elif any(i.get_closest_marker("slow") for i in unit):
             waiting.append(unit)
         elif len(unit) > 1:
@@ -124,7 +140,14 @@ def pytest_collection_modifyitems(config, items):
     groups.sort(key=len, reverse=True)
     first = min(len(waiting), max(1, workers // 2))
     start = max(0, workers - first)
-    fillers = singles[len(singles) - first:]
-    order = (waiting[:first] + heavy[:start] + fillers + waiting[first:] + heavy[start:] + groups
-             + singles[:len(singles) - first])
+    fillers = singles[len(singles) - first :]
+    order = (
+        waiting[:first]
+        + heavy[:start]
+        + fillers
+        + waiting[first:]
+        + heavy[start:]
+        + groups
+        + singles[: len(singles) - first]
+    )
     items[:] = [item for unit in order for item in unit]

@@ -18,13 +18,13 @@ from itertools import pairwise
 from pathlib import Path
 
 import yaml
-
 from conftest import FIXTURES
+
 from inferwatch.slo import run_rule_tests
 
 FOLDER = FIXTURES / "demo"
 COUNTER = re.compile(r"_(total|bucket|count|sum)$")
-SKIP_INCIDENT_S = 60         # an incident's first minute: the switch itself, queues still building
+SKIP_INCIDENT_S = 60  # an incident's first minute: the switch itself, queues still building
 
 
 def load() -> tuple[dict, dict]:
@@ -42,8 +42,10 @@ def segment(recording: dict, start: float, end: float) -> dict[str, list[float |
     """Every series' samples from `start` to `end` (None where it had none)."""
     t0, step = recording["start"], recording["step"]
     first, last = math.ceil((start - t0) / step), math.floor((end - t0) / step)
-    return {labels: [None if v is None else float(v) for v in values[first:last + 1]]
-            for labels, values in recording["series"].items()}
+    return {
+        labels: [None if v is None else float(v) for v in values[first : last + 1]]
+        for labels, values in recording["series"].items()
+    }
 
 
 def _repeat(points: list[float | None], n: int, counter: bool, last: float | None) -> list[float | None]:
@@ -51,7 +53,7 @@ def _repeat(points: list[float | None], n: int, counter: bool, last: float | Non
     as a restart from 0), a gauge as it was; absent where it was absent before its first sample."""
     lead = next((i for i, v in enumerate(points) if v is not None), len(points))
     present = points[lead:]
-    for i, v in enumerate(present):                                  # a gap holds the value before it
+    for i, v in enumerate(present):  # a gap holds the value before it
         if v is None:
             present[i] = present[i - 1]
     if not present:
@@ -96,8 +98,11 @@ def _values(values: list[float | None]) -> str:
 
 
 def input_series(series: dict[str, list[float | None]]) -> list[dict]:
-    return [{"series": _promtool_series(labels), "values": _values(values)} for labels, values in series.items()
-            if any(v is not None for v in values)]
+    return [
+        {"series": _promtool_series(labels), "values": _values(values)}
+        for labels, values in series.items()
+        if any(v is not None for v in values)
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,10 +128,13 @@ def replay(series: dict, step: float, assertions: list[dict], only: tuple[str, .
                 rules[-1].write_text(text)
         groups = [g["name"] for path in rules for g in yaml.safe_load(path.read_text())["groups"]]
         order = [g for g in groups if g.endswith("-long")] + [g for g in groups if not g.endswith("-long")]
-        test = {"rule_files": [p.name for p in rules], "evaluation_interval": "1m", "group_eval_order": order,
-                "tests": [{"interval": f"{step:g}s", "input_series": input_series(series),
-                           "promql_expr_test": assertions}]}
-        (folder / "demo.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=10 ** 6))
+        test = {
+            "rule_files": [p.name for p in rules],
+            "evaluation_interval": "1m",
+            "group_eval_order": order,
+            "tests": [{"interval": f"{step:g}s", "input_series": input_series(series), "promql_expr_test": assertions}],
+        }
+        (folder / "demo.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=10**6))
         return run_rule_tests([folder / "demo.test.yaml"])
 
 
@@ -134,16 +142,18 @@ def firing(alert: dict[str, str], since_minutes: int, at_minute: int, fired: boo
     """A promql_expr_test: whether `alert` (alertname and labels) was firing at some evaluation of the
     `since_minutes` before `at_minute`."""
     matchers = ", ".join(f'{k}="{v}"' for k, v in sorted(alert.items()))
-    return {"expr": f'max(max_over_time(ALERTS{{{matchers}, alertstate="firing"}}[{since_minutes}m]))',
-            "eval_time": f"{at_minute}m", "exp_samples": [{"labels": "{}", "value": 1}] if fired else []}
+    return {
+        "expr": f'max(max_over_time(ALERTS{{{matchers}, alertstate="firing"}}[{since_minutes}m]))',
+        "eval_time": f"{at_minute}m",
+        "exp_samples": [{"labels": "{}", "value": 1}] if fired else [],
+    }
 
 
 def nothing_fired(minutes: int, matchers: str = "") -> dict:
     """A promql_expr_test: no alert (of those `matchers` select) was firing at any evaluation up to `minutes`; a
     failure lists them."""
     selector = ", ".join(m for m in ('alertstate="firing"', matchers) if m)
-    return {"expr": f"max_over_time(ALERTS{{{selector}}}[{minutes}m])", "eval_time": f"{minutes}m",
-            "exp_samples": []}
+    return {"expr": f"max_over_time(ALERTS{{{selector}}}[{minutes}m])", "eval_time": f"{minutes}m", "exp_samples": []}
 
 
 def _increase(seg: dict[str, list[float | None]], metric: str, matchers, group: dict[str, str]) -> float:
@@ -154,8 +164,11 @@ def _increase(seg: dict[str, list[float | None]], metric: str, matchers, group: 
     total = 0.0
     for labels, values in seg.items():
         labels = json.loads(labels)
-        if labels["__name__"] != metric or not _matches(matchers, labels) \
-                or any(labels.get(k) != v for k, v in group.items()):
+        if (
+            labels["__name__"] != metric
+            or not _matches(matchers, labels)
+            or any(labels.get(k) != v for k, v in group.items())
+        ):
             continue
         present = [v for v in values if v is not None]
         total += sum(b - a if b >= a else b for a, b in pairwise(present))
@@ -176,7 +189,8 @@ def error_ratio(spec, objective, seg: dict[str, list[float | None]], group: dict
         good = _increase(seg, sli.metric + "_bucket", matchers + (le,), group)
         return 1 - good / total
     total = _increase(seg, sli.total.metric, spec.selector + sli.total.matchers, group) - sum(
-        _increase(seg, x.metric, spec.selector + x.matchers, group) for x in sli.exclude)
+        _increase(seg, x.metric, spec.selector + x.matchers, group) for x in sli.exclude
+    )
     if sli.good is not None:
         return 1 - _increase(seg, sli.good.metric, spec.selector + sli.good.matchers, group) / total
     return sum(_increase(seg, b.metric, spec.selector + b.matchers, group) for b in sli.bad) / total

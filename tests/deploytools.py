@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import kubernetes_validate
 import yaml
-
 from conftest import FIXTURES
+
 from inferwatch.sim._demo import free_port
 
 CRDS = FIXTURES / "k8s" / "prometheus-operator-crd"
@@ -37,8 +37,11 @@ def _strict(schema):
     """Unknown fields refused wherever the CRD lists properties and does not keep unknown fields."""
     if isinstance(schema, dict):
         schema = {k: _strict(v) for k, v in schema.items()}
-        if ("properties" in schema and "additionalProperties" not in schema
-                and not schema.get("x-kubernetes-preserve-unknown-fields")):
+        if (
+            "properties" in schema
+            and "additionalProperties" not in schema
+            and not schema.get("x-kubernetes-preserve-unknown-fields")
+        ):
             schema["additionalProperties"] = False
         return schema
     if isinstance(schema, list):
@@ -66,8 +69,10 @@ def validate_manifest(doc: dict) -> list[str]:
         schema = crd_schemas().get(key)
         if schema is None:
             return [f"{key}: no vendored CRD"]
-        return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
-                for e in jsonschema.Draft7Validator(schema).iter_errors(doc)]
+        return [
+            f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in jsonschema.Draft7Validator(schema).iter_errors(doc)
+        ]
     try:
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.ValidationError as err:
@@ -93,9 +98,17 @@ def alertmanager(binary: str, config: Path, workdir: Path):
     port = free_port()
     log_path = workdir / "alertmanager.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.path={workdir / 'am-data'}",
-                                 f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.path={workdir / 'am-data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             wait_ready(base + "/-/ready", proc, log_path)

@@ -19,7 +19,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from inferwatch.exporters import NormalizingExporter, Normalizer, split_families
+from inferwatch.exporters import Normalizer, NormalizingExporter, split_families
 from inferwatch.exporters._config import ExporterConfig, Target
 
 CRLF = b"\r\n"
@@ -34,6 +34,7 @@ def head(length: int | None = None, extra: tuple[str, ...] = ()) -> bytes:
 
 def static(body: bytes, *, pieces: int = 1, pause: float = 0.0, length: bool = True, extra=()):
     """A route sending `body` in `pieces` cut at even offsets (inside values), `pause` seconds apart."""
+
     async def route(writer: asyncio.StreamWriter) -> None:
         writer.write(head(len(body) if length else None, extra))
         step = max(1, -(-len(body) // pieces))
@@ -41,43 +42,49 @@ def static(body: bytes, *, pieces: int = 1, pause: float = 0.0, length: bool = T
             if i and pause:
                 await writer.drain()
                 await asyncio.sleep(pause)
-            writer.write(body[i:i + step])
+            writer.write(body[i : i + step])
         await writer.drain()
+
     return route
 
 
 def chunked(body: bytes, *, pieces: int = 3, pause: float = 0.05, finish: bool = True):
     """Transfer-Encoding: chunked in `pieces`; without `finish` the last chunk never comes."""
+
     async def route(writer: asyncio.StreamWriter) -> None:
         writer.write(head(None, ("Transfer-Encoding: chunked",)))
         step = max(1, -(-len(body) // pieces))
         for i in range(0, len(body), step):
-            part = body[i:i + step]
+            part = body[i : i + step]
             writer.write(f"{len(part):x}\r\n".encode() + part + CRLF)
             await writer.drain()
             await asyncio.sleep(pause)
         if finish:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
+
     return route
 
 
 def dropped(body: bytes, at: int, *, length: bool = True, reset: bool = False):
     """Promise all of `body` (Content-Length), send `at` bytes of it, close (with `reset`: abort with a TCP RST,
     as a crashed engine or a middlebox does)."""
+
     async def route(writer: asyncio.StreamWriter) -> None:
         writer.write(head(len(body) if length else None) + body[:at])
         await writer.drain()
         if reset:
-            await asyncio.sleep(0.05)       # the bytes leave before the RST that would discard them
+            await asyncio.sleep(0.05)  # the bytes leave before the RST that would discard them
             sock = writer.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             writer.transport.abort()
+
     return route
 
 
 def endless(line: bytes, total: int, *, length: bool = True):
     """`total` bytes of `line` repeated, streamed in 1 MiB writes (never held in memory at once)."""
+
     async def route(writer: asyncio.StreamWriter) -> None:
         writer.write(head(total if length else None))
         block = line * (1024 * 1024 // len(line))
@@ -86,18 +93,21 @@ def endless(line: bytes, total: int, *, length: bool = True):
             writer.write(block)
             sent += len(block)
             await writer.drain()
+
     return route
 
 
 def slowloris(line: bytes, pause: float = 0.1):
     """A valid header, then one byte of body every `pause` seconds, forever."""
+
     async def route(writer: asyncio.StreamWriter) -> None:
-        writer.write(head(10 ** 6))
+        writer.write(head(10**6))
         while True:
             for byte in line:
                 writer.write(bytes([byte]))
                 await writer.drain()
                 await asyncio.sleep(pause)
+
     return route
 
 
@@ -197,8 +207,9 @@ def target_samples(text: str, target: str) -> dict[tuple, str]:
 def expected_samples(text: str, normalizer: Normalizer) -> dict[tuple, str]:
     """What a healthy target serving `text` must be served as, exactly."""
     result = normalizer.normalize(text)
-    return {(s.name, tuple(sorted(s.labels))): s.value
-            for fam in split_families(result.render()) for s in fam.samples()}
+    return {
+        (s.name, tuple(sorted(s.labels))): s.value for fam in split_families(result.render()) for s in fam.samples()
+    }
 
 
 def promtool_problems(text: str) -> str | None:

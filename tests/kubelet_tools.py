@@ -16,7 +16,6 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
-
 from conftest import FIXTURES
 
 PROTO = FIXTURES / "podresources" / "api.proto"
@@ -45,12 +44,20 @@ def pod(namespace: str, name: str, *containers: tuple[str, list[tuple[str, list[
     fields a real kubelet fills in besides (the exporter must skip them)."""
     pb = api()
     numa = pb.TopologyInfo(nodes=[pb.NUMANode(ID=0)])
-    return pb.PodResources(name=name, namespace=namespace, cpu_ids=[2, 3], containers=[
-        pb.ContainerResources(name=ctr, cpu_ids=[2, 3], memory=[pb.ContainerMemory(memory_type="memory", size=2**30,
-                                                                                   topology=numa)],
-                              devices=[pb.ContainerDevices(resource_name=res, device_ids=ids, topology=numa)
-                                       for res, ids in devices])
-        for ctr, devices in containers])
+    return pb.PodResources(
+        name=name,
+        namespace=namespace,
+        cpu_ids=[2, 3],
+        containers=[
+            pb.ContainerResources(
+                name=ctr,
+                cpu_ids=[2, 3],
+                memory=[pb.ContainerMemory(memory_type="memory", size=2**30, topology=numa)],
+                devices=[pb.ContainerDevices(resource_name=res, device_ids=ids, topology=numa) for res, ids in devices],
+            )
+            for ctr, devices in containers
+        ],
+    )
 
 
 def answer(*pods):
@@ -74,9 +81,16 @@ class Kubelet:
         pb = api()
         service = pb.DESCRIPTOR.services_by_name["PodResourcesLister"]
         assert "List" in service.methods_by_name
-        handler = grpc.method_handlers_generic_handler(service.full_name, {"List": grpc.unary_unary_rpc_method_handler(
-            self._list, request_deserializer=pb.ListPodResourcesRequest.FromString,
-            response_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString())})
+        handler = grpc.method_handlers_generic_handler(
+            service.full_name,
+            {
+                "List": grpc.unary_unary_rpc_method_handler(
+                    self._list,
+                    request_deserializer=pb.ListPodResourcesRequest.FromString,
+                    response_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
+                )
+            },
+        )
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         self._server.add_generic_rpc_handlers((handler,))
         assert self._server.add_insecure_port(f"unix:{self.path}")

@@ -25,22 +25,31 @@ __all__ = ["Result", "served", "verdicts", "result", "naive", "table", "NAIVE"]
 
 CONFIDENT = 0.5
 # the naive classifier's signal -> kind (direction: +1 a rise is the symptom, -1 a fall)
-NAIVE = {"queue_time_mean": ("queueing", 1), "waiting": ("queueing", 1),
-         "prompt_tokens_per_request": ("long-prompts", 1), "prefix_hit_ratio": ("prefix-cache-loss", -1),
-         "preemptions_per_request": ("kv-pressure", 1), "kv_usage": ("kv-pressure", 1),
-         "tpot_mean": ("slow-decode", 1), "spec_acceptance": ("spec-decode-collapse", -1),
-         "reasoning_tokens_per_request": ("thinking", 1), "output_tokens_per_request": ("long-outputs", 1),
-         "sm_active": ("gpu-not-computing", -1), "engine_error_share": ("errors", 1),
-         "door_unanswered_share": ("errors", 1), "door_ttft_mean": ("not-the-engine", 1),
-         "engine_series": ("missing-data", -1)}
+NAIVE = {
+    "queue_time_mean": ("queueing", 1),
+    "waiting": ("queueing", 1),
+    "prompt_tokens_per_request": ("long-prompts", 1),
+    "prefix_hit_ratio": ("prefix-cache-loss", -1),
+    "preemptions_per_request": ("kv-pressure", 1),
+    "kv_usage": ("kv-pressure", 1),
+    "tpot_mean": ("slow-decode", 1),
+    "spec_acceptance": ("spec-decode-collapse", -1),
+    "reasoning_tokens_per_request": ("thinking", 1),
+    "output_tokens_per_request": ("long-outputs", 1),
+    "sm_active": ("gpu-not-computing", -1),
+    "engine_error_share": ("errors", 1),
+    "door_unanswered_share": ("errors", 1),
+    "door_ttft_mean": ("not-the-engine", 1),
+    "engine_series": ("missing-data", -1),
+}
 
 
 @dataclass(frozen=True)
 class Result:
     case: Case
     right: bool
-    got: str            # the top kind (with its pod and confidence), or "none"
-    forbidden: str      # a forbidden kind that reached 0.5, or ""
+    got: str  # the top kind (with its pod and confidence), or "none"
+    forbidden: str  # a forbidden kind that reached 0.5, or ""
     naive_right: bool
     naive_got: str
 
@@ -56,9 +65,14 @@ def served(cases: list[Case], work: Path | None = None):
         for store in sorted({store_of(c) for c in cases}):
             folder = root / store
             write_store([c for c in cases if store_of(c) == store], folder)
-            urls[store] = stack.enter_context(prometheus(shutil.which("prometheus"),
-                                                         {"global": {"scrape_interval": "1m"}}, folder,
-                                                         ("--storage.tsdb.retention.time=100y",)))
+            urls[store] = stack.enter_context(
+                prometheus(
+                    shutil.which("prometheus"),
+                    {"global": {"scrape_interval": "1m"}},
+                    folder,
+                    ("--storage.tsdb.retention.time=100y",),
+                )
+            )
         yield urls
 
 
@@ -109,8 +123,7 @@ def result(case: Case, verdict) -> Result:
     bad = sorted(confident if "*" in case.forbid else confident & set(case.forbid))
     got = "none" if kind == "none" else f"{kind}{f'@{pod}' if pod else ''} {confidence:.2f}"
     guess = naive(verdict)
-    return Result(case, right, got, ",".join(bad), guess in case.expect or (not case.expect and guess == "none"),
-                  guess)
+    return Result(case, right, got, ",".join(bad), guess in case.expect or (not case.expect and guess == "none"), guess)
 
 
 def table(results: list[Result]) -> str:
@@ -125,6 +138,8 @@ def table(results: list[Result]) -> str:
         lines.append(f"{r.case.name:34} {expect:34} {mark} {r.got:34} {r.naive_got:20}{extra}")
     n = len(results)
     right, simple = sum(r.right for r in results), sum(r.naive_right for r in results)
-    lines.append(f"triage {right}/{n} right ({100 * right / n:.0f} %), naive largest-change {simple}/{n} "
-                 f"({100 * simple / n:.0f} %), forbidden kinds at 0.5: {sum(bool(r.forbidden) for r in results)}")
+    lines.append(
+        f"triage {right}/{n} right ({100 * right / n:.0f} %), naive largest-change {simple}/{n} "
+        f"({100 * simple / n:.0f} %), forbidden kinds at 0.5: {sum(bool(r.forbidden) for r in results)}"
+    )
     return "\n".join(lines)

@@ -28,12 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inferwatch.sim._demo import free_port  # noqa: E402
 from vmtools import process, prometheus_receiver, remote_write, victoria_metrics  # noqa: E402
+
+from inferwatch.sim._demo import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "alerts" / "llm.answered.rules.yaml"
-STEP, PER_STEP = 15, 15          # 60 requests a minute
+STEP, PER_STEP = 15, 15  # 60 requests a minute
 MODEL = {"model": "delay", "engine": "vllm", "job": "vllm", "instance": "delay:8000"}
 RECORD_LABELS = {"service": "llm", "slo": "answered", "model": "delay"}
 
@@ -67,8 +68,10 @@ class Engine:
 def _records(t0: float, t1: float) -> list:
     """An hour of per-minute counts as the rules record them (60 events a minute, all good)."""
     minutes = [m * 60.0 for m in range(int(t0 // 60) + 1, int(t1 // 60) + 1)]
-    return [({"__name__": name, **RECORD_LABELS}, [(m, 60.0) for m in minutes])
-            for name in ("llm_slo:total:increase1m", "llm_slo:good:increase1m")]
+    return [
+        ({"__name__": name, **RECORD_LABELS}, [(m, 60.0) for m in minutes])
+        for name in ("llm_slo:total:increase1m", "llm_slo:good:increase1m")
+    ]
 
 
 def _alerts(base: str) -> list[dict]:
@@ -85,8 +88,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outage-after", type=float, default=150, help="seconds of healthy live traffic first")
     parser.add_argument("--no-records", action="store_true", help="no recorded history: a fresh deployment")
-    parser.add_argument("--vm-defaults", action="store_true",
-                        help="VictoriaMetrics' default -search.latencyOffset and vmalert's default alignment")
+    parser.add_argument(
+        "--vm-defaults",
+        action="store_true",
+        help="VictoriaMetrics' default -search.latencyOffset and vmalert's default alignment",
+    )
     parser.add_argument("--rules", type=Path, default=RULES, help="the rule file both rulers run")
     parser.add_argument("--timeout", type=float, default=900)
     args = parser.parse_args()
@@ -94,8 +100,10 @@ def main() -> None:
     now = time.time() // STEP * STEP
     engine = Engine(now - 3600)
     vm_flags = () if args.vm_defaults else ("-search.latencyOffset=1s",)
-    with victoria_metrics("victoria-metrics", work / "vm", *vm_flags) as vm, \
-            prometheus_receiver("prometheus", work / "prom", (str(args.rules.resolve()),)) as prom:
+    with (
+        victoria_metrics("victoria-metrics", work / "vm", *vm_flags) as vm,
+        prometheus_receiver("prometheus", work / "prom", (str(args.rules.resolve()),)) as prom,
+    ):
         # history in 5-minute requests, oldest first: Prometheus takes samples up to an hour behind its newest
         for t in range(int(now - 3600), int(now) + 1, 300):
             batch = engine.samples_until(t, min(t + 300 - STEP, now))
@@ -104,9 +112,14 @@ def main() -> None:
             for base in (vm, prom):
                 remote_write(base, batch)
         port = free_port()
-        vmalert = ["vmalert", f"-rule={args.rules.resolve()}", f"-datasource.url={vm}", f"-remoteWrite.url={vm}",
-                   f"-httpListenAddr=127.0.0.1:{port}",
-                   f"-notifier.url=http://127.0.0.1:{free_port()}"]    # nobody there: alerts are read from vmalert
+        vmalert = [
+            "vmalert",
+            f"-rule={args.rules.resolve()}",
+            f"-datasource.url={vm}",
+            f"-remoteWrite.url={vm}",
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-notifier.url=http://127.0.0.1:{free_port()}",
+        ]  # nobody there: alerts are read from vmalert
         if not args.vm_defaults:
             vmalert.append("-datasource.queryTimeAlignment=false")
         stop = threading.Event()
@@ -115,7 +128,7 @@ def main() -> None:
             t = now + STEP
             while not stop.is_set():
                 stop.wait(max(0.0, t - time.time()))
-                batch = engine.samples_until(t, t)       # once: both stores get the same samples
+                batch = engine.samples_until(t, t)  # once: both stores get the same samples
                 for base in (vm, prom):
                     remote_write(base, batch)
                 t += STEP
@@ -139,9 +152,11 @@ def main() -> None:
                             print(f"{name}: page_fast fired {fired[name]:.0f} s after the outage began", flush=True)
                 time.sleep(1)
             stop.set()
-    setup = ("no recorded history" if args.no_records else "an hour of recorded counts") + \
-        (", VictoriaMetrics/vmalert defaults" if args.vm_defaults else
-         ", -search.latencyOffset=1s, -datasource.queryTimeAlignment=false")
+    setup = ("no recorded history" if args.no_records else "an hour of recorded counts") + (
+        ", VictoriaMetrics/vmalert defaults"
+        if args.vm_defaults
+        else ", -search.latencyOffset=1s, -datasource.queryTimeAlignment=false"
+    )
     print(f"setup: {setup}; rules: {args.rules}")
     if len(fired) == 2:
         print(f"vmalert - Prometheus: {fired['vmalert'] - fired['prometheus']:+.0f} s")

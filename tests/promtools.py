@@ -103,8 +103,18 @@ def prometheus(binary: str, config: dict, workdir: Path, flags: tuple[str, ...] 
     cfg = workdir / "prometheus.yml"
     cfg.write_text(yaml.safe_dump(config, sort_keys=False))
     base = f"http://127.0.0.1:{port}"
-    with process([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'data'}",
-                  f"--web.listen-address=127.0.0.1:{port}", *flags], workdir / "prometheus.log", base, "/-/ready"):
+    with process(
+        [
+            binary,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            *flags,
+        ],
+        workdir / "prometheus.log",
+        base,
+        "/-/ready",
+    ):
         yield base
 
 
@@ -121,8 +131,12 @@ def wait_for(predicate, timeout: float = 30, step: float = 0.3):
 def create_blocks(openmetrics: Path, data_dir: Path, *flags: str, timeout: float = 900) -> None:
     """OpenMetrics history (with timestamps) into TSDB blocks under data_dir, for a Prometheus started on it."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", *flags, str(openmetrics),
-                           str(data_dir)], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", *flags, str(openmetrics), str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode:
         raise RuntimeError(f"promtool could not load {openmetrics}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
 
@@ -144,5 +158,8 @@ def compress_durations(text: str, factor: float) -> str:
     scale = lambda m: _scaled(m.group(0), factor)  # noqa: E731 - one use, three places
     text = re.sub(r"\[([^\]\[]*)\]", lambda m: "[" + _DURATION.sub(scale, m.group(1)) + "]", text)
     text = re.sub(r"(\boffset\s+)(" + _DURATION.pattern + ")", lambda m: m.group(1) + _scaled(m.group(2), factor), text)
-    return re.sub(r"(?m)^(\s*(?:for|interval):\s*)(" + _DURATION.pattern + r")[ \t]*$",
-                  lambda m: m.group(1) + _scaled(m.group(2), factor), text)
+    return re.sub(
+        r"(?m)^(\s*(?:for|interval):\s*)(" + _DURATION.pattern + r")[ \t]*$",
+        lambda m: m.group(1) + _scaled(m.group(2), factor),
+        text,
+    )

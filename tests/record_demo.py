@@ -41,13 +41,24 @@ from pathlib import Path
 import yaml
 
 from inferwatch.sim import LoadConfig, run_load
-from inferwatch.sim._demo import (CAPS, RATES, SCRIPT, TOOL_RATE, _interrupt, _Processes, _rule_files,
-                                  _set_scenario, _wait_ready, free_port, start_stack)
+from inferwatch.sim._demo import (
+    CAPS,
+    RATES,
+    SCRIPT,
+    TOOL_RATE,
+    _interrupt,
+    _Processes,
+    _rule_files,
+    _set_scenario,
+    _wait_ready,
+    free_port,
+    start_stack,
+)
 
 HERE = Path(__file__).resolve().parent
 
-STEP = 15                    # seconds between recorded samples (--step)
-POLL = 15                    # seconds between reads of ALERTS
+STEP = 15  # seconds between recorded samples (--step)
+POLL = 15  # seconds between reads of ALERTS
 
 
 def _get(url: str) -> dict:
@@ -74,17 +85,27 @@ def _read_names(rule_files: list[str]) -> set[str]:
     return {n for n in names if ":" not in n}
 
 
-def _start_real_prometheus(binary: str, folder: Path, procs: _Processes,
-                           scrape_configs: list[dict]) -> tuple[str, list[str]]:
+def _start_real_prometheus(
+    binary: str, folder: Path, procs: _Processes, scrape_configs: list[dict]
+) -> tuple[str, list[str]]:
     folder.mkdir()
     rules = _rule_files(folder, compress=False)
     port = free_port()
-    config = {"global": {"scrape_interval": "2s", "scrape_timeout": "2s", "evaluation_interval": "2s"},
-              "rule_files": rules, "scrape_configs": scrape_configs}
+    config = {
+        "global": {"scrape_interval": "2s", "scrape_timeout": "2s", "evaluation_interval": "2s"},
+        "rule_files": rules,
+        "scrape_configs": scrape_configs,
+    }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    procs.start("prometheus-real", [binary, f"--config.file={folder / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={folder / 'data'}",
-                                    f"--web.listen-address=127.0.0.1:{port}"])
+    procs.start(
+        "prometheus-real",
+        [
+            binary,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+    )
     prom = f"http://127.0.0.1:{port}"
     _wait_ready([f"{prom}/-/ready"], procs)
     return prom, rules
@@ -98,16 +119,26 @@ def _phases(healthy_s: float, incident_s: float) -> list[tuple[str, dict[str, st
 
 async def _play(doors, bases, proms: dict[str, str], phases, log) -> tuple[list[dict], list[dict]]:
     total = sum(s for _, _, s in phases)
-    loads = [asyncio.ensure_future(run_load(LoadConfig(doors[m], RATES[m], total, m, prompt_tokens=150,
-                                                       max_tokens=1024, seed=7 + i)))
-             for i, m in enumerate(doors)]
+    loads = [
+        asyncio.ensure_future(
+            run_load(LoadConfig(doors[m], RATES[m], total, m, prompt_tokens=150, max_tokens=1024, seed=7 + i))
+        )
+        for i, m in enumerate(doors)
+    ]
     windows, seen, host_load = [], [], []
     for name, scenarios, seconds in phases:
         for model, scenario in scenarios.items():
             await asyncio.to_thread(_set_scenario, bases[model], scenario)
             if scenario == "broken-tools":
-                loads.append(asyncio.ensure_future(run_load(LoadConfig(
-                    doors[model], TOOL_RATE, seconds, model, prompt_tokens=150, tool_share=1.0, seed=5))))
+                loads.append(
+                    asyncio.ensure_future(
+                        run_load(
+                            LoadConfig(
+                                doors[model], TOOL_RATE, seconds, model, prompt_tokens=150, tool_share=1.0, seed=5
+                            )
+                        )
+                    )
+                )
         start = time.time()
         log(f"== {name} for {seconds:.0f}s: {scenarios}")
         end = start + seconds
@@ -119,9 +150,18 @@ async def _play(doors, bases, proms: dict[str, str], phases, log) -> tuple[list[
                     labels = {k: v for k, v in row["metric"].items() if k != "__name__"}
                     seen.append({"time": round(time.time(), 1), "prometheus": which, "phase": name, **labels})
                     log(f"  {which}: {labels['alertstate']} {labels}")
-        windows.append({"phase": name, "scenarios": scenarios, "start": round(start, 3), "end": round(time.time(), 3),
-                        "host_load_1m": {"mean": round(sum(host_load) / max(1, len(host_load)), 1),
-                                         "max": round(max(host_load, default=0), 1)}})
+        windows.append(
+            {
+                "phase": name,
+                "scenarios": scenarios,
+                "start": round(start, 3),
+                "end": round(time.time(), 3),
+                "host_load_1m": {
+                    "mean": round(sum(host_load) / max(1, len(host_load)), 1),
+                    "max": round(max(host_load, default=0), 1),
+                },
+            }
+        )
         log(f"   host load average over {name}: {windows[-1]['host_load_1m']}")
         host_load = []
     for load in loads:
@@ -135,8 +175,10 @@ def _record(prom: str, names: set[str], start: float, end: float, step: float = 
     grid = [start + i * step for i in range(int((end - start) // step) + 1)]
     series = {}
     for name in sorted(names):
-        data = _get(f"{prom}/api/v1/query_range?" + urllib.parse.urlencode(
-            {"query": name, "start": grid[0], "end": grid[-1], "step": step}))["data"]["result"]
+        data = _get(
+            f"{prom}/api/v1/query_range?"
+            + urllib.parse.urlencode({"query": name, "start": grid[0], "end": grid[-1], "step": step})
+        )["data"]["result"]
         for row in data:
             labels = dict(sorted(row["metric"].items()))
             values = dict((round(float(t)), v) for t, v in row["values"])
@@ -151,7 +193,7 @@ def main(argv=None) -> int:
     parser.add_argument("--step", type=float, default=STEP, help="seconds between recorded samples")
     parser.add_argument("--out", type=Path, default=HERE / "fixtures" / "demo")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)          # stop every child process on SIGTERM too
+    signal.signal(signal.SIGTERM, _interrupt)  # stop every child process on SIGTERM too
     binary = shutil.which("prometheus")
     if binary is None:
         sys.exit("prometheus not found on PATH")
@@ -181,22 +223,30 @@ def main(argv=None) -> int:
         with gzip.open(args.out / "recording.json.gz", "wt") as out:
             json.dump(recording, out, sort_keys=True, separators=(",", ":"))
         fired = [s for s in seen if s["alertstate"] == "firing"]
-        summary = {"ran": {"command": "python tests/record_demo.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                           "prometheus": version, "python": platform.python_version(),
-                           "models": {m: {"cap": CAPS[m], "rate": RATES[m]} for m in CAPS},
-                           "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))},
-                   "phases": windows,
-                   "alerts_seen": _group(seen),
-                   "healthy_alerts_firing": sorted({_key(s) for s in fired if s["phase"] == "healthy"})}
+        summary = {
+            "ran": {
+                "command": "python tests/record_demo.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                "prometheus": version,
+                "python": platform.python_version(),
+                "models": {m: {"cap": CAPS[m], "rate": RATES[m]} for m in CAPS},
+                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            },
+            "phases": windows,
+            "alerts_seen": _group(seen),
+            "healthy_alerts_firing": sorted({_key(s) for s in fired if s["phase"] == "healthy"}),
+        }
         (args.out / "soak.yaml").write_text(yaml.safe_dump(summary, sort_keys=False, width=120))
-        log(f"healthy phase: {len(summary['healthy_alerts_firing'])} alerts firing "
-            f"{summary['healthy_alerts_firing']}; wrote {args.out}")
+        log(
+            f"healthy phase: {len(summary['healthy_alerts_firing'])} alerts firing "
+            f"{summary['healthy_alerts_firing']}; wrote {args.out}"
+        )
     return 0
 
 
 def _key(row: dict) -> str:
-    shown = [f"{k}={row[k]}" for k in ("alertname", "model", "slo", "tier", "service", "severity", "target")
-             if k in row]
+    shown = [
+        f"{k}={row[k]}" for k in ("alertname", "model", "slo", "tier", "service", "severity", "target") if k in row
+    ]
     return f"{row['prometheus']}: {' '.join(shown)}"
 
 

@@ -56,11 +56,11 @@ DROP_SUFFIX = ("_created",)
 @dataclass(frozen=True)
 class Model:
     name: str
-    engine: str             # vllm or sglang
-    scenario: str           # during the incident
-    kind: str               # what triage should say first; "none" for nothing wrong
-    cap: int = 16           # --max-num-seqs
-    surge: float = 1.0      # the incident's traffic over the baseline's
+    engine: str  # vllm or sglang
+    scenario: str  # during the incident
+    kind: str  # what triage should say first; "none" for nothing wrong
+    cap: int = 16  # --max-num-seqs
+    surge: float = 1.0  # the incident's traffic over the baseline's
     version: str | None = None  # --engine-version (default: the newest simulated release)
 
     @property
@@ -90,25 +90,36 @@ MAIN = [
 # vLLM release for two models, other traffic, a shorter scrape interval: triage must not depend on one engine,
 # one release or one load
 OTHER_ENGINE = {"vllm": "sglang", "sglang": "vllm"}
-SWAPPED_CHANGES = {"m-quiet": {"version": "0.10.2"}, "m-long-outputs": {"version": "0.10.2"},
-                   "m-queueing": {"cap": 5, "surge": 2.5}}
+SWAPPED_CHANGES = {
+    "m-quiet": {"version": "0.10.2"},
+    "m-long-outputs": {"version": "0.10.2"},
+    "m-queueing": {"cap": 5, "surge": 2.5},
+}
 SWAPPED = [replace(m, engine=OTHER_ENGINE[m.engine], **SWAPPED_CHANGES.get(m.name, {})) for m in MAIN]
 
 
 @dataclass(frozen=True)
 class Variant:
     models: list[Model]
-    load: dict              # what every model's users send (LoadConfig's fields)
-    step: int               # scrape interval, seconds
-    folder: str             # under tests/fixtures/
+    load: dict  # what every model's users send (LoadConfig's fields)
+    step: int  # scrape interval, seconds
+    folder: str  # under tests/fixtures/
 
 
 VARIANTS = {
     # a chat product with a long shared system prompt, answers of ~120 tokens
-    "main": Variant(MAIN, {"rate": 1.0, "prompt_tokens": 200, "prefix_share": 0.7, "prefix_tokens": 768,
-                           "max_tokens": 2048}, 5, "triage"),
-    "swapped": Variant(SWAPPED, {"rate": 1.2, "prompt_tokens": 300, "prefix_share": 0.5, "prefix_tokens": 768,
-                                 "max_tokens": 2048}, 3, "triage/swapped"),
+    "main": Variant(
+        MAIN,
+        {"rate": 1.0, "prompt_tokens": 200, "prefix_share": 0.7, "prefix_tokens": 768, "max_tokens": 2048},
+        5,
+        "triage",
+    ),
+    "swapped": Variant(
+        SWAPPED,
+        {"rate": 1.2, "prompt_tokens": 300, "prefix_share": 0.5, "prefix_tokens": 768, "max_tokens": 2048},
+        3,
+        "triage/swapped",
+    ),
 }
 
 
@@ -116,46 +127,113 @@ def _start(procs: _Processes, ports: dict[str, int], models: list[Model]) -> Non
     me = [sys.executable, "-m", "inferwatch"]
     for i, m in enumerate(models):
         version = ["--engine-version", m.version] if m.version else []
-        procs.start(m.name, me + ["simulate", "--engine", m.engine, *version, "--model", m.name, "--listen",
-                                  f"127.0.0.1:{ports[m.name]}", "--max-num-seqs", str(m.cap), "--seed", str(i + 1),
-                                  "--gpus", "1", "--pod", f"{NAMESPACE}/{m.pod}/engine"])
-        procs.start(f"frontdoor-{m.name}", me + ["frontdoor", "--upstream", f"http://127.0.0.1:{ports[m.name]}",
-                                                  "--listen", f"127.0.0.1:{ports['door-' + m.name]}",
-                                                  "--metrics-listen", f"127.0.0.1:{ports['admin-' + m.name]}"])
-    procs.start("exporter", me + ["exporter", "normalize", "--listen", f"127.0.0.1:{ports['exporter']}",
-                                  "--timeout", "1500ms", "--drop-unmapped",
-                                  *[a for m in models for a in ("--target",
-                                                                f"{m.pod}=http://127.0.0.1:{ports[m.name]}/metrics")],
-                                  *[a for m in models for a in ("--max-running-requests", f"{m.name}={m.cap}")]])
+        procs.start(
+            m.name,
+            me
+            + [
+                "simulate",
+                "--engine",
+                m.engine,
+                *version,
+                "--model",
+                m.name,
+                "--listen",
+                f"127.0.0.1:{ports[m.name]}",
+                "--max-num-seqs",
+                str(m.cap),
+                "--seed",
+                str(i + 1),
+                "--gpus",
+                "1",
+                "--pod",
+                f"{NAMESPACE}/{m.pod}/engine",
+            ],
+        )
+        procs.start(
+            f"frontdoor-{m.name}",
+            me
+            + [
+                "frontdoor",
+                "--upstream",
+                f"http://127.0.0.1:{ports[m.name]}",
+                "--listen",
+                f"127.0.0.1:{ports['door-' + m.name]}",
+                "--metrics-listen",
+                f"127.0.0.1:{ports['admin-' + m.name]}",
+            ],
+        )
+    procs.start(
+        "exporter",
+        me
+        + [
+            "exporter",
+            "normalize",
+            "--listen",
+            f"127.0.0.1:{ports['exporter']}",
+            "--timeout",
+            "1500ms",
+            "--drop-unmapped",
+            *[a for m in models for a in ("--target", f"{m.pod}=http://127.0.0.1:{ports[m.name]}/metrics")],
+            *[a for m in models for a in ("--max-running-requests", f"{m.name}={m.cap}")],
+        ],
+    )
 
 
 def _prometheus_config(ports: dict[str, int], step: int, models: list[Model]) -> dict:
     # the exporter names each engine's target after its pod; engine series get that pod and the namespace, as a
     # pod's target labels would give them (the GPU series already name the pod using them: left as they are)
-    pod_labels = [{"source_labels": ["pod", "target"], "separator": ";", "regex": ";(.+)", "target_label": "pod",
-                   "replacement": "$1"},
-                  {"source_labels": ["namespace", "target"], "separator": ";", "regex": ";.+",
-                   "target_label": "namespace", "replacement": NAMESPACE}]
-    return {"global": {"scrape_interval": f"{step}s", "scrape_timeout": f"{max(1, step - 1)}s"},
-            "scrape_configs": [
-                {"job_name": "inferwatch-exporter", "honor_labels": True, "metric_relabel_configs": pod_labels,
-                 "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}]},
-                {"job_name": "inferwatch-frontdoor", "static_configs": [
-                    {"targets": [f"127.0.0.1:{ports['admin-' + m.name]}" for m in models]}]},
-                # each simulator also serves its GPU (--gpus 1) as a node's GPU exporter would: scraped on its own,
-                # keeping the workload labels the GPU series carry (honor_labels, as the README says for DCGM)
-                {"job_name": "gpu", "honor_labels": True,
-                 "metric_relabel_configs": [{"source_labels": ["__name__"], "regex": "gpu_.*", "action": "keep"}],
-                 "static_configs": [{"targets": [f"127.0.0.1:{ports[m.name]}" for m in models]}]}]}
+    pod_labels = [
+        {
+            "source_labels": ["pod", "target"],
+            "separator": ";",
+            "regex": ";(.+)",
+            "target_label": "pod",
+            "replacement": "$1",
+        },
+        {
+            "source_labels": ["namespace", "target"],
+            "separator": ";",
+            "regex": ";.+",
+            "target_label": "namespace",
+            "replacement": NAMESPACE,
+        },
+    ]
+    return {
+        "global": {"scrape_interval": f"{step}s", "scrape_timeout": f"{max(1, step - 1)}s"},
+        "scrape_configs": [
+            {
+                "job_name": "inferwatch-exporter",
+                "honor_labels": True,
+                "metric_relabel_configs": pod_labels,
+                "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
+            },
+            {
+                "job_name": "inferwatch-frontdoor",
+                "static_configs": [{"targets": [f"127.0.0.1:{ports['admin-' + m.name]}" for m in models]}],
+            },
+            # each simulator also serves its GPU (--gpus 1) as a node's GPU exporter would: scraped on its own,
+            # keeping the workload labels the GPU series carry (honor_labels, as the README says for DCGM)
+            {
+                "job_name": "gpu",
+                "honor_labels": True,
+                "metric_relabel_configs": [{"source_labels": ["__name__"], "regex": "gpu_.*", "action": "keep"}],
+                "static_configs": [{"targets": [f"127.0.0.1:{ports[m.name]}" for m in models]}],
+            },
+        ],
+    }
 
 
-async def _drive(doors: dict[str, str], engines: dict[str, str], baseline: float, incident: float,
-                 variant: Variant) -> dict:
+async def _drive(
+    doors: dict[str, str], engines: dict[str, str], baseline: float, incident: float, variant: Variant
+) -> dict:
     """Load through the front doors; switch every engine to its scenario after `baseline`; returns the times."""
     total, load = baseline + incident, variant.load
-    loads = [asyncio.ensure_future(run_load(LoadConfig(doors[m.name], duration=total, model=m.name, seed=11 + i,
-                                                       timeout=60, **load)))
-             for i, m in enumerate(variant.models)]
+    loads = [
+        asyncio.ensure_future(
+            run_load(LoadConfig(doors[m.name], duration=total, model=m.name, seed=11 + i, timeout=60, **load))
+        )
+        for i, m in enumerate(variant.models)
+    ]
     started = time.time()
     await asyncio.sleep(baseline)
     switched = time.time()
@@ -163,9 +241,20 @@ async def _drive(doors: dict[str, str], engines: dict[str, str], baseline: float
         if m.scenario != "normal":
             await asyncio.to_thread(_set_scenario, engines[m.name], m.scenario)
         if m.surge > 1:
-            loads.append(asyncio.ensure_future(run_load(LoadConfig(
-                doors[m.name], duration=incident, model=m.name, seed=99, timeout=60,
-                **(load | {"rate": load["rate"] * (m.surge - 1)})))))
+            loads.append(
+                asyncio.ensure_future(
+                    run_load(
+                        LoadConfig(
+                            doors[m.name],
+                            duration=incident,
+                            model=m.name,
+                            seed=99,
+                            timeout=60,
+                            **(load | {"rate": load["rate"] * (m.surge - 1)}),
+                        )
+                    )
+                )
+            )
     print(f"incident: every model switched at {switched:.0f}", flush=True)
     await asyncio.sleep(max(0.0, switched + incident - time.time()))
     ended = time.time()
@@ -184,9 +273,13 @@ def export(prom: str, start: float, end: float) -> list[dict]:
     for name in sorted(wanted):
         for series in api(prom, "query", query=f'{{__name__="{name}"}}[{seconds}s]', time=f"{end:.3f}")["result"]:
             times = [round(float(t) * 1000) for t, _ in series["values"]]
-            out.append({"labels": series["metric"],
-                        "t": [times[0]] + [b - a for a, b in pairwise(times)],
-                        "v": [v for _, v in series["values"]]})
+            out.append(
+                {
+                    "labels": series["metric"],
+                    "t": [times[0]] + [b - a for a, b in pairwise(times)],
+                    "v": [v for _, v in series["values"]],
+                }
+            )
     out.sort(key=lambda s: sorted(s["labels"].items()))
     return out
 
@@ -199,16 +292,25 @@ def write(out: Path, series: list[dict], manifest: dict) -> None:
         f.write((header + body).encode())
     (out / "manifest.yaml").write_text(
         "# Incidents recorded by tests/record_triage.py (times: Unix seconds), replayed by tests/triage_tools.py.\n"
-        + yaml.safe_dump(manifest, sort_keys=False))
+        + yaml.safe_dump(manifest, sort_keys=False)
+    )
 
 
 def ran_models(models: list[Model]) -> dict:
     """What each model ran: engine, release, cap, its scenario and that scenario's parameters (sim/scenarios.yaml)."""
-    return {m.name: {"engine": m.engine, "engine_version": m.version or default_release(m.engine),
-                     "scenario": m.scenario, "scenario_parameters": dict(scenarios()[m.scenario] or {}),
-                     "max_num_seqs": m.cap, "pod": m.pod, "gpus": 1,
-                     **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {})}
-            for m in models}
+    return {
+        m.name: {
+            "engine": m.engine,
+            "engine_version": m.version or default_release(m.engine),
+            "scenario": m.scenario,
+            "scenario_parameters": dict(scenarios()[m.scenario] or {}),
+            "max_num_seqs": m.cap,
+            "pod": m.pod,
+            "gpus": 1,
+            **({"incident_traffic": f"x{m.surge:g}"} if m.surge > 1 else {}),
+        }
+        for m in models
+    }
 
 
 def _version(args: list[str]) -> str:
@@ -237,26 +339,31 @@ def main() -> None:
         work = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="record-triage-")))
         work.mkdir(parents=True, exist_ok=True)
         ports = {key: free_port() for m in models for key in (m.name, "door-" + m.name, "admin-" + m.name)} | {
-            "exporter": free_port()}
+            "exporter": free_port()
+        }
         procs = _Processes(work)
         stack.callback(procs.stop)
         _start(procs, ports, models)
         engines = {m.name: f"http://127.0.0.1:{ports[m.name]}" for m in models}
         doors = {m.name: f"http://127.0.0.1:{ports['door-' + m.name]}" for m in models}
         prom = stack.enter_context(prometheus(binary, _prometheus_config(ports, step, models), work))
-        _wait_ready([f"{u}/health" for u in engines.values()]
-                    + [f"http://127.0.0.1:{ports['admin-' + m.name]}/metrics" for m in models]
-                    + [f"http://127.0.0.1:{ports['exporter']}/metrics"], procs)
+        _wait_ready(
+            [f"{u}/health" for u in engines.values()]
+            + [f"http://127.0.0.1:{ports['admin-' + m.name]}/metrics" for m in models]
+            + [f"http://127.0.0.1:{ports['exporter']}/metrics"],
+            procs,
+        )
         print(f"recording {len(models)} models ({args.variant}) in {work}: Prometheus at {prom}", flush=True)
         times = asyncio.run(_drive(doors, engines, args.warmup + args.baseline, args.incident, variant))
         procs.check()
-        time.sleep(step + 1)          # the last scrape of the incident
+        time.sleep(step + 1)  # the last scrape of the incident
         start, end = times["started"] - step, times["ended"] + step
         series = export(prom, start, end)
     manifest = {
         "recording": "recording.json.gz",
         "step": step,
-        "start": int(start), "end": int(end) + 1,
+        "start": int(start),
+        "end": int(end) + 1,
         "baseline": {"start": int(times["started"] + args.warmup), "end": int(times["switched"])},
         "incident": {"start": int(times["switched"]) + 1, "end": int(times["ended"])},
         "models": {m.name: m.kind for m in models},

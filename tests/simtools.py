@@ -45,8 +45,13 @@ def serve_app(app: web.Application):
 
 
 @contextmanager
-def simulator(engine: str = "vllm", version: str | None = None, scenario: str = "normal",
-              params: EngineParams = FAST, model: str = "m"):
+def simulator(
+    engine: str = "vllm",
+    version: str | None = None,
+    scenario: str = "normal",
+    params: EngineParams = FAST,
+    model: str = "m",
+):
     """Yields (base URL, the simulator object) while the app serves."""
     app = make_app(SimulatorConfig(engine, version, model, scenario, params, seed=1))
     with serve_app(app) as base:

@@ -14,13 +14,13 @@ bucket (`le="1.0"`, `le="0.1"`), and `llm_requests_finished_total` by `finished_
 from __future__ import annotations
 
 import json
-import promtools
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import promtools
 
 # per objective: the series (metric name, extra labels) and whether it counts all requests or the good/bad ones
 SERIES = (
@@ -31,30 +31,30 @@ SERIES = (
     ("llm_requests_finished_total", 'finished_reason="stop"', "answered", "good"),
     ("llm_requests_finished_total", 'finished_reason="error"', "answered", "bad"),
 )
-BURST = 8            # a burst's error ratio, in error budgets: over page_slow's 5.6x, under page_fast's 13.44x
-BURST_EVERY = 360    # minutes
+BURST = 8  # a burst's error ratio, in error budgets: over page_slow's 5.6x, under page_fast's 13.44x
+BURST_EVERY = 360  # minutes
 BURST_MINUTES = 3
 
 
 @dataclass
 class Fleet:
     models: list[str]
-    budgets: dict[str, float]              # objective -> 1 - target
+    budgets: dict[str, float]  # objective -> 1 - target
     incidents: set[str] = field(default_factory=set)
     pods: int = 1
     days: float = 4
-    rate: float = 60.0                     # requests per minute per pod
+    rate: float = 60.0  # requests per minute per pod
     incident_minutes: int = 40
-    incident_ratio: float = 0.5            # bad share of `answered` during an incident
-    ahead: int = 60                        # minutes the live counters may run past `now`
+    incident_ratio: float = 0.5  # bad share of `answered` during an incident
+    ahead: int = 60  # minutes the live counters may run past `now`
     now: int = field(default_factory=lambda: int(time.time()))
     seed: int = 15
 
     def __post_init__(self):
-        self.start = self.now - int(self.days * 86400) // 60 * 60       # whole minutes before `now`
+        self.start = self.now - int(self.days * 86400) // 60 * 60  # whole minutes before `now`
         minutes = (self.now - self.start) // 60 + self.ahead
         rng = np.random.default_rng(self.seed)
-        self.cumulative: dict[tuple[str, int], np.ndarray] = {}      # (model, pod) -> [series, minute]
+        self.cumulative: dict[tuple[str, int], np.ndarray] = {}  # (model, pod) -> [series, minute]
         for model in self.models:
             for pod in range(self.pods):
                 total = rng.poisson(self.rate, minutes).astype(float)
@@ -64,16 +64,17 @@ class Fleet:
                     bad = np.minimum(total, rng.binomial(total.astype(int), share))
                     incs += [total, total - bad] if objective != "answered" else [total - bad, bad]
                 self.cumulative[model, pod] = np.concatenate(
-                    [np.zeros((len(incs), 1)), np.cumsum(np.array(incs), axis=1)], axis=1)
+                    [np.zeros((len(incs), 1)), np.cumsum(np.array(incs), axis=1)], axis=1
+                )
 
     def _bad_share(self, model: str, objective: str, budget: float, minutes: int, rng) -> np.ndarray:
         minute = np.arange(minutes)
-        share = budget * rng.uniform(0, 0.3, minutes)                 # noise well under the budget
+        share = budget * rng.uniform(0, 0.3, minutes)  # noise well under the budget
         share[(minute % BURST_EVERY) < BURST_MINUTES] = budget * BURST
         deployed = (self.now - self.start) // 60
-        share[deployed - 2:deployed + 8] = budget * BURST             # a burst across the deployment
+        share[deployed - 2 : deployed + 8] = budget * BURST  # a burst across the deployment
         if model in self.incidents and objective == "answered":
-            share[deployed - self.incident_minutes:] = self.incident_ratio
+            share[deployed - self.incident_minutes :] = self.incident_ratio
         return np.minimum(share, 1.0)
 
     def labels(self, model: str, pod: int) -> str:
@@ -91,13 +92,14 @@ class Fleet:
         times = np.arange(self.now - (self.now - (since or self.start)) // step * step, self.now + 1, step)
         count = 0
         with open(path, "w") as out:
-            for index, (metric, extra, _, _) in enumerate(SERIES):      # a metric's series stay together
+            for index, (metric, extra, _, _) in enumerate(SERIES):  # a metric's series stay together
                 for model in self.models:
                     for pod in range(self.pods):
                         labels = self.labels(model, pod) + (f",{extra}" if extra else "")
                         values = self._values(model, pod, times)[index]
-                        out.writelines(f"{metric}{{{labels}}} {v:.0f} {t}\n" for t, v in zip(times, values,
-                                                                                             strict=True))
+                        out.writelines(
+                            f"{metric}{{{labels}}} {v:.0f} {t}\n" for t, v in zip(times, values, strict=True)
+                        )
                         count += len(times)
             out.write("# EOF\n")
         return count
@@ -129,6 +131,7 @@ def create_blocks(openmetrics: Path, data_dir: Path) -> None:
 
 def live_handler(fleet: Fleet):
     """A `serve()` route that answers with the fleet's counters at the moment of the scrape."""
+
     def handler(request):
         body = fleet.exposition().encode()
         request.send_response(200)
@@ -136,4 +139,5 @@ def live_handler(fleet: Fleet):
         request.send_header("Content-Length", str(len(body)))
         request.end_headers()
         request.wfile.write(body)
+
     return handler

@@ -6,8 +6,8 @@ import re
 
 import pytest
 import yaml
-
 from conftest import ROOT, need
+
 from inferwatch.slo import check_rule_files, run_rule_tests
 
 ALERTS = ROOT / "alerts"
@@ -15,10 +15,14 @@ RULE_FILES = sorted(ALERTS.glob("*.rules.yaml"))
 # the front-door variant of the default SLOs: apart, so `rule_files: [alerts/*.yaml]` does not load it
 FRONTDOOR_RULE_FILES = sorted((ALERTS / "frontdoor").glob("*.rules.yaml"))
 # series that are not engine or GPU metrics but that alerts may read
-NON_VOCABULARY = {"up", "inferwatch_exporter_target_up", "inferwatch_exporter_target_source_info", "ALERTS",
-                  "llm_frontdoor_requests_total"}   # the exporter's and the front door's own
-PROMQL_WORDS = {"and", "or", "unless", "on", "by", "without", "group_left", "group_right", "ignoring", "bool",
-                "offset"}
+NON_VOCABULARY = {
+    "up",
+    "inferwatch_exporter_target_up",
+    "inferwatch_exporter_target_source_info",
+    "ALERTS",
+    "llm_frontdoor_requests_total",
+}  # the exporter's and the front door's own
+PROMQL_WORDS = {"and", "or", "unless", "on", "by", "without", "group_left", "group_right", "ignoring", "bool", "offset"}
 
 
 def _alerts(paths=RULE_FILES):
@@ -53,8 +57,11 @@ def test_frontdoor_rule_files_are_valid_and_their_tests_pass():
     assert ok, output
 
 
-@pytest.mark.parametrize("name, rule", list(_alerts(RULE_FILES + FRONTDOOR_RULE_FILES)),
-                         ids=lambda v: v if isinstance(v, str) else v["alert"])
+@pytest.mark.parametrize(
+    "name, rule",
+    list(_alerts(RULE_FILES + FRONTDOOR_RULE_FILES)),
+    ids=lambda v: v if isinstance(v, str) else v["alert"],
+)
 def test_every_alert_is_documented(name, rule):
     assert rule["labels"]["severity"] in ("critical", "warning")
     assert {"summary", "description", "runbook_url"} <= set(rule["annotations"])
@@ -63,19 +70,24 @@ def test_every_alert_is_documented(name, rule):
     assert anchor in headings
 
 
-RECORDED = {r["record"] for path in RULE_FILES for g in yaml.safe_load(path.read_text())["groups"]
-            for r in g["rules"] if "record" in r}
+RECORDED = {
+    r["record"]
+    for path in RULE_FILES
+    for g in yaml.safe_load(path.read_text())["groups"]
+    for r in g["rules"]
+    if "record" in r
+}
 
 
 def test_operational_alerts_read_only_the_vocabulary(catalog):
     names = set(catalog.metrics)
     known = names | {n + s for n in names for s in ("_bucket", "_count", "_sum")} | NON_VOCABULARY
     for _, rule in _alerts():
-        expr = re.sub(r'"[^"]*"', "", rule["expr"])              # label values are not metric names
-        expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", expr)          # nor are matchers and ranges
+        expr = re.sub(r'"[^"]*"', "", rule["expr"])  # label values are not metric names
+        expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", expr)  # nor are matchers and ranges
         idents = set(re.findall(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()", expr))
         metrics = {i for i in idents if i.startswith(("llm_", "gpu_", "inferwatch_", "up"))}
-        metrics -= {i for i in idents if i.startswith("llm_slo:")} | RECORDED     # our own records
+        metrics -= {i for i in idents if i.startswith("llm_slo:")} | RECORDED  # our own records
         assert metrics <= known, metrics - known
 
 
@@ -88,6 +100,7 @@ def test_target_down_leaves_out_exactly_the_gpu_sources():
     rule = next(r for _, r in _alerts() if r["alert"] == "LLMEngineTargetDown")
     excluded = re.findall(r'inferwatch_exporter_target_source_info\{source![=~]"([^"]*)"\}', rule["expr"])
     assert gpu_only and excluded and set(excluded[0].split("|")) == gpu_only
+
 
 def test_groups_stay_portable():
     for path in RULE_FILES + FRONTDOOR_RULE_FILES:
@@ -104,14 +117,14 @@ def test_runbooks_list_exactly_the_kinds_triage_names():
     kinds = load_kinds()
     text = (ALERTS / "RUNBOOKS.md").read_text()
     assert with_kinds_section(text, kinds) == text, "run `inferwatch build`"
-    section = text[text.index(BEGIN):text.index(END)]
+    section = text[text.index(BEGIN) : text.index(END)]
     listed = re.findall(r"^\| `([\w-]+)` \|", section, re.M)
     assert listed == list(kinds)
     triage_sections = set(re.findall(r"^## ([\w-]+)$", (ROOT / "triage" / "README.md").read_text(), re.M))
     assert {k.runbook for k in kinds.values()} <= triage_sections
     headings = set(re.findall(r"^## (\w+)$", text, re.M))
     assert set(KIND_ALERTS) <= set(kinds) and {a for alerts in KIND_ALERTS.values() for a in alerts} <= headings
-    assert "DESIGN.md" not in text                     # not shipped
+    assert "DESIGN.md" not in text  # not shipped
 
 
 def test_a_drifted_kinds_section_is_reported(monkeypatch, tmp_path):

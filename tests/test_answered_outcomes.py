@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import need
+
 from inferwatch.slo import compile_spec, parse_spec, render_files
 
 TABLE = yaml.safe_load(resources.files("inferwatch.slo").joinpath("outcomes.yaml").read_text())["outcomes"]
@@ -26,18 +26,35 @@ _SGLANG_DONE = 'llm_requests_finished_total{engine="sglang", model="m"}'
 _SGLANG_ABORT = 'llm_requests_aborted_total{engine="sglang", model="m"}'
 _DOOR = 'llm_frontdoor_requests_total{{model="m", outcome="{}"}}'
 SHOWS = {
-    "vllm": {"stop": [_VLLM.format("stop")], "length": [_VLLM.format("length")], "client-cancel": [],
-             "engine-abort": [_VLLM.format("abort")], "error": [_VLLM.format("error")],
-             "repetition": [_VLLM.format("repetition")], "empty-or-invalid-tool-call": [_VLLM.format("stop")],
-             "caller-mistake": []},
-    "sglang": {"stop": [_SGLANG_DONE], "length": [_SGLANG_DONE], "client-cancel": [_SGLANG_DONE, _SGLANG_ABORT],
-               "engine-abort": [_SGLANG_DONE, _SGLANG_ABORT], "error": [_SGLANG_DONE],
-               "empty-or-invalid-tool-call": [_SGLANG_DONE], "caller-mistake": []},
-    "frontdoor": {"stop": [_DOOR.format("ok")], "length": [_DOOR.format("length")],
-                  "client-cancel": [_DOOR.format("cancelled")], "engine-abort": [_DOOR.format("error")],
-                  "error": [_DOOR.format("error")], "repetition": [_DOOR.format("error")],
-                  "empty-or-invalid-tool-call": [_DOOR.format("empty"), _DOOR.format("tool_call_invalid")],
-                  "caller-mistake": [_DOOR.format("invalid_request")]},
+    "vllm": {
+        "stop": [_VLLM.format("stop")],
+        "length": [_VLLM.format("length")],
+        "client-cancel": [],
+        "engine-abort": [_VLLM.format("abort")],
+        "error": [_VLLM.format("error")],
+        "repetition": [_VLLM.format("repetition")],
+        "empty-or-invalid-tool-call": [_VLLM.format("stop")],
+        "caller-mistake": [],
+    },
+    "sglang": {
+        "stop": [_SGLANG_DONE],
+        "length": [_SGLANG_DONE],
+        "client-cancel": [_SGLANG_DONE, _SGLANG_ABORT],
+        "engine-abort": [_SGLANG_DONE, _SGLANG_ABORT],
+        "error": [_SGLANG_DONE],
+        "empty-or-invalid-tool-call": [_SGLANG_DONE],
+        "caller-mistake": [],
+    },
+    "frontdoor": {
+        "stop": [_DOOR.format("ok")],
+        "length": [_DOOR.format("length")],
+        "client-cancel": [_DOOR.format("cancelled")],
+        "engine-abort": [_DOOR.format("error")],
+        "error": [_DOOR.format("error")],
+        "repetition": [_DOOR.format("error")],
+        "empty-or-invalid-tool-call": [_DOOR.format("empty"), _DOOR.format("tool_call_invalid")],
+        "caller-mistake": [_DOOR.format("invalid_request")],
+    },
 }
 PER_MINUTE = 10
 
@@ -60,8 +77,11 @@ def test_every_outcome_has_a_verdict_where_the_source_shows_it():
     assert {row["outcome"] for row in TABLE} == set(SHOWS["vllm"]) == set(SHOWS["frontdoor"])
     for row in TABLE:
         assert set(row["counts"]) <= set(SOURCES), row
-        assert set(row["counts"].values()) | set((row.get("length_is_bad") or {}).values()) <= {"good", "bad",
-                                                                                                "excluded"}, row
+        assert set(row["counts"].values()) | set((row.get("length_is_bad") or {}).values()) <= {
+            "good",
+            "bad",
+            "excluded",
+        }, row
         for source in SOURCES:
             assert (source in row["counts"]) == (row["outcome"] in SHOWS[source]), (row["outcome"], source)
 
@@ -89,8 +109,13 @@ def _case(outcome: str, source: str, verdict: str) -> dict:
         "interval": "1m",
         "input_series": [{"series": name, "values": f"0+{n}x40"} for name, n in series.items()],
         "promql_expr_test": [
-            {"expr": f'sum(llm_slo:{kind}:increase1m{{slo="answered"}})', "eval_time": "20m",
-             "exp_samples": [{"labels": "{}", "value": value}]} for kind, value in (("total", total), ("good", good))],
+            {
+                "expr": f'sum(llm_slo:{kind}:increase1m{{slo="answered"}})',
+                "eval_time": "20m",
+                "exp_samples": [{"labels": "{}", "value": value}],
+            }
+            for kind, value in (("total", total), ("good", good))
+        ],
     }
 
 
@@ -101,8 +126,12 @@ def test_each_outcome_counts_as_the_table_says(tmp_path: Path, source_kind: str,
     promtool = need("promtool")
     (tmp_path / "answered.rules.yaml").write_text(_rules(source_kind, length_is_bad))
     cases = [_case(o, s, v) for o, s, v in _cells(length_is_bad) if SOURCES[s] == source_kind]
-    (tmp_path / "outcomes.test.yaml").write_text(yaml.safe_dump(
-        {"rule_files": ["answered.rules.yaml"], "evaluation_interval": "1m", "tests": cases}, sort_keys=False))
-    proc = subprocess.run([promtool, "test", "rules", "outcomes.test.yaml"], cwd=tmp_path, capture_output=True,
-                          text=True)
+    (tmp_path / "outcomes.test.yaml").write_text(
+        yaml.safe_dump(
+            {"rule_files": ["answered.rules.yaml"], "evaluation_interval": "1m", "tests": cases}, sort_keys=False
+        )
+    )
+    proc = subprocess.run(
+        [promtool, "test", "rules", "outcomes.test.yaml"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

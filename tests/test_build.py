@@ -7,8 +7,8 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from inferwatch.build import artifacts, check, source_copies
 
 
@@ -19,13 +19,15 @@ def test_checked_in_artifacts_match_the_code():
 
 
 def test_build_writes_the_bundle(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "build", "-o", str(tmp_path / "out")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "build", "-o", str(tmp_path / "out")], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     for rel, text in artifacts().items():
         assert (tmp_path / "out" / rel).read_text() == text
-    check_proc = subprocess.run([sys.executable, "-m", "inferwatch", "build", "--check"], capture_output=True,
-                                text=True)
+    check_proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "build", "--check"], capture_output=True, text=True
+    )
     assert check_proc.returncode == 0
 
 
@@ -34,14 +36,17 @@ def test_bundle_rules_and_their_tests_work_where_they_are_written(tmp_path):
     """The bundle keeps the promtool tests in rules/tests/, naming their rules as ../x.rules.yaml, so
     `promtool test rules` runs in place."""
     from conftest import need
+
     from inferwatch.build import write_bundle
     from inferwatch.slo import run_rule_tests
 
     need("promtool")
     written = write_bundle(tmp_path)
     tests = sorted(p for p in written if p.name.endswith(".test.yaml"))
-    assert tests and all(p.parent in (tmp_path / "prometheus" / "rules" / "tests",
-                                      tmp_path / "prometheus" / "rules-frontdoor" / "tests") for p in tests)
+    assert tests and all(
+        p.parent in (tmp_path / "prometheus" / "rules" / "tests", tmp_path / "prometheus" / "rules-frontdoor" / "tests")
+        for p in tests
+    )
     assert {p.parent for p in tests if "frontdoor" in p.name} == {tmp_path / "prometheus" / "rules-frontdoor" / "tests"}
     for test in tests:  # every rule file a test names is there, relative to the test
         rule_files = yaml.safe_load(test.read_text())["rule_files"]
@@ -56,12 +61,28 @@ def _rule_folders(tmp_path):
     from inferwatch.build import write_bundle
 
     write_bundle(tmp_path / "bundle")
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "slo", "compile", str(ROOT / "slo/examples/chat.yaml"),
-                           "-o", str(tmp_path / "compiled")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "slo",
+            "compile",
+            str(ROOT / "slo/examples/chat.yaml"),
+            "-o",
+            str(tmp_path / "compiled"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
-    return {"bundle": tmp_path / "bundle" / "prometheus" / "rules", "slo compile": tmp_path / "compiled",
-            "alerts": ROOT / "alerts", "bundle front door": tmp_path / "bundle" / "prometheus" / "rules-frontdoor",
-            "alerts front door": ROOT / "alerts" / "frontdoor"}
+    return {
+        "bundle": tmp_path / "bundle" / "prometheus" / "rules",
+        "slo compile": tmp_path / "compiled",
+        "alerts": ROOT / "alerts",
+        "bundle front door": tmp_path / "bundle" / "prometheus" / "rules-frontdoor",
+        "alerts front door": ROOT / "alerts" / "frontdoor",
+    }
 
 
 @pytest.mark.promtool
@@ -77,8 +98,7 @@ def test_rule_folders_load_as_a_glob(tmp_path):
         # the front-door SLOs fire LLMSLIDataMissing without a front door: never in the main folders' glob
         assert all(("frontdoor" in p.name) == ("front door" in what) for p in rules if p.name.startswith("llm")), what
         config = tmp_path / f"prometheus-{what.replace(' ', '-')}.yml"
-        config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1m"},
-                                          "rule_files": [f"{folder}/*.yaml"]}))
+        config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1m"}, "rule_files": [f"{folder}/*.yaml"]}))
         proc = subprocess.run(["promtool", "check", "config", str(config)], capture_output=True, text=True)
         assert proc.returncode == 0, (what, proc.stdout + proc.stderr)
         assert f"SUCCESS: {len(rules)} rule files found" in proc.stdout, (what, proc.stdout)

@@ -16,18 +16,18 @@ import time
 import promql_parser
 import pytest
 import yaml
-
 from conftest import ROOT, need
+from promtools import create_blocks, prometheus
+
 from inferwatch.canary import Settings, compare, parse_selector
 from inferwatch.canary._stats import one_sided_p, quantile
 from inferwatch.canary._templates import render_templates
 from inferwatch.promapi import Client
-from promtools import create_blocks, prometheus
 
 BOUNDS = [0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, math.inf]
 TPOT_BOUNDS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, math.inf]
 STEP, HOUR = 15, 3600
-SEED = int(os.environ.get("CANARY_SEED", "7"))   # the verdicts hold for other seeds too (1-7 tried)
+SEED = int(os.environ.get("CANARY_SEED", "7"))  # the verdicts hold for other seeds too (1-7 tried)
 
 # model -> (stable, canary): requests a step per pod, TTFT median (s), error share, prompt tokens
 CASES = {
@@ -37,8 +37,13 @@ CASES = {
     "quiet": ((10, 0.3, 0.005, 500), (0.05, 0.6, 0.005, 500)),
     "other-mix": ((10, 0.3, 0.005, 500), (10, 0.45, 0.005, 1000)),
 }
-EXPECTED = {"equal": ("pass", 0), "slower": ("fail", 1), "erring": ("fail", 1), "quiet": ("inconclusive", 3),
-            "other-mix": ("inconclusive", 3)}
+EXPECTED = {
+    "equal": ("pass", 0),
+    "slower": ("fail", 1),
+    "erring": ("fail", 1),
+    "quiet": ("inconclusive", 3),
+    "other-mix": ("inconclusive", 3),
+}
 
 
 def _history(end: int, seed: int = SEED) -> str:
@@ -75,8 +80,10 @@ def _history(end: int, seed: int = SEED) -> str:
                         done["error" if roll < errors else "length" if roll < errors + 0.02 else "stop"] += 1
                         prompt_sum += rng.uniform(0.5, 1.5) * prompt
                     rows.append((t, list(ttft), ttft_sum, list(tpot), tpot_sum, dict(done), prompt_sum))
-                for name, bounds, idx, sidx in (("llm_time_to_first_token_seconds", BOUNDS, 1, 2),
-                                                ("llm_time_per_output_token_seconds", TPOT_BOUNDS, 3, 4)):
+                for name, bounds, idx, sidx in (
+                    ("llm_time_to_first_token_seconds", BOUNDS, 1, 2),
+                    ("llm_time_per_output_token_seconds", TPOT_BOUNDS, 3, 4),
+                ):
                     for i, b in enumerate(bounds):
                         le = "+Inf" if math.isinf(b) else repr(b)
                         for row in rows:
@@ -90,11 +97,17 @@ def _history(end: int, seed: int = SEED) -> str:
                         finished = f'llm_requests_finished_total{{{labels},finished_reason="{reason}"}}'
                         add("llm_requests_finished", "counter", f"{finished} {row[5][reason]} {row[0]}")
                 for row in rows:
-                    add("llm_request_prompt_tokens", "histogram",
-                        f"llm_request_prompt_tokens_sum{{{labels}}} {row[6]} {row[0]}")
+                    add(
+                        "llm_request_prompt_tokens",
+                        "histogram",
+                        f"llm_request_prompt_tokens_sum{{{labels}}} {row[6]} {row[0]}",
+                    )
                 for row in rows:
-                    add("llm_request_prompt_tokens", "histogram",
-                        f"llm_request_prompt_tokens_count{{{labels}}} {sum(row[5].values())} {row[0]}")
+                    add(
+                        "llm_request_prompt_tokens",
+                        "histogram",
+                        f"llm_request_prompt_tokens_count{{{labels}}} {sum(row[5].values())} {row[0]}",
+                    )
     out = []
     for family, (kind, lines) in families.items():
         out.append(f"# TYPE {family} {kind}")
@@ -117,11 +130,18 @@ def stack(tmp_path_factory):
 @pytest.mark.parametrize("model", list(CASES))
 def test_each_case_gets_its_verdict(stack, model):
     client, end, _ = stack
-    report = compare(client, model, parse_selector('version="v2"', "--canary"),
-                     parse_selector('version="v1"', "--stable"), settings=Settings(window="30m"), at=end)
+    report = compare(
+        client,
+        model,
+        parse_selector('version="v2"', "--canary"),
+        parse_selector('version="v1"', "--stable"),
+        settings=Settings(window="30m"),
+        at=end,
+    )
     verdict, code = EXPECTED[model]
-    assert (report.verdict, report.exit_code) == (verdict, code), [(f.signal, f.verdict, f.why)
-                                                                     for f in report.findings]
+    assert (report.verdict, report.exit_code) == (verdict, code), [
+        (f.signal, f.verdict, f.why) for f in report.findings
+    ]
     by_signal = {f.signal: f for f in report.findings}
     if model == "slower":
         assert by_signal["ttft"].verdict == "fail" and by_signal["errors"].verdict == "pass", by_signal["errors"]
@@ -136,22 +156,48 @@ def test_each_case_gets_its_verdict(stack, model):
 
 def test_the_cli_exits_with_the_verdict_and_prints_json(stack):
     _, end, base = stack
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "canary", "--prometheus", base, "--model", "slower",
-                           "--canary", '{version="v2"}', "--stable", 'version="v1"', "--at", str(end), "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "canary",
+            "--prometheus",
+            base,
+            "--model",
+            "slower",
+            "--canary",
+            '{version="v2"}',
+            "--stable",
+            'version="v1"',
+            "--at",
+            str(end),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr
     assert json.loads(proc.stdout)["verdict"] == "fail"
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--canary", 'version="v2', "--stable", 'version="v1"'], "--canary"),
-    (["--canary", "", "--stable", 'version="v1"'], "selects nothing apart"),
-    (["--canary", 'version="v2"', "--stable", 'version="v1"', "--window", "half an hour"], "--window"),
-    (["--canary", 'version="v2"', "--stable", 'version="v1"', "--prometheus", "http://127.0.0.1:9"], "error"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--canary", 'version="v2', "--stable", 'version="v1"'], "--canary"),
+        (["--canary", "", "--stable", 'version="v1"'], "selects nothing apart"),
+        (["--canary", 'version="v2"', "--stable", 'version="v1"', "--window", "half an hour"], "--window"),
+        (["--canary", 'version="v2"', "--stable", 'version="v1"', "--prometheus", "http://127.0.0.1:9"], "error"),
+    ],
+)
 def test_usage_and_connection_errors_exit_2_without_a_traceback(args, says):
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "canary", "--model", "m", "--timeout", "5", *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "canary", "--model", "m", "--timeout", "5", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and says in proc.stderr, proc.stderr
 
 
@@ -159,7 +205,7 @@ def test_quantile_interpolates_as_prometheus_does():
     buckets = [(0.1, 10.0), (0.5, 50.0), (1.0, 90.0), (math.inf, 100.0)]
     assert quantile(buckets, 0.5) == pytest.approx(0.5)
     assert quantile(buckets, 0.7) == pytest.approx(0.75)
-    assert quantile(buckets, 0.95) == 1.0          # in +Inf: the highest finite bound
+    assert quantile(buckets, 0.95) == 1.0  # in +Inf: the highest finite bound
     assert quantile([(1.0, 0.0), (math.inf, 0.0)], 0.5) is None
 
 
@@ -186,9 +232,13 @@ def _strict(schema):
     return schema
 
 
-@pytest.mark.parametrize("name, crd", [("argo-rollouts-analysistemplate.yaml",
-                                        "argo-rollouts-analysistemplate-v1alpha1.json"),
-                                       ("flagger-metrictemplates.yaml", "flagger-metrictemplate-v1beta1.json")])
+@pytest.mark.parametrize(
+    "name, crd",
+    [
+        ("argo-rollouts-analysistemplate.yaml", "argo-rollouts-analysistemplate-v1alpha1.json"),
+        ("flagger-metrictemplates.yaml", "flagger-metrictemplate-v1beta1.json"),
+    ],
+)
 def test_templates_validate_against_their_crd_schemas(name, crd):
     jsonschema = pytest.importorskip("jsonschema")
     schema = _strict(json.loads((CRDS / crd).read_text()))
@@ -196,9 +246,12 @@ def test_templates_validate_against_their_crd_schemas(name, crd):
     assert docs
     for doc in docs:
         jsonschema.validate(doc, schema)
-        queries = [m["provider"]["prometheus"]["query"] for m in doc["spec"]["metrics"]] \
-            if doc["kind"] == "AnalysisTemplate" else [doc["spec"]["query"]]
-        for query in queries:       # valid PromQL once the rollout tool's placeholders are filled in
+        queries = (
+            [m["provider"]["prometheus"]["query"] for m in doc["spec"]["metrics"]]
+            if doc["kind"] == "AnalysisTemplate"
+            else [doc["spec"]["query"]]
+        )
+        for query in queries:  # valid PromQL once the rollout tool's placeholders are filled in
             promql_parser.parse(re.sub(r"\{\{[^}]*\}\}", "x", query).replace("[x]", "[5m]"))
 
 
@@ -207,10 +260,15 @@ def _argo(query: str, model: str) -> str:
     return re.sub(r"\{\{args\.([a-z-]+)\}\}", lambda m: args[m.group(1)], query)
 
 
-@pytest.mark.parametrize("model, outcome", [("equal", {"ttft": "success", "errors": "success"}),
-                                            ("slower", {"ttft": "failure", "errors": "success"}),
-                                            ("erring", {"ttft": "success", "errors": "failure"}),
-                                            ("quiet", {"ttft": "inconclusive", "errors": "inconclusive"})])
+@pytest.mark.parametrize(
+    "model, outcome",
+    [
+        ("equal", {"ttft": "success", "errors": "success"}),
+        ("slower", {"ttft": "failure", "errors": "success"}),
+        ("erring", {"ttft": "success", "errors": "failure"}),
+        ("quiet", {"ttft": "inconclusive", "errors": "inconclusive"}),
+    ],
+)
 def test_argo_analysis_queries_give_the_verdicts_on_the_same_history(stack, model, outcome):
     """The AnalysisTemplate's queries, run by the real Prometheus on the backfilled versions (pods named
     <model>-<version>-<id>, as a ReplicaSet's are), meet their success or failure condition, or return nothing
@@ -220,8 +278,9 @@ def test_argo_analysis_queries_give_the_verdicts_on_the_same_history(stack, mode
     for metric in template["spec"]["metrics"]:
         if metric["name"] not in outcome:
             continue
-        result = [float(r["value"][1]) for r in client.query(_argo(metric["provider"]["prometheus"]["query"],
-                                                                     model), end)]
+        result = [
+            float(r["value"][1]) for r in client.query(_argo(metric["provider"]["prometheus"]["query"], model), end)
+        ]
         limit = float(metric["successCondition"].rsplit("<=", 1)[1])
         got = "inconclusive" if not result else "success" if result[0] <= limit else "failure"
         assert got == outcome[metric["name"]], (metric["name"], result)

@@ -20,25 +20,32 @@ import random
 import signal
 import subprocess
 import sys
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import need
+from simtools import serve_app
 
 from inferwatch.frontdoor._goodput import default_goodput, load_goodput
 from inferwatch.sim import EngineParams, LoadConfig, SimulatorConfig, make_app
 from inferwatch.sim._capacity import Step, SweepConfig, next_rate, sweep
 from inferwatch.sim._capacity_report import compare, load_result, result, rule_file
 from inferwatch.sim._capacity_stats import estimate, rate_stats
-from conftest import need
-from simtools import serve_app
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "sim" / "capacity-result.schema.json").read_text())
 CAP = 4
-LOSS = EngineParams(max_num_seqs=CAP, max_num_queued_reqs=CAP, decode_step_s=0.02, decode_batch_slope=0.0,
-                    spec_tokens=0, prefill_tokens_per_s=1e7, output_tokens_mean=1000)
-TOKENS = 8          # max_tokens of every request: the simulator's answers (mean 1000) always stop at the limit
+LOSS = EngineParams(
+    max_num_seqs=CAP,
+    max_num_queued_reqs=CAP,
+    decode_step_s=0.02,
+    decode_batch_slope=0.0,
+    spec_tokens=0,
+    prefill_tokens_per_s=1e7,
+    output_tokens_mean=1000,
+)
+TOKENS = 8  # max_tokens of every request: the simulator's answers (mean 1000) always stop at the limit
 
 
 def erlang_b(servers: int, load: float) -> float:
@@ -65,8 +72,9 @@ def loss_sim():
 
 
 def _load(url: str) -> LoadConfig:
-    return LoadConfig(url, model="m", prompt_tokens=8, max_tokens=TOKENS, prefix_share=0, timeout=10,
-                      response_timeout=5, seed=3)
+    return LoadConfig(
+        url, model="m", prompt_tokens=8, max_tokens=TOKENS, prefix_share=0, timeout=10, response_timeout=5, seed=3
+    )
 
 
 def _truth(doc: dict) -> tuple[float, float]:
@@ -113,10 +121,38 @@ def test_sweep_finds_the_simulator_knee(loss_sim, answered, tmp_path):
     older result (not "lower": exit 0)."""
     old, out, png, rules = (tmp_path / n for n in ("old.json", "new.json", "knee.png", "capacity.rules.yaml"))
     old.write_text(json.dumps(_doc(1, 0.5, 1.5)))
-    done = _cli("capacity", "sweep", "--target", loss_sim, "--start-rate", "4", "--step-duration", "2s",
-                "--max-steps", "6", "--repeats", "2", "--precision", "0.3", "--prompt-tokens", "8", "--max-tokens",
-                str(TOKENS), "--prefix-share", "0", "--json-out", str(out), "--plot", str(png), "--rules", str(rules),
-                "--compare", str(old), "--slo", str(answered))
+    done = _cli(
+        "capacity",
+        "sweep",
+        "--target",
+        loss_sim,
+        "--start-rate",
+        "4",
+        "--step-duration",
+        "2s",
+        "--max-steps",
+        "6",
+        "--repeats",
+        "2",
+        "--precision",
+        "0.3",
+        "--prompt-tokens",
+        "8",
+        "--max-tokens",
+        str(TOKENS),
+        "--prefix-share",
+        "0",
+        "--json-out",
+        str(out),
+        "--plot",
+        str(png),
+        "--rules",
+        str(rules),
+        "--compare",
+        str(old),
+        "--slo",
+        str(answered),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     doc = load_result(out)
     truth = _truth(doc)
@@ -130,7 +166,7 @@ def test_sweep_finds_the_simulator_knee(loss_sim, answered, tmp_path):
     assert low / 1.6 <= doc["capacity"]["requests_per_second"] <= high * 1.6, (doc["capacity"], truth)
     assert "old: 1 req/s [0.5, 1.5]" in done.stdout and "capacity: " in done.stdout.split("old:")[1]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert 'llm_capacity:requests_per_second_per_replica' in rules.read_text()
+    assert "llm_capacity:requests_per_second_per_replica" in rules.read_text()
 
 
 @pytest.mark.slow
@@ -146,6 +182,7 @@ def test_sweep_knee_with_repeats(loss_sim, answered):
 
 # --- the method, on synthetic steps: a known share curve, requests drawn per step ------------------------------
 
+
 def _synthetic(seed: int, knee: float, spread: float):
     """Steps from share(rate) = 1 / (1 + exp((rate - knee) / 1.5)), with each step's share shifted at random
     (one queue per step: requests of a step are good or bad together) before its requests are drawn."""
@@ -157,6 +194,7 @@ def _synthetic(seed: int, knee: float, spread: float):
         judged = max(1, int(rate * 5))
         good = sum(rng.random() < share for _ in range(judged))
         return Step(rate, phase, sent=judged, judged=judged, good=good, share=good / judged)
+
     return run
 
 
@@ -181,7 +219,7 @@ def test_ramp_goes_down_when_the_first_step_fails():
     steps = [Step(8, "ramp", judged=40, good=10, share=0.25)]
     assert next_rate(steps, config) == (4, "ramp")
     steps.append(Step(4, "ramp", judged=20, good=20, share=1.0))
-    assert next_rate(steps, config) == (4, "refine")          # then the rates around the knee, repeated
+    assert next_rate(steps, config) == (4, "refine")  # then the rates around the knee, repeated
 
 
 def test_no_failure_within_the_limits_reports_not_reached():
@@ -195,10 +233,19 @@ def test_no_failure_within_the_limits_reports_not_reached():
 
 # --- results: schema, compare, rule file ---------------------------------------------------------------------
 
+
 def _doc(capacity: float, lower: float, upper: float, **extra) -> dict:
     config = SweepConfig(LoadConfig("http://x"))
-    doc = result(config, default_goodput(), [Step(lower, "ramp", judged=10, good=10, share=1.0)], "m", 2,
-                 datetime(2026, 1, 1, tzinfo=UTC), 1.0, False)
+    doc = result(
+        config,
+        default_goodput(),
+        [Step(lower, "ramp", judged=10, good=10, share=1.0)],
+        "m",
+        2,
+        datetime(2026, 1, 1, tzinfo=UTC),
+        1.0,
+        False,
+    )
     doc["capacity"].update(requests_per_second=capacity, lower=lower, upper=upper)
     doc["capacity"]["per_replica"].update(requests_per_second=capacity / 2, lower=lower / 2, upper=upper / 2)
     doc["status"] = "measured"
@@ -214,8 +261,9 @@ def test_compare_says_whether_the_difference_is_beyond_the_intervals():
 
 
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inferwatch", *args], capture_output=True, text=True,
-                          timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "inferwatch", *args], capture_output=True, text=True, timeout=120, **kw
+    )
 
 
 def test_compare_cli_exits_1_on_a_lower_capacity(tmp_path):
@@ -233,11 +281,29 @@ def test_compare_cli_exits_1_on_a_lower_capacity(tmp_path):
 def test_rule_file_loads_into_prometheus(tmp_path):
     promtool = need("promtool")
     (tmp_path / "capacity.rules.yaml").write_text(rule_file(_doc(10, 8, 12)))
-    (tmp_path / "test.yaml").write_text(json.dumps({
-        "rule_files": ["capacity.rules.yaml"], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": [], "promql_expr_test": [{
-            "expr": "llm_capacity:requests_per_second_per_replica", "eval_time": "1m",
-            "exp_samples": [{"labels": 'llm_capacity:requests_per_second_per_replica{model="m"}', "value": 5}]}]}]}))
+    (tmp_path / "test.yaml").write_text(
+        json.dumps(
+            {
+                "rule_files": ["capacity.rules.yaml"],
+                "evaluation_interval": "1m",
+                "tests": [
+                    {
+                        "interval": "1m",
+                        "input_series": [],
+                        "promql_expr_test": [
+                            {
+                                "expr": "llm_capacity:requests_per_second_per_replica",
+                                "eval_time": "1m",
+                                "exp_samples": [
+                                    {"labels": 'llm_capacity:requests_per_second_per_replica{model="m"}', "value": 5}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     for args in (["check", "rules", "capacity.rules.yaml"], ["test", "rules", "test.yaml"]):
         done = subprocess.run([promtool, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -245,16 +311,41 @@ def test_rule_file_loads_into_prometheus(tmp_path):
 
 # --- the command, interrupted ----------------------------------------------------------------------------------
 
+
 def test_ctrl_c_keeps_the_steps_measured_so_far(loss_sim, tmp_path):
     """SIGINT after the first step: exit 130, and the JSON, the plot and the summary hold what was measured."""
     out, png = tmp_path / "partial.json", tmp_path / "partial.png"
-    proc = subprocess.Popen([sys.executable, "-m", "inferwatch", "capacity", "sweep", "--target", loss_sim,
-                             "--start-rate", "4", "--step-duration", "1s", "--max-steps", "40",
-                             "--prompt-tokens", "8", "--max-tokens", str(TOKENS), "--json-out", str(out),
-                             "--plot", str(png)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "capacity",
+            "sweep",
+            "--target",
+            loss_sim,
+            "--start-rate",
+            "4",
+            "--step-duration",
+            "1s",
+            "--max-steps",
+            "40",
+            "--prompt-tokens",
+            "8",
+            "--max-tokens",
+            str(TOKENS),
+            "--json-out",
+            str(out),
+            "--plot",
+            str(png),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
-        for line in proc.stderr:                            # each finished step is one line on stderr
+        for line in proc.stderr:  # each finished step is one line on stderr
             if line.startswith("ramp"):
                 break
         proc.send_signal(signal.SIGINT)
@@ -268,12 +359,15 @@ def test_ctrl_c_keeps_the_steps_measured_so_far(loss_sim, tmp_path):
     assert "interrupted" in stdout and png.read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--slo", "slo/defaults.yaml"], "defaults.yaml: source is 'engine'"),
-    (["--compare", "README.md"], "README.md: not JSON"),
-    (["--max-rate", "0.5"], "is below --start-rate"),
-    ([], "cannot find a model to load"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--slo", "slo/defaults.yaml"], "defaults.yaml: source is 'engine'"),
+        (["--compare", "README.md"], "README.md: not JSON"),
+        (["--max-rate", "0.5"], "is below --start-rate"),
+        ([], "cannot find a model to load"),
+    ],
+)
 def test_bad_input_is_one_clear_line(args, says):
     """A wrong SLO spec, result file or limit, or a target that is not a server: one message naming it."""
     done = _cli("capacity", "sweep", "--target", "http://127.0.0.1:9", *args, cwd=Path(__file__).parents[1])

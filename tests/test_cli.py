@@ -10,9 +10,9 @@ import sys
 
 import pytest
 import typer.main
+from conftest import ROOT
 from typer.testing import CliRunner
 
-from conftest import ROOT
 from inferwatch import __version__
 from inferwatch.cli import app
 
@@ -26,6 +26,8 @@ def _commands(group, path=()) -> list[list[str]]:
 
 
 COMMANDS = _commands(typer.main.get_command(app))
+
+
 def _is_leaf(path: list[str]) -> bool:
     command = typer.main.get_command(app)
     for name in path:
@@ -33,7 +35,7 @@ def _is_leaf(path: list[str]) -> bool:
     return not hasattr(command, "commands")
 
 
-MAIN = [[], *filter(_is_leaf, COMMANDS)]    # the top and every leaf: the README says each shows examples
+MAIN = [[], *filter(_is_leaf, COMMANDS)]  # the top and every leaf: the README says each shows examples
 
 
 def _help(command: list[str]) -> str:
@@ -87,8 +89,16 @@ def test_engine_version_lists_every_simulated_release():
 
 def test_build_help_names_everything_it_writes():
     text = _help(["build"])
-    for where in ("prometheus/", "prometheus/rules/", "promtool tests", "alertmanager/", "grafana/dashboards/",
-                  "mappings/generated/", "alerts/", "dashboards/"):
+    for where in (
+        "prometheus/",
+        "prometheus/rules/",
+        "promtool tests",
+        "alertmanager/",
+        "grafana/dashboards/",
+        "mappings/generated/",
+        "alerts/",
+        "dashboards/",
+    ):
         assert where in text, where
 
 
@@ -107,16 +117,22 @@ TYPER_USES_PYDANTIC = any(r.startswith("pydantic") for r in importlib.metadata.r
 
 
 def _imported(code: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('\\n' + ' '.join(sys.modules))"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print('\\n' + ' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return set(proc.stdout.splitlines()[-1].split())
 
 
 def _heavy(modules: set[str], allowed: tuple[str, ...] = ()) -> set[str]:
     """The heavy modules among `modules`; a package's command-line module (`inferwatch.sim._cli`) is not one."""
-    return {m for m in modules if (m.split(".")[0] in HEAVY or m.startswith(HEAVY)) and not m.endswith("._cli")
-            and not m.startswith(allowed)}
+    return {
+        m
+        for m in modules
+        if (m.split(".")[0] in HEAVY or m.startswith(HEAVY)) and not m.endswith("._cli") and not m.startswith(allowed)
+    }
 
 
 def test_importing_the_cli_imports_nothing_heavy():
@@ -127,9 +143,11 @@ def test_normalize_imports_nothing_heavy(tmp_path):
     """A text rewrite needs no HTTP stack and no simulator; pydantic only where typer itself converts through it."""
     path = tmp_path / "in.txt"
     path.write_text("# TYPE tgi_queue_size gauge\ntgi_queue_size 1\n")
-    modules = _imported(f"import sys\nsys.argv = ['inferwatch', 'normalize', '--drop-unmapped', '-m', "
-                        f"{str(ROOT / 'mappings/examples/tgi.yaml')!r}, {str(path)!r}]\n"
-                        "from inferwatch.cli import main\ntry:\n    main()\nexcept SystemExit as exit:\n"
-                        "    assert exit.code == 0, exit.code")
+    modules = _imported(
+        f"import sys\nsys.argv = ['inferwatch', 'normalize', '--drop-unmapped', '-m', "
+        f"{str(ROOT / 'mappings/examples/tgi.yaml')!r}, {str(path)!r}]\n"
+        "from inferwatch.cli import main\ntry:\n    main()\nexcept SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code"
+    )
     allowed = ("pydantic",) if TYPER_USES_PYDANTIC else ()
     assert "inferwatch.exporters._normalize" in modules and not _heavy(modules, allowed)

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 SPEC = ROOT / "slo/examples/chat.yaml"
@@ -38,8 +37,13 @@ def busy_port():
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inferwatch", *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "inferwatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def one_clear_line(proc: subprocess.CompletedProcess, codes: tuple[int, ...], *words: str) -> str:
@@ -73,9 +77,14 @@ def test_non_utf8_input_is_named(name, args, key, files):
     one_clear_line(proc, (2,), str(files[key]), "not UTF-8", "save it as UTF-8")
 
 
-@pytest.mark.parametrize("args", [["simulate", "--listen", "127.0.0.1:{port}"],
-                                  ["exporter", "normalize", "--target", "localhost:9", "--listen", "127.0.0.1:{port}"]],
-                         ids=["simulate", "exporter normalize"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["simulate", "--listen", "127.0.0.1:{port}"],
+        ["exporter", "normalize", "--target", "localhost:9", "--listen", "127.0.0.1:{port}"],
+    ],
+    ids=["simulate", "exporter normalize"],
+)
 def test_busy_port_is_one_line_and_nothing_claims_to_serve(args, busy_port):
     proc = run(*[a.format(port=busy_port) for a in args])
     one_clear_line(proc, (1,), f"--listen 127.0.0.1:{busy_port}", "already in use", "--listen HOST:PORT")
@@ -98,8 +107,13 @@ def test_a_url_that_is_not_one_is_refused(args, flag):
 
 @pytest.mark.parametrize("size", ["16", "0", "-1MiB", "lots"])
 def test_a_max_body_that_is_not_a_size_is_refused(size):
-    line = one_clear_line(run("exporter", "normalize", "--target", "localhost:9", "--max-body", size), (2,),
-                          "--max-body", f"{size!r}", "MiB")
+    line = one_clear_line(
+        run("exporter", "normalize", "--target", "localhost:9", "--max-body", size),
+        (2,),
+        "--max-body",
+        f"{size!r}",
+        "MiB",
+    )
     assert ("under 1KiB (a bare number is bytes)" if size == "16" else "is not a size such as") in line
 
 

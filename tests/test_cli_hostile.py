@@ -18,9 +18,9 @@ from inferwatch._files import write_output
 from inferwatch.errors import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
-MEMORY_CEILING = 4 * 1024**3    # address space per run: a bomb expanded (6 GB before the fix) fails it
-HANG = 120                      # seconds: generous; every run here takes well under one on an idle machine
-CAP = "1MiB"                    # the input cap under test (the default is 64MiB; the mechanism is the same)
+MEMORY_CEILING = 4 * 1024**3  # address space per run: a bomb expanded (6 GB before the fix) fails it
+HANG = 120  # seconds: generous; every run here takes well under one on an idle machine
+CAP = "1MiB"  # the input cap under test (the default is 64MiB; the mechanism is the same)
 
 # One command per reader (slo compile and explain share slo check's, normalize -m mappings check's): the matrix
 # stays under ~30 s of CPU, most of it Python starting.
@@ -37,11 +37,14 @@ COMMANDS = [
     ("exporter normalize --config", ["exporter", "normalize", "--config", "{f}"], ALL),
     ("triage --rules", ["triage", "--prometheus", "http://127.0.0.1:9", "--rules", "{f}"], ALL),
     # a token or a CA is not parsed here: only whether it can be read (and, for the token, whether it is text)
-    ("triage --bearer-token-file", ["triage", "--prometheus", "http://127.0.0.1:9", "--bearer-token-file", "{f}"],
-     ("non-utf8-content", "binary")),
+    (
+        "triage --bearer-token-file",
+        ["triage", "--prometheus", "http://127.0.0.1:9", "--bearer-token-file", "{f}"],
+        ("non-utf8-content", "binary"),
+    ),
     ("triage --ca-file", ["triage", "--prometheus", "https://127.0.0.1:9", "--ca-file", "{f}"], ()),
 ]
-FOLDERS_ALLOWED = {"dashboards lint", "doctor --file"}   # a folder is a legal input there: read file by file
+FOLDERS_ALLOWED = {"dashboards lint", "doctor --file"}  # a folder is a legal input there: read file by file
 
 
 def _bomb() -> str:
@@ -68,19 +71,20 @@ def _make(kind: str, tmp: Path) -> str:
         with open(name, "wb") as handle:
             handle.write(b"version: 99\nnot: [closed\n")
         return os.fsdecode(name)
-    content = {"alias-bomb": _bomb().encode(),
-               "deep-json": b"[" * 100_000 + b"]" * 100_000,
-               "non-utf8-content": "version: 1\nservice: caf\u00e9\n".encode("latin-1"),
-               "huge": b"# " + b"x" * (2 * 1024 * 1024) + b"\n",
-               "empty": b"",
-               "binary": bytes(range(256)) * 64}[kind]
+    content = {
+        "alias-bomb": _bomb().encode(),
+        "deep-json": b"[" * 100_000 + b"]" * 100_000,
+        "non-utf8-content": "version: 1\nservice: caf\u00e9\n".encode("latin-1"),
+        "huge": b"# " + b"x" * (2 * 1024 * 1024) + b"\n",
+        "empty": b"",
+        "binary": bytes(range(256)) * 64,
+    }[kind]
     path.write_bytes(content)
     return str(path)
 
 
-UNREADABLE = ["nonexistent", "directory", "dev-zero", "huge"]    # never read at all: exit 2
-CONTENT = ["alias-bomb", "deep-json", "non-utf8-content", "non-utf8-name", "empty", "binary",
-           "fifo-no-writer"]
+UNREADABLE = ["nonexistent", "directory", "dev-zero", "huge"]  # never read at all: exit 2
+CONTENT = ["alias-bomb", "deep-json", "non-utf8-content", "non-utf8-name", "empty", "binary", "fifo-no-writer"]
 
 
 def _limit_memory():
@@ -90,8 +94,14 @@ def _limit_memory():
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "INFERWATCH_MAX_INPUT": CAP, "NO_PROXY": "*"}
     try:
-        return subprocess.run([sys.executable, "-m", "inferwatch", *args], capture_output=True, timeout=HANG,
-                              stdin=subprocess.DEVNULL, env=env, preexec_fn=_limit_memory)
+        return subprocess.run(
+            [sys.executable, "-m", "inferwatch", *args],
+            capture_output=True,
+            timeout=HANG,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=_limit_memory,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"hung: inferwatch {' '.join(args)} ran past {HANG}s")
 
@@ -101,14 +111,17 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
 def test_hostile_input(name, args, reads, kind, tmp_path):
     if kind == "directory" and name in FOLDERS_ALLOWED:
         pytest.skip("a folder is a legal input here")
-    if kind in CONTENT and reads != ALL and (reads == AS_TEXT and kind not in ("alias-bomb", "deep-json") or
-                                             reads != AS_TEXT and kind not in reads):
+    if (
+        kind in CONTENT
+        and reads != ALL
+        and (reads == AS_TEXT and kind not in ("alias-bomb", "deep-json") or reads != AS_TEXT and kind not in reads)
+    ):
         pytest.skip("content this option does not parse")
     path = _make(kind, tmp_path)
     proc = _run([a.format(f=path, tmp=tmp_path) for a in args])
     out, err = proc.stdout.decode("utf-8", "surrogateescape"), proc.stderr.decode("utf-8", "surrogateescape")
     assert "Traceback" not in out + err, err[-3000:]
-    if reads == AS_TEXT and kind in CONTENT:   # an exposition is text: a YAML bomb is lines, passed or refused
+    if reads == AS_TEXT and kind in CONTENT:  # an exposition is text: a YAML bomb is lines, passed or refused
         assert proc.returncode == 0 or path in err, (out[-500:], err[-500:])
         return
     assert proc.returncode != 0, (proc.returncode, out[-500:], err[-500:])
@@ -121,6 +134,7 @@ def test_hostile_input(name, args, reads, kind, tmp_path):
 
 
 # --- outputs: one write_output for every -o; only a regular file or a new path is ever replaced -----------------
+
 
 def _node(tmp: Path, name: str, minor: int) -> Path:
     """A character device like /dev/null (minor 3) or /dev/full (minor 7) inside `tmp`."""
@@ -142,7 +156,7 @@ def test_output_regular_file_and_new_path_are_replaced_whole(tmp_path):
     write_output(tmp_path / "sub" / "new.yaml", "fresh\n")
     assert old.read_text() == "new\n" and stat.S_IMODE(old.stat().st_mode) == 0o640
     assert (tmp_path / "sub" / "new.yaml").read_text() == "fresh\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml", "sub"]   # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml", "sub"]  # no temporary file left
 
 
 def test_output_symlink_is_written_through(tmp_path):
@@ -204,13 +218,18 @@ def test_long_output_name_and_full_stdout_are_one_line(tmp_path):
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "File name too long" in err and len(err.splitlines()) == 1, err
     with open("/dev/full", "wb") as full:
-        proc = subprocess.run([sys.executable, "-m", "inferwatch", "mappings", "catalog"], stdout=full,
-                              stderr=subprocess.PIPE, timeout=HANG)
+        proc = subprocess.run(
+            [sys.executable, "-m", "inferwatch", "mappings", "catalog"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=HANG,
+        )
     err = proc.stderr.decode()
     assert proc.returncode == 2 and err == "error: standard output: cannot write: No space left on device\n", err
 
 
 # --- the YAML bounds themselves (in-process: cheap) -----------------------------------------------------------
+
 
 def test_yaml_bounds_count_what_aliases_expand_to():
     from inferwatch._yaml import TooLarge, safe_load
@@ -219,7 +238,7 @@ def test_yaml_bounds_count_what_aliases_expand_to():
         safe_load(_bomb())
     deep_by_alias = "a: &a " + "[" * 300 + "]" * 300 + "\nb: " + "[" * 300 + "*a" + "]" * 300 + "\n"
     with pytest.raises(TooLarge, match="nested deeper than 500"):
-        safe_load(deep_by_alias)                     # each half is shallow; the alias makes it 600 deep
+        safe_load(deep_by_alias)  # each half is shallow; the alias makes it 600 deep
     with pytest.raises(TooLarge):
-        safe_load("a: &a [*a]\n")                    # a recursive alias is never a real config
+        safe_load("a: &a [*a]\n")  # a recursive alias is never a real config
     assert safe_load("x: &x {k: [1, 2]}\ny: [*x, *x]\n") == {"x": {"k": [1, 2]}, "y": [{"k": [1, 2]}] * 2}

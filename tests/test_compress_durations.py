@@ -8,18 +8,19 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import ROOT, need
 from promtools import compress_durations
 
 
 def test_every_range_subquery_offset_for_and_interval_shrinks():
-    text = ('groups:\n- name: g\n  interval: 1m\n  rules:\n  - alert: A\n    expr: |\n'
-            '      max_over_time(avg_over_time(x{le=~"1|1[.]0"}[5m])[30m:1m]) > rate(y[1d] offset 30m)\n'
-            '    for: 5m\n')
+    text = (
+        "groups:\n- name: g\n  interval: 1m\n  rules:\n  - alert: A\n    expr: |\n"
+        '      max_over_time(avg_over_time(x{le=~"1|1[.]0"}[5m])[30m:1m]) > rate(y[1d] offset 30m)\n'
+        "    for: 5m\n"
+    )
     assert compress_durations(text, 10) == text.replace("interval: 1m", "interval: 6s").replace(
-        "[5m]", "[30s]").replace("[30m:1m]", "[180s:6s]").replace("[1d] offset 30m", "[8640s] offset 180s").replace(
-        "for: 5m", "for: 30s")
+        "[5m]", "[30s]"
+    ).replace("[30m:1m]", "[180s:6s]").replace("[1d] offset 30m", "[8640s] offset 180s").replace("for: 5m", "for: 30s")
     assert compress_durations("rate(x[1h30m])\n  for: 1m\n", 7) == "rate(x[771429ms])\n  for: 8571ms\n"
 
 

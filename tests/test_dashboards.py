@@ -15,8 +15,8 @@ from itertools import pairwise
 import jsonschema
 import pytest
 import yaml
-
 from conftest import FIXTURES
+
 from inferwatch.dashboards._build import build
 from inferwatch.dashboards._lint import lint_dashboard, lint_file
 from inferwatch.dashboards._push import push
@@ -26,8 +26,12 @@ from inferwatch.slo._tables import bucket_tables, source_buckets
 SCHEMAS = FIXTURES / "schemas" / "grafana-foundation-sdk"
 ANCHORS = FIXTURES / "anchors" / "dashboards"
 BOARDS = {name: json.loads(text) for name, text in build().items()}
-UIDS = {"serving-overview.json": "inferwatch-serving-overview", "gpu-activity.json": "inferwatch-gpu-activity",
-        "slos.json": "inferwatch-slos", "which-slow.json": "inferwatch-which-slow"}
+UIDS = {
+    "serving-overview.json": "inferwatch-serving-overview",
+    "gpu-activity.json": "inferwatch-gpu-activity",
+    "slos.json": "inferwatch-slos",
+    "which-slow.json": "inferwatch-which-slow",
+}
 
 
 def _schema(name: str) -> dict:
@@ -78,10 +82,31 @@ def _all_panels(board: dict) -> list[dict]:
 
 # what current Grafana requires of a logs panel's options and allows in a Loki query (grafana-foundation-sdk's
 # logs and loki JSON Schemas, definitions Options and dataquery)
-LOGS_OPTIONS = {"showLabels", "showCommonLabels", "showTime", "showLogContextToggle", "wrapLogMessage",
-                "prettifyLogMessage", "enableLogDetails", "sortOrder", "dedupStrategy"}
-LOKI_QUERY = {"expr", "legendFormat", "maxLines", "resolution", "editorMode", "range", "instant", "step", "refId",
-              "hide", "queryType", "datasource"}
+LOGS_OPTIONS = {
+    "showLabels",
+    "showCommonLabels",
+    "showTime",
+    "showLogContextToggle",
+    "wrapLogMessage",
+    "prettifyLogMessage",
+    "enableLogDetails",
+    "sortOrder",
+    "dedupStrategy",
+}
+LOKI_QUERY = {
+    "expr",
+    "legendFormat",
+    "maxLines",
+    "resolution",
+    "editorMode",
+    "range",
+    "instant",
+    "step",
+    "refId",
+    "hide",
+    "queryType",
+    "datasource",
+}
 
 
 def test_the_access_log_panel_reads_loki_through_a_variable_of_its_own():
@@ -103,12 +128,13 @@ def test_the_access_log_panel_reads_loki_through_a_variable_of_its_own():
     exprs = [t["expr"] for t in panel["targets"]]
     for t in panel["targets"]:
         assert set(t) <= LOKI_QUERY and t["datasource"] == panel["datasource"] and t["queryType"] == "range"
-        assert t["expr"].startswith('{job="$access_log_job"} |= "\\"outcome\\":" | json | __error__="" | '
-                                    'model=~"$model" | ')
+        assert t["expr"].startswith(
+            '{job="$access_log_job"} |= "\\"outcome\\":" | json | __error__="" | model=~"$model" | '
+        )
     assert exprs[0].endswith('| outcome!~"ok|cancelled|length"')
-    assert exprs[1].endswith('| outcome="ok" | first_token_ms > 1000 | __error__=""')          # defaults.yaml's 1 s
+    assert exprs[1].endswith('| outcome="ok" | first_token_ms > 1000 | __error__=""')  # defaults.yaml's 1 s
     assert exprs[2].endswith('| outcome="ok" | time_per_output_token_ms > 100 | __error__=""')  # and 100 ms
-    for words in ("--access-log", "Promtail", "Alloy", 'job=\"inferwatch-frontdoor\"', '"Loki"'):
+    for words in ("--access-log", "Promtail", "Alloy", 'job="inferwatch-frontdoor"', '"Loki"'):
         assert words in panel["description"], words
     # the linter reads the collapsed row's panel, and would flag it on $datasource
     assert lint_dashboard(board) == []
@@ -126,52 +152,92 @@ def test_the_linter_flags_the_anchors_documented_defects():
     for path in sorted(ANCHORS.glob("*.json")):
         for f in lint_file(path):
             found.setdefault(path.name.split("__")[1], set()).add((f.panel, f.rule))
-    stack, models, dcgm = (found["vllm-dashboard.json"], found["vllm-model-metrics-dashboard.json"],
-                           found["dcgm-exporter-dashboard.json"])
-    assert {("Average Latency", "counter-without-rate"),                 # lifetime mean, not a rate
-            ("Request latency distribution", "counter-without-rate"),    # cumulative buckets
-            ("Request TTFT distribution", "counter-without-rate"),
-            ("GPU KV Cache Hit Rate", "counter-without-rate"),           # lifetime ratio
-            ("GPU KV Cache Hit Rate", "deprecated-metric"),              # gpu_prefix_cache_* names
-            ("Number of Running Requests", "hard-coded-datasource")} <= stack
-    assert {("Queue Time", "sum-rate-as-latency"), ("Requests Prefill and Decode Time",
-                                                    "sum-rate-as-latency")} <= models
-    assert {("", "old-schema"), ("GPU Temperature", "angular-panel"),
-            ("GPU Utilization", "legacy-datasource")} <= dcgm
+    stack, models, dcgm = (
+        found["vllm-dashboard.json"],
+        found["vllm-model-metrics-dashboard.json"],
+        found["dcgm-exporter-dashboard.json"],
+    )
+    assert {
+        ("Average Latency", "counter-without-rate"),  # lifetime mean, not a rate
+        ("Request latency distribution", "counter-without-rate"),  # cumulative buckets
+        ("Request TTFT distribution", "counter-without-rate"),
+        ("GPU KV Cache Hit Rate", "counter-without-rate"),  # lifetime ratio
+        ("GPU KV Cache Hit Rate", "deprecated-metric"),  # gpu_prefix_cache_* names
+        ("Number of Running Requests", "hard-coded-datasource"),
+    } <= stack
+    assert {
+        ("Queue Time", "sum-rate-as-latency"),
+        ("Requests Prefill and Decode Time", "sum-rate-as-latency"),
+    } <= models
+    assert {("", "old-schema"), ("GPU Temperature", "angular-panel"), ("GPU Utilization", "legacy-datasource")} <= dcgm
 
 
-@pytest.mark.parametrize("expr, rule", [
-    ("histogram_quantile(0.9, sum(rate(llm_time_to_first_token_seconds_bucket[5m])))", "quantile-without-le"),
-    ("avg(rate(llm_prefix_cache_hit_tokens_total[5m]) / rate(llm_prefix_cache_queried_tokens_total[5m]))",
-     "average-of-ratios"),
-    ("avg(sglang:cache_hit_rate)", "average-of-ratios"),
-    ("vllm:num_requests_swapped", "deprecated-metric"),
-    ("llm_requests_runing + llm_requests_waiting", "unknown-metric"),
-    ("rate(llm_requests_finished_total[$__rate_interval]", "invalid-promql"),
-    ("llm_generation_tokens_total", "counter-without-rate"),
-])
+@pytest.mark.parametrize(
+    "expr, rule",
+    [
+        ("histogram_quantile(0.9, sum(rate(llm_time_to_first_token_seconds_bucket[5m])))", "quantile-without-le"),
+        (
+            "avg(rate(llm_prefix_cache_hit_tokens_total[5m]) / rate(llm_prefix_cache_queried_tokens_total[5m]))",
+            "average-of-ratios",
+        ),
+        ("avg(sglang:cache_hit_rate)", "average-of-ratios"),
+        ("vllm:num_requests_swapped", "deprecated-metric"),
+        ("llm_requests_runing + llm_requests_waiting", "unknown-metric"),
+        ("rate(llm_requests_finished_total[$__rate_interval]", "invalid-promql"),
+        ("llm_generation_tokens_total", "counter-without-rate"),
+    ],
+)
 def test_lint_rules(expr, rule):
-    board = {"schemaVersion": 41, "templating": {"list": []}, "panels": [
-        {"type": "timeseries", "title": "p", "datasource": {"type": "prometheus", "uid": "${datasource}"},
-         "targets": [{"expr": expr, "refId": "A"}]}]}
+    board = {
+        "schemaVersion": 41,
+        "templating": {"list": []},
+        "panels": [
+            {
+                "type": "timeseries",
+                "title": "p",
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "targets": [{"expr": expr, "refId": "A"}],
+            }
+        ],
+    }
     rules = {f.rule for f in lint_dashboard(board)}
     assert rule in rules, rules
 
 
 def test_lint_variables():
-    board = {"schemaVersion": 41, "templating": {"list": [
-        {"name": "datasource", "type": "datasource", "query": "prometheus"},
-        {"name": "unused", "type": "query", "query": "label_values(up, job)", "multi": True, "includeAll": True,
-         "datasource": {"type": "prometheus", "uid": "${datasource}"}}]},
-        "panels": [{"type": "stat", "title": "s", "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                    "targets": [{"expr": 'up{job=~"$job"}', "refId": "A"}]}]}
-    assert {(f.rule, f.message.split()[0] if f.rule == "undefined-variable" else f.panel)
-            for f in lint_dashboard(board)} == {("undefined-variable", "$job"), ("unused-variable", "variable unused")}
+    board = {
+        "schemaVersion": 41,
+        "templating": {
+            "list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus"},
+                {
+                    "name": "unused",
+                    "type": "query",
+                    "query": "label_values(up, job)",
+                    "multi": True,
+                    "includeAll": True,
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                },
+            ]
+        },
+        "panels": [
+            {
+                "type": "stat",
+                "title": "s",
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "targets": [{"expr": 'up{job=~"$job"}', "refId": "A"}],
+            }
+        ],
+    }
+    assert {
+        (f.rule, f.message.split()[0] if f.rule == "undefined-variable" else f.panel) for f in lint_dashboard(board)
+    } == {("undefined-variable", "$job"), ("unused-variable", "variable unused")}
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", *map(str, args)], capture_output=True,
-                          text=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "inferwatch", "dashboards", *map(str, args)], capture_output=True, text=True, env=env
+    )
 
 
 def test_build_with_configmaps(tmp_path):
@@ -194,7 +260,8 @@ def test_users_own_dashboard_file(tmp_path):
         "sel = Selector(ENGINE_FILTERS)\n"
         "dashboard = dashboard(uid='team-ttft', title='Team TTFT', description='ours', variables=engine_variables(),\n"
         "    panels=[timeseries('TTFT', quantiles(sel, 'llm_time_to_first_token_seconds'), unit='s',\n"
-        "                       description='p50/p95/p99 TTFT')])\n")
+        "                       description='p50/p95/p99 TTFT')])\n"
+    )
     proc = _cli("build", source, "-o", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     board = json.loads((tmp_path / "out" / "team.json").read_text())
@@ -262,13 +329,15 @@ def test_push_is_idempotent_by_uid_and_never_shows_the_token():
         assert proc.returncode == 0, proc.stderr
         assert grafana.token not in proc.stdout + proc.stderr
     assert set(grafana.dashboards) == set(UIDS.values())
-    assert all(version == 2 and board["folder"] == "inferwatch-llm-serving"
-               for board, version in grafana.dashboards.values())
+    assert all(
+        version == 2 and board["folder"] == "inferwatch-llm-serving" for board, version in grafana.dashboards.values()
+    )
     assert list(grafana.folders) == ["inferwatch-llm-serving"]
     bad = _cli("push", "--grafana-url", grafana.url, env={**os.environ, "GRAFANA_TOKEN": "wrong-token"})
     assert bad.returncode == 1 and "HTTP 401" in bad.stderr and "wrong-token" not in bad.stderr
-    missing = _cli("push", "--grafana-url", grafana.url, env={k: v for k, v in os.environ.items()
-                                                              if k != "GRAFANA_TOKEN"})
+    missing = _cli(
+        "push", "--grafana-url", grafana.url, env={k: v for k, v in os.environ.items() if k != "GRAFANA_TOKEN"}
+    )
     assert missing.returncode == 1 and "set GRAFANA_TOKEN" in missing.stderr
     grafana.server.shutdown()
 
@@ -280,8 +349,20 @@ def test_push_to_nowhere_is_a_clear_error():
 
 # --- which kind of slow? (issue 12) --------------------------------------------------------------------------
 
-KINDS = ("queueing", "long-prompts", "prefix-cache-loss", "kv-pressure", "slow-decode", "spec-decode-collapse",
-         "thinking", "long-outputs", "gpu-not-computing", "errors", "not-the-engine", "missing-data")
+KINDS = (
+    "queueing",
+    "long-prompts",
+    "prefix-cache-loss",
+    "kv-pressure",
+    "slow-decode",
+    "spec-decode-collapse",
+    "thinking",
+    "long-outputs",
+    "gpu-not-computing",
+    "errors",
+    "not-the-engine",
+    "missing-data",
+)
 
 
 def _which_slow_rows() -> dict[str, list[dict]]:
@@ -301,7 +382,7 @@ def test_which_slow_has_one_row_per_kind_that_says_what_confirms_and_rules_it_ou
     rows = _which_slow_rows()
     assert [title.split(":")[0] for title in rows] == list(KINDS)
     titles = {p["title"] for panels in rows.values() for p in panels}
-    assert len(titles) == sum(len(panels) for panels in rows.values())           # titles name panels unambiguously
+    assert len(titles) == sum(len(panels) for panels in rows.values())  # titles name panels unambiguously
     for kind, panels in zip(KINDS, rows.values(), strict=True):
         guide = panels[0]
         assert guide["type"] == "stat" and f"{kind}: " in guide["description"], kind
@@ -310,8 +391,9 @@ def test_which_slow_has_one_row_per_kind_that_says_what_confirms_and_rules_it_ou
             named = re.findall(r'"([^"]+)"', part)
             assert named, (kind, part)
             assert set(named) <= titles, (kind, set(named) - titles)
-        assert set(re.findall(r'"([^"]+)"', confirm)) & {p["title"] for p in panels[1:]}, \
+        assert set(re.findall(r'"([^"]+)"', confirm)) & {p["title"] for p in panels[1:]}, (
             f"{kind}: none of the confirming panels is in its own row"
+        )
 
 
 def _coarse_histograms() -> set[str]:
@@ -341,13 +423,19 @@ def test_which_slow_shows_the_mean_beside_every_quantile_on_coarse_buckets():
             for histogram in re.findall(r"histogram_quantile\([^,]+, sum by \(le, [^)]*\) \(rate\((\w+)_bucket", expr):
                 if histogram in known and histogram not in coarse:
                     continue
-                mean = (rf"sum by \(([^)]*)\) \(rate\({histogram}_sum\{{[^}}]*\}}\[[^]]+\]\)\)"
-                        rf"\n/\n\(sum by \(\1\) \(rate\({histogram}_count\{{")
+                mean = (
+                    rf"sum by \(([^)]*)\) \(rate\({histogram}_sum\{{[^}}]*\}}\[[^]]+\]\)\)"
+                    rf"\n/\n\(sum by \(\1\) \(rate\({histogram}_count\{{"
+                )
                 means = [e for e in exprs if re.search(mean, e)]
                 assert means, (panel["title"], histogram)
                 checked.add(histogram)
-    assert {"llm_time_per_output_token_seconds", "llm_inter_token_latency_seconds",
-            "llm_time_to_first_token_seconds", "llm_request_queue_time_seconds"} <= checked
+    assert {
+        "llm_time_per_output_token_seconds",
+        "llm_inter_token_latency_seconds",
+        "llm_time_to_first_token_seconds",
+        "llm_request_queue_time_seconds",
+    } <= checked
 
 
 def test_which_slow_ratios_read_no_data_rather_than_good_without_traffic():
@@ -380,25 +468,37 @@ def test_latency_tiles_show_the_installed_slos_thresholds(tmp_path):
     default = _tiles(BOARDS["serving-overview.json"])
     assert set(default) == {"TTFT within 1 s", "TPOT within 100 ms"}
     assert 'le=~"1|1[.]0"' in default["TTFT within 1 s"]["targets"][0]["expr"]
-    assert [s["value"] for s in default["TTFT within 1 s"]["fieldConfig"]["defaults"]["thresholds"]["steps"]] == \
-        [None, 0.98, 0.99]
+    assert [s["value"] for s in default["TTFT within 1 s"]["fieldConfig"]["defaults"]["thresholds"]["steps"]] == [
+        None,
+        0.98,
+        0.99,
+    ]
     spec = tmp_path / "chat.yaml"
     spec.write_text(STRICT_SLO)
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "build", "-o", str(tmp_path / "out"),
-                           "--slo", str(spec)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "dashboards", "build", "-o", str(tmp_path / "out"), "--slo", str(spec)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     board = json.loads((tmp_path / "out" / "serving-overview.json").read_text())
     tiles = _tiles(board)
     assert set(tiles) == {"TTFT within 500 ms", "TPOT within 50 ms"}
     assert 'le="0.5"' in tiles["TTFT within 500 ms"]["targets"][0]["expr"]
     assert 'le="0.05"' in tiles["TPOT within 50 ms"]["targets"][0]["expr"]
-    assert [s["value"] for s in tiles["TTFT within 500 ms"]["fieldConfig"]["defaults"]["thresholds"]["steps"]] == \
-        [None, 0.998, 0.999]
+    assert [s["value"] for s in tiles["TTFT within 500 ms"]["fieldConfig"]["defaults"]["thresholds"]["steps"]] == [
+        None,
+        0.998,
+        0.999,
+    ]
     assert "chat.yaml, objective snappy" in tiles["TTFT within 500 ms"]["description"]
     assert jsonschema.Draft7Validator(_schema("dashboard")).is_valid(board)
     assert lint_dashboard(board, "serving-overview.json") == []
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 1\nservice: chat\nobjectives: []\nwindw: 28d\n")
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "dashboards", "build", "-o", str(tmp_path / "o2"),
-                           "--slo", str(bad)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "dashboards", "build", "-o", str(tmp_path / "o2"), "--slo", str(bad)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0 and "bad.yaml" in proc.stderr and "Traceback" not in proc.stderr

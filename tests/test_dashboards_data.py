@@ -22,20 +22,22 @@ import time
 from dataclasses import replace
 
 import pytest
-
 from conftest import EXPOSITIONS, REAL_CAPTURES, ROOT, need
+from promtools import free_port, prometheus, query, serve, wait_for
+from simtools import FAST, simulator
+
 from inferwatch.dashboards._build import build
 from inferwatch.sim import LoadConfig, run_load
 from inferwatch.sim._demo import _compress
-from promtools import free_port, prometheus, query, serve, wait_for
-from simtools import FAST, simulator
 
 # its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
 pytestmark = pytest.mark.xdist_group("test_dashboards_data")
 
 MODELS = {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
-DCGM = [REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt",
-        EXPOSITIONS / "dcgm-4.5-exported-labels.txt"]
+DCGM = [
+    REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt",
+    EXPOSITIONS / "dcgm-4.5-exported-labels.txt",
+]
 RANGES = {"__rate_interval": "1m", "__range": "5m", "__interval": "15s"}
 
 
@@ -43,6 +45,7 @@ def _substitute(expr: str, values: dict[str, str]) -> str:
     def one(match):
         name = match.group(1) or match.group(2)
         return RANGES.get(name, values.get(name, ".*"))
+
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", one, expr)
 
 
@@ -59,7 +62,7 @@ def fast_slo_rules(workdir) -> list[str]:
     the load; the panels only need data)."""
     rules = []
     for path in [*sorted((ROOT / "alerts").glob("llm.*.rules.yaml")), ROOT / "alerts" / AUTOSCALING]:
-        text = path.read_text() if path.name == AUTOSCALING else _compress(path.read_text())   # its windows are short
+        text = path.read_text() if path.name == AUTOSCALING else _compress(path.read_text())  # its windows are short
         text = re.sub(r"(?m)^(\s*)interval: \S+$", r"\1interval: 1s", text)
         (workdir / path.name).write_text(text)
         rules.append(str(workdir / path.name))
@@ -71,25 +74,47 @@ def prom(tmp_path_factory):
     need("prometheus")
     workdir = tmp_path_factory.mktemp("dashboards")
     params = replace(FAST, decode_step_s=0.005, output_tokens_mean=40, max_num_seqs=8)
-    with simulator("vllm", model=MODELS["vllm"], params=params) as (vllm, _), \
-            simulator("sglang", model=MODELS["sglang"], params=params) as (sglang, _), \
-            serve({f"/{p.stem}": p.read_text() for p in DCGM}) as gpus:
+    with (
+        simulator("vllm", model=MODELS["vllm"], params=params) as (vllm, _),
+        simulator("sglang", model=MODELS["sglang"], params=params) as (sglang, _),
+        serve({f"/{p.stem}": p.read_text() for p in DCGM}) as gpus,
+    ):
         port = free_port()
-        targets = [f"vllm={vllm}/metrics", f"sglang={sglang}/metrics"] + [f"gpu{i}={gpus}/{p.stem}"
-                                                                          for i, p in enumerate(DCGM)]
-        exporter = subprocess.Popen([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--listen",
-                                     f"127.0.0.1:{port}", *[a for t in targets for a in ("--target", t)],
-                                     *[a for m in MODELS.values() for a in ("--max-running-requests", f"{m}=8")]],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        targets = [f"vllm={vllm}/metrics", f"sglang={sglang}/metrics"] + [
+            f"gpu{i}={gpus}/{p.stem}" for i, p in enumerate(DCGM)
+        ]
+        exporter = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inferwatch",
+                "exporter",
+                "normalize",
+                "--listen",
+                f"127.0.0.1:{port}",
+                *[a for t in targets for a in ("--target", t)],
+                *[a for m in MODELS.values() for a in ("--max-running-requests", f"{m}=8")],
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         rules = fast_slo_rules(workdir)
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rules,
-                  "scrape_configs": [{"job_name": "inferwatch", "honor_labels": True,
-                                      "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": rules,
+            "scrape_configs": [
+                {"job_name": "inferwatch", "honor_labels": True, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+            ],
+        }
         done = threading.Event()
 
-        async def drive():     # 40 s of load, or until the module's tests are done (teardown used to wait it out)
-            loads = asyncio.gather(*[run_load(LoadConfig(base, rate=6, duration=40, prompt_tokens=60, seed=i,
-                                                         max_tokens=64)) for i, base in enumerate((vllm, sglang))])
+        async def drive():  # 40 s of load, or until the module's tests are done (teardown used to wait it out)
+            loads = asyncio.gather(
+                *[
+                    run_load(LoadConfig(base, rate=6, duration=40, prompt_tokens=60, seed=i, max_tokens=64))
+                    for i, base in enumerate((vllm, sglang))
+                ]
+            )
             while not loads.done() and not done.is_set():
                 await asyncio.sleep(0.2)
             loads.cancel()
@@ -99,7 +124,7 @@ def prom(tmp_path_factory):
         try:
             with prometheus(need("prometheus"), config, workdir) as base:
                 load.start()
-                wait_for(lambda: len(query(base, 'llm_slo:sli:ratio')) >= 6, timeout=60)
+                wait_for(lambda: len(query(base, "llm_slo:sli:ratio")) >= 6, timeout=60)
                 _until_every_panel_has_data(base, deadline=time.monotonic() + 60)
                 yield base
         finally:
@@ -110,8 +135,11 @@ def prom(tmp_path_factory):
 
 
 # a panel whose description starts so reads a part this stack does not run, and must read that part's series
-EXEMPT = {"Front door only": "llm_frontdoor_", "With cost rules only": "llm_cost:",
-          "With a capacity sweep only": "llm_capacity:"}
+EXEMPT = {
+    "Front door only": "llm_frontdoor_",
+    "With cost rules only": "llm_cost:",
+    "With a capacity sweep only": "llm_capacity:",
+}
 
 
 def _front_door_only(panel: dict) -> bool:
@@ -144,7 +172,7 @@ def _no_data(board: dict, panel: dict, prom: str) -> str | None:
     engines = ["vllm"] + ([] if "vLLM only" in panel.get("description", "") else ["sglang"])
     for engine in engines if per_engine else ["any"]:
         values = {"engine": engine, "model": MODELS.get(engine, ".*")} if engine != "any" else {}
-        if "service" in json.dumps(board["templating"]):                 # the SLO dashboard filters by model only
+        if "service" in json.dumps(board["templating"]):  # the SLO dashboard filters by model only
             values = {"model": MODELS.get(engine, ".*")}
         if not any(_has_data(prom, _substitute(e, values)) for e in exprs):
             return f"{panel['title']}: no data for {engine}: {[_substitute(e, values) for e in exprs]}"
@@ -182,14 +210,20 @@ def test_attainment_tiles_read_no_data_once_the_engine_is_gone(tmp_path):
     def metrics(handler):
         scrapes[0] += 1
         lines = []
-        if alive.is_set():                                # the exporter serves nothing for a dead engine
+        if alive.is_set():  # the exporter serves nothing for a dead engine
             n, labels = scrapes[0], 'namespace="ns", model="m", engine="vllm", pod="p"'
             for name in ("llm_time_to_first_token_seconds", "llm_time_per_output_token_seconds"):
-                lines += [f'# TYPE {name} histogram'] + [f'{name}_bucket{{{labels}, le="{le}"}} {n}'
-                                                         for le in ("0.1", "1.0", "+Inf")]
+                lines += [f"# TYPE {name} histogram"] + [
+                    f'{name}_bucket{{{labels}, le="{le}"}} {n}' for le in ("0.1", "1.0", "+Inf")
+                ]
                 lines += [f"{name}_sum{{{labels}}} {n * 0.05}", f"{name}_count{{{labels}}} {n}"]
-        body = ("\n".join(lines + ["# TYPE inferwatch_exporter_target_up gauge",
-                                   f"inferwatch_exporter_target_up {int(alive.is_set())}"]) + "\n").encode()
+        body = (
+            "\n".join(
+                lines
+                + ["# TYPE inferwatch_exporter_target_up gauge", f"inferwatch_exporter_target_up {int(alive.is_set())}"]
+            )
+            + "\n"
+        ).encode()
         handler.send_response(200)
         handler.send_header("Content-Type", "text/plain; version=0.0.4")
         handler.send_header("Content-Length", str(len(body)))
@@ -199,9 +233,16 @@ def test_attainment_tiles_read_no_data_once_the_engine_is_gone(tmp_path):
     tiles = {title: _substitute(expr, {}) for title, expr in _tiles().items() if "within" in title}
     assert set(tiles) == {"TTFT within 1 s", "TPOT within 100 ms"}
     with serve({"/metrics": metrics}) as target:
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                  "scrape_configs": [{"job_name": "engine", "honor_labels": True,
-                                      "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "scrape_configs": [
+                {
+                    "job_name": "engine",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [target.removeprefix("http://")]}],
+                }
+            ],
+        }
         with prometheus(need("prometheus"), config, tmp_path) as prom:
             for expr in tiles.values():
                 assert float(wait_for(lambda expr=expr: query(prom, expr), timeout=30)[0]["value"][1]) == 1.0
@@ -210,26 +251,33 @@ def test_attainment_tiles_read_no_data_once_the_engine_is_gone(tmp_path):
             for title, expr in tiles.items():
                 wait_for(lambda expr=expr: not query(prom, expr), timeout=15)
                 assert time.time() - gone < 10, title
-            old = 'sum(rate(llm_time_to_first_token_seconds_bucket{le="1.0"}[5m])) / ' \
-                  '(sum(rate(llm_time_to_first_token_seconds_count[5m])) > 0)'
-            assert float(query(prom, old)[0]["value"][1]) == 1.0      # what the tile read before: 100 %
+            old = (
+                'sum(rate(llm_time_to_first_token_seconds_bucket{le="1.0"}[5m])) / '
+                "(sum(rate(llm_time_to_first_token_seconds_count[5m])) > 0)"
+            )
+            assert float(query(prom, old)[0]["value"][1]) == 1.0  # what the tile read before: 100 %
 
 
 def test_gpus_busy_not_computing_reads_no_data_without_gpu_series(tmp_path):
     """Issue 29 §6: the tile read `... or vector(0)`, a green 0 with no GPU series at all. Now: No data until a
     GPU reports both GPU-Util and SM activity (GPU-Util alone cannot tell), 0 once they do, 1 for a stuck GPU."""
     board = json.loads(build()["gpu-activity.json"])
-    expr = _substitute(next(p["targets"][0]["expr"] for p in board["panels"]
-                            if p["title"] == "GPUs busy but not computing"), {})
+    expr = _substitute(
+        next(p["targets"][0]["expr"] for p in board["panels"] if p["title"] == "GPUs busy but not computing"), {}
+    )
     state = ["none"]
     gpu = 'gpu="0", uuid="GPU-1", pod="vllm-0", namespace="llm"'
-    shown = {"none": [], "util only": [f"gpu_utilization_ratio{{{gpu}}} 0.95"],
-             "healthy": [f"gpu_utilization_ratio{{{gpu}}} 0.95", f"gpu_sm_active_ratio{{{gpu}}} 0.8"],
-             "stuck": [f"gpu_utilization_ratio{{{gpu}}} 0.95", f"gpu_sm_active_ratio{{{gpu}}} 0.3"]}
+    shown = {
+        "none": [],
+        "util only": [f"gpu_utilization_ratio{{{gpu}}} 0.95"],
+        "healthy": [f"gpu_utilization_ratio{{{gpu}}} 0.95", f"gpu_sm_active_ratio{{{gpu}}} 0.8"],
+        "stuck": [f"gpu_utilization_ratio{{{gpu}}} 0.95", f"gpu_sm_active_ratio{{{gpu}}} 0.3"],
+    }
 
     def metrics(handler):
-        body = ("\n".join(["# TYPE inferwatch_exporter_up gauge", "inferwatch_exporter_up 1", *shown[state[0]]])
-                + "\n").encode()
+        body = (
+            "\n".join(["# TYPE inferwatch_exporter_up gauge", "inferwatch_exporter_up 1", *shown[state[0]]]) + "\n"
+        ).encode()
         handler.send_response(200)
         handler.send_header("Content-Type", "text/plain; version=0.0.4")
         handler.send_header("Content-Length", str(len(body)))
@@ -237,18 +285,26 @@ def test_gpus_busy_not_computing_reads_no_data_without_gpu_series(tmp_path):
         handler.wfile.write(body)
 
     with serve({"/metrics": metrics}) as target:
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                  "scrape_configs": [{"job_name": "gpus", "honor_labels": True,
-                                      "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "scrape_configs": [
+                {
+                    "job_name": "gpus",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [target.removeprefix("http://")]}],
+                }
+            ],
+        }
         with prometheus(need("prometheus"), config, tmp_path) as prom:
             assert wait_for(lambda: query(prom, "inferwatch_exporter_up"), timeout=30)
             assert query(prom, expr) == []
             old = expr.split("\nor\n")[0] + " or vector(0)"
-            assert query(prom, old)[0]["value"][1] == "0"                  # what the tile read before: a green 0
+            assert query(prom, old)[0]["value"][1] == "0"  # what the tile read before: a green 0
             state[0] = "util only"
             assert wait_for(lambda: query(prom, "gpu_utilization_ratio"), timeout=30)
             assert query(prom, expr) == []
             for name, value in (("healthy", "0"), ("stuck", "1")):
                 state[0] = name
-                assert wait_for(lambda value=value: [r["value"][1] for r in query(prom, expr)] == [value],
-                                timeout=30), name
+                assert wait_for(
+                    lambda value=value: [r["value"][1] for r in query(prom, expr)] == [value], timeout=30
+                ), name

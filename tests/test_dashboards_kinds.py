@@ -17,16 +17,18 @@ import math
 import sys
 
 import pytest
-
-from inferwatch.dashboards._build import build
 from test_dashboards_data import _substitute
 from triage_tools import FIXTURES, api, load_manifest, recorded_prometheus
 
-pytestmark = [pytest.mark.xdist_group("test_dashboards_kinds"),
-              pytest.mark.skipif(not (FIXTURES / "manifest.yaml").exists(), reason="no recording yet")]
+from inferwatch.dashboards._build import build
+
+pytestmark = [
+    pytest.mark.xdist_group("test_dashboards_kinds"),
+    pytest.mark.skipif(not (FIXTURES / "manifest.yaml").exists(), reason="no recording yet"),
+]
 
 FOLDERS = sorted(path.parent for path in FIXTURES.rglob("manifest.yaml"))
-QUIET = "none"                                    # the manifest's kind for m-quiet and m-doubling
+QUIET = "none"  # the manifest's kind for m-quiet and m-doubling
 WARNING = {"orange", "red", "yellow", "dark-red", "dark-orange", "semi-dark-red", "semi-dark-orange"}
 
 
@@ -86,6 +88,7 @@ def matrices():
             with recorded_prometheus(folder) as (base, manifest):
                 read_[folder] = matrix(base, manifest)
         return read_[folder]
+
     return of
 
 
@@ -104,8 +107,9 @@ def _explain(row: dict) -> str:
 CASES = [(folder, model) for folder in FOLDERS for model in sorted(load_manifest(folder)["models"])]
 
 
-@pytest.mark.parametrize("folder, model", CASES, ids=[f"{'main' if f == FIXTURES else f.relative_to(FIXTURES)}:{m}"
-                                                  for f, m in CASES])
+@pytest.mark.parametrize(
+    "folder, model", CASES, ids=[f"{'main' if f == FIXTURES else f.relative_to(FIXTURES)}:{m}" for f, m in CASES]
+)
 def test_the_kinds_own_tile_lights(matrices, folder, model):
     expected = load_manifest(folder)["models"][model]
     row = matrices(folder)[model]
@@ -129,6 +133,9 @@ if __name__ == "__main__":
         expected = loaded["models"][model]
         new = newly_lit(row)
         apart += expected != QUIET and new == [expected]
-        print(f"{model:24}" + " ".join(("NEW" if k in new else "lit" if row[k][3] else ".").rjust(6)
-                                       for k in kinds) + f"   expected {expected}")
+        print(
+            f"{model:24}"
+            + " ".join(("NEW" if k in new else "lit" if row[k][3] else ".").rjust(6) for k in kinds)
+            + f"   expected {expected}"
+        )
     print(f"told apart (only their own tile newly lit): {apart} of {len(kinds)}")

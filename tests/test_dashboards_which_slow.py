@@ -8,17 +8,17 @@ import re
 import threading
 
 import pytest
-
 from conftest import need
+from promtools import prometheus, query, serve, wait_for
+
 from inferwatch.dashboards._build import build
 from inferwatch.slo._tables import bucket_tables
-from promtools import prometheus, query, serve, wait_for
 
 pytestmark = pytest.mark.xdist_group("test_dashboards_which_slow")
 
 TPOT = "llm_time_per_output_token_seconds"
 LABELS = 'namespace="ns", model="m", engine="vllm", pod="p"'
-PER_SCRAPE = 20                       # requests finishing between two scrapes
+PER_SCRAPE = 20  # requests finishing between two scrapes
 
 
 def _reply(handler, lines: list[str]) -> None:
@@ -34,8 +34,12 @@ def _panel_queries(title: str) -> dict[str, str]:
     """{legend: query} of a which-slow panel, its variables matching everything and a 5 s rate window."""
     board = json.loads(build()["which-slow.json"])
     panel = next(p for p in board["panels"] if p["title"] == title)
-    return {t["legendFormat"].split(" {{")[0]: re.sub(r"\$(\w+)", lambda m: "5s" if m[1] == "__rate_interval"
-                                                      else ".*", t["expr"]) for t in panel["targets"]}
+    return {
+        t["legendFormat"].split(" {{")[0]: re.sub(
+            r"\$(\w+)", lambda m: "5s" if m[1] == "__rate_interval" else ".*", t["expr"]
+        )
+        for t in panel["targets"]
+    }
 
 
 def test_tpot_mean_sees_a_doubling_that_the_p95_on_vllm_buckets_cannot(tmp_path):
@@ -51,10 +55,14 @@ def test_tpot_mean_sees_a_doubling_that_the_p95_on_vllm_buckets_cannot(tmp_path)
                 counts[i] += PER_SCRAPE if value <= bound else 0
             total[0] += PER_SCRAPE
             total[1] += PER_SCRAPE * value
-            lines = [f"# TYPE {TPOT} histogram"] + [f'{TPOT}_bucket{{{LABELS}, le="{b}"}} {n}'
-                                                     for b, n in zip(bounds, counts, strict=True)]
-            lines += [f'{TPOT}_bucket{{{LABELS}, le="+Inf"}} {total[0]}', f"{TPOT}_sum{{{LABELS}}} {total[1]}",
-                      f"{TPOT}_count{{{LABELS}}} {total[0]}"]
+            lines = [f"# TYPE {TPOT} histogram"] + [
+                f'{TPOT}_bucket{{{LABELS}, le="{b}"}} {n}' for b, n in zip(bounds, counts, strict=True)
+            ]
+            lines += [
+                f'{TPOT}_bucket{{{LABELS}, le="+Inf"}} {total[0]}',
+                f"{TPOT}_sum{{{LABELS}}} {total[1]}",
+                f"{TPOT}_count{{{LABELS}}} {total[0]}",
+            ]
         _reply(handler, lines)
 
     queries = _panel_queries("Time per output token: p95 and mean")
@@ -62,30 +70,40 @@ def test_tpot_mean_sees_a_doubling_that_the_p95_on_vllm_buckets_cannot(tmp_path)
 
     def settled(mean: float):
         """(p95, mean) once the rate window holds only the current value's samples."""
+
         def read():
             got = {k: query(prom, q) for k, q in queries.items()}
             if all(got.values()) and abs(float(got["TPOT mean"][0]["value"][1]) - mean) < 1e-9:
                 return tuple(float(got[k][0]["value"][1]) for k in ("TPOT p95", "TPOT mean"))
             return None
+
         return wait_for(read, timeout=30, step=0.5)
 
     with serve({"/metrics": metrics}) as target:
-        config = {"global": {"scrape_interval": "1s"},
-                  "scrape_configs": [{"job_name": "engine", "honor_labels": True,
-                                      "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s"},
+            "scrape_configs": [
+                {
+                    "job_name": "engine",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [target.removeprefix("http://")]}],
+                }
+            ],
+        }
         with prometheus(need("prometheus"), config, tmp_path) as prom:
             before = settled(0.011)
             with lock:
-                seconds_per_token[0] = 0.022          # users' time per token doubles, still under 25 ms
+                seconds_per_token[0] = 0.022  # users' time per token doubles, still under 25 ms
             after = settled(0.022)
-    assert before[0] == pytest.approx(after[0]) == pytest.approx(0.01 + 0.95 * 0.015)   # the p95 is blind
-    assert after[1] == pytest.approx(2 * before[1])                                     # the mean doubles
+    assert before[0] == pytest.approx(after[0]) == pytest.approx(0.01 + 0.95 * 0.015)  # the p95 is blind
+    assert after[1] == pytest.approx(2 * before[1])  # the mean doubles
 
 
 def _tiles() -> dict[str, str]:
     board = json.loads(build()["which-slow.json"])
-    return {p["title"]: re.sub(r"\$(\w+)", ".*", p["targets"][0]["expr"])
-            for p in board["panels"] if p["type"] == "stat"}
+    return {
+        p["title"]: re.sub(r"\$(\w+)", ".*", p["targets"][0]["expr"]) for p in board["panels"] if p["type"] == "stat"
+    }
 
 
 def test_missing_data_tiles_say_so_when_the_engine_goes(tmp_path):
@@ -96,28 +114,43 @@ def test_missing_data_tiles_say_so_when_the_engine_goes(tmp_path):
 
     def metrics(handler):
         scrapes[0] += 1
-        lines = ["# TYPE inferwatch_exporter_target_up gauge",
-                 f'inferwatch_exporter_target_up{{target="engine"}} {int(alive.is_set())}']
+        lines = [
+            "# TYPE inferwatch_exporter_target_up gauge",
+            f'inferwatch_exporter_target_up{{target="engine"}} {int(alive.is_set())}',
+        ]
         if alive.is_set():
-            lines += ["# TYPE llm_requests_running gauge", f"llm_requests_running{{{LABELS}}} 3",
-                      "# TYPE llm_requests_finished_total counter"]
-            lines += [f'llm_requests_finished_total{{{LABELS}, finished_reason="{reason}"}} {n * scrapes[0]}'
-                      for reason, n in (("stop", 9), ("length", 1))]
+            lines += [
+                "# TYPE llm_requests_running gauge",
+                f"llm_requests_running{{{LABELS}}} 3",
+                "# TYPE llm_requests_finished_total counter",
+            ]
+            lines += [
+                f'llm_requests_finished_total{{{LABELS}, finished_reason="{reason}"}} {n * scrapes[0]}'
+                for reason, n in (("stop", 9), ("length", 1))
+            ]
         _reply(handler, lines)
 
     tiles = _tiles()
     gone, answered = tiles["Engine series gone"], tiles["Answered share now (engine)"]
     with serve({"/metrics": metrics}) as target:
-        config = {"global": {"scrape_interval": "1s"},
-                  "scrape_configs": [{"job_name": "exporter", "honor_labels": True,
-                                      "static_configs": [{"targets": [target.removeprefix("http://")]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s"},
+            "scrape_configs": [
+                {
+                    "job_name": "exporter",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [target.removeprefix("http://")]}],
+                }
+            ],
+        }
         with prometheus(need("prometheus"), config, tmp_path) as prom:
             share = wait_for(lambda: query(prom, answered), timeout=30)
-            assert float(share[0]["value"][1]) == pytest.approx(0.9)              # the length stops count as bad
-            assert float(query(prom, gone)[0]["value"][1]) == 0                  # every engine seen is there
+            assert float(share[0]["value"][1]) == pytest.approx(0.9)  # the length stops count as bad
+            assert float(query(prom, gone)[0]["value"][1]) == 0  # every engine seen is there
             alive.clear()
-            assert float(wait_for(lambda: query(prom, gone) and float(query(prom, gone)[0]["value"][1]),
-                                  timeout=15)) == 1
-            assert query(prom, answered) == []                                    # no data, not 100 %
+            assert (
+                float(wait_for(lambda: query(prom, gone) and float(query(prom, gone)[0]["value"][1]), timeout=15)) == 1
+            )
+            assert query(prom, answered) == []  # no data, not 100 %
             targets_up = _panel_queries("Targets up")
             assert float(query(prom, targets_up["exporter target"])[0]["value"][1]) == 0

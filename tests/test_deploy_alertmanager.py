@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, need
+
 from inferwatch.deploy import Config, render
 from inferwatch.deploy._inputs import gather_inputs
 
@@ -28,10 +28,28 @@ CLUSTER = [
 ]
 # ours, and where the render sends them
 OURS = [
-    ({"alertname": "LLMErrorBudgetBurn", "service": "llm", "slo": "responsive", "tier": "page_fast",
-      "severity": "critical", "model": "m"}, "page"),
-    ({"alertname": "LLMErrorBudgetBurn", "service": "llm", "slo": "answered", "tier": "ticket_slow",
-      "severity": "warning", "model": "m"}, "ticket"),
+    (
+        {
+            "alertname": "LLMErrorBudgetBurn",
+            "service": "llm",
+            "slo": "responsive",
+            "tier": "page_fast",
+            "severity": "critical",
+            "model": "m",
+        },
+        "page",
+    ),
+    (
+        {
+            "alertname": "LLMErrorBudgetBurn",
+            "service": "llm",
+            "slo": "answered",
+            "tier": "ticket_slow",
+            "severity": "warning",
+            "model": "m",
+        },
+        "ticket",
+    ),
     ({"alertname": "LLMSLIDataMissing", "service": "llm", "slo": "responsive", "severity": "critical"}, "page"),
     ({"alertname": "LLMEngineTargetDown", "severity": "critical", "namespace": "llm"}, "page"),
     ({"alertname": "LLMQueueSaturated", "severity": "warning", "model": "m", "namespace": "llm"}, "ticket"),
@@ -42,8 +60,11 @@ def _routes(config: dict, labels: dict, tmp_path) -> str:
     """The receivers amtool sends `labels` to through `config`, as it prints them (comma-separated)."""
     path = tmp_path / "am.yml"
     path.write_text(yaml.safe_dump(config))
-    proc = subprocess.run([need("amtool"), "config", "routes", "test", f"--config.file={path}",
-                           *(f"{k}={v}" for k, v in labels.items())], capture_output=True, text=True)
+    proc = subprocess.run(
+        [need("amtool"), "config", "routes", "test", f"--config.file={path}", *(f"{k}={v}" for k, v in labels.items())],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout.strip()
 
@@ -66,6 +87,7 @@ def _chart_default() -> dict:
 
 def test_the_charts_default_tree_is_the_one_merged_into():
     from inferwatch.deploy._alertmanager import CHART_DEFAULT
+
     assert CHART_DEFAULT == _chart_default()
 
 
@@ -80,25 +102,28 @@ def _same_for_the_cluster_and_ours_where_said(before: dict, after: dict, tmp_pat
 def test_helm_values_keep_the_charts_tree_and_route_only_ours(kubernetes, tmp_path):
     merged = yaml.safe_load(kubernetes["alertmanager/values.yaml"])["alertmanager"]["config"]
     _same_for_the_cluster_and_ours_where_said(_chart_default(), merged, tmp_path)
-    assert merged["route"]["routes"][1:] == _chart_default()["route"]["routes"]       # Watchdog -> null, as it was
-    assert [r for r in merged["inhibit_rules"] if "InfoInhibitor" in repr(r)] == \
-        [r for r in _chart_default()["inhibit_rules"] if "InfoInhibitor" in repr(r)]
+    assert merged["route"]["routes"][1:] == _chart_default()["route"]["routes"]  # Watchdog -> null, as it was
+    assert [r for r in merged["inhibit_rules"] if "InfoInhibitor" in repr(r)] == [
+        r for r in _chart_default()["inhibit_rules"] if "InfoInhibitor" in repr(r)
+    ]
 
 
 def test_merging_into_a_users_own_tree_keeps_it(tmp_path):
     from inferwatch.deploy._alertmanager import merge_document
+
     config = Config()
     inputs = gather_inputs(config)
     before = yaml.safe_load((REAL / "genai-auto" / "alertmanager.yml").read_text())
     merged = merge_document(before, "alertmanager.yml", config, inputs)
     _same_for_the_cluster_and_ours_where_said(before, merged, tmp_path)
-    assert merge_document(merged, "alertmanager.yml", config, inputs) == merged       # again: nothing added twice
+    assert merge_document(merged, "alertmanager.yml", config, inputs) == merged  # again: nothing added twice
     assert {r["name"] for r in before["receivers"]} < {r["name"] for r in merged["receivers"]}
 
 
 def test_merging_again_after_an_upgrade_replaces_what_was_added():
     """New alert names (an upgrade) replace the earlier exclusion in the chart's rule instead of adding a second."""
     from inferwatch.deploy._alertmanager import CHART_DEFAULT, alert_names, merge_into
+
     config = Config()
     inputs = gather_inputs(config)
     merged = merge_into(CHART_DEFAULT, config, inputs.inhibit_rules, inputs.rules)
@@ -107,7 +132,7 @@ def test_merging_again_after_an_upgrade_replaces_what_was_added():
     merged["inhibit_rules"][0]["target_matchers"][1] = 'alertname!~"LLMErrorBudgetBurn|LLMGone"'
     again = merge_into(merged, config, inputs.inhibit_rules, inputs.rules)
     assert again == merge_into(CHART_DEFAULT, config, inputs.inhibit_rules, inputs.rules)
-    assert "LLMQueueSaturated" in alert_names(inputs.rules)        # operational alerts too, not only the SLOs'
+    assert "LLMQueueSaturated" in alert_names(inputs.rules)  # operational alerts too, not only the SLOs'
 
 
 def _as_the_operator_merges(resource: dict, base: dict) -> dict:
@@ -117,18 +142,31 @@ def _as_the_operator_merges(resource: dict, base: dict) -> dict:
     ns, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
 
     def convert(route: dict) -> dict:
-        out = {"receiver": f"{ns}/{name}/{route['receiver']}",
-               "matchers": [f'{m["name"]}{m["matchType"]}"{m["value"]}"' for m in route.get("matchers", [])]}
-        out.update({k: route[c] for k, c in (("group_by", "groupBy"), ("group_wait", "groupWait"),
-                                              ("group_interval", "groupInterval"),
-                                              ("repeat_interval", "repeatInterval")) if c in route})
+        out = {
+            "receiver": f"{ns}/{name}/{route['receiver']}",
+            "matchers": [f'{m["name"]}{m["matchType"]}"{m["value"]}"' for m in route.get("matchers", [])],
+        }
+        out.update(
+            {
+                k: route[c]
+                for k, c in (
+                    ("group_by", "groupBy"),
+                    ("group_wait", "groupWait"),
+                    ("group_interval", "groupInterval"),
+                    ("repeat_interval", "repeatInterval"),
+                )
+                if c in route
+            }
+        )
         if route.get("routes"):
             out["routes"] = [convert(r) for r in route["routes"]]
         return out
 
     config = copy.deepcopy(base)
-    config["route"]["routes"] = [{**convert(resource["spec"]["route"]), "continue": True},
-                                 *config["route"].get("routes", [])]
+    config["route"]["routes"] = [
+        {**convert(resource["spec"]["route"]), "continue": True},
+        *config["route"].get("routes", []),
+    ]
     config["receivers"] += [{"name": f"{ns}/{name}/{r['name']}"} for r in resource["spec"]["receivers"]]
     return config
 
@@ -143,26 +181,36 @@ def test_the_alertmanagerconfig_takes_only_ours_under_matcher_strategy_none(kube
 
 def _cli(*args):
     import sys
-    return subprocess.run([sys.executable, "-m", "inferwatch", "deploy", "merge-alertmanager", *map(str, args)],
-                          capture_output=True, text=True)
+
+    return subprocess.run(
+        [sys.executable, "-m", "inferwatch", "deploy", "merge-alertmanager", *map(str, args)],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_command_merges_a_values_file_and_refuses_what_is_no_tree(tmp_path):
     values = tmp_path / "values.yaml"
-    values.write_text("grafana: {enabled: false}\nalertmanager:\n  config:\n"
-                      + "".join(f"    {line}\n" for line in yaml.safe_dump(_chart_default()).splitlines()))
+    values.write_text(
+        "grafana: {enabled: false}\nalertmanager:\n  config:\n"
+        + "".join(f"    {line}\n" for line in yaml.safe_dump(_chart_default()).splitlines())
+    )
     proc = _cli(values, "-o", tmp_path / "merged.yaml")
     assert proc.returncode == 0, proc.stderr
     merged = yaml.safe_load((tmp_path / "merged.yaml").read_text())
     assert merged["grafana"] == {"enabled": False}
     _same_for_the_cluster_and_ours_where_said(_chart_default(), merged["alertmanager"]["config"], tmp_path)
     bad = tmp_path / "bad.yml"
-    for text, message in (("route: {receiver: x, routes: {a: b}}\nreceivers: [{name: x}]\n",
-                           "route.routes: expected a list of routes, got dict"),
-                          ("receivers: [{name: x}]\n", "route: required, a mapping naming the root `receiver`"),
-                          ("route: {receiver: x}\nreceivers: x\n", "receivers: expected a list of mappings"),
-                          ("alertmanager: {config: null}\n", "alertmanager.config: expected an Alertmanager config"),
-                          ("- a\n- b\n", "expected an Alertmanager config")):
+    for text, message in (
+        (
+            "route: {receiver: x, routes: {a: b}}\nreceivers: [{name: x}]\n",
+            "route.routes: expected a list of routes, got dict",
+        ),
+        ("receivers: [{name: x}]\n", "route: required, a mapping naming the root `receiver`"),
+        ("route: {receiver: x}\nreceivers: x\n", "receivers: expected a list of mappings"),
+        ("alertmanager: {config: null}\n", "alertmanager.config: expected an Alertmanager config"),
+        ("- a\n- b\n", "expected an Alertmanager config"),
+    ):
         bad.write_text(text)
         proc = _cli(bad)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, text

@@ -19,22 +19,25 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from conftest import FIXTURES, ROOT, need
 from deploytools import alertmanager, validate_manifest
-from inferwatch.deploy import Config, parse_config, render
-from inferwatch.deploy._victoriametrics import VMALERT_EXTRA_ARGS
-from inferwatch.durations import parse_duration
-from inferwatch.sim._demo import free_port
 from promtools import process, query, wait_for
 from simtools import simulator
 from test_deploy import FULL
 
+from inferwatch.deploy import Config, parse_config, render
+from inferwatch.deploy._victoriametrics import VMALERT_EXTRA_ARGS
+from inferwatch.durations import parse_duration
+from inferwatch.sim._demo import free_port
+
 pytestmark = pytest.mark.xdist_group("test_deploy_vm")
 
 VM = {"version": 1, "backend": "victoriametrics"}
-MULTI = {**VM, "frontdoor": {"enabled": False},
-         "cluster": {"name": "a", "remote_write_url": "http://central:8428/api/v1/write"}}
+MULTI = {
+    **VM,
+    "frontdoor": {"enabled": False},
+    "cluster": {"name": "a", "remote_write_url": "http://central:8428/api/v1/write"},
+}
 
 
 def _vm(config: Config) -> Config:
@@ -45,10 +48,14 @@ def _vm(config: Config) -> Config:
 def renders() -> dict[str, dict[str, str]]:
     full = _vm(parse_config(yaml.safe_load(FULL), "full.yaml"))
     sidecar = replace(full, scrape_mode="sidecar")
-    return {"default-kubernetes": render(_vm(Config()), "kubernetes"),
-            "full-kubernetes": render(full, "kubernetes"), "sidecar-kubernetes": render(sidecar, "kubernetes"),
-            "default-compose": render(_vm(Config()), "compose"), "full-compose": render(full, "compose"),
-            "prometheus-kubernetes": render(Config(), "kubernetes")}
+    return {
+        "default-kubernetes": render(_vm(Config()), "kubernetes"),
+        "full-kubernetes": render(full, "kubernetes"),
+        "sidecar-kubernetes": render(sidecar, "kubernetes"),
+        "default-compose": render(_vm(Config()), "compose"),
+        "full-compose": render(full, "compose"),
+        "prometheus-kubernetes": render(Config(), "kubernetes"),
+    }
 
 
 def _manifests(files: dict[str, str]) -> dict[str, dict]:
@@ -56,8 +63,12 @@ def _manifests(files: dict[str, str]) -> dict[str, dict]:
 
 
 def _vmalert(files: list[Path], *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([need("vmalert"), "-dryRun", "-loggerLevel=ERROR", *(f"-rule={f}" for f in files), *flags],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [need("vmalert"), "-dryRun", "-loggerLevel=ERROR", *(f"-rule={f}" for f in files), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_backend_is_checked_like_every_key():
@@ -73,6 +84,7 @@ def test_backend_is_checked_like_every_key():
 
 # --- Kubernetes: the VictoriaMetrics operator -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("which", ["default-kubernetes", "full-kubernetes", "sidecar-kubernetes"])
 def test_every_vm_operator_manifest_validates_offline(renders, which):
     manifests = _manifests(renders[which])
@@ -85,8 +97,12 @@ def test_every_vm_operator_manifest_validates_offline(renders, which):
 
 def test_validation_catches_a_prometheus_operator_field_in_a_vm_object():
     """The vendored CRDs are read strictly: the Prometheus-operator spelling is an error in a VMPodScrape."""
-    scrape = {"apiVersion": "operator.victoriametrics.com/v1beta1", "kind": "VMPodScrape", "metadata": {"name": "x"},
-              "spec": {"selector": {}, "podMetricsEndpoints": [{"port": "http", "metricRelabelings": []}]}}
+    scrape = {
+        "apiVersion": "operator.victoriametrics.com/v1beta1",
+        "kind": "VMPodScrape",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "podMetricsEndpoints": [{"port": "http", "metricRelabelings": []}]},
+    }
     assert validate_manifest(scrape)
     scrape["spec"]["podMetricsEndpoints"][0] = {"port": "http", "metricRelabelConfigs": []}
     assert not validate_manifest(scrape)
@@ -95,9 +111,11 @@ def test_validation_catches_a_prometheus_operator_field_in_a_vm_object():
 def test_vm_objects_carry_what_the_prometheus_operator_render_carries(renders):
     """The same selectors, endpoints, relabelings and rule groups, under the VM operator's names."""
     vm, prom = _manifests(renders["default-kubernetes"]), _manifests(renders["prometheus-kubernetes"])
-    pairs = {"monitors/vllm.vmpodscrape.yaml": "monitors/vllm.podmonitor.yaml",
-             "monitors/dcgm-exporter.vmservicescrape.yaml": "monitors/dcgm-exporter.servicemonitor.yaml",
-             "rules/inferwatch-slo-llm.vmrule.yaml": "rules/inferwatch-slo-llm.prometheusrule.yaml"}
+    pairs = {
+        "monitors/vllm.vmpodscrape.yaml": "monitors/vllm.podmonitor.yaml",
+        "monitors/dcgm-exporter.vmservicescrape.yaml": "monitors/dcgm-exporter.servicemonitor.yaml",
+        "rules/inferwatch-slo-llm.vmrule.yaml": "rules/inferwatch-slo-llm.prometheusrule.yaml",
+    }
     renamed = {"metricRelabelConfigs": "metricRelabelings", "relabelConfigs": "relabelings"}
     for ours, theirs in pairs.items():
         spec, want = vm[ours]["spec"], prom[theirs]["spec"]
@@ -105,8 +123,9 @@ def test_vm_objects_carry_what_the_prometheus_operator_render_carries(renders):
             if key in spec:
                 spec = {**spec, key: [{renamed.get(k, k): v for k, v in e.items()} for e in spec[key]]}
         assert spec == want, ours
-    assert len([d for d in vm.values() if d["kind"] == "VMRule"]) == \
-        len([d for d in prom.values() if d["kind"] == "PrometheusRule"])
+    assert len([d for d in vm.values() if d["kind"] == "VMRule"]) == len(
+        [d for d in prom.values() if d["kind"] == "PrometheusRule"]
+    )
 
 
 def test_our_vmalert_runs_our_vmrules_only_with_the_flags_they_need(renders):
@@ -118,16 +137,16 @@ def test_our_vmalert_runs_our_vmrules_only_with_the_flags_they_need(renders):
     assert vmalert["selectAllByDefault"] is False and vmalert["replicaCount"] == 1
     assert vmalert["extraArgs"] == VMALERT_EXTRA_ARGS == {"datasource.queryTimeAlignment": "false"}
     store = Config().victoriametrics.url
-    assert vmalert["datasource"]["url"] == store + "/?nocache=1"            # the store's 30 s latency offset
+    assert vmalert["datasource"]["url"] == store + "/?nocache=1"  # the store's 30 s latency offset
     assert vmalert["remoteWrite"]["url"] == vmalert["remoteRead"]["url"] == store
     assert vmalert["notifier"]["url"] == Config().victoriametrics.alertmanager_url
     # the stack's own VMAlert keeps every rule but ours, in every namespace
     stack = yaml.safe_load(renders["default-kubernetes"]["vmalert/values.yaml"])["vmalert"]["spec"]
     assert stack["ruleNamespaceSelector"] == {}
     assert stack["ruleSelector"]["matchExpressions"] == [
-        {"key": k, "operator": "NotIn", "values": [v]} for k, v in selector.items()]
-    assert "vmalert/values.yaml" not in yaml.safe_load(renders["default-kubernetes"]["kustomization.yaml"])[
-        "resources"]
+        {"key": k, "operator": "NotIn", "values": [v]} for k, v in selector.items()
+    ]
+    assert "vmalert/values.yaml" not in yaml.safe_load(renders["default-kubernetes"]["kustomization.yaml"])["resources"]
 
 
 def test_vmrule_groups_load_in_vmalert(renders, tmp_path):
@@ -144,14 +163,17 @@ def test_vmrule_groups_load_in_vmalert(renders, tmp_path):
 
 # --- multi-cluster ----------------------------------------------------------------------------------------------
 
+
 def test_multicluster_writes_with_the_cluster_label_and_runs_the_rules_centrally(tmp_path):
     """As the Prometheus render: the cluster's agent remote-writes every sample with `cluster`, no rule runs in the
     cluster, and the central rules (SLOs grouped by cluster) load in a central vmalert."""
     config = parse_config(MULTI, "multi.yaml")
     k8s = render(config, "kubernetes")
     values = yaml.safe_load(k8s["vmagent/values.yaml"])["vmagent"]
-    assert values == {"additionalRemoteWrites": [{"url": MULTI["cluster"]["remote_write_url"]}],
-                      "spec": {"externalLabels": {"cluster": "a"}}}
+    assert values == {
+        "additionalRemoteWrites": [{"url": MULTI["cluster"]["remote_write_url"]}],
+        "spec": {"externalLabels": {"cluster": "a"}},
+    }
     assert not [d for d in _manifests(k8s).values() if d["kind"] in ("VMRule", "VMAlert")]
     central = sorted(p for p in k8s if p.startswith("central/rules/"))
     assert "sum by (model, cluster) (" in k8s["central/rules/inferwatch-slo-llm.yaml"]
@@ -162,11 +184,15 @@ def test_multicluster_writes_with_the_cluster_label_and_runs_the_rules_centrally
     proc = _vmalert([tmp_path / "*.yaml"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     agent = yaml.safe_load(render(config, "compose")["compose.yaml"])["services"]["vmagent"]["command"]
-    assert {"-remoteWrite.url=http://victoria-metrics:8428/api/v1/write",
-            "-remoteWrite.url=" + MULTI["cluster"]["remote_write_url"], "-remoteWrite.label=cluster=a"} <= set(agent)
+    assert {
+        "-remoteWrite.url=http://victoria-metrics:8428/api/v1/write",
+        "-remoteWrite.url=" + MULTI["cluster"]["remote_write_url"],
+        "-remoteWrite.label=cluster=a",
+    } <= set(agent)
 
 
 # --- compose ----------------------------------------------------------------------------------------------------
+
 
 def _write(files: dict[str, str], out: Path) -> Path:
     for path, text in files.items():
@@ -187,21 +213,25 @@ def test_compose_validates_and_vmagent_and_vmalert_accept_its_files_as_they_are(
         assert service["read_only"] and service["cap_drop"] == ["ALL"], name
         assert ":" in service["image"] and not service["image"].endswith(":latest"), name
     out = _write(files, tmp_path)
-    proc = subprocess.run([need("vmagent"), "-dryRun", "-loggerLevel=ERROR",
-                           f"-promscrape.config={out / 'vmagent' / 'scrape.yml'}"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [need("vmagent"), "-dryRun", "-loggerLevel=ERROR", f"-promscrape.config={out / 'vmagent' / 'scrape.yml'}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = _vmalert([out / "vmalert" / "rules" / "*.yaml"])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    amtool = subprocess.run([need("amtool"), "check-config", str(out / "alertmanager" / "alertmanager.yml")],
-                            capture_output=True, text=True)
+    amtool = subprocess.run(
+        [need("amtool"), "check-config", str(out / "alertmanager" / "alertmanager.yml")], capture_output=True, text=True
+    )
     assert amtool.returncode == 0, amtool.stdout + amtool.stderr
 
 
 def test_grafana_reads_victoria_metrics(renders):
     source = yaml.safe_load(renders["default-compose"]["grafana/provisioning/datasources/inferwatch.yaml"])
     assert source["datasources"][0] | {"name": "VictoriaMetrics"} == source["datasources"][0]
-    assert source["datasources"][0]["type"] == "prometheus"       # VictoriaMetrics answers Prometheus' query API
+    assert source["datasources"][0]["type"] == "prometheus"  # VictoriaMetrics answers Prometheus' query API
     assert source["datasources"][0]["url"] == "http://victoria-metrics:8428"
 
 
@@ -214,8 +244,10 @@ def _local(service: dict, out: Path, hosts: dict[str, str], port: int) -> list[s
             arg = arg.replace(f"//{host}", f"//{local}")
         for volume in service.get("volumes", []):
             source, target = volume.split(":")[:2]
-            arg = arg.replace(target, str(out / source.removeprefix("./")) if source.startswith("./")
-                              else str(out / "volumes" / source))
+            arg = arg.replace(
+                target,
+                str(out / source.removeprefix("./")) if source.startswith("./") else str(out / "volumes" / source),
+            )
         args.append(arg)
     return [*args, f"-httpListenAddr=127.0.0.1:{port}"]
 
@@ -236,47 +268,79 @@ def test_the_compose_stack_runs_on_the_real_binaries(tmp_path):
     services = yaml.safe_load(files["compose.yaml"])["services"]
     ports = {name: free_port() for name in ("victoria-metrics", "vmagent", "vmalert")}
     with ExitStack() as stack:
-        engines = {name: stack.enter_context(simulator(engine, model=model))[0].removeprefix("http://")
-                   for name, engine, model in (("vllm:8000", "vllm", "llama-3-8b"),
-                                               ("sglang:30000", "sglang", "qwen3-8b"))}
+        engines = {
+            name: stack.enter_context(simulator(engine, model=model))[0].removeprefix("http://")
+            for name, engine, model in (("vllm:8000", "vllm", "llama-3-8b"), ("sglang:30000", "sglang", "qwen3-8b"))
+        }
         scrape = out / "vmagent" / "scrape.yml"
         scrape.write_text(re.sub("|".join(engines), lambda m: engines[m.group(0)], scrape.read_text()))
-        am = stack.enter_context(alertmanager(need("prometheus-alertmanager"),
-                                              out / "alertmanager" / "alertmanager.yml", tmp_path))
-        hosts = {"victoria-metrics:8428": f"127.0.0.1:{ports['victoria-metrics']}",
-                 "alertmanager:9093": am.removeprefix("http://")}
+        am = stack.enter_context(
+            alertmanager(need("prometheus-alertmanager"), out / "alertmanager" / "alertmanager.yml", tmp_path)
+        )
+        hosts = {
+            "victoria-metrics:8428": f"127.0.0.1:{ports['victoria-metrics']}",
+            "alertmanager:9093": am.removeprefix("http://"),
+        }
         (out / "volumes").mkdir()
         bases = {}
         for name in ("victoria-metrics", "vmagent", "vmalert"):
             bases[name] = f"http://127.0.0.1:{ports[name]}"
-            stack.enter_context(process([need(name), *_local(services[name], out, hosts, ports[name])],
-                                        tmp_path / f"{name}.log", ready=bases[name]))
+            stack.enter_context(
+                process(
+                    [need(name), *_local(services[name], out, hosts, ports[name])],
+                    tmp_path / f"{name}.log",
+                    ready=bases[name],
+                )
+            )
         store = bases["victoria-metrics"]
-        models = wait_for(lambda: {r["metric"].get("model") for r in query(store, "llm_requests_running")}
-                          >= {"llama-3-8b", "qwen3-8b"} or None, timeout=60)
+        models = wait_for(
+            lambda: (
+                {r["metric"].get("model") for r in query(store, "llm_requests_running")} >= {"llama-3-8b", "qwen3-8b"}
+                or None
+            ),
+            timeout=60,
+        )
         assert models
         assert query(store, 'llm_kv_cache_usage_ratio{model="qwen3-8b", engine="sglang"}')
         assert query(store, 'llm_time_to_first_token_seconds_bucket{model="llama-3-8b", engine="vllm"}')
         loaded = _rules_api(bases["vmalert"])
-        groups = [g for path, text in files.items() if path.startswith("vmalert/rules/")
-                  for g in yaml.safe_load(text)["groups"]]
+        groups = [
+            g
+            for path, text in files.items()
+            if path.startswith("vmalert/rules/")
+            for g in yaml.safe_load(text)["groups"]
+        ]
         assert {g["name"]: len(g["rules"]) for g in loaded} == {g["name"]: len(g["rules"]) for g in groups}
         # groups without an interval run as often as Prometheus' evaluation_interval has them (vmalert's default: 1m)
         every = yaml.safe_load(render(replace(config, backend="prometheus"), "compose")["prometheus/prometheus.yml"])[
-            "global"]["evaluation_interval"]
+            "global"
+        ]["evaluation_interval"]
         assert {g["name"]: g["interval"] for g in loaded} == {
-            g["name"]: parse_duration(g.get("interval", every)) for g in groups}
+            g["name"]: parse_duration(g.get("interval", every)) for g in groups
+        }
         # vmalert starts each group at a moment of its interval of its own: the first of them evaluates within
         # seconds; its records come back from the store, and no rule fails
-        evaluated = wait_for(lambda: [(g["name"], r["name"]) for g in _rules_api(bases["vmalert"]) for r in g["rules"]
-                                      if r["type"] == "recording" and r.get("lastSamples")], timeout=90)
+        evaluated = wait_for(
+            lambda: [
+                (g["name"], r["name"])
+                for g in _rules_api(bases["vmalert"])
+                for r in g["rules"]
+                if r["type"] == "recording" and r.get("lastSamples")
+            ],
+            timeout=90,
+        )
         group, record = evaluated[0]
         assert wait_for(lambda: query(store, record)), (group, record)
-        assert not [(g["name"], r["name"], r["lastError"]) for g in _rules_api(bases["vmalert"]) for r in g["rules"]
-                    if r.get("lastError")]
+        assert not [
+            (g["name"], r["name"], r["lastError"])
+            for g in _rules_api(bases["vmalert"])
+            for r in g["rules"]
+            if r.get("lastError")
+        ]
 
 
 # --- the README -------------------------------------------------------------------------------------------------
+
 
 def _readme_section() -> str:
     text = (ROOT / "deploy" / "README.md").read_text()

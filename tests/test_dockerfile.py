@@ -7,6 +7,7 @@ import json
 import re
 
 from conftest import ROOT
+
 from inferwatch.deploy._workloads import UID
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -28,17 +29,18 @@ def test_every_base_image_is_python_3_11_slim_pinned_to_a_patch_release_or_diges
     bases = [args.split()[0] for op, args in _instructions() if op == "FROM"]
     assert bases
     for base in bases:
-        assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", base), \
+        assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", base), (
             f"{base}: pin python:3.11.PATCH-slim (or a digest), never a moving tag"
+        )
 
 
 def test_the_image_runs_as_the_numeric_non_root_user_the_manifests_set():
     users = [args for op, args in _final_stage() if op == "USER"]
     assert users, "the final stage must switch to a non-root USER"
     user, _, group = users[-1].partition(":")
-    assert user.isdigit() and int(user) != 0 and int(user) == UID, users[-1]    # numeric: runAsNonRoot can verify it
+    assert user.isdigit() and int(user) != 0 and int(user) == UID, users[-1]  # numeric: runAsNonRoot can verify it
     assert not group or (group.isdigit() and int(group) != 0)
-    after = _final_stage()[[op for op, _ in _final_stage()].index("USER"):]
+    after = _final_stage()[[op for op, _ in _final_stage()].index("USER") :]
     assert not [args for op, args in after if op == "RUN"], "nothing runs as root after USER"
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, need
+from promtools import prometheus, serve, wait_for
+
 from inferwatch.deploy import render
 from inferwatch.deploy._config import Alerting, Config, Engine
 from inferwatch.deploy._doctor import run_checks
 from inferwatch.deploy._files import check_files
 from inferwatch.deploy._relabel import apply, snake
-from promtools import prometheus, serve, wait_for
 
 pytestmark = pytest.mark.xdist_group("test_doctor_real_configs")
 
@@ -30,50 +30,79 @@ NOT_EXPOSED = "is not a name any sglang release exposes"
 
 # folder -> (status, start of the check, a phrase of the detail), one per finding
 EXPECTED = {
-    "vllm-prometheus-grafana": [("missing", "scrape job vllm", RELABELINGS),
-                                ("missing", "Prometheus sends alerts", NO_AM)],
+    "vllm-prometheus-grafana": [
+        ("missing", "scrape job vllm", RELABELINGS),
+        ("missing", "Prometheus sends alerts", NO_AM),
+    ],
     "sglang-monitoring": [("missing", "scrape job sglang", RELABELINGS), ("missing", "Prometheus sends alerts", NO_AM)],
-    "easyvllmondocker": [("missing", "scrape job vllm-programmatic", RELABELINGS),
-                         ("missing", "scrape job dcgm_exporter", RELABELINGS),
-                         ("missing", "Prometheus sends alerts", NO_AM)],
-    "ananke-sglang": [("wrong", "ananke-sglang/deploy/docker/compose.ananke.yaml service sglang", "--enable-metrics"),
-                      ("missing", "scrape job sglang", RELABELINGS), ("missing", "Prometheus sends alerts", NO_AM)]
-    + [("wrong", f"rule {rule}", f"{name} {NOT_EXPOSED}") for rule, name in (
-        ("SGLangHighLatency", "sglang_request_duration_seconds_bucket"), ("SGLangErrorRateHigh",
-                                                                          "sglang_requests_total"),
-        ("AnankeConstraintViolationsHigh", "sglang_ananke_constraint_violations_total"),
-        ("AnankeRollbacksHigh", "sglang_ananke_rollbacks_total"),
-        ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_hits_total"),
-        ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_misses_total"),
-        ("RequestQueueBacklog", "sglang_requests_queued"), ("RequestQueueTimeout", "sglang_requests_timeout_total"))],
+    "easyvllmondocker": [
+        ("missing", "scrape job vllm-programmatic", RELABELINGS),
+        ("missing", "scrape job dcgm_exporter", RELABELINGS),
+        ("missing", "Prometheus sends alerts", NO_AM),
+    ],
+    "ananke-sglang": [
+        ("wrong", "ananke-sglang/deploy/docker/compose.ananke.yaml service sglang", "--enable-metrics"),
+        ("missing", "scrape job sglang", RELABELINGS),
+        ("missing", "Prometheus sends alerts", NO_AM),
+    ]
+    + [
+        ("wrong", f"rule {rule}", f"{name} {NOT_EXPOSED}")
+        for rule, name in (
+            ("SGLangHighLatency", "sglang_request_duration_seconds_bucket"),
+            ("SGLangErrorRateHigh", "sglang_requests_total"),
+            ("AnankeConstraintViolationsHigh", "sglang_ananke_constraint_violations_total"),
+            ("AnankeRollbacksHigh", "sglang_ananke_rollbacks_total"),
+            ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_hits_total"),
+            ("AnankeGrammarCacheMissHigh", "sglang_ananke_cache_misses_total"),
+            ("RequestQueueBacklog", "sglang_requests_queued"),
+            ("RequestQueueTimeout", "sglang_requests_timeout_total"),
+        )
+    ],
     "genai-auto": [("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn")],
-    "vllm-k8s-monitoring": [("missing", "ServiceMonitor vllm/vllm-metrics", RELABELINGS),
-                            ("wrong", "rule VllmPreemptionSpike",
-                             "vllm:num_preemptions is not a name any vllm release")],
-    "llm-d-hello-chris": [("missing", "ServiceMonitor llm-d/vllm-metrics", RELABELINGS),
-                          ("wrong", "PodMonitor llm-d-comprehensive-metrics", "ports 8000, 8001 are numbers"),
-                          ("wrong", "PodMonitor llm-d-epp-comprehensive-metrics", "port 9090 is a number")],
-    "production-stack": [("missing", "ServiceMonitor vllm-monitor", RELABELINGS),
-                         ("wrong", "Alertmanager routing", "the chart's default routes every alert to the receiver "
-                                                           "'null'")],
-    "arks": [("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "drop 1 of the 30 vLLM series"),
-             ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename vllm:num_requests_running to "
-                                                                              "num_requests_running"),
-             ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "rename sglang:num_running_reqs to "
-                                                                              "num_requests_running"),
-             # beside what its own relabelings break, it lacks ours (said since 2026-12-01; it was not when a
-             # job's relabelings broke something)
-             ("missing", "ServiceMonitor arks-operator-system/runtime-monitor", f"scrapes vLLM {RELABELINGS}"),
-             ("missing", "ServiceMonitor arks-operator-system/runtime-monitor", f"scrapes SGLang {RELABELINGS}")],
-    "dcgm-exporter": [("wrong", "ServiceMonitor dcgm-exporter", "without honor_labels"),
-                      ("missing", "ServiceMonitor dcgm-exporter", RELABELINGS)],
-    "gpu-operator": [("wrong", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", "without honor_labels"),
-                     ("missing", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", RELABELINGS)],
+    "vllm-k8s-monitoring": [
+        ("missing", "ServiceMonitor vllm/vllm-metrics", RELABELINGS),
+        ("wrong", "rule VllmPreemptionSpike", "vllm:num_preemptions is not a name any vllm release"),
+    ],
+    "llm-d-hello-chris": [
+        ("missing", "ServiceMonitor llm-d/vllm-metrics", RELABELINGS),
+        ("wrong", "PodMonitor llm-d-comprehensive-metrics", "ports 8000, 8001 are numbers"),
+        ("wrong", "PodMonitor llm-d-epp-comprehensive-metrics", "port 9090 is a number"),
+    ],
+    "production-stack": [
+        ("missing", "ServiceMonitor vllm-monitor", RELABELINGS),
+        ("wrong", "Alertmanager routing", "the chart's default routes every alert to the receiver 'null'"),
+    ],
+    "arks": [
+        ("wrong", "ServiceMonitor arks-operator-system/runtime-monitor", "drop 1 of the 30 vLLM series"),
+        (
+            "wrong",
+            "ServiceMonitor arks-operator-system/runtime-monitor",
+            "rename vllm:num_requests_running to num_requests_running",
+        ),
+        (
+            "wrong",
+            "ServiceMonitor arks-operator-system/runtime-monitor",
+            "rename sglang:num_running_reqs to num_requests_running",
+        ),
+        # beside what its own relabelings break, it lacks ours (said since 2026-12-01; it was not when a
+        # job's relabelings broke something)
+        ("missing", "ServiceMonitor arks-operator-system/runtime-monitor", f"scrapes vLLM {RELABELINGS}"),
+        ("missing", "ServiceMonitor arks-operator-system/runtime-monitor", f"scrapes SGLang {RELABELINGS}"),
+    ],
+    "dcgm-exporter": [
+        ("wrong", "ServiceMonitor dcgm-exporter", "without honor_labels"),
+        ("missing", "ServiceMonitor dcgm-exporter", RELABELINGS),
+    ],
+    "gpu-operator": [
+        ("wrong", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", "without honor_labels"),
+        ("missing", "ServiceMonitor FILLED BY THE OPERATOR/nvidia-dcgm-exporter", RELABELINGS),
+    ],
     "kube-prometheus-stack-values.yaml": [
         ("wrong", "Alertmanager routing", "SLO pages (LLMErrorBudgetBurn, severity critical) reach receiver 'null'"),
         ("wrong", "Alertmanager routing", "SLO tickets (LLMErrorBudgetBurn, severity warning) reach receiver 'null'"),
         ("wrong", "Alertmanager inhibit_rules[0]", "silences every SLO ticket while any SLO page fires"),
-        ("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn")],
+        ("missing", "Alertmanager inhibit rules", "no inhibit rule for LLMErrorBudgetBurn"),
+    ],
 }
 
 
@@ -81,8 +110,9 @@ def _unmatched(results, expected) -> tuple[list, list]:
     bad, left = [r for r in results if r.bad], list(expected)
     extra = []
     for result in bad:
-        hit = next((e for e in left if result.status == e[0] and result.check.startswith(e[1])
-                    and e[2] in result.detail), None)
+        hit = next(
+            (e for e in left if result.status == e[0] and result.check.startswith(e[1]) and e[2] in result.detail), None
+        )
         if hit is None:
             extra.append(str(result))
         else:
@@ -101,15 +131,21 @@ def test_release_label_is_judged_where_the_release_is_known(monkeypatch):
     """With a deploy.yaml naming the release (or values saying how Prometheus selects), monitors and rules without
     the label are named; without either, nothing is said (OpenShift's user workload monitoring needs no label)."""
     monkeypatch.chdir(REAL)
-    for name, lacking in (("vllm-k8s-monitoring", "PrometheusRule vllm-alerts, ServiceMonitor vllm-metrics"),
-                          ("gpu-operator", "ServiceMonitor nvidia-dcgm-exporter, PrometheusRule nvidia-dcgm-exporter"),
-                          ("llm-d-hello-chris", "PodMonitor llm-d-comprehensive-metrics, PodMonitor "
-                                                "llm-d-epp-comprehensive-metrics, ServiceMonitor vllm-metrics"),
-                          ("arks", "ServiceMonitor runtime-monitor"), ("dcgm-exporter",
-                                                                       "ServiceMonitor dcgm-exporter")):
+    for name, lacking in (
+        ("vllm-k8s-monitoring", "PrometheusRule vllm-alerts, ServiceMonitor vllm-metrics"),
+        ("gpu-operator", "ServiceMonitor nvidia-dcgm-exporter, PrometheusRule nvidia-dcgm-exporter"),
+        (
+            "llm-d-hello-chris",
+            "PodMonitor llm-d-comprehensive-metrics, PodMonitor "
+            "llm-d-epp-comprehensive-metrics, ServiceMonitor vllm-metrics",
+        ),
+        ("arks", "ServiceMonitor runtime-monitor"),
+        ("dcgm-exporter", "ServiceMonitor dcgm-exporter"),
+    ):
         results = check_files(Config(file="deploy.yaml"), [Path(name)])
         assert [r.detail for r in results if r.check == "release label"] == [
-            f"{lacking} {RELEASE}: kube-prometheus-stack's Prometheus selects only what carries it"]
+            f"{lacking} {RELEASE}: kube-prometheus-stack's Prometheus selects only what carries it"
+        ]
 
 
 def test_every_fixture_is_judged():
@@ -125,8 +161,10 @@ def test_our_own_renders_read_clean_where_told_where_to_page(tmp_path):
         assert bad == ["SLO pages (LLMErrorBudgetBurn", "SLO tickets (LLMErrorBudgetBurn"], (target, bad)
     hooks = Alerting(page_webhook="http://x/p", ticket_webhook="http://x/t")
     sidecar = Engine("vllm", selector=(("app", "vllm"),), workload="deployment/vllm")
-    for config in (Config(scrape_mode="exporter", alerting=hooks),
-                   Config(scrape_mode="sidecar", alerting=hooks, engines=(sidecar,))):
+    for config in (
+        Config(scrape_mode="exporter", alerting=hooks),
+        Config(scrape_mode="sidecar", alerting=hooks, engines=(sidecar,)),
+    ):
         out = tmp_path / config.scrape_mode
         for name, text in render(config, "kubernetes").items():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -173,7 +211,8 @@ def test_values_selectors_intervals_and_monitor_targets(tmp_path):
         ("wrong", "its labels do not match prometheusSpec.serviceMonitorSelector of the values"),
         ("wrong", "selects Service vllm by label, but it lives in namespace serving, outside llm"),
         ("wrong", "port metrics is not a port of Service vllm (it has http)"),
-        ("missing", "alertmanager.enabled is false")}, found
+        ("missing", "alertmanager.enabled is false"),
+    }, found
 
 
 def test_relabeling_follows_prometheus():
@@ -182,51 +221,89 @@ def test_relabeling_follows_prometheus():
     arks = yaml.safe_load((REAL / "arks" / "monitor-runtime.yaml").read_text())["spec"]["endpoints"][0]
     steps = arks["metricRelabelings"]
     assert apply(steps, {"__name__": "sglang:num_running_reqs", "model_name": "m"}) == {
-        "__name__": "num_requests_running", "model_name": "m", "runtime": "sglang"}
+        "__name__": "num_requests_running",
+        "model_name": "m",
+        "runtime": "sglang",
+    }
     assert apply(steps, {"__name__": "http_requests_total"}) is None
     assert apply([{"action": "labeldrop", "regex": "model_.*"}], {"__name__": "x", "model_name": "m"}) == {
-        "__name__": "x"}
+        "__name__": "x"
+    }
     assert apply([{"action": "labelkeep", "regex": "__name__|le"}], {"__name__": "x", "le": "1", "a": "b"}) == {
-        "__name__": "x", "le": "1"}
+        "__name__": "x",
+        "le": "1",
+    }
     assert apply([{"action": "labelmap", "regex": "model_(.+)", "replacement": "m_$1"}], {"model_name": "v"}) == {
-        "model_name": "v", "m_name": "v"}
+        "model_name": "v",
+        "m_name": "v",
+    }
     assert apply([{"source_labels": ["a"], "target_label": "b", "replacement": "$$${1}x"}], {"a": "v"}) == {
-        "a": "v", "b": "$vx"}
+        "a": "v",
+        "b": "$vx",
+    }
     assert apply([{"source_labels": ["a"], "regex": "(", "action": "keep"}], {"a": "v"}) is False
-    assert apply([{"source_labels": ["a"], "regex": ["v"], "action": "keep"}], {"a": "v"}) is False   # not a regex
+    assert apply([{"source_labels": ["a"], "regex": ["v"], "action": "keep"}], {"a": "v"}) is False  # not a regex
     assert apply([{"source_labels": ["a"], "regex": 8000, "action": "keep"}], {"a": "8000"}) == {"a": "8000"}
-    assert apply([{"action": "drop", "regex": ".*"}, {"action": "shuffle"}], {"a": "v"}) is False   # read up front
+    assert apply([{"action": "drop", "regex": ".*"}, {"action": "shuffle"}], {"a": "v"}) is False  # read up front
     assert snake({"sourceLabels": ["a"], "targetLabel": "b", "action": "Replace"}) == {
-        "source_labels": ["a"], "target_label": "b", "action": "replace"}
+        "source_labels": ["a"],
+        "target_label": "b",
+        "action": "replace",
+    }
 
 
 def test_doctor_file_cli(tmp_path):
     bad = tmp_path / "broken.yaml"
     bad.write_text("scrape_configs: [\n")
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "doctor", "--file", str(REAL / "llm-d-hello-chris"),
-                           "--file", str(bad), "--no-alertmanager"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "doctor",
+            "--file",
+            str(REAL / "llm-d-hello-chris"),
+            "--file",
+            str(bad),
+            "--no-alertmanager",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"skipped {bad}: not YAML: line 2" in proc.stdout and "ports 8000, 8001 are numbers" in proc.stdout
-    for args, message in ((["--file", str(tmp_path / "nowhere")], "no such file or folder"),
-                          ([], "give --prometheus URL"),
-                          (["--file", str(bad), "--alertmanager", "http://am:9093"], "give --prometheus URL too")):
+    for args, message in (
+        (["--file", str(tmp_path / "nowhere")], "no such file or folder"),
+        ([], "give --prometheus URL"),
+        (["--file", str(bad), "--alertmanager", "http://am:9093"], "give --prometheus URL too"),
+    ):
         proc = subprocess.run([sys.executable, "-m", "inferwatch", "doctor", *args], capture_output=True, text=True)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
-ODD_FILES = {            # name -> (content, the lines doctor gives: status, then a phrase of check or detail)
+ODD_FILES = {  # name -> (content, the lines doctor gives: status, then a phrase of check or detail)
     "empty.yaml": (b"", [("skipped", "empty: no YAML document in it"), ("missing", "nothing doctor reads")]),
-    "comment.yaml": (b"# nothing yet\n", [("skipped", "empty: no YAML document in it"),
-                                            ("missing", "nothing doctor reads")]),
-    "binary.yaml": (b"\x7fELF\x02\x01\xd0\xff", [("skipped", "not a text file (byte 0xd0 at offset 6"),
-                                                  ("missing", "nothing doctor reads")]),
-    "list.yaml": (b"- a\n- b\n", [("skipped", "a YAML list at top level: not a file doctor reads"),
-                                    ("missing", "nothing doctor reads")]),
+    "comment.yaml": (
+        b"# nothing yet\n",
+        [("skipped", "empty: no YAML document in it"), ("missing", "nothing doctor reads")],
+    ),
+    "binary.yaml": (
+        b"\x7fELF\x02\x01\xd0\xff",
+        [("skipped", "not a text file (byte 0xd0 at offset 6"), ("missing", "nothing doctor reads")],
+    ),
+    "list.yaml": (
+        b"- a\n- b\n",
+        [("skipped", "a YAML list at top level: not a file doctor reads"), ("missing", "nothing doctor reads")],
+    ),
     "no-jobs.yml": (b"scrape_configs: null\n", [("ok", "1 document read, nothing to fix")]),
-    "interval.yml": (b"scrape_configs: [{job_name: vllm, scrape_interval: soon}]\n",
-                     [("wrong", "scrape interval 'soon' is not a duration"), ("missing", RELABELINGS)]),
-    "compose.yaml": (b"services: {prom: {volumes: [{type: volume, source: null, target: /prometheus.yml}]}}\n",
-                     [("ok", "1 document read")]),
+    "interval.yml": (
+        b"scrape_configs: [{job_name: vllm, scrape_interval: soon}]\n",
+        [("wrong", "scrape interval 'soon' is not a duration"), ("missing", RELABELINGS)],
+    ),
+    "compose.yaml": (
+        b"services: {prom: {volumes: [{type: volume, source: null, target: /prometheus.yml}]}}\n",
+        [("ok", "1 document read")],
+    ),
 }
 
 
@@ -238,8 +315,8 @@ def test_odd_files_each_give_a_clear_line(tmp_path, name):
     (tmp_path / name).write_bytes(content)
     lines = [(r.status, f"{r.check}: {r.detail}") for r in check_files(Config(), [tmp_path / name], False)]
     assert len(lines) == len(expected) and all(
-        status == want and phrase in line for (status, line), (want, phrase) in zip(lines, expected,
-                                                                                    strict=True)), lines
+        status == want and phrase in line for (status, line), (want, phrase) in zip(lines, expected, strict=True)
+    ), lines
 
 
 def test_folders_without_yaml_are_named(tmp_path):
@@ -248,7 +325,8 @@ def test_folders_without_yaml_are_named(tmp_path):
     (tmp_path / "README.md").write_text("hi")
     assert [(r.status, r.check, r.detail) for r in check_files(Config(), [tmp_path], False)] == [
         ("skipped", str(tmp_path), "a folder without *.yaml or *.yml files"),
-        ("missing", "files", f"nothing doctor reads in {tmp_path}")]
+        ("missing", "files", f"nothing doctor reads in {tmp_path}"),
+    ]
 
 
 def test_a_file_given_twice_is_read_once(monkeypatch):
@@ -264,18 +342,28 @@ def test_running_prometheus_with_a_real_config(tmp_path):
     capture = next((FIXTURES / "real-captures").glob("vllm-*.txt"))
     steps = yaml.safe_load((REAL / "arks" / "monitor-runtime.yaml").read_text())["spec"]["endpoints"][0]
     with serve({"/metrics": capture.read_text()}) as target:
-        config["scrape_configs"].append({"job_name": "runtime", "scrape_interval": "1s",
-                                         "static_configs": [{"targets": [target.removeprefix("http://")]}],
-                                         "metric_relabel_configs": [snake(s) for s in steps["metricRelabelings"]]})
+        config["scrape_configs"].append(
+            {
+                "job_name": "runtime",
+                "scrape_interval": "1s",
+                "static_configs": [{"targets": [target.removeprefix("http://")]}],
+                "metric_relabel_configs": [snake(s) for s in steps["metricRelabelings"]],
+            }
+        )
         with prometheus(need("prometheus"), config, tmp_path) as prom:
-            wait_for(lambda: json.load(__import__("urllib.request").request.urlopen(
-                prom + "/api/v1/query?query=num_requests_running"))["data"]["result"])
+            wait_for(
+                lambda: json.load(
+                    __import__("urllib.request").request.urlopen(prom + "/api/v1/query?query=num_requests_running")
+                )["data"]["result"]
+            )
             out = "\n".join(map(str, run_checks(Config(), prom, alertmanager_expected=False)))
     assert "wrong   scrape job vllm-programmatic: finds no target" in out
-    assert "wrong   scrape job runtime: its metric relabelings rename vllm:num_requests_running to " \
-           "num_requests_running" in out
+    assert (
+        "wrong   scrape job runtime: its metric relabelings rename vllm:num_requests_running to "
+        "num_requests_running" in out
+    )
     assert "missing engine series: no llm_requests_running" in out
-    assert "scrape job dcgm_exporter" not in out            # its relabelings are fine; only its target is down
+    assert "scrape job dcgm_exporter" not in out  # its relabelings are fine; only its target is down
 
 
 def test_odd_shapes_read_without_a_traceback(tmp_path):
@@ -304,7 +392,7 @@ def test_odd_shapes_read_without_a_traceback(tmp_path):
         check_files(Config(), [tmp_path / source.name])
 
 
-ENGINE_COMMANDS = {      # a compose command or a container's args -> the engine doctor says has its metrics off
+ENGINE_COMMANDS = {  # a compose command or a container's args -> the engine doctor says has its metrics off
     "vllm serve Qwen/Qwen2.5-7B-Instruct --disable-log-stats": "vLLM",
     "python3 -m vllm.entrypoints.openai.api_server --model m --disable-log-stats --port 8000": "vLLM",
     "vllm serve m --disable-log-stats=false": None,
@@ -321,13 +409,25 @@ def test_engines_started_with_their_metrics_off(tmp_path, command):
     when it logs stats, so --disable-log-stats, which people add to quiet the log, takes every vllm:* series off.
     Both are said, for a compose service and for a Deployment's container."""
     (tmp_path / "compose.yaml").write_text(yaml.safe_dump({"services": {"engine": {"command": command}}}))
-    container = {"name": "engine", "image": "vllm/vllm-openai:v0.10.1" if "vllm" in command else "lmsysorg/sglang",
-                 "command": command.split()[:3], "args": command.split()[3:]}
-    (tmp_path / "deployment.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "engine"},
-        "spec": {"template": {"spec": {"containers": [container]}}}}))
+    container = {
+        "name": "engine",
+        "image": "vllm/vllm-openai:v0.10.1" if "vllm" in command else "lmsysorg/sglang",
+        "command": command.split()[:3],
+        "args": command.split()[3:],
+    }
+    (tmp_path / "deployment.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "engine"},
+                "spec": {"template": {"spec": {"containers": [container]}}},
+            }
+        )
+    )
     said = [r for r in check_files(Config(), [tmp_path], False) if r.status == "wrong"]
     engine = ENGINE_COMMANDS[command]
     assert [r.check.split(" (")[0].split("/")[-1] for r in said] == (
-        [] if engine is None else ["compose.yaml service engine", "Deployment engine container engine"])
+        [] if engine is None else ["compose.yaml service engine", "Deployment engine container engine"]
+    )
     assert all(f"runs {engine} with" in r.detail or f"runs {engine} without" in r.detail for r in said)

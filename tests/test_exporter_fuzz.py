@@ -15,17 +15,43 @@ import re
 
 import aiohttp
 import pytest
-
 from conftest import all_expositions
-from exporter_tools import (RawTargets, client_parse, expected_samples, make_config, promtool_problems,
-                            running_exporter, scrape, static)
+from exporter_tools import (
+    RawTargets,
+    client_parse,
+    expected_samples,
+    make_config,
+    promtool_problems,
+    running_exporter,
+    scrape,
+    static,
+)
+
 from inferwatch.exporters import Normalizer, split_families
 
 SEED = 20261130
 ROUNDS = 25
 MUTATED_PER_ROUND = 12
-ODD = ["\u2028", "\u2029", "\r", "\x85", "\x0b", "\x0c", "\x1c", "é", "日本", "😀", "\ufeff", "\t", " ", "{", "}",
-       ",", "=", "#"]
+ODD = [
+    "\u2028",
+    "\u2029",
+    "\r",
+    "\x85",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "é",
+    "日本",
+    "😀",
+    "\ufeff",
+    "\t",
+    " ",
+    "{",
+    "}",
+    ",",
+    "=",
+    "#",
+]
 
 
 def _lines(text: str) -> list[str]:
@@ -33,12 +59,12 @@ def _lines(text: str) -> list[str]:
 
 
 def cut(rnd: random.Random, text: str) -> str:
-    return text[:rnd.randrange(len(text))]
+    return text[: rnd.randrange(len(text))]
 
 
 def cut_at_line(rnd: random.Random, text: str) -> str:
     lines = _lines(text)
-    return "\n".join(lines[:rnd.randrange(len(lines))]) + "\n"
+    return "\n".join(lines[: rnd.randrange(len(lines))]) + "\n"
 
 
 def crlf(rnd: random.Random, text: str) -> str:
@@ -90,12 +116,27 @@ def bound(rnd: random.Random, text: str) -> str:
         return text
     at = rnd.choice(found)
     value = rnd.choice(["\\0.5", "\\\\0.5", "fast", "", "0x10", "1e999", "INF", "1e-999", "+Inf", ".5", "2"])
-    return text[:at.start(1)] + value + text[at.end(1):]
+    return text[: at.start(1)] + value + text[at.end(1) :]
 
 
 def long_value(rnd: random.Random, text: str) -> str:
-    value = rnd.choice(["1" * 5000, "1e999", "-1e999", "1e308", "0x10", "1_000", "Infinity", "+Inf", "NaN", "1e-999",
-                        "9" * 400 + ".5", ".5e+99", "-NaN"])
+    value = rnd.choice(
+        [
+            "1" * 5000,
+            "1e999",
+            "-1e999",
+            "1e308",
+            "0x10",
+            "1_000",
+            "Infinity",
+            "+Inf",
+            "NaN",
+            "1e-999",
+            "9" * 400 + ".5",
+            ".5e+99",
+            "-NaN",
+        ]
+    )
     lines = _lines(text)
     i = rnd.randrange(len(lines))
     if lines[i] and not lines[i].startswith("#"):
@@ -146,11 +187,27 @@ def shuffle_lines(rnd: random.Random, text: str) -> str:
 
 def delete_chars(rnd: random.Random, text: str) -> str:
     at = rnd.randrange(len(text))
-    return text[:at] + text[at + rnd.randint(1, 3):]
+    return text[:at] + text[at + rnd.randint(1, 3) :]
 
 
-MUTATIONS = [cut, cut_at_line, crlf, unicode, escapes, escape_anywhere, bound, long_value, long_label, eof,
-             exemplar, timestamp, openmetrics_type, shuffle_lines, rename_line, delete_chars]
+MUTATIONS = [
+    cut,
+    cut_at_line,
+    crlf,
+    unicode,
+    escapes,
+    escape_anywhere,
+    bound,
+    long_value,
+    long_label,
+    eof,
+    exemplar,
+    timestamp,
+    openmetrics_type,
+    shuffle_lines,
+    rename_line,
+    delete_chars,
+]
 
 
 def mutate(rnd: random.Random, text: str) -> tuple[str, list[str]]:
@@ -180,8 +237,9 @@ def test_whatever_targets_send_the_exporter_serves_what_prometheus_parses(normal
         served = []
         for healthy, mutated in rounds:
             routes = {"/healthy": static(healthy.encode())}
-            routes.update({f"/m{i}": static(text.encode("utf-8", "surrogatepass")) for i, (text, _) in
-                           enumerate(mutated)})
+            routes.update(
+                {f"/m{i}": static(text.encode("utf-8", "surrogatepass")) for i, (text, _) in enumerate(mutated)}
+            )
             async with RawTargets(routes) as targets:
                 config = make_config({p.strip("/"): targets.url(p) for p in routes}, timeout=2.0)
                 async with running_exporter(config, normalizer) as (base, _), aiohttp.ClientSession() as session:

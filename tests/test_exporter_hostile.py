@@ -11,15 +11,29 @@ import zlib
 
 import aiohttp
 import pytest
-
 from conftest import REAL_CAPTURES, need
-from exporter_tools import (RawTargets, chunked, client_parse, dropped, endless, expected_samples, hang, health,
-                            make_config, promtool_problems, running_exporter, scrape, slowloris, static,
-                            target_samples)
+from exporter_tools import (
+    RawTargets,
+    chunked,
+    client_parse,
+    dropped,
+    endless,
+    expected_samples,
+    hang,
+    health,
+    make_config,
+    promtool_problems,
+    running_exporter,
+    scrape,
+    slowloris,
+    static,
+    target_samples,
+)
+from promtools import prometheus, query, serve, wait_for
+
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.exporters._config import parse_target_label
 from inferwatch.exporters._server import scrape_deadline
-from promtools import prometheus, query, serve, wait_for
 
 VLLM = (REAL_CAPTURES / "vllm-0.11.0-hardware-aware-router.txt").read_bytes()
 DCGM = (REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt").read_bytes()
@@ -52,10 +66,14 @@ def assert_served_parses(text: str) -> None:
 
 # -- 1. the whole body, or a clear error -------------------------------------------------------
 
+
 def test_bodies_in_paced_pieces_cut_inside_values_are_served_whole(normalizer):
     body = VLLM.replace(b" 0.0\n", b" 123456.0\n")
-    routes = {"/len": static(body, pieces=7, pause=0.05), "/close": static(body, pieces=5, pause=0.05, length=False),
-              "/chunked": chunked(body, pieces=6, pause=0.05)}
+    routes = {
+        "/len": static(body, pieces=7, pause=0.05),
+        "/close": static(body, pieces=5, pause=0.05, length=False),
+        "/chunked": chunked(body, pieces=6, pause=0.05),
+    }
     text, _ = run(serve_once(routes, normalizer))
     want = expected_samples(body.decode(), normalizer)
     assert health(text) == {"len": "1.0", "close": "1.0", "chunked": "1.0"}
@@ -65,13 +83,17 @@ def test_bodies_in_paced_pieces_cut_inside_values_are_served_whole(normalizer):
 
 def test_a_body_that_ends_early_is_truncated_never_served(normalizer):
     at_line_end = VLLM.index(b"\n", len(VLLM) // 2) + 1
-    routes = {"/line-end": dropped(VLLM, at_line_end), "/mid-value": dropped(VLLM, at_line_end - 3),
-              "/no-length": dropped(VLLM, at_line_end - 3, length=False),
-              "/no-last-chunk": chunked(VLLM, pieces=3, pause=0.01, finish=False)}
+    routes = {
+        "/line-end": dropped(VLLM, at_line_end),
+        "/mid-value": dropped(VLLM, at_line_end - 3),
+        "/no-length": dropped(VLLM, at_line_end - 3, length=False),
+        "/no-last-chunk": chunked(VLLM, pieces=3, pause=0.01, finish=False),
+    }
     text, _ = run(serve_once(routes, normalizer))
     assert health(text) == dict.fromkeys(("line-end", "mid-value", "no-length", "no-last-chunk"), "0.0")
     assert health(text, "last_error_timestamp_seconds") == dict.fromkeys(
-        ("line-end", "mid-value", "no-length", "no-last-chunk"), "truncated")
+        ("line-end", "mid-value", "no-length", "no-last-chunk"), "truncated"
+    )
     assert not any(target_samples(text, t) for t in ("line-end", "mid-value", "no-length", "no-last-chunk"))
 
 
@@ -89,10 +111,12 @@ def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
     line = b'big_gauge{a="xxxxxxxxxxxxxxxxxxxxxxxx"} 1\n'
     header, block = gzip_bomb_parts()
     bomb_body = header + block * 256  # 256 MiB inflated, 260 KB sent
-    routes = {"/big": endless(line, 200 * 1024 * 1024), "/big-unannounced": endless(line, 200 * 1024 * 1024,
-                                                                                      length=False),
-              "/bomb": static(bomb_body, extra=("Content-Encoding: gzip",)),
-              "/gzip-ok": static(gzip.compress(VLLM), extra=("Content-Encoding: gzip",))}
+    routes = {
+        "/big": endless(line, 200 * 1024 * 1024),
+        "/big-unannounced": endless(line, 200 * 1024 * 1024, length=False),
+        "/bomb": static(bomb_body, extra=("Content-Encoding: gzip",)),
+        "/gzip-ok": static(gzip.compress(VLLM), extra=("Content-Encoding: gzip",)),
+    }
     cpu = time.process_time()
     text, elapsed = run(serve_once(routes, normalizer, timeout=5.0))
     cpu = time.process_time() - cpu
@@ -108,12 +132,17 @@ def test_200_mb_and_a_gzip_bomb_are_too_large_cheaply(normalizer):
 def test_max_body_is_the_cap_it_names(normalizer):
     """--max-body (max_body): bodies over it, raw or inflated, are too_large; under it they are served whole."""
     cap = len(DCGM) + 1024
-    routes = {"/raw": static(VLLM), "/unannounced": static(VLLM, length=False),
-              "/inflated": static(gzip.compress(VLLM), extra=("Content-Encoding: gzip",)), "/ok": static(DCGM)}
+    routes = {
+        "/raw": static(VLLM),
+        "/unannounced": static(VLLM, length=False),
+        "/inflated": static(gzip.compress(VLLM), extra=("Content-Encoding: gzip",)),
+        "/ok": static(DCGM),
+    }
     text, _ = run(serve_once(routes, normalizer, max_body=cap))
     assert health(text) == {"raw": "0.0", "unannounced": "0.0", "inflated": "0.0", "ok": "1.0"}
-    assert health(text, "last_error_timestamp_seconds") == dict.fromkeys(("raw", "unannounced", "inflated"),
-                                                                         "too_large")
+    assert health(text, "last_error_timestamp_seconds") == dict.fromkeys(
+        ("raw", "unannounced", "inflated"), "too_large"
+    )
     assert target_samples(text, "ok") == expected_samples(DCGM.decode(), normalizer)
 
 
@@ -142,16 +171,26 @@ def test_a_gzip_bomb_costs_milliseconds_of_cpu():
 def test_compressed_bodies_are_read_whole_or_named(normalizer):
     raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
     gz = gzip.compress(DCGM)
-    routes = {"/deflate": static(zlib.compress(DCGM), pieces=4, pause=0.02, extra=("Content-Encoding: deflate",)),
-              "/raw-deflate": static(raw.compress(DCGM) + raw.flush(), extra=("Content-Encoding: deflate",)),
-              "/brotli": static(b"\x0b\x02\x80", extra=("Content-Encoding: br",)),
-              "/corrupt": static(gz[:20] + b"\xff" * 40 + gz[60:], extra=("Content-Encoding: gzip",)),
-              "/cut-gzip": static(gz[:len(gz) // 2], extra=("Content-Encoding: gzip",))}
+    routes = {
+        "/deflate": static(zlib.compress(DCGM), pieces=4, pause=0.02, extra=("Content-Encoding: deflate",)),
+        "/raw-deflate": static(raw.compress(DCGM) + raw.flush(), extra=("Content-Encoding: deflate",)),
+        "/brotli": static(b"\x0b\x02\x80", extra=("Content-Encoding: br",)),
+        "/corrupt": static(gz[:20] + b"\xff" * 40 + gz[60:], extra=("Content-Encoding: gzip",)),
+        "/cut-gzip": static(gz[: len(gz) // 2], extra=("Content-Encoding: gzip",)),
+    }
     text, _ = run(serve_once(routes, normalizer))
-    assert health(text) == {"deflate": "1.0", "raw-deflate": "1.0", "brotli": "0.0", "corrupt": "0.0",
-                            "cut-gzip": "0.0"}
-    assert health(text, "last_error_timestamp_seconds") == {"brotli": "http", "corrupt": "parse",
-                                                            "cut-gzip": "truncated"}
+    assert health(text) == {
+        "deflate": "1.0",
+        "raw-deflate": "1.0",
+        "brotli": "0.0",
+        "corrupt": "0.0",
+        "cut-gzip": "0.0",
+    }
+    assert health(text, "last_error_timestamp_seconds") == {
+        "brotli": "http",
+        "corrupt": "parse",
+        "cut-gzip": "truncated",
+    }
     want = expected_samples(DCGM.decode(), normalizer)
     assert target_samples(text, "deflate") == want and target_samples(text, "raw-deflate") == want
 
@@ -161,7 +200,7 @@ def test_slowloris_body_ends_as_timeout_within_the_target_timeout(normalizer):
     text, elapsed = run(serve_once(routes, normalizer, timeout=1.0))
     assert health(text) == {"slow": "0.0", "good": "1.0"}
     assert health(text, "last_error_timestamp_seconds") == {"slow": "timeout"}
-    assert elapsed < 1.0 + 2.0         # a hang detector: the timeout + 2 s of a busy machine
+    assert elapsed < 1.0 + 2.0  # a hang detector: the timeout + 2 s of a busy machine
 
 
 # -- 2. one target never takes down the others ------------------------------------------------
@@ -179,15 +218,15 @@ def test_line_separators_inside_label_values_stay_inside_them(normalizer):
 
 
 OPENMETRICS_AND_OVERFLOW = (
-    "# TYPE build info\nbuild_info{version=\"1\"} 1\n"
-    "# TYPE state stateset\nstate{state=\"a\"} 1\n"
-    "# TYPE gh gaugehistogram\ngh_bucket{le=\"+Inf\"} 1\ngh_gcount 1\ngh_gsum 1\n"
+    '# TYPE build info\nbuild_info{version="1"} 1\n'
+    '# TYPE state stateset\nstate{state="a"} 1\n'
+    '# TYPE gh gaugehistogram\ngh_bucket{le="+Inf"} 1\ngh_gcount 1\ngh_gsum 1\n'
     "# TYPE huge gauge\nhuge 1e999\n"
     "# TYPE huge_ts gauge\nhuge_ts 1 99999999999999999999\n"
-    "# TYPE lat histogram\nlat_bucket{le=\"0.1\"} 1 # {trace_id=\"abc\"} 0.05 1700000000.0\nlat_count 1\nlat_sum 1\n"
-    "# TYPE bad_le histogram\nbad_le_bucket{le=\"fast\"} 1\nbad_le_bucket{le=\"+Inf\"} 1\nbad_le_count 1\n"
-    "# TYPE dup gauge\ndup{a=\"1\",a=\"2\"} 1\n"
-    "# TYPE reserved gauge\nreserved{__name__=\"other\"} 1\n"
+    '# TYPE lat histogram\nlat_bucket{le="0.1"} 1 # {trace_id="abc"} 0.05 1700000000.0\nlat_count 1\nlat_sum 1\n'
+    '# TYPE bad_le histogram\nbad_le_bucket{le="fast"} 1\nbad_le_bucket{le="+Inf"} 1\nbad_le_count 1\n'
+    '# TYPE dup gauge\ndup{a="1",a="2"} 1\n'
+    '# TYPE reserved gauge\nreserved{__name__="other"} 1\n'
     "# TYPE fine_unknown unknown\nfine_unknown 7\n"
     "# TYPE fine gauge\nfine 1\n"
     "# EOF\n"
@@ -219,10 +258,14 @@ def test_a_target_with_nothing_readable_is_down_with_parse(normalizer):
 
 
 def test_a_family_clashing_with_another_target_or_the_exporter_is_left_out(normalizer):
-    routes = {"/a": static(b"# TYPE shared gauge\nshared 1\n# TYPE inferwatch_exporter_target_up gauge\n"
-                           b"inferwatch_exporter_target_up 5\n"),
-              "/b": static(b"# TYPE shared counter\nshared 2\n# TYPE other gauge\nother_total 1\n"),
-              "/c": static(b"# TYPE other_total counter\nother_total 3\n")}
+    routes = {
+        "/a": static(
+            b"# TYPE shared gauge\nshared 1\n# TYPE inferwatch_exporter_target_up gauge\n"
+            b"inferwatch_exporter_target_up 5\n"
+        ),
+        "/b": static(b"# TYPE shared counter\nshared 2\n# TYPE other gauge\nother_total 1\n"),
+        "/c": static(b"# TYPE other_total counter\nother_total 3\n"),
+    }
     text, _ = run(serve_once(routes, normalizer))
     assert_served_parses(text)
     assert health(text) == {"a": "1.0", "b": "1.0", "c": "1.0"}
@@ -239,26 +282,63 @@ def test_target_label_is_validated(bad):
 
 @pytest.mark.parametrize("bad", ["bad-label", "le"])
 def test_target_label_flag_gets_one_clear_line(bad):
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--target", "localhost:1",
-                           "--target-label", bad, "--listen", "127.0.0.1:1"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "exporter",
+            "normalize",
+            "--target",
+            "localhost:1",
+            "--target-label",
+            bad,
+            "--listen",
+            "127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "--target-label" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_no_target_label_with_two_targets_is_refused_not_served_as_duplicates():
     """Two targets without a target label serve the same series twice; Prometheus silently keeps one (issue 23)."""
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--target", "a=localhost:1",
-                           "--target", "b=localhost:2", "--target-label", "", "--listen", "127.0.0.1:9"],
-                          capture_output=True, text=True, timeout=120)     # before the fix it served, never exited
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "exporter",
+            "normalize",
+            "--target",
+            "a=localhost:1",
+            "--target",
+            "b=localhost:2",
+            "--target-label",
+            "",
+            "--listen",
+            "127.0.0.1:9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # before the fix it served, never exited
     assert proc.returncode == 2 and "--target-label" in proc.stderr and "2 targets" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_good_target_labels_pass():
-    assert [parse_target_label(x) for x in ("target", "", "_t", "instance_name")] == ["target", "", "_t",
-                                                                                      "instance_name"]
+    assert [parse_target_label(x) for x in ("target", "", "_t", "instance_name")] == [
+        "target",
+        "",
+        "_t",
+        "instance_name",
+    ]
 
 
 # -- 3. no input freezes the exporter ----------------------------------------------------------
+
 
 def go_style(lines: int) -> str:
     """Integer values as Go clients write them, then one line the fast path does not take."""
@@ -296,11 +376,12 @@ def test_30000_labels_on_one_line_cost_milliseconds_and_drop_that_sample(normali
     assert len(split_families(line)[0].samples()[0].labels) == 30000
     assert time.process_time() - start < LINEAR_CPU_S
     body = ("# TYPE narrow gauge\nnarrow 1\n# TYPE wide gauge\n" + line).encode()
-    text, elapsed = run(serve_once({"/wide": static(body), "/wide-canonical": static(body.replace(b'v"}', b'v"} '))},
-                                   normalizer))
+    text, elapsed = run(
+        serve_once({"/wide": static(body), "/wide-canonical": static(body.replace(b'v"}', b'v"} '))}, normalizer)
+    )
     assert health(text) == {"wide": "1.0", "wide-canonical": "1.0"}
     assert list(target_samples(text, "wide")) == [("narrow", ())]
-    assert "label_limit" in text and elapsed < 10     # a hang detector: the parse is timed on CPU above
+    assert "label_limit" in text and elapsed < 10  # a hang detector: the parse is timed on CPU above
 
 
 def test_healthz_answers_while_a_large_body_is_parsed(normalizer):
@@ -330,17 +411,30 @@ def test_healthz_answers_while_a_large_body_is_parsed(normalizer):
 
 # -- 4/5. deadlines and shared fetches ---------------------------------------------------------
 
+
 def test_the_scrape_answers_before_prometheus_timeout_with_what_is_ready(normalizer):
     routes = {"/hang": hang, "/good": static(DCGM)}
     text, elapsed = run(serve_once(routes, normalizer, timeout_header=1.0, timeout=5.0))
-    assert elapsed < 1.0 + 2.0         # a hang detector: Prometheus' 1 s + 2 s of a busy machine
+    assert elapsed < 1.0 + 2.0  # a hang detector: Prometheus' 1 s + 2 s of a busy machine
     assert health(text) == {"hang": "0.0", "good": "1.0"}
     assert health(text, "last_error_timestamp_seconds") == {"hang": "timeout"}
     assert target_samples(text, "good") == expected_samples(DCGM.decode(), normalizer)
 
 
-@pytest.mark.parametrize("header,budget", [(None, 5.5), ("2", 1.75), ("4", 3.6), ("10", 5.5), ("0.3", 0.15),
-                                           ("junk", 5.5), ("-1", 5.5), ("nan", 5.5), ("inf", 5.5)])
+@pytest.mark.parametrize(
+    "header,budget",
+    [
+        (None, 5.5),
+        ("2", 1.75),
+        ("4", 3.6),
+        ("10", 5.5),
+        ("0.3", 0.15),
+        ("junk", 5.5),
+        ("-1", 5.5),
+        ("nan", 5.5),
+        ("inf", 5.5),
+    ],
+)
 def test_scrape_deadline(header, budget):
     assert scrape_deadline(5.0, header) == pytest.approx(budget)
 
@@ -372,29 +466,45 @@ def test_config_file_checks_the_new_keys(tmp_path):
     from inferwatch.exporters import load_config
 
     cfg = tmp_path / "exporter.yaml"
-    cfg.write_text("targets: [localhost:8000]\ntarget_label: le\nmax_labels: -1\nmin_interval: soon\n"
-                   "max_connections: 0\nmax_body: 16\n")
+    cfg.write_text(
+        "targets: [localhost:8000]\ntarget_label: le\nmax_labels: -1\nmin_interval: soon\n"
+        "max_connections: 0\nmax_body: 16\n"
+    )
     with pytest.raises(SpecError) as err:
         load_config(str(cfg))
     text = str(err.value)
     for key in ("target_label", "max_labels", "min_interval", "max_connections", "max_body"):
         assert f"{key}:" in text, text
     assert "max_body: 16 is under 1KiB (a bare number is bytes): give a size such as 16MiB or 64MiB" in text
-    cfg.write_text("targets: [localhost:8000]\ntarget_label: instance\nmax_labels: 0\nmin_interval: 250ms\n"
-                   "max_connections: 8\nmax_body: 64MiB\n")
+    cfg.write_text(
+        "targets: [localhost:8000]\ntarget_label: instance\nmax_labels: 0\nmin_interval: 250ms\n"
+        "max_connections: 8\nmax_body: 64MiB\n"
+    )
     config = load_config(str(cfg))
-    assert (config.target_label, config.max_labels, config.min_interval, config.max_connections,
-            config.max_body) == ("instance", 0, 0.25, 8, 64 << 20)
+    assert (config.target_label, config.max_labels, config.min_interval, config.max_connections, config.max_body) == (
+        "instance",
+        0,
+        0.25,
+        8,
+        64 << 20,
+    )
     cfg.write_text("targets: [localhost:8000]\n")
     assert load_config(str(cfg)).max_body == 16 << 20
 
 
 # -- 6. escapes, and samples away from their family (from test_exporter_fuzz draws) -------------
 
-LAT = ('# HELP lat Latency.\n# TYPE lat histogram\nlat_bucket{le="0.025"} 1\nlat_bucket{le="+Inf"} 2\n'
-       'lat_sum 3\nlat_count 2\n# HELP other Other.\n# TYPE other gauge\nother 1\n')
-LAT_SERVED = {("lat_bucket", (("le", "0.025"),)): "1", ("lat_bucket", (("le", "+Inf"),)): "2", ("lat_sum", ()): "3",
-              ("lat_count", ()): "2", ("other", ()): "1"}
+LAT = (
+    '# HELP lat Latency.\n# TYPE lat histogram\nlat_bucket{le="0.025"} 1\nlat_bucket{le="+Inf"} 2\n'
+    "lat_sum 3\nlat_count 2\n# HELP other Other.\n# TYPE other gauge\nother 1\n"
+)
+LAT_SERVED = {
+    ("lat_bucket", (("le", "0.025"),)): "1",
+    ("lat_bucket", (("le", "+Inf"),)): "2",
+    ("lat_sum", ()): "3",
+    ("lat_count", ()): "2",
+    ("other", ()): "1",
+}
 QUANTILES = '# TYPE q summary\nq{quantile="0.5"} 1\nq_sum 2\nq_count 3\n# TYPE other gauge\nother 1\n'
 QUANTILES_SERVED = {("q", (("quantile", "0.5"),)): "1", ("q_sum", ()): "2", ("q_count", ()): "3", ("other", ()): "1"}
 ESCAPED = '# TYPE esc gauge\nesc{a="\\\\",b="\\"",c="\\n",d="\\t",e="\\0.5"} 1\n'
@@ -404,25 +514,44 @@ STRAYS = {
     # family, where it was a family of its own that no le check saw, while promtool reads it as a bucket of `lat`
     "fuzz-draw": ({"t": LAT + 'lat_bucket{le="\\\\0.025"} 1\n'}, {"t": LAT_SERVED}, {"t": 1}),
     # an escape the text format does not define, in place: read as 0.025, it was served as a second 0.025 bucket
-    "unknown-escape": ({"t": LAT.replace("lat_sum", 'lat_bucket{le="\\0.025"} 4\nlat_sum')}, {"t": LAT_SERVED},
-                       {"t": 1}),
+    "unknown-escape": (
+        {"t": LAT.replace("lat_sum", 'lat_bucket{le="\\0.025"} 4\nlat_sum')},
+        {"t": LAT_SERVED},
+        {"t": 1},
+    ),
     "stray-sum-le": ({"t": LAT + 'lat_sum{le="x"} 5\n'}, {"t": LAT_SERVED}, {"t": 1}),
-    "stray-good-bucket": ({"t": LAT + 'lat_bucket{le="0.5"} 1\n'},
-                          {"t": {**LAT_SERVED, ("lat_bucket", (("le", "0.5"),)): "1"}}, {}),
-    "stray-quantile": ({"t": QUANTILES + 'q{quantile="\\\\0.5"} 4\nq_count{quantile="\\t"} 5\n'},
-                       {"t": QUANTILES_SERVED}, {"t": 2}),
+    "stray-good-bucket": (
+        {"t": LAT + 'lat_bucket{le="0.5"} 1\n'},
+        {"t": {**LAT_SERVED, ("lat_bucket", (("le", "0.5"),)): "1"}},
+        {},
+    ),
+    "stray-quantile": (
+        {"t": QUANTILES + 'q{quantile="\\\\0.5"} 4\nq_count{quantile="\\t"} 5\n'},
+        {"t": QUANTILES_SERVED},
+        {"t": 2},
+    ),
     # no histogram `lat` in this target, but another target's `lat` would take these lines in the served text
-    "bucket-names-elsewhere": ({"t": LAT, "u": 'lat_bucket{le="fast"} 1\nlat_count{quantile="\\0"} 2\nok 1\n'},
-                               {"t": LAT_SERVED, "u": {("ok", ()): "1"}}, {"u": 2}),
-    "escapes-kept": ({"t": ESCAPED}, {"t": {("esc", (("a", "\\"), ("b", '"'), ("c", "\n"), ("d", "\\t"),
-                                                     ("e", "\\0.5"))): "1"}}, {}),
+    "bucket-names-elsewhere": (
+        {"t": LAT, "u": 'lat_bucket{le="fast"} 1\nlat_count{quantile="\\0"} 2\nok 1\n'},
+        {"t": LAT_SERVED, "u": {("ok", ()): "1"}},
+        {"u": 2},
+    ),
+    "escapes-kept": (
+        {"t": ESCAPED},
+        {"t": {("esc", (("a", "\\"), ("b", '"'), ("c", "\n"), ("d", "\\t"), ("e", "\\0.5"))): "1"}},
+        {},
+    ),
 }
 
 
 def dropped_total(text: str) -> dict[tuple[str, str], float]:
     """(target, reason) -> inferwatch_exporter_target_dropped_total."""
-    return {(dict(s.labels)["target"], dict(s.labels)["reason"]): float(s.value) for fam in split_families(text)
-            for s in fam.samples() if s.name == "inferwatch_exporter_target_dropped_total"}
+    return {
+        (dict(s.labels)["target"], dict(s.labels)["reason"]): float(s.value)
+        for fam in split_families(text)
+        for s in fam.samples()
+        if s.name == "inferwatch_exporter_target_dropped_total"
+    }
 
 
 @pytest.mark.parametrize("bodies,served,dropped", STRAYS.values(), ids=STRAYS)
@@ -442,10 +571,17 @@ def test_prometheus_reads_the_served_label_values_as_it_reads_the_target(normali
     text, _ = run(serve_once({"/t": static(body.encode())}, normalizer))
     jobs = {"direct": body, "served": text}
     with serve({f"/{job}": page for job, page in jobs.items()}) as base:
-        config = {"global": {"scrape_interval": "1s"},
-                  "scrape_configs": [{"job_name": job, "metrics_path": f"/{job}",
-                                      "static_configs": [{"targets": [base.removeprefix("http://")]}]}
-                                     for job in jobs]}
+        config = {
+            "global": {"scrape_interval": "1s"},
+            "scrape_configs": [
+                {
+                    "job_name": job,
+                    "metrics_path": f"/{job}",
+                    "static_configs": [{"targets": [base.removeprefix("http://")]}],
+                }
+                for job in jobs
+            ],
+        }
         with prometheus(need("prometheus"), config, tmp_path) as prom:
             selector = '{__name__=~"esc|lat_bucket"}'
             wait_for(lambda: len(query(prom, f"up == 1 and on (job) count by (job) ({selector})")) == 2)
@@ -462,9 +598,13 @@ def test_prometheus_reads_the_served_label_values_as_it_reads_the_target(normali
 
 # -- 7. names promtool files under a histogram or summary served by another family -----------------
 
-HIST = ('# HELP x X.\n# TYPE x histogram\nx_bucket{le="1"} 1\nx_bucket{le="+Inf"} 2\nx_sum 3\nx_count 2\n')
-HIST_SERVED = {("x_bucket", (("le", "1"),)): "1", ("x_bucket", (("le", "+Inf"),)): "2", ("x_sum", ()): "3",
-               ("x_count", ()): "2"}
+HIST = '# HELP x X.\n# TYPE x histogram\nx_bucket{le="1"} 1\nx_bucket{le="+Inf"} 2\nx_sum 3\nx_count 2\n'
+HIST_SERVED = {
+    ("x_bucket", (("le", "1"),)): "1",
+    ("x_bucket", (("le", "+Inf"),)): "2",
+    ("x_sum", ()): "3",
+    ("x_count", ()): "2",
+}
 NO_COUNT = HIST.replace("x_count 2\n", "")
 COUNT_GAUGE = "# TYPE x_count gauge\nx_count 5\n"
 SUMMARY = '# TYPE s summary\ns{quantile="0.5"} 1\ns_sum 2\ns_count 3\n'
@@ -473,35 +613,61 @@ OK = "# TYPE ok gauge\nok 1\n"
 CLASHES = {
     # name: ({target: body}, {target: what it is served as}, {target: families left out as conflict})
     # `# TYPE x_count gauge` after histogram x is a second TYPE for x: promtool rejected the whole scrape
-    "histogram-then-count-gauge": ({"t": HIST + COUNT_GAUGE + OK}, {"t": {**HIST_SERVED, ("ok", ()): "1"}},
-                                   {"t": 1}),
-    "histogram-then-count-gauge-elsewhere": ({"t": HIST, "u": COUNT_GAUGE + OK}, {"t": HIST_SERVED,
-                                                                                 "u": {("ok", ()): "1"}}, {"u": 1}),
+    "histogram-then-count-gauge": ({"t": HIST + COUNT_GAUGE + OK}, {"t": {**HIST_SERVED, ("ok", ()): "1"}}, {"t": 1}),
+    "histogram-then-count-gauge-elsewhere": (
+        {"t": HIST, "u": COUNT_GAUGE + OK},
+        {"t": HIST_SERVED, "u": {("ok", ()): "1"}},
+        {"u": 1},
+    ),
     # the histogram takes x_count whether its own body has one or not
     "histogram-without-count-then-count-gauge": (
-        {"t": NO_COUNT, "u": COUNT_GAUGE}, {"t": {k: v for k, v in HIST_SERVED.items() if k[0] != "x_count"},
-                                            "u": {}}, {"u": 1}),
-    "histogram-then-help-only-bucket": ({"t": HIST, "u": '# HELP x_bucket B.\nx_bucket{le="1"} 7\n' + OK},
-                                        {"t": HIST_SERVED, "u": {("ok", ()): "1"}}, {"u": 1}),
+        {"t": NO_COUNT, "u": COUNT_GAUGE},
+        {"t": {k: v for k, v in HIST_SERVED.items() if k[0] != "x_count"}, "u": {}},
+        {"u": 1},
+    ),
+    "histogram-then-help-only-bucket": (
+        {"t": HIST, "u": '# HELP x_bucket B.\nx_bucket{le="1"} 7\n' + OK},
+        {"t": HIST_SERVED, "u": {("ok", ()): "1"}},
+        {"u": 1},
+    ),
     # the other way round: the histogram's x_count would be one more series of gauge x_count (from one target,
     # the same series twice: Prometheus keeps one, as a gauge); first come, first served
-    "count-gauge-then-histogram": ({"t": COUNT_GAUGE + HIST + OK}, {"t": {("x_count", ()): "5", ("ok", ()): "1"}},
-                                   {"t": 1}),
-    "count-gauge-then-histogram-elsewhere": ({"t": COUNT_GAUGE, "u": HIST + OK},
-                                             {"t": {("x_count", ()): "5"}, "u": {("ok", ()): "1"}}, {"u": 1}),
+    "count-gauge-then-histogram": (
+        {"t": COUNT_GAUGE + HIST + OK},
+        {"t": {("x_count", ()): "5", ("ok", ()): "1"}},
+        {"t": 1},
+    ),
+    "count-gauge-then-histogram-elsewhere": (
+        {"t": COUNT_GAUGE, "u": HIST + OK},
+        {"t": {("x_count", ()): "5"}, "u": {("ok", ()): "1"}},
+        {"u": 1},
+    ),
     # nothing else is lost: a histogram without x_count beside gauge x_count, x_created, stray buckets
     "count-gauge-then-histogram-without-count": (
         {"t": COUNT_GAUGE, "u": NO_COUNT},
-        {"t": {("x_count", ()): "5"}, "u": {k: v for k, v in HIST_SERVED.items() if k[0] != "x_count"}}, {}),
-    "histogram-and-created": ({"t": HIST + "# TYPE x_created gauge\nx_created 1.7e+09\n"},
-                              {"t": {**HIST_SERVED, ("x_created", ()): "1.7e+09"}}, {}),
-    "stray-bucket-before-histogram": ({"t": OK + 'x_bucket{le="0.5"} 1\n', "u": HIST},
-                                      {"t": {("ok", ()): "1", ("x_bucket", (("le", "0.5"),)): "1"},
-                                       "u": HIST_SERVED}, {}),
-    "summary-then-sum-gauge": ({"t": SUMMARY, "u": "# TYPE s_sum gauge\ns_sum 9\n# TYPE s_bucket gauge\ns_bucket 4\n"},
-                               {"t": SUMMARY_SERVED, "u": {("s_bucket", ()): "4"}}, {"u": 1}),
-    "count-counter-then-summary": ({"t": "# TYPE s_count counter\ns_count 4\n", "u": SUMMARY + OK},
-                                   {"t": {("s_count", ()): "4"}, "u": {("ok", ()): "1"}}, {"u": 1}),
+        {"t": {("x_count", ()): "5"}, "u": {k: v for k, v in HIST_SERVED.items() if k[0] != "x_count"}},
+        {},
+    ),
+    "histogram-and-created": (
+        {"t": HIST + "# TYPE x_created gauge\nx_created 1.7e+09\n"},
+        {"t": {**HIST_SERVED, ("x_created", ()): "1.7e+09"}},
+        {},
+    ),
+    "stray-bucket-before-histogram": (
+        {"t": OK + 'x_bucket{le="0.5"} 1\n', "u": HIST},
+        {"t": {("ok", ()): "1", ("x_bucket", (("le", "0.5"),)): "1"}, "u": HIST_SERVED},
+        {},
+    ),
+    "summary-then-sum-gauge": (
+        {"t": SUMMARY, "u": "# TYPE s_sum gauge\ns_sum 9\n# TYPE s_bucket gauge\ns_bucket 4\n"},
+        {"t": SUMMARY_SERVED, "u": {("s_bucket", ()): "4"}},
+        {"u": 1},
+    ),
+    "count-counter-then-summary": (
+        {"t": "# TYPE s_count counter\ns_count 4\n", "u": SUMMARY + OK},
+        {"t": {("s_count", ()): "4"}, "u": {("ok", ()): "1"}},
+        {"u": 1},
+    ),
 }
 
 
@@ -514,8 +680,9 @@ def served_twice(text: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("bodies,served,conflicts", CLASHES.values(), ids=CLASHES)
-def test_a_family_promtool_files_under_another_is_left_out_counted_and_logged(bodies, served, conflicts,
-                                                                              normalizer, caplog):
+def test_a_family_promtool_files_under_another_is_left_out_counted_and_logged(
+    bodies, served, conflicts, normalizer, caplog
+):
     routes = {f"/{name}": static(body.encode()) for name, body in bodies.items()}
     with caplog.at_level("WARNING", logger="inferwatch.exporter"):
         text, _ = run(serve_once(routes, normalizer))

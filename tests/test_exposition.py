@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import all_expositions
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import all_expositions
 from inferwatch.errors import ExpositionError
 from inferwatch.exporters import Normalizer, format_sample, parse_sample, split_families
 
@@ -18,7 +18,7 @@ INVALID = [
     # truncated or broken sample lines
     ('ok 1\nvllm:x{model_name="a" 1\n', 2, "label set not closed"),
     ('vllm:x{model_name="a} 1\n', 1, "malformed label set"),
-    ('vllm:x{model_name=a} 1\n', 1, "malformed label set"),
+    ("vllm:x{model_name=a} 1\n", 1, "malformed label set"),
     ("vllm:x{} \n", 1, "expected"),
     ("vllm:x 1 2 3\n", 1, "expected"),
     ("vllm:x one\n", 1, "invalid sample value"),
@@ -80,7 +80,7 @@ def test_every_fixture_is_canonical_so_the_fast_path_runs(path):
 
 
 def test_untyped_families_without_comments_are_grouped():
-    fams = split_families("a 1\na{x=\"1\"} 2\nb_total 3\n")
+    fams = split_families('a 1\na{x="1"} 2\nb_total 3\n')
     assert [(f.name, len(f.samples())) for f in fams] == [("a", 2), ("b_total", 1)]
 
 

@@ -17,14 +17,14 @@ import openai
 import pytest
 import requests
 from aiohttp import web
-
-from inferwatch.sim import SimulatorConfig, make_app
 from simtools import serve_app
 from test_frontdoor import ASK, METRICS, STEADY, client, frontdoor, outcomes, scrape, total, wait_for
 
+from inferwatch.sim import SimulatorConfig, make_app
+
 pytestmark = pytest.mark.xdist_group("frontdoor_clients")
 
-IDLE = 1.0          # the front door's idle timeout: also how long a stalled request body is waited for
+IDLE = 1.0  # the front door's idle timeout: also how long a stalled request body is waited for
 ORIGIN = "http://app.example"
 
 
@@ -32,9 +32,14 @@ ORIGIN = "http://app.example"
 async def _as_fastapi(request: web.Request, handler):
     """What vLLM's FastAPI server does before its routes: CORS (`--allowed-origins`) and the slash redirect."""
     if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
-        return web.Response(headers={"Access-Control-Allow-Origin": ORIGIN, "Access-Control-Allow-Methods": "POST",
-                                     "Access-Control-Allow-Headers": "authorization, content-type"})
-    if not request.raw_path.startswith("/"):          # uvicorn's h11 takes an absolute-form target for a path
+        return web.Response(
+            headers={
+                "Access-Control-Allow-Origin": ORIGIN,
+                "Access-Control-Allow-Methods": "POST",
+                "Access-Control-Allow-Headers": "authorization, content-type",
+            }
+        )
+    if not request.raw_path.startswith("/"):  # uvicorn's h11 takes an absolute-form target for a path
         raise web.HTTPNotFound()
     if request.path != "/" and request.path.endswith("/"):
         raise web.HTTPTemporaryRedirect(str(request.url.with_path(request.path.rstrip("/")).with_query(request.query)))
@@ -51,16 +56,20 @@ def door(access_log):
     """(front door URL, engine URL): one simulated engine, one front door before it (callers from X-Team)."""
     app = make_app(SimulatorConfig("vllm", None, "m", "normal", STEADY, seed=1))
     app.middlewares.append(_as_fastapi)
-    with serve_app(app) as engine, frontdoor(engine, idle_timeout=IDLE, caller_header="X-Team",
-                                              access_log=str(access_log)) as (url, _):
+    with (
+        serve_app(app) as engine,
+        frontdoor(engine, idle_timeout=IDLE, caller_header="X-Team", access_log=str(access_log)) as (url, _),
+    ):
         yield url, engine
 
 
 def counted(url: str, before: dict, expected: dict) -> None:
     """The front door counted exactly `expected` (by (outcome, code)) since `before`, and nothing is in flight."""
+
     def added():
         now = outcomes(url)
         return {key: now[key] - before.get(key, 0) for key in now if now[key] != before.get(key, 0)}
+
     wait_for(lambda: added() == expected, timeout=3) if added() != expected else None
     assert added() == expected
     assert total(url, "llm_frontdoor_requests_in_flight") == 0
@@ -73,26 +82,33 @@ def test_the_openai_client_sync_and_async_streamed_or_not_is_counted_once_each(d
     samples_before = [total(url, f"llm_frontdoor_{name}_seconds_count") for name in histograms]
     c = client(url)
     whole = c.chat.completions.create(model="m", messages=ASK)
-    streamed = list(c.chat.completions.create(model="m", messages=ASK, stream=True))   # no include_usage
-    two = list(c.chat.completions.create(model="m", messages=ASK, stream=True, n=2,
-                                         stream_options={"include_usage": False}))
+    streamed = list(c.chat.completions.create(model="m", messages=ASK, stream=True))  # no include_usage
+    two = list(
+        c.chat.completions.create(model="m", messages=ASK, stream=True, n=2, stream_options={"include_usage": False})
+    )
     text = list(c.completions.create(model="m", prompt="hi", stream=True))
 
     async def asynchronous():
         async with openai.AsyncOpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=10) as ac:
             answer = await ac.chat.completions.create(model="m", messages=ASK)
-            return answer, [chunk async for chunk in await ac.chat.completions.create(
-                model="m", messages=ASK, stream=True, stream_options={"include_usage": True})]
+            return answer, [
+                chunk
+                async for chunk in await ac.chat.completions.create(
+                    model="m", messages=ASK, stream=True, stream_options={"include_usage": True}
+                )
+            ]
 
     async_whole, async_streamed = asyncio.run(asynchronous())
     assert whole.choices[0].message.content and async_whole.choices[0].message.content
-    assert two[-1].choices[0].finish_reason          # the simulator answers n=2 with one choice
+    assert two[-1].choices[0].finish_reason  # the simulator answers n=2 with one choice
     assert streamed[-1].choices[0].finish_reason and text[-1].choices[0].finish_reason
     assert async_streamed[-1].usage.completion_tokens > 0
     counted(url, before, {("ok", "200"): 6})
-    samples = [total(url, f"llm_frontdoor_{name}_seconds_count") - was
-               for name, was in zip(histograms, samples_before, strict=True)]
-    assert samples == [4, 4, 4, 6]          # times to first token and per token: the four streamed answers only
+    samples = [
+        total(url, f"llm_frontdoor_{name}_seconds_count") - was
+        for name, was in zip(histograms, samples_before, strict=True)
+    ]
+    assert samples == [4, 4, 4, 6]  # times to first token and per token: the four streamed answers only
     assert total(url, "llm_frontdoor_requests_total", model="m") >= 6
 
 
@@ -107,8 +123,10 @@ def test_a_gzip_request_body_reaches_the_engine_decoded_and_a_broken_one_is_a_40
     body = json.dumps({"model": "m", "messages": ASK, "stream": True}).encode()
     gzipped = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
     before = outcomes(url)
-    through, direct = _post(url, data=gzip.compress(body), headers=gzipped), _post(engine, data=gzip.compress(body),
-                                                                                  headers=gzipped)
+    through, direct = (
+        _post(url, data=gzip.compress(body), headers=gzipped),
+        _post(engine, data=gzip.compress(body), headers=gzipped),
+    )
     assert (through.status_code, direct.status_code) == (200, 200)
     assert through.text.endswith("data: [DONE]\n\n") and direct.text.endswith("data: [DONE]\n\n")
     with caplog.at_level(logging.ERROR):
@@ -122,8 +140,11 @@ def test_a_cors_preflight_and_other_methods_on_the_metered_paths_are_the_engines
     """A browser app's preflight (OPTIONS), HEAD and GET on the metered paths pass through, unmetered, as the
     engine answers them (the front door's own routes are POST only, and must not answer 405 themselves)."""
     url, engine = door
-    preflight = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "authorization, content-type"}
+    preflight = {
+        "Origin": ORIGIN,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
     before = outcomes(url)
     for path in ("/v1/chat/completions", "/v1/completions"):
         through = requests.options(url + path, headers=preflight, timeout=5)
@@ -143,7 +164,7 @@ def test_a_redirect_from_the_engine_comes_back_through_the_front_door(door):
     redirect = _post(url, "/v1/chat/completions/", json=asked, allow_redirects=False)
     assert redirect.status_code == 307 and redirect.headers["Location"] == "/v1/chat/completions"
     before = outcomes(url)
-    followed = _post(url, "/v1/chat/completions/?api-version=2024-06-01", json=asked)     # an Azure-style query
+    followed = _post(url, "/v1/chat/completions/?api-version=2024-06-01", json=asked)  # an Azure-style query
     assert followed.status_code == 200 and followed.url == url + "/v1/chat/completions?api-version=2024-06-01"
     counted(url, before, {("ok", "200"): 1})
 
@@ -160,8 +181,10 @@ def _raw(url: str, data: bytes, timeout: float = 5, until: bytes | None = None) 
 
 
 def _request(body: bytes, length: int | None = None, extra: bytes = b"") -> bytes:
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n%s\r\n%s" % (len(body) if length is None else length, extra, body))
+    return (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n%s\r\n%s" % (len(body) if length is None else length, extra, body)
+    )
 
 
 def test_a_request_body_that_stops_coming_is_a_408_after_the_idle_timeout(door):
@@ -192,7 +215,8 @@ def test_pipelined_requests_on_one_connection_each_get_their_whole_answer(door):
 
 
 def test_bytes_that_are_not_utf8_in_a_header_are_refused_and_a_lone_surrogate_model_never_breaks_the_metrics(
-        door, access_log, caplog):
+    door, access_log, caplog
+):
     """An API key or a caller header with a byte that is not UTF-8 would reach the engine changed (aiohttp's
     client blanked it): it is refused with 400, never forwarded. A model that is a lone surrogate (`\\ud800` is
     valid JSON) is no model an engine serves (`other`), and the access log writes it as `?`."""
@@ -221,9 +245,11 @@ def test_a_model_name_of_half_a_megabyte_is_counted_as_other_not_copied_into_eve
     assert len(requests.get(METRICS[url] + "/metrics", timeout=5).content) < size + 20_000
 
 
-MALFORMED = {"a header line over 8,190 bytes": b"X-Long: " + b"a" * 9000 + b"\r\n",
-             "200 headers": b"".join(b"X-H%d: v\r\n" % i for i in range(200)),
-             "a bad chunk size": b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"}
+MALFORMED = {
+    "a header line over 8,190 bytes": b"X-Long: " + b"a" * 9000 + b"\r\n",
+    "200 headers": b"".join(b"X-H%d: v\r\n" % i for i in range(200)),
+    "a bad chunk size": b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+}
 
 
 @pytest.mark.parametrize("mistake", MALFORMED.values(), ids=MALFORMED)
@@ -235,7 +261,8 @@ def test_a_clients_malformed_http_is_a_400_and_one_warning_line_not_a_traceback(
         wait_for(lambda: caplog.records)
     assert answer.startswith(b"HTTP/1.0 400 Bad Request")
     assert [(r.name, r.levelname, r.exc_info) for r in caplog.records] == [
-        ("inferwatch.frontdoor.http", "WARNING", None)]
+        ("inferwatch.frontdoor.http", "WARNING", None)
+    ]
     assert b"aaaa" not in caplog.text.encode() and "client got a 400" in caplog.text
     counted(url, before, {})
 
@@ -248,6 +275,8 @@ def test_a_client_using_the_front_door_as_its_http_proxy_reaches_the_engine(door
     body = json.dumps({"model": "m", "messages": ASK}).encode()
     method = b"POST" if path.endswith("completions") else b"GET"
     target = b"http://vllm.example:8000" + path.encode() + b"?api-version=1"
-    answer = _raw(url, _request(body, extra=b"Connection: close\r\n").replace(b"POST /v1/chat/completions",
-                                                                              method + b" " + target, 1))
+    answer = _raw(
+        url,
+        _request(body, extra=b"Connection: close\r\n").replace(b"POST /v1/chat/completions", method + b" " + target, 1),
+    )
     assert answer.startswith(b"HTTP/1.1 200 ")

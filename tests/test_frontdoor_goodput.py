@@ -13,39 +13,50 @@ import openai
 import pytest
 import yaml
 from aiohttp import web
+from test_frontdoor import _chunk, _serving, _sse, client, frontdoor, scrape, wait_for
 
 from inferwatch.frontdoor._goodput import GoodputError, default_goodput, load_goodput
-from test_frontdoor import _chunk, _serving, _sse, client, frontdoor, scrape, wait_for
 
 LABELS = ("m", "anonymous", "e:1")
 
 
 def _spec(tmp_path, objectives, **top) -> str:
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({"version": 1, "service": "chat", "source": "frontdoor", **top,
-                                    "objectives": objectives}))
+    path.write_text(
+        yaml.safe_dump({"version": 1, "service": "chat", "source": "frontdoor", **top, "objectives": objectives})
+    )
     return str(path)
 
 
-@pytest.mark.parametrize("outcome, code, times, verdict", [
-    ("ok", 200, {"ttft": 0.2, "tpot": 0.03}, True),
-    ("ok", 200, {"ttft": 1.0, "tpot": 0.1}, True),          # at the threshold: the `le` bucket counts it as good
-    ("ok", 200, {"ttft": 1.2, "tpot": 0.03}, False),        # slow first token
-    ("ok", 200, {"ttft": 0.2, "tpot": 0.2}, False),         # fast first token, slow stream: bad all the same
-    ("length", 200, {"ttft": 0.2, "tpot": 0.03}, True),     # a length stop is answered (the default SLI's reading)
-    ("ok", 200, {}, True),                                  # not streamed: only answered judges it
-    ("error", 500, {"ttft": 0.2}, False),                   # a quick error is not goodput
-    ("rate_limited", 429, {}, False),
-    ("cancelled", 499, {"ttft": 0.2}, None),                # the client gave up: not judged, as answered
-    ("invalid_request", 400, {}, None),                     # the caller's own mistake: not judged
-])
+@pytest.mark.parametrize(
+    "outcome, code, times, verdict",
+    [
+        ("ok", 200, {"ttft": 0.2, "tpot": 0.03}, True),
+        ("ok", 200, {"ttft": 1.0, "tpot": 0.1}, True),  # at the threshold: the `le` bucket counts it as good
+        ("ok", 200, {"ttft": 1.2, "tpot": 0.03}, False),  # slow first token
+        ("ok", 200, {"ttft": 0.2, "tpot": 0.2}, False),  # fast first token, slow stream: bad all the same
+        ("length", 200, {"ttft": 0.2, "tpot": 0.03}, True),  # a length stop is answered (the default SLI's reading)
+        ("ok", 200, {}, True),  # not streamed: only answered judges it
+        ("error", 500, {"ttft": 0.2}, False),  # a quick error is not goodput
+        ("rate_limited", 429, {}, False),
+        ("cancelled", 499, {"ttft": 0.2}, None),  # the client gave up: not judged, as answered
+        ("invalid_request", 400, {}, None),  # the caller's own mistake: not judged
+    ],
+)
 def test_each_request_is_judged_against_every_default_objective(outcome, code, times, verdict):
     assert default_goodput().judge(LABELS, outcome, code, times) is verdict
 
 
 def test_only_requests_an_objective_selects_are_judged(tmp_path):
-    goodput = load_goodput([_spec(tmp_path, [{"name": "fast", "sli": "ttft", "threshold": "500ms",
-                                              "target": "99%"}], selector={"model": "llama"})])
+    goodput = load_goodput(
+        [
+            _spec(
+                tmp_path,
+                [{"name": "fast", "sli": "ttft", "threshold": "500ms", "target": "99%"}],
+                selector={"model": "llama"},
+            )
+        ]
+    )
     assert goodput.judge(("llama", "a", "u"), "ok", 200, {"ttft": 0.4}) is True
     assert goodput.judge(("llama", "a", "u"), "ok", 200, {"ttft": 0.6}) is False
     assert goodput.judge(("qwen", "a", "u"), "ok", 200, {"ttft": 0.6}) is None
@@ -54,22 +65,54 @@ def test_only_requests_an_objective_selects_are_judged(tmp_path):
 
 
 def test_length_is_bad_spec_makes_length_stops_bad(tmp_path):
-    goodput = load_goodput([_spec(tmp_path, [{"name": "answered", "sli": "answered", "length_is_bad": True,
-                                              "target": "99%"}])])
+    goodput = load_goodput(
+        [_spec(tmp_path, [{"name": "answered", "sli": "answered", "length_is_bad": True, "target": "99%"}])]
+    )
     assert goodput.judge(LABELS, "ok", 200, {}) is True
     assert goodput.judge(LABELS, "length", 200, {}) is False
 
 
-@pytest.mark.parametrize("objectives, top, says", [
-    ([{"name": "x", "sli": "ttft", "threshold": "1s", "target": "99%"}], {"source": "engine"},
-     "source is 'engine'"),
-    ([{"name": "x", "sli": "ttft", "threshold": "1s", "target": "99%", "selector": {"namespace": "a"}}], {},
-     "label 'namespace'"),
-    ([{"name": "x", "sli": "latency", "metric": "llm_request_queue_time_seconds", "threshold": "1s",
-       "target": "99%"}], {}, "not a front door histogram"),
-    ([{"name": "x", "sli": "ratio", "total": "llm_requests_finished_total", "good": "llm_requests_finished_total"
-       '{finished_reason="stop"}', "target": "99%"}], {}, "not counted per request"),
-])
+@pytest.mark.parametrize(
+    "objectives, top, says",
+    [
+        (
+            [{"name": "x", "sli": "ttft", "threshold": "1s", "target": "99%"}],
+            {"source": "engine"},
+            "source is 'engine'",
+        ),
+        (
+            [{"name": "x", "sli": "ttft", "threshold": "1s", "target": "99%", "selector": {"namespace": "a"}}],
+            {},
+            "label 'namespace'",
+        ),
+        (
+            [
+                {
+                    "name": "x",
+                    "sli": "latency",
+                    "metric": "llm_request_queue_time_seconds",
+                    "threshold": "1s",
+                    "target": "99%",
+                }
+            ],
+            {},
+            "not a front door histogram",
+        ),
+        (
+            [
+                {
+                    "name": "x",
+                    "sli": "ratio",
+                    "total": "llm_requests_finished_total",
+                    "good": 'llm_requests_finished_total{finished_reason="stop"}',
+                    "target": "99%",
+                }
+            ],
+            {},
+            "not counted per request",
+        ),
+    ],
+)
 def test_a_spec_goodput_cannot_judge_by_is_refused_with_the_file_and_objective(tmp_path, objectives, top, says):
     path = _spec(tmp_path, objectives, **top)
     with pytest.raises(GoodputError) as err:
@@ -80,8 +123,12 @@ def test_a_spec_goodput_cannot_judge_by_is_refused_with_the_file_and_objective(t
 
 def test_the_cli_says_what_is_wrong_without_a_traceback(tmp_path):
     path = _spec(tmp_path, [{"name": "x", "sli": "ttft", "threshold": "1s", "target": "99%"}], source="engine")
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "http://127.0.0.1:9",
-                           "--goodput-spec", path], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "http://127.0.0.1:9", "--goodput-spec", path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert path in proc.stderr and "source: frontdoor" in proc.stderr
 
@@ -96,13 +143,14 @@ def test_goodput_sli_is_refused_on_the_engine_source_with_where_it_exists(tmp_pa
 
 # --- a real front door: the counters for a known mix --------------------------------------------------------------
 
-SLOW = 0.6        # seconds between a slow answer's two visible tokens: over the 250ms objective however busy
+SLOW = 0.6  # seconds between a slow answer's two visible tokens: over the 250ms objective however busy
 
 
 @contextmanager
 def _engine():
     """A loopback engine by model: `fast` sends its whole answer in one write, `slow` waits SLOW between its
     visible tokens, `busy` answers 429."""
+
     async def handle(request: web.Request) -> web.StreamResponse:
         if request.path == "/v1/models":
             return web.json_response({"object": "list", "data": [{"id": m} for m in ("fast", "slow", "busy")]})
@@ -134,16 +182,25 @@ def _engine():
 
 
 def test_a_real_front_door_counts_judged_and_good_requests_per_model(tmp_path):
-    spec = _spec(tmp_path, [{"name": "fast-enough", "sli": "tpot", "threshold": "250ms", "target": "95%"},
-                            {"name": "answered", "sli": "answered", "target": "99%"}], group_by=["model"])
+    spec = _spec(
+        tmp_path,
+        [
+            {"name": "fast-enough", "sli": "tpot", "threshold": "250ms", "target": "95%"},
+            {"name": "answered", "sli": "answered", "target": "99%"},
+        ],
+        group_by=["model"],
+    )
     mix = {"fast": 3, "slow": 2, "busy": 2}
     with _engine() as engine, frontdoor(engine, goodput=load_goodput([spec])) as (door, _):
         c = client(door)
         for model, count in mix.items():
             for _ in range(count):
                 try:
-                    list(c.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}],
-                                                   stream=True))
+                    list(
+                        c.chat.completions.create(
+                            model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+                        )
+                    )
                 except openai.RateLimitError:
                     pass
 
@@ -155,5 +212,11 @@ def test_a_real_front_door_counts_judged_and_good_requests_per_model(tmp_path):
             return got if sum(v for (kind, _), v in got.items() if kind == "judged") == 7 else None
 
         got = wait_for(counts, timeout=30)
-    assert got == {("judged", "fast"): 3, ("good", "fast"): 3, ("judged", "slow"): 2, ("good", "slow"): 0,
-                   ("judged", "busy"): 2, ("good", "busy"): 0}
+    assert got == {
+        ("judged", "fast"): 3,
+        ("good", "fast"): 3,
+        ("judged", "slow"): 2,
+        ("good", "slow"): 0,
+        ("judged", "busy"): 2,
+        ("good", "busy"): 0,
+    }

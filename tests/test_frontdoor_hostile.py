@@ -15,12 +15,12 @@ from urllib.parse import unquote
 import pytest
 import requests
 from aiohttp import web
+from test_frontdoor import DOORS, FAKE, METRICS, _serving, frontdoor, outcomes, scrape, total, wait_for
 
 from inferwatch.frontdoor import Limits
 from inferwatch.frontdoor._labels import Callers, Models, load_keys
 from inferwatch.frontdoor._metrics import worst_case_series
 from inferwatch.frontdoor._paths import allowed, normalized, parse_allowed
-from test_frontdoor import DOORS, FAKE, METRICS, _serving, frontdoor, outcomes, scrape, total, wait_for
 
 pytestmark = pytest.mark.xdist_group("frontdoor_hostile")
 
@@ -34,7 +34,7 @@ class StrictEngine:
 
     def __init__(self):
         self.headers: list[tuple[str, str]] = []
-        self.gate, self.waiting = threading.Event(), threading.Event()     # model `gated` waits for the gate
+        self.gate, self.waiting = threading.Event(), threading.Event()  # model `gated` waits for the gate
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.path == "/v1/models":
@@ -100,13 +100,21 @@ def test_junk_models_and_keys_mint_no_series_and_real_ones_are_still_labelled_af
     with strict_door(max_models=50, max_callers=20) as (url, _), requests.Session() as http:
         for i in range(300):
             key = REAL_KEY if i % 3 == 0 else f"sk-junk-{i}"
-            answer = http.post(url + "/v1/chat/completions", json={"model": f"junk-{i}", **ASK},
-                               headers={"Authorization": f"Bearer {key}"}, timeout=10)
+            answer = http.post(
+                url + "/v1/chat/completions",
+                json={"model": f"junk-{i}", **ASK},
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=10,
+            )
             assert answer.status_code in (401, 404)
-        for i in range(100):                                     # other paths with junk keys: no series either
+        for i in range(100):  # other paths with junk keys: no series either
             http.get(url + f"/v1/models/junk-{i}", headers={"Authorization": f"Bearer sk-j{i}"}, timeout=10)
-        real = http.post(url + "/v1/chat/completions", json={"model": REAL_MODEL, "stream": True, **ASK},
-                         headers={"Authorization": f"Bearer {REAL_KEY}"}, timeout=10)
+        real = http.post(
+            url + "/v1/chat/completions",
+            json={"model": REAL_MODEL, "stream": True, **ASK},
+            headers={"Authorization": f"Bearer {REAL_KEY}"},
+            timeout=10,
+        )
         assert real.status_code == 200
         callers = Callers(None, "s", 20)
         real_caller = callers.name({"Authorization": f"Bearer {REAL_KEY}"})
@@ -124,13 +132,21 @@ def test_junk_models_and_keys_mint_no_series_and_real_ones_are_still_labelled_af
 def test_a_gateway_named_caller_and_a_listed_model_are_labelled_and_a_keys_file_names_callers():
     with strict_door(caller_header="X-Team", max_callers=2) as (url, _):
         for team in ("search", "ads", "mail"):
-            requests.post(url + "/v1/chat/completions", json={"model": REAL_MODEL, **ASK}, timeout=10,
-                          headers={"Authorization": f"Bearer {REAL_KEY}", "X-Team": team})
+            requests.post(
+                url + "/v1/chat/completions",
+                json={"model": REAL_MODEL, **ASK},
+                timeout=10,
+                headers={"Authorization": f"Bearer {REAL_KEY}", "X-Team": team},
+            )
         assert _label_values(url, "caller") == {"search", "ads", "other"}
     with strict_door(callers_file={REAL_KEY: "search"}) as (url, _):
         for key in (REAL_KEY, "sk-junk"):
-            requests.post(url + "/v1/chat/completions", json={"model": REAL_MODEL, **ASK}, timeout=10,
-                          headers={"Authorization": f"Bearer {key}"})
+            requests.post(
+                url + "/v1/chat/completions",
+                json={"model": REAL_MODEL, **ASK},
+                timeout=10,
+                headers={"Authorization": f"Bearer {key}"},
+            )
         assert _label_values(url, "caller") == {"search", "other"}
 
 
@@ -145,7 +161,7 @@ def test_an_unfinished_head_is_closed_at_the_head_timeout_and_an_oversized_one_a
         with socket.create_connection(_address(url), timeout=30) as large:
             try:
                 large.sendall(b"POST /v1/chat/completions HTTP/1.1\r\n")
-                for i in range(64):                       # 64 lines of 100 bytes, each well under aiohttp's limit
+                for i in range(64):  # 64 lines of 100 bytes, each well under aiohttp's limit
                     large.sendall(b"X-H%02d: " % i + b"a" * 92 + b"\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 pass
@@ -169,14 +185,17 @@ def test_an_idle_connection_new_or_kept_alive_is_closed_at_the_keepalive_timeout
 def test_a_request_in_progress_is_not_cut_by_the_head_or_idle_timeout():
     """The timeouts are for a connection waiting for a head: a request whose answer takes longer than both (the
     engine holds it until another connection, idle, was closed) is answered whole."""
-    with strict_door(limits=Limits(head_timeout=0.05, keepalive_timeout=0.1)) as (url, engine), \
-            socket.create_connection(_address(url), timeout=30) as sock:
+    with (
+        strict_door(limits=Limits(head_timeout=0.05, keepalive_timeout=0.1)) as (url, engine),
+        socket.create_connection(_address(url), timeout=30) as sock,
+    ):
         body = json.dumps({"model": "gated", "stream": True, **ASK}).encode()
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                     % (len(body), body))
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
         assert engine.waiting.wait(30)
-        with socket.create_connection(_address(url), timeout=30) as clock:      # both timeouts pass
+        with socket.create_connection(_address(url), timeout=30) as clock:  # both timeouts pass
             assert _closed(clock) == b""
         engine.gate.set()
         answer = _closed(sock)
@@ -201,8 +220,7 @@ def test_a_flood_from_one_address_is_refused_before_anyone_else_is():
         for i in range(3, 10):
             held.enter_context(socket.create_connection(_address(url), timeout=30, source_address=(f"127.0.0.{i}", 0)))
         wait_for(lambda: _open_connections(url) == 12)
-        late = held.enter_context(socket.create_connection(_address(url), timeout=30,
-                                                           source_address=("127.0.0.99", 0)))
+        late = held.enter_context(socket.create_connection(_address(url), timeout=30, source_address=("127.0.0.99", 0)))
         assert _closed(late).startswith(b"HTTP/1.1 503 ")
         assert total(url, "llm_frontdoor_refused_total", reason="client_connections") == 1
         assert total(url, "llm_frontdoor_refused_total", reason="connections") == 1
@@ -216,8 +234,10 @@ def _open_connections(url: str) -> int:
 
 def _gated_head(body_extra: bytes = b"") -> bytes:
     body = json.dumps({"model": "gated", "stream": True, **ASK}).encode()
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\n"
-            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)) + body_extra
+    return (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    ) + body_extra
 
 
 def test_requests_sent_ahead_within_the_bound_are_answered_in_order():
@@ -237,14 +257,16 @@ def test_a_client_sending_ahead_past_the_bound_is_closed_while_its_request_waits
     """HTTP/1.1 pipelining: while the engine holds a request, its connection may queue --max-pipelined requests
     and --max-body + that many --max-head bytes; past either it is closed, and counted."""
     limits = Limits(max_pipelined=2, max_head=1024)
-    with strict_door(limits=limits, max_body=4096) as (url, engine), \
-            socket.create_connection(_address(url), timeout=30) as sock:
+    with (
+        strict_door(limits=limits, max_body=4096) as (url, engine),
+        socket.create_connection(_address(url), timeout=30) as sock,
+    ):
         try:
             sock.sendall(_gated_head())
             assert engine.waiting.wait(30)
             if ahead == "requests":
                 sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: door\r\n\r\n" * 3)
-            else:       # one unfinished header line, under aiohttp's own 8,190-byte limit, over 4096 + 2 x 1024
+            else:  # one unfinished header line, under aiohttp's own 8,190-byte limit, over 4096 + 2 x 1024
                 sock.sendall(b"GET /v1/models HTTP/1.1\r\nX-A: " + b"a" * 7000)
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -263,20 +285,37 @@ def test_max_connections_is_lowered_to_what_the_open_files_limit_allows():
 
     from inferwatch.frontdoor._guard import SPARE_FILES, check_aiohttp, fit_open_files
 
-    check_aiohttp()                                   # the installed aiohttp has what the guard reads
+    check_aiohttp()  # the installed aiohttp has what the guard reads
     assert fit_open_files(Limits(), 1 << 16) == Limits()
     fitted = fit_open_files(Limits(max_connections=4096, max_client_connections=1024), 1024)
     assert (fitted.max_connections, fitted.max_client_connections) == ((1024 - SPARE_FILES) // 2,) * 2
-    files = 200                                        # soft and hard: the door cannot raise it
+    files = 200  # soft and hard: the door cannot raise it
     most = (files - SPARE_FILES) // 2
     with socket.socket() as s, socket.socket() as s2:
         s.bind(("127.0.0.1", 0))
         s2.bind(("127.0.0.1", 0))
         port, admin = s.getsockname()[1], s2.getsockname()[1]
-    door = subprocess.Popen([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "127.0.0.1:9",
-                             "--listen", f"127.0.0.1:{port}", "--metrics-listen", f"127.0.0.1:{admin}",
-                             "--models-refresh", "0", "--caller-salt", "x"], stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, files)))
+    door = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "frontdoor",
+            "--upstream",
+            "127.0.0.1:9",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--metrics-listen",
+            f"127.0.0.1:{admin}",
+            "--models-refresh",
+            "0",
+            "--caller-salt",
+            "x",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, files)),
+    )
     try:
         lines = []
         while not (lines and "open files at most" in lines[-1]):
@@ -302,10 +341,11 @@ def test_max_connections_is_lowered_to_what_the_open_files_limit_allows():
 def test_every_connection_field_and_proxy_connection_are_hop_by_hop(path):
     with strict_door() as (url, engine), socket.create_connection(_address(url), timeout=30) as sock:
         body = json.dumps({"model": REAL_MODEL, **ASK}).encode()
-        sock.sendall(b"POST %s HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\nConnection: keep-alive\r\n"
-                     b"Connection: X-Secret, X-Other\r\nX-Secret: 1\r\nX-Other: 2\r\nProxy-Connection: keep-alive\r\n"
-                     b"X-Kept: 3\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (path.encode(), len(body),
-                                                                                          body))
+        sock.sendall(
+            b"POST %s HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer sk-real\r\nConnection: keep-alive\r\n"
+            b"Connection: X-Secret, X-Other\r\nX-Secret: 1\r\nX-Other: 2\r\nProxy-Connection: keep-alive\r\n"
+            b"X-Kept: 3\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (path.encode(), len(body), body)
+        )
         assert _closed(sock).startswith(b"HTTP/1.1 200 ")
         names = {name.lower() for name, _ in engine.headers}
         assert "x-kept" in names and not names & {"x-secret", "x-other", "proxy-connection"}
@@ -322,8 +362,12 @@ def test_a_header_that_is_not_utf8_is_refused_not_forwarded_changed():
 def test_every_client_field_of_the_access_log_is_capped_and_escaped(tmp_path):
     log = tmp_path / "access.jsonl"
     with strict_door(access_log=str(log)) as (url, _):
-        requests.post(url + "/v1/chat/completions", json={"model": "m" * 900_000, **ASK}, timeout=10,
-                      headers={"Authorization": f"Bearer {REAL_KEY}", "X-Request-Id": 'a"quote\\' + "r" * 8000})
+        requests.post(
+            url + "/v1/chat/completions",
+            json={"model": "m" * 900_000, **ASK},
+            timeout=10,
+            headers={"Authorization": f"Bearer {REAL_KEY}", "X-Request-Id": 'a"quote\\' + "r" * 8000},
+        )
         requests.get(url + "/v1/" + "p" * 8000, timeout=10)
     lines = log.read_text().splitlines()
     assert len(lines) == 2 and all(len(line) < 4096 for line in lines)
@@ -342,11 +386,24 @@ def test_the_front_doors_metrics_are_on_the_admin_listener_only():
 # --- the pure parts -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sent, routed", [
-    ("/v1/models", "/v1/models"), ("//v1//models", "/v1/models"), ("/%6detrics", "/metrics"),
-    ("/v1/models/org%2Fname", "/v1/models/org/name"), ("/v1/a.b/..c", "/v1/a.b/..c"),
-    ("/v1/../metrics", None), ("/v1/%2e%2e/metrics", None), ("/v1/%2E%2E%2Fmetrics", None), ("/./metrics", None),
-    ("/v1/..", None), ("/v1\\..\\metrics", None), ("/v1/%5C..%5Cmetrics", None), ("/v1/%00", None)])
+@pytest.mark.parametrize(
+    "sent, routed",
+    [
+        ("/v1/models", "/v1/models"),
+        ("//v1//models", "/v1/models"),
+        ("/%6detrics", "/metrics"),
+        ("/v1/models/org%2Fname", "/v1/models/org/name"),
+        ("/v1/a.b/..c", "/v1/a.b/..c"),
+        ("/v1/../metrics", None),
+        ("/v1/%2e%2e/metrics", None),
+        ("/v1/%2E%2E%2Fmetrics", None),
+        ("/./metrics", None),
+        ("/v1/..", None),
+        ("/v1\\..\\metrics", None),
+        ("/v1/%5C..%5Cmetrics", None),
+        ("/v1/%00", None),
+    ],
+)
 def test_paths_are_routed_as_the_engine_reads_them(sent, routed):
     got = normalized(sent)
     assert (got and got[0]) == routed
@@ -356,8 +413,14 @@ def test_paths_are_routed_as_the_engine_reads_them(sent, routed):
 
 def test_only_allowed_paths_match_and_bad_patterns_are_refused():
     patterns = parse_allowed(["/v1/*", "/health"])
-    assert [allowed(p, patterns) for p in ("/v1/x", "/v1/", "/v1", "/health", "/health/", "/healthz")] == \
-        [True, True, False, True, False, False]
+    assert [allowed(p, patterns) for p in ("/v1/x", "/v1/", "/v1", "/health", "/health/", "/healthz")] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
     for bad in ("v1/*", "/v1*", "/*/x", "/../metrics"):
         with pytest.raises(ValueError, match="is not /PATH or /PREFIX/"):
             parse_allowed([bad])
@@ -368,7 +431,7 @@ def test_known_models_are_the_routes_then_the_listed_ones_up_to_the_limit():
     assert [models(m) for m in ("routed", "a", None, "")] == ["routed", "other", "unknown", "unknown"]
     models.listed("up:1", ["a", "b", "c", None, 7, "x" * 300])
     assert models.known == {"routed", "a", "b"}
-    models.listed("up:1", ["c"])                          # the upstream now serves another
+    models.listed("up:1", ["c"])  # the upstream now serves another
     assert models.known == {"routed", "c"}
 
 
@@ -377,15 +440,22 @@ def test_callers_are_known_by_gateway_keys_file_or_an_accepted_key(tmp_path):
     first, second = (callers.name({"Authorization": f"Bearer sk-{i}"}) for i in (1, 2))
     assert callers.label(first) == "other" and callers.label(callers.name({})) == "anonymous"
     callers.accept(first)
-    callers.accept(second)                                # over the limit: stays other, first is not evicted
+    callers.accept(second)  # over the limit: stays other, first is not evicted
     assert (callers.label(first), callers.label(second)) == (first, "other")
     keys = tmp_path / "callers.yaml"
     keys.write_text("search: sk-1\nads: [sk-2, sk-3]\n")
     named = Callers(None, "s", limit=0, keys=load_keys(str(keys)))
-    assert [named.label(named.name({"Authorization": f"Bearer sk-{i}"})) for i in (1, 3, 4)] == \
-        ["search", "ads", "other"]
-    for text, fault in (("- sk-1\n", "a mapping of caller names"), ("a: sk-1\nb: sk-1\n", "a key of 'a' too"),
-                        ("other: sk-1\n", "not anonymous or other"), ("a: ''\n", "non-empty string")):
+    assert [named.label(named.name({"Authorization": f"Bearer sk-{i}"})) for i in (1, 3, 4)] == [
+        "search",
+        "ads",
+        "other",
+    ]
+    for text, fault in (
+        ("- sk-1\n", "a mapping of caller names"),
+        ("a: sk-1\nb: sk-1\n", "a key of 'a' too"),
+        ("other: sk-1\n", "not anonymous or other"),
+        ("a: ''\n", "non-empty string"),
+    ):
         keys.write_text(text)
         with pytest.raises(ValueError, match=fault):
             load_keys(str(keys))
@@ -396,11 +466,19 @@ def test_flag_mistakes_are_one_line_errors(tmp_path):
     import sys
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "a:1", *args],
-                              capture_output=True, text=True, timeout=20)
-    for args, flag in ((["--allow-path", "metrics"], "--allow-path"), (["--max-head", "lots"], "--max-head"),
-                       (["--max-connections", "0"], "--max-connections"),
-                       (["--callers-file", str(tmp_path / "none.yaml")], "--callers-file"),
-                       (["--metrics-listen", "0.0.0.0:8080"], "--metrics-listen")):
+        return subprocess.run(
+            [sys.executable, "-m", "inferwatch", "frontdoor", "--upstream", "a:1", *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+
+    for args, flag in (
+        (["--allow-path", "metrics"], "--allow-path"),
+        (["--max-head", "lots"], "--max-head"),
+        (["--max-connections", "0"], "--max-connections"),
+        (["--callers-file", str(tmp_path / "none.yaml")], "--callers-file"),
+        (["--metrics-listen", "0.0.0.0:8080"], "--metrics-listen"),
+    ):
         run = cli(*args)
         assert run.returncode == 2 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr

@@ -9,18 +9,19 @@ from dataclasses import replace
 import aiohttp
 import pytest
 from aiohttp import web
+from simtools import FAST, simulator
+from test_frontdoor import _serving, fake_engine, scrape
 
 from inferwatch.errors import SpecError
 from inferwatch.frontdoor import ProbeConfig, Prober, probe_once
 from inferwatch.slo import parse_spec
-from simtools import FAST, simulator
-from test_frontdoor import _serving, fake_engine, scrape
 
 
 def _probe(url: str, model: str = "m", **options):
     async def run():
         async with aiohttp.ClientSession() as session:
             return await probe_once(session, ProbeConfig(url, (model,), **options), model)
+
     return asyncio.run(run())
 
 
@@ -38,14 +39,19 @@ def test_probes_of_simulated_engines(engine):
 
 def test_a_probe_never_hangs():
     with fake_engine() as (url, _):
-        for model, outcome in (("silent", "timeout"), ("stall", "timeout"), ("busy", "rate_limited"),
-                               ("cut", "truncated"), ("empty", "empty")):
+        for model, outcome in (
+            ("silent", "timeout"),
+            ("stall", "timeout"),
+            ("busy", "rate_limited"),
+            ("cut", "truncated"),
+            ("empty", "empty"),
+        ):
             began = time.monotonic()
             assert _probe(url, model=model, timeout=0.3).outcome == outcome, model
             assert time.monotonic() - began < 1.5
     with simulator("vllm") as (url, _):
         pass
-    assert _probe(url, timeout=0.3).outcome == "error"                 # nothing listens any more
+    assert _probe(url, timeout=0.3).outcome == "error"  # nothing listens any more
 
 
 def test_the_prober_serves_its_series():
@@ -72,11 +78,28 @@ def test_the_prober_serves_its_series():
 
 def test_a_probe_slo_compiles_on_the_probes_buckets():
     def spec(threshold):
-        return parse_spec({"service": "probe", "source": "frontdoor", "objectives": [
-            {"name": "responsive", "sli": "latency", "metric": "llm_probe_time_to_first_token_seconds",
-             "threshold": threshold, "target": "99%"},
-            {"name": "answered", "sli": "ratio", "total": "llm_probe_requests_total",
-             "good": 'llm_probe_requests_total{outcome="ok"}', "target": "99%"}]})
+        return parse_spec(
+            {
+                "service": "probe",
+                "source": "frontdoor",
+                "objectives": [
+                    {
+                        "name": "responsive",
+                        "sli": "latency",
+                        "metric": "llm_probe_time_to_first_token_seconds",
+                        "threshold": threshold,
+                        "target": "99%",
+                    },
+                    {
+                        "name": "answered",
+                        "sli": "ratio",
+                        "total": "llm_probe_requests_total",
+                        "good": 'llm_probe_requests_total{outcome="ok"}',
+                        "target": "99%",
+                    },
+                ],
+            }
+        )
 
     assert spec("2s").objectives[0].sli.metric == "llm_probe_time_to_first_token_seconds"
     with pytest.raises(SpecError, match="no bucket at 3.5s"):

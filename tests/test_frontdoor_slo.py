@@ -17,33 +17,45 @@ from dataclasses import replace
 import openai
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
-
 from conftest import need
-from inferwatch.slo import compile_spec, parse_spec, render_files
+from prometheus_client.parser import text_string_to_metric_families
 from simtools import FAST, simulator
 from test_frontdoor import ASK, METRICS, TOOLS, client, frontdoor
 
-SPEC = {"service": "chat", "source": "frontdoor", "group_by": ["model"], "objectives": [
-    {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99%"},
-    {"name": "answered", "sli": "answered", "target": "99.5%"}]}
+from inferwatch.slo import compile_spec, parse_spec, render_files
+
+SPEC = {
+    "service": "chat",
+    "source": "frontdoor",
+    "group_by": ["model"],
+    "objectives": [
+        {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99%"},
+        {"name": "answered", "sli": "answered", "target": "99.5%"},
+    ],
+}
 
 
 def _real_series() -> list[tuple[str, dict, float]]:
     """(name, labels, value) of every counter and histogram sample the front door exported."""
-    with simulator("vllm", params=replace(FAST, spec_tokens=0, broken_tool_share=1.0)) as (sim_url, _), \
-            frontdoor(sim_url) as (door_url, _):
+    with (
+        simulator("vllm", params=replace(FAST, spec_tokens=0, broken_tool_share=1.0)) as (sim_url, _),
+        frontdoor(sim_url) as (door_url, _),
+    ):
         c = client(door_url)
-        c.chat.completions.create(model="m", messages=ASK, tools=TOOLS)          # tool_call_invalid
+        c.chat.completions.create(model="m", messages=ASK, tools=TOOLS)  # tool_call_invalid
         for _ in range(29):
             list(c.chat.completions.create(model="m", messages=ASK, stream=True))  # ok
         with c.chat.completions.create(model="m", messages=ASK, stream=True) as chunks:
-            next(iter(chunks))                                                     # cancelled
+            next(iter(chunks))  # cancelled
         with pytest.raises(openai.NotFoundError):
-            c.chat.completions.create(model="nope", messages=ASK)                 # invalid_request
+            c.chat.completions.create(model="nope", messages=ASK)  # invalid_request
         text = urllib.request.urlopen(METRICS[door_url] + "/metrics", timeout=5).read().decode()
-    return [(s.name, s.labels, s.value) for family in text_string_to_metric_families(text) for s in family.samples
-            if s.name.endswith(("_total", "_bucket", "_count"))]
+    return [
+        (s.name, s.labels, s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.endswith(("_total", "_bucket", "_count"))
+    ]
 
 
 @pytest.mark.promtool
@@ -57,27 +69,67 @@ def test_a_real_error_mix_fires_page_slow_not_page_fast(tmp_path):
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    inputs = [{"series": name + "{" + ", ".join(f'{k}="{v}"' for k, v in
-                                                 {**labels, "job": "frontdoor", "instance": "fd:8080"}.items()) + "}",
-               "values": f"0 {value:g}+{value:g}x69"} for name, labels, value in series]
+    inputs = [
+        {
+            "series": name
+            + "{"
+            + ", ".join(f'{k}="{v}"' for k, v in {**labels, "job": "frontdoor", "instance": "fd:8080"}.items())
+            + "}",
+            "values": f"0 {value:g}+{value:g}x69",
+        }
+        for name, labels, value in series
+    ]
     firing = 'count by (tier) (ALERTS{alertname="LLMErrorBudgetBurn", alertstate="firing", slo="answered"})'
-    test = {"rule_files": sorted(n for n in files if n.endswith(".rules.yaml")), "evaluation_interval": "1m",
-            "tests": [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-                {"expr": 'llm_slo:total:increase1m{slo="answered"}', "eval_time": "30m",
-                 "exp_samples": [{"labels": 'llm_slo:total:increase1m{model="m", service="chat", slo="answered"}',
-                                  "value": 30}]},
-                {"expr": 'llm_slo:good:increase1m{slo="answered"}', "eval_time": "30m",
-                 "exp_samples": [{"labels": 'llm_slo:good:increase1m{model="m", service="chat", slo="answered"}',
-                                  "value": 29}]},
-                {"expr": 'llm_slo:good:increase1m{slo="responsive"} == llm_slo:total:increase1m{slo="responsive"}',
-                 "eval_time": "30m",   # every streamed request saw a visible token within 1s, and only those count
-                 "exp_samples": [{"labels": 'llm_slo:good:increase1m{model="m", service="chat", slo="responsive"}',
-                                  "value": visible}]},
-                # page_slow alone: the tickets wait for 2 h of data (slo/tiers.yaml `history`), and there are 30 min
-                {"expr": firing, "eval_time": "30m", "exp_samples": [{"labels": '{tier="page_slow"}', "value": 1}]}]}]}
+    test = {
+        "rule_files": sorted(n for n in files if n.endswith(".rules.yaml")),
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [
+                    {
+                        "expr": 'llm_slo:total:increase1m{slo="answered"}',
+                        "eval_time": "30m",
+                        "exp_samples": [
+                            {
+                                "labels": 'llm_slo:total:increase1m{model="m", service="chat", slo="answered"}',
+                                "value": 30,
+                            }
+                        ],
+                    },
+                    {
+                        "expr": 'llm_slo:good:increase1m{slo="answered"}',
+                        "eval_time": "30m",
+                        "exp_samples": [
+                            {
+                                "labels": 'llm_slo:good:increase1m{model="m", service="chat", slo="answered"}',
+                                "value": 29,
+                            }
+                        ],
+                    },
+                    {
+                        "expr": 'llm_slo:good:increase1m{slo="responsive"} '
+                        '== llm_slo:total:increase1m{slo="responsive"}',
+                        # every streamed request saw a visible token within 1s, and only those count
+                        "eval_time": "30m",
+                        "exp_samples": [
+                            {
+                                "labels": 'llm_slo:good:increase1m{model="m", service="chat", slo="responsive"}',
+                                "value": visible,
+                            }
+                        ],
+                    },
+                    # page_slow alone: the tickets wait for 2 h of data (slo/tiers.yaml `history`), and there are 30 min
+                    {"expr": firing, "eval_time": "30m", "exp_samples": [{"labels": '{tier="page_slow"}', "value": 1}]},
+                ],
+            }
+        ],
+    }
     (tmp_path / "real.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
-    proc = subprocess.run(["promtool", "test", "rules", "real.test.yaml"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        ["promtool", "test", "rules", "real.test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -107,9 +159,13 @@ def test_a_real_prometheus_scraping_the_front_door_pages_on_broken_tools(tmp_pat
 
         sender = threading.Thread(target=traffic, daemon=True)
         sender.start()
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "5s"}, "rule_files": rules,
-                  "scrape_configs": [{"job_name": "frontdoor", "static_configs": [
-                      {"targets": [METRICS[door_url].split("//")[1]]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "5s"},
+            "rule_files": rules,
+            "scrape_configs": [
+                {"job_name": "frontdoor", "static_configs": [{"targets": [METRICS[door_url].split("//")[1]]}]}
+            ],
+        }
         try:
             with prometheus(binary, config, tmp_path) as base:
                 page = 'ALERTS{alertname="LLMErrorBudgetBurn", slo="answered", tier="page_fast", alertstate="firing"}'

@@ -24,13 +24,15 @@ import time
 from contextlib import contextmanager
 
 import pytest
-
-from inferwatch.frontdoor._upstream import UpstreamPool
 from test_frontdoor import _chunk, _sse, outcomes, post_raw, total, wait_for
 from test_frontdoor import frontdoor as _frontdoor
 
-EVENTS = b"".join(_sse(_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Hi"}),
-                       _chunk({}, "stop"))) + b"data: [DONE]\n\n"
+from inferwatch.frontdoor._upstream import UpstreamPool
+
+EVENTS = (
+    b"".join(_sse(_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Hi"}), _chunk({}, "stop")))
+    + b"data: [DONE]\n\n"
+)
 ASKED = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -75,8 +77,12 @@ class RawEngine:
     def _answer(self) -> bytes:
         if self.mode == "http10":
             return b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + EVENTS
-        framed = b"".join(b"%x\r\n%s\r\n" % (len(event + b"\n\n"), event + b"\n\n")
-                          for event in EVENTS.split(b"\n\n") if event) + b"0\r\n\r\n"
+        framed = (
+            b"".join(
+                b"%x\r\n%s\r\n" % (len(event + b"\n\n"), event + b"\n\n") for event in EVENTS.split(b"\n\n") if event
+            )
+            + b"0\r\n\r\n"
+        )
         head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
         if self.mode == "close":
             head += b"Connection: close\r\n"
@@ -102,7 +108,7 @@ def serving(engine, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None):
         holder["port"] = server.sockets[0].getsockname()[1]
         ready.set()
         loop.run_forever()
-        pending = asyncio.all_tasks(loop)            # connections still open: end them, quietly
+        pending = asyncio.all_tasks(loop)  # connections still open: end them, quietly
         for task in pending:
             task.cancel()
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
@@ -146,8 +152,10 @@ def door_socket(door_url: str, version: bytes = b"1.1", rcvbuf: int = 0) -> sock
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     sock.connect(("127.0.0.1", int(door_url.rsplit(":", 1)[1])))
     body = json.dumps(ASKED).encode()
-    sock.sendall(b"POST /v1/chat/completions HTTP/%s\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (version, len(body), body))
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/%s\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (version, len(body), body)
+    )
     return sock
 
 
@@ -175,8 +183,10 @@ def test_an_http10_client_gets_the_stream_unframed_to_the_connections_end():
 @pytest.mark.parametrize("then, outcome", [("reset", "truncated"), ("hang", "timeout")])
 def test_an_http10_client_whose_stream_is_cut_gets_a_reset_not_an_end(then, outcome):
     """Its body ends with the connection, so a clean close would look whole: the front door resets it."""
-    with serving(ScriptEngine(answering(STREAM[:-30], then=then))) as (engine_url, _), \
-            frontdoor(engine_url, idle_timeout=0.2) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(STREAM[:-30], then=then))) as (engine_url, _),
+        frontdoor(engine_url, idle_timeout=0.2) as (door_url, _),
+    ):
         answer, end = ask10(door_url)
         assert end == "reset" and EVENTS.startswith(answer.partition(b"\r\n\r\n")[2])
         counted(door_url, {(outcome, "200"): 1})
@@ -187,9 +197,28 @@ def certificate(tmp_path_factory):
     """A self-signed certificate for 127.0.0.1: (its PEM file, a server context that presents it)."""
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=engine",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=engine",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert, key)
     return cert, server
@@ -219,15 +248,15 @@ class ScriptEngine:
 
     def __init__(self, script):
         self.script, self.connections, self.requests, self.left = script, 0, 0, []
-        self.overlaps = 0                    # a request that came on a connection still busy with another
+        self.overlaps = 0  # a request that came on a connection still busy with another
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         try:
             await self.script(self, reader, writer)
-        except (asyncio.IncompleteReadError, asyncio.CancelledError):      # cancelled: the test is over
+        except (asyncio.IncompleteReadError, asyncio.CancelledError):  # cancelled: the test is over
             pass
-        except ConnectionError:              # the front door left while the engine wrote
+        except ConnectionError:  # the front door left while the engine wrote
             self.left.append(time.monotonic())
         finally:
             writer.close()
@@ -260,13 +289,15 @@ class ScriptEngine:
 
 
 def _length(head: bytes) -> int:
-    return next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                 if line.lower().startswith(b"content-length:")), 0)
+    return next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
 
 
 def answering(answer: bytes, then: str = "keep"):
     """A script: each request gets `answer`; then the engine keeps the connection for the next, or closes it,
     resets it (a TCP reset) or waits until the front door leaves (`then`: keep, close, reset, hang)."""
+
     async def script(engine: ScriptEngine, reader, writer) -> None:
         while True:
             await engine.request(reader)
@@ -278,6 +309,7 @@ def answering(answer: bytes, then: str = "keep"):
                 return _reset(writer)
             if then == "hang":
                 return await engine.until_gone(reader)
+
     return script
 
 
@@ -287,18 +319,24 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 
 def chunked(*pieces: bytes, end: bytes = b"0\r\n\r\n") -> bytes:
-    return (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-            + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + end)
+    return (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces)
+        + end
+    )
 
 
-def sized(body: bytes, status: bytes = b"200 OK", extra: bytes = b"",
-          kind: bytes = b"application/json") -> bytes:
-    return (b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s\r\n%s"
-            % (status, kind, len(body), extra, body))
+def sized(body: bytes, status: bytes = b"200 OK", extra: bytes = b"", kind: bytes = b"application/json") -> bytes:
+    return b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s\r\n%s" % (status, kind, len(body), extra, body)
 
 
-WHOLE = json.dumps({"id": "c1", "object": "chat.completion", "choices": [
-    {"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}]}).encode()
+WHOLE = json.dumps(
+    {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+    }
+).encode()
 STREAM = chunked(*(event + b"\n\n" for event in EVENTS.split(b"\n\n") if event))
 
 
@@ -324,7 +362,7 @@ def counted(door_url: str, expected: dict) -> None:
     assert total(door_url, "llm_frontdoor_requests_in_flight") == 0
 
 
-GARBAGE = {      # what the engine sends; then it waits for the front door to leave, or closes where it says
+GARBAGE = {  # what the engine sends; then it waits for the front door to leave, or closes where it says
     "not http": b"SSH-2.0-OpenSSH_9.6\r\n",
     "status then reset": b"HTTP/1.1 200 OK\r\n",
     "head cut": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Enc",
@@ -340,30 +378,37 @@ GARBAGE = {      # what the engine sends; then it waits for the front door to le
 @pytest.mark.parametrize("case", GARBAGE)
 def test_an_answer_that_is_not_http_is_a_502_error_and_the_connection_is_closed(case):
     then = {"status then reset": "reset", "head cut": "close"}.get(case, "hang")
-    with serving(ScriptEngine(answering(GARBAGE[case], then=then))) as (engine_url, engine), \
-            frontdoor(engine_url) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(GARBAGE[case], then=then))) as (engine_url, engine),
+        frontdoor(engine_url) as (door_url, _),
+    ):
         status, body, _ = ask(door_url)
         assert status == 502 and b"unreachable" in body
         counted(door_url, {("error", "502"): 1})
-        assert ask(door_url)[0] == 502 and engine.connections == 2          # never kept
-        assert wait_for(lambda: len(engine.left) == (2 if then == "hang" else 0))     # the front door hung up
+        assert ask(door_url)[0] == 502 and engine.connections == 2  # never kept
+        assert wait_for(lambda: len(engine.left) == (2 if then == "hang" else 0))  # the front door hung up
 
 
 ODD_BUT_WHOLE = {
     "lines ending in LF alone": (sized(EVENTS, kind=b"text/event-stream").replace(b"\r\n", b"\n"), 1),
     "spaces after a chunk's size": (STREAM.replace(b"\r\ndata", b"  \r\ndata"), 1),
-    "chunk extensions": (STREAM.replace(b"\r\ndata", b";ext=1;q=\"a\"\r\ndata"), 1),
+    "chunk extensions": (STREAM.replace(b"\r\ndata", b';ext=1;q="a"\r\ndata'), 1),
     "trailers": (STREAM[:-2] + b"X-Checksum: 1\r\nX-Other: 2\r\n\r\n", 1),
-    "103 then 100 first": (b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-                           + STREAM, 1),
+    "103 then 100 first": (b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" + STREAM, 1),
     "keep-alive, close": (STREAM.replace(b"chunked\r\n", b"chunked\r\nConnection: keep-alive, close\r\n"), 3),
     "close, keep-alive": (STREAM.replace(b"chunked\r\n", b"chunked\r\nConnection: Close , Keep-Alive\r\n"), 3),
-    "http/1.0 keep-alive, sized": (sized(EVENTS, kind=b"text/event-stream", extra=b"Connection: keep-alive\r\n")
-                                   .replace(b"HTTP/1.1", b"HTTP/1.0"), 1),
-    "coded, not chunked": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                           b"Transfer-Encoding: identity\r\n\r\n" + EVENTS, 3),
-    "http/1.0 keep-alive, unsized": (b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n"
-                                     b"Connection: keep-alive\r\n\r\n" + EVENTS, 3),
+    "http/1.0 keep-alive, sized": (
+        sized(EVENTS, kind=b"text/event-stream", extra=b"Connection: keep-alive\r\n").replace(b"HTTP/1.1", b"HTTP/1.0"),
+        1,
+    ),
+    "coded, not chunked": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: identity\r\n\r\n" + EVENTS,
+        3,
+    ),
+    "http/1.0 keep-alive, unsized": (
+        b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\n\r\n" + EVENTS,
+        3,
+    ),
 }
 
 
@@ -371,8 +416,10 @@ ODD_BUT_WHOLE = {
 def test_odd_but_valid_framing_passes_whole_and_is_kept_only_when_it_may_be(case):
     answer, connections = ODD_BUT_WHOLE[case]
     then = "keep" if connections == 1 else "close"
-    with serving(ScriptEngine(answering(answer, then=then))) as (engine_url, engine), \
-            frontdoor(engine_url) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(answer, then=then))) as (engine_url, engine),
+        frontdoor(engine_url) as (door_url, _),
+    ):
         assert [ask(door_url) for _ in range(3)] == [(200, EVENTS, True)] * 3
         counted(door_url, {("ok", "200"): 3})
         assert engine.connections == connections
@@ -382,8 +429,10 @@ def test_bytes_after_a_sized_answer_are_not_passed_on_nor_is_the_connection_kept
     """An engine that sends more than its Content-Length (here: a second, made-up answer right behind the
     first) is out of step: the client gets the sized answer, the connection is closed, not reused."""
     smuggled = sized(b'{"error": "not yours"}', status=b"500 Internal Server Error")
-    with serving(ScriptEngine(answering(sized(WHOLE) + smuggled))) as (engine_url, engine), \
-            frontdoor(engine_url) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(sized(WHOLE) + smuggled))) as (engine_url, engine),
+        frontdoor(engine_url) as (door_url, _),
+    ):
         assert [ask(door_url) for _ in range(2)] == [(200, WHOLE, True)] * 2
         counted(door_url, {("ok", "200"): 2})
         assert engine.connections == 2
@@ -392,6 +441,7 @@ def test_bytes_after_a_sized_answer_are_not_passed_on_nor_is_the_connection_kept
 def test_an_answer_before_the_request_was_read_whole():
     """The engine answers as soon as it has the head, then reads the (large) body: the answer passes whole
     and the connection is kept only once the request is sent."""
+
     async def early(engine: ScriptEngine, reader, writer) -> None:
         while True:
             head = await engine.request(reader, body=False)
@@ -407,11 +457,15 @@ def test_an_answer_before_the_request_was_read_whole():
 
 def test_an_engine_that_refuses_a_request_before_reading_its_body_is_heard():
     """It answers 413 and closes without reading the (large) body: the client gets the 413, not a 502."""
+
     async def refuse(engine: ScriptEngine, reader, writer) -> None:
         await engine.request(reader, body=False)
-        writer.write(sized(b'{"error": {"message": "too long"}}', status=b"413 Payload Too Large",
-                           extra=b"Connection: close\r\n"))
-        await asyncio.sleep(0.05)                    # then closes, the body unread: a reset
+        writer.write(
+            sized(
+                b'{"error": {"message": "too long"}}', status=b"413 Payload Too Large", extra=b"Connection: close\r\n"
+            )
+        )
+        await asyncio.sleep(0.05)  # then closes, the body unread: a reset
 
     big = dict(ASKED, padding="x" * (8 << 20))
     with serving(ScriptEngine(refuse)) as (engine_url, _), frontdoor(engine_url) as (door_url, _):
@@ -421,8 +475,10 @@ def test_an_engine_that_refuses_a_request_before_reading_its_body_is_heard():
 
 @pytest.mark.parametrize("status, outcome", [(b"204 No Content", "error"), (b"304 Not Modified", "error")])
 def test_a_bodiless_status_to_a_post_ends_at_once_and_is_kept(status, outcome):
-    with serving(ScriptEngine(answering(b"HTTP/1.1 %s\r\n\r\n" % status))) as (engine_url, engine), \
-            frontdoor(engine_url) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(b"HTTP/1.1 %s\r\n\r\n" % status))) as (engine_url, engine),
+        frontdoor(engine_url) as (door_url, _),
+    ):
         assert [ask(door_url) for _ in range(2)] == [(int(status[:3]), b"", True)] * 2
         counted(door_url, {(outcome, status[:3].decode()): 2})
         assert engine.connections == 1
@@ -430,6 +486,7 @@ def test_a_bodiless_status_to_a_post_ends_at_once_and_is_kept(status, outcome):
 
 def test_a_kept_connection_reset_while_the_next_request_goes_out_is_retried_on_a_new_one():
     """The engine resets its kept connection when the next request's first bytes arrive."""
+
     async def reset_second(engine: ScriptEngine, reader, writer) -> None:
         await engine.request(reader)
         writer.write(STREAM)
@@ -442,10 +499,10 @@ def test_a_kept_connection_reset_while_the_next_request_goes_out_is_retried_on_a
         assert engine.connections == 3
 
 
-SILENCES = {        # what the engine sends before it goes silent (and waits for the front door to leave)
+SILENCES = {  # what the engine sends before it goes silent (and waits for the front door to leave)
     "nothing": b"",
     "the head": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
-    "half a chunk": STREAM[:STREAM.index(b"data: ") + 10],
+    "half a chunk": STREAM[: STREAM.index(b"data: ") + 10],
     "half a sized body": sized(WHOLE)[:-5],
     "an unsized body": b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + EVENTS[:40],
 }
@@ -453,8 +510,10 @@ SILENCES = {        # what the engine sends before it goes silent (and waits for
 
 @pytest.mark.parametrize("case", SILENCES)
 def test_an_engine_gone_silent_is_cut_at_the_idle_timeout_and_never_looks_whole(case):
-    with serving(ScriptEngine(answering(SILENCES[case], then="hang"))) as (engine_url, engine), \
-            frontdoor(engine_url, idle_timeout=0.2) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(SILENCES[case], then="hang"))) as (engine_url, engine),
+        frontdoor(engine_url, idle_timeout=0.2) as (door_url, _),
+    ):
         began = time.monotonic()
         status, _, whole = ask(door_url)
         assert time.monotonic() - began < 1
@@ -474,12 +533,14 @@ def test_a_tls_engine_that_never_handshakes_is_a_timeout_and_plain_http_is_a_502
             assert ask(door_url)[0] == 504 and time.monotonic() - began < 1
             counted(door_url, {("timeout", "504"): 1})
 
-    async def refuse(engine: ScriptEngine, reader, writer) -> None:       # as a plain HTTP server meets TLS
+    async def refuse(engine: ScriptEngine, reader, writer) -> None:  # as a plain HTTP server meets TLS
         await reader.read(1)
         writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 
-    with serving(ScriptEngine(refuse)) as (engine_url, _), \
-            frontdoor(engine_url.replace("http:", "https:"), connect_timeout=2) as (door_url, _):
+    with (
+        serving(ScriptEngine(refuse)) as (engine_url, _),
+        frontdoor(engine_url.replace("http:", "https:"), connect_timeout=2) as (door_url, _),
+    ):
         assert ask(door_url)[0] == 502
         counted(door_url, {("error", "502"): 1})
 
@@ -492,11 +553,14 @@ async def echo_line(engine: ScriptEngine, reader, writer) -> None:
         writer.write(sized(json.dumps({"line": lines[0], "host": host[5:].strip()}).encode()))
 
 
-@pytest.mark.parametrize("host, upstream, path", [
-    ("::1", "http://[::1]:{port}", "/v1/chat/completions"),
-    ("127.0.0.1", "http://localhost:{port}", "/v1/chat/completions"),
-    ("127.0.0.1", "http://127.0.0.1:{port}/prefix/", "/prefix/v1/chat/completions"),
-])
+@pytest.mark.parametrize(
+    "host, upstream, path",
+    [
+        ("::1", "http://[::1]:{port}", "/v1/chat/completions"),
+        ("127.0.0.1", "http://localhost:{port}", "/v1/chat/completions"),
+        ("127.0.0.1", "http://127.0.0.1:{port}/prefix/", "/prefix/v1/chat/completions"),
+    ],
+)
 def test_the_upstream_may_be_ipv6_a_hostname_or_have_a_path(host, upstream, path):
     with serving(ScriptEngine(echo_line), host=host) as (engine_url, engine):
         upstream = upstream.format(port=engine_url.rsplit(":", 1)[1])
@@ -504,7 +568,7 @@ def test_the_upstream_may_be_ipv6_a_hostname_or_have_a_path(host, upstream, path
             status, body, _ = ask(door_url)
             assert status == 200
             assert json.loads(body) == {"line": f"POST {path} HTTP/1.1", "host": upstream.split("/")[2]}
-            counted(door_url, {("error", "200"): 1})           # the echo is not a completion: judged an error
+            counted(door_url, {("error", "200"): 1})  # the echo is not a completion: judged an error
 
 
 def test_concurrent_requests_never_share_a_connection_and_reuse_the_kept_ones():
@@ -514,8 +578,11 @@ def test_concurrent_requests_never_share_a_connection_and_reuse_the_kept_ones():
             await engine.think(reader, 0.05)
             writer.write(STREAM)
 
-    with serving(ScriptEngine(slow)) as (engine_url, engine), frontdoor(engine_url) as (door_url, _), \
-            concurrent.futures.ThreadPoolExecutor(24) as pool:
+    with (
+        serving(ScriptEngine(slow)) as (engine_url, engine),
+        frontdoor(engine_url) as (door_url, _),
+        concurrent.futures.ThreadPoolExecutor(24) as pool,
+    ):
         for _ in range(2):
             assert list(pool.map(lambda _: ask(door_url), range(24))) == [(200, EVENTS, True)] * 24
         counted(door_url, {("ok", "200"): 48})
@@ -556,30 +623,34 @@ def test_a_client_that_leaves_closes_the_upstream_connection_at_once_and_is_coun
         writer.write(head + b"\r\n\r\n" + piece)
         if stage == "mid-body":
             return await engine.until_gone(reader)
-        while True:                               # as fast as the front door reads, for the client not reading
+        while True:  # as fast as the front door reads, for the client not reading
             writer.write(piece * 64)
             await writer.drain()
 
     with serving(ScriptEngine(script)) as (engine_url, engine), frontdoor(engine_url) as (door_url, door):
-        left = {"before the head": lambda: _leave(door_url, engine, b""),
-                "mid-body": lambda: _leave(door_url, engine, b"data: "),
-                "while the relay is paused": lambda: _hold(door_url)}[stage]()
+        left = {
+            "before the head": lambda: _leave(door_url, engine, b""),
+            "mid-body": lambda: _leave(door_url, engine, b"data: "),
+            "while the relay is paused": lambda: _hold(door_url),
+        }[stage]()
         assert wait_for(lambda: engine.left, timeout=1)[0] - left < 0.1
         counted(door_url, {("cancelled", "499" if stage == "before the head" else "200"): 1})
-        assert sum(map(len, door.pool._idle.values())) == 0          # closed, not kept
+        assert sum(map(len, door.pool._idle.values())) == 0  # closed, not kept
 
 
 def test_a_client_that_leaves_while_sending_its_request_is_counted_and_never_reaches_the_engine():
     with raw_engine("keep") as (engine_url, engine), frontdoor(engine_url) as (door_url, _):
         with socket.create_connection(("127.0.0.1", int(door_url.rsplit(":", 1)[1])), timeout=5) as sock:
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 100000\r\n\r\n{\"model\": \"m\", ")
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100000\r\n\r\n{"model": "m", '
+            )
             time.sleep(0.05)
         counted(door_url, {("cancelled", "499"): 1})
         assert (engine.connections, engine.requests) == (0, 0)
 
 
-CUTS = {            # what the engine sends before it resets the connection
+CUTS = {  # what the engine sends before it resets the connection
     "chunked": STREAM[:-30],
     "sized": sized(WHOLE)[:-5],
     "unsized": b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + EVENTS[:-20],
@@ -589,8 +660,10 @@ CUTS = {            # what the engine sends before it resets the connection
 @pytest.mark.parametrize("case", CUTS)
 def test_an_answer_cut_by_a_reset_never_looks_whole(case):
     """A reset ends even an answer whose end is the connection's: the client's copy is cut too."""
-    with serving(ScriptEngine(answering(CUTS[case], then="reset"))) as (engine_url, _), \
-            frontdoor(engine_url) as (door_url, _):
+    with (
+        serving(ScriptEngine(answering(CUTS[case], then="reset"))) as (engine_url, _),
+        frontdoor(engine_url) as (door_url, _),
+    ):
         status, body, whole = ask(door_url)
         assert (status, whole) == (200, False) and body and (EVENTS.startswith(body) or WHOLE.startswith(body))
         counted(door_url, {("truncated", "200"): 1})
@@ -599,14 +672,18 @@ def test_an_answer_cut_by_a_reset_never_looks_whole(case):
 def test_the_retry_after_a_stale_kept_connection_goes_on_a_new_one():
     """Two kept connections the engine closes unanswered when the next request comes: the retry does not
     take the second stale one, it opens a new connection."""
+
     async def once(engine: ScriptEngine, reader, writer) -> None:
         await engine.request(reader)
         await engine.think(reader, 0.05)
         writer.write(STREAM)
-        await engine.request(reader)                 # the next request on it: closed unanswered
+        await engine.request(reader)  # the next request on it: closed unanswered
 
-    with serving(ScriptEngine(once)) as (engine_url, engine), frontdoor(engine_url) as (door_url, _), \
-            concurrent.futures.ThreadPoolExecutor(2) as pool:
+    with (
+        serving(ScriptEngine(once)) as (engine_url, engine),
+        frontdoor(engine_url) as (door_url, _),
+        concurrent.futures.ThreadPoolExecutor(2) as pool,
+    ):
         assert list(pool.map(lambda _: ask(door_url), range(2))) == [(200, EVENTS, True)] * 2
         assert ask(door_url) == (200, EVENTS, True)
         counted(door_url, {("ok", "200"): 3})
@@ -627,11 +704,12 @@ def test_an_engine_that_hangs_up_on_connect_is_a_502(then):
 def test_an_answer_complete_in_the_read_that_finds_the_client_behind_leaves_the_connection_kept():
     """The relay holds reading at the very read that completes the answer: the answer is whole, so the
     connection goes back to the pool all the same."""
+
     async def exchange(engine_url: str) -> int:
         pool = UpstreamPool(connect_timeout=2)
         for _ in range(2):
             conn = await pool.send(engine_url, "POST", "/v1/completions", [], b"{}", 5)
-            conn.start(conn.pause)                              # the client is behind at every read
+            conn.start(conn.pause)  # the client is behind at every read
             assert await conn.wait() == "complete"
             conn.finish()
         kept = sum(map(len, pool._idle.values()))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import yaml
-
 from conftest import ROOT
 
 CSV = ROOT / "deploy" / "dcgm" / "counters.csv"
-PROFILING = ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-             "DCGM_FI_PROF_DRAM_ACTIVE")
+PROFILING = (
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_SM_OCCUPANCY",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
+)
 
 
 def _rows() -> dict[str, tuple[str, str, int]]:

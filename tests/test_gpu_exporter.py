@@ -11,14 +11,15 @@ import urllib.request
 
 import pynvml
 import pytest
-
 from conftest import ROOT, need
 from fakes.fake_pynvml import FakeNvml, hopper
 from gpu_tools import node, series, values
+
 from inferwatch.exporters.gpu import GPU_FAMILIES, GpuExporter, NvmlBackend, Snapshot
 
-HOPPER, AMPERE, MIG, LOST = (f"GPU-0000000{i}-aaaa-bbbb-cccc-{kind}000000"
-                             for i, kind in enumerate(("hopper", "ampere", "migmig", "ampere")))
+HOPPER, AMPERE, MIG, LOST = (
+    f"GPU-0000000{i}-aaaa-bbbb-cccc-{kind}000000" for i, kind in enumerate(("hopper", "ampere", "migmig", "ampere"))
+)
 
 
 def _scrape(tmp_path, **kw) -> str:
@@ -32,8 +33,7 @@ def test_output_passes_promtool_and_normalize_unchanged(tmp_path):
     text = _scrape(tmp_path)
     proc = subprocess.run([need("promtool"), "check", "metrics"], input=text, capture_output=True, text=True)
     assert proc.returncode == 0 and not proc.stdout.strip() and not proc.stderr.strip(), proc.stdout + proc.stderr
-    out = subprocess.run([sys.executable, "-m", "inferwatch", "normalize"], input=text, capture_output=True,
-                         text=True)
+    out = subprocess.run([sys.executable, "-m", "inferwatch", "normalize"], input=text, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout == text
 
 
@@ -78,10 +78,22 @@ def test_units_are_base_units(tmp_path):
     throttle = {labels["reason"]: v for labels, v in values(text, "gpu_clock_throttle_active", uuid=HOPPER)}
     assert throttle["sw_power_cap"] == 1.0 and throttle["gpu_idle"] == 0.0 and len(throttle) == 9
     assert values(text, "gpu_xid_errors_total", uuid=HOPPER)[0] == (
-        {"gpu": "0", "uuid": HOPPER, "gpu_model": "NVIDIA H100 80GB HBM3", "hostname": "node-1", "xid": "79",
-         "namespace": "inference", "pod": "vllm-llama-0", "container": "vllm"}, 1.0)
-    assert {labels["type"]: v for labels, v in values(text, "gpu_ecc_errors_total", uuid=HOPPER)} == {"corrected": 3.0,
-                                                                                            "uncorrected": 0.0}
+        {
+            "gpu": "0",
+            "uuid": HOPPER,
+            "gpu_model": "NVIDIA H100 80GB HBM3",
+            "hostname": "node-1",
+            "xid": "79",
+            "namespace": "inference",
+            "pod": "vllm-llama-0",
+            "container": "vllm",
+        },
+        1.0,
+    )
+    assert {labels["type"]: v for labels, v in values(text, "gpu_ecc_errors_total", uuid=HOPPER)} == {
+        "corrected": 3.0,
+        "uncorrected": 0.0,
+    }
 
 
 def test_mig_instances_carry_dcgm_labels(tmp_path):
@@ -90,16 +102,18 @@ def test_mig_instances_carry_dcgm_labels(tmp_path):
     profiles = {labels.get("GPU_I_ID"): labels.get("GPU_I_PROFILE") for labels, _ in instances}
     assert profiles == {None: None, "1": "1g.10gb", "2": "3g.40gb"}
     assert values(text, "gpu_sm_active_ratio", GPU_I_ID="1")[0][1] == 0.3
-    assert not values(text, "gpu_utilization_ratio", uuid=MIG)          # NVML has no GPU-Util in MIG mode
-    assert not values(text, "gpu_power_watts", GPU_I_ID="1")            # power belongs to the whole GPU
+    assert not values(text, "gpu_utilization_ratio", uuid=MIG)  # NVML has no GPU-Util in MIG mode
+    assert not values(text, "gpu_power_watts", GPU_I_ID="1")  # power belongs to the whole GPU
     # the instance's process is pid 501, not in any pod here: no workload labels
     assert "pod" not in values(text, "gpu_sm_active_ratio", GPU_I_ID="1")[0][0]
 
 
 def test_a_gpu_shared_by_two_pods_is_written_once_per_pod(tmp_path):
     text = _scrape(tmp_path)
-    pods = sorted((labels["namespace"], labels["pod"], labels["container"])
-                  for labels, _ in values(text, "gpu_power_watts", uuid=AMPERE))
+    pods = sorted(
+        (labels["namespace"], labels["pod"], labels["container"])
+        for labels, _ in values(text, "gpu_power_watts", uuid=AMPERE)
+    )
     assert pods == [("inference", "vllm-llama-0", "vllm"), ("research", "sglang-qwen-0", "sglang")]
     [(labels, _)] = values(text, "gpu_utilization_ratio", uuid=HOPPER)
     assert (labels["namespace"], labels["pod"], labels["container"]) == ("inference", "vllm-llama-0", "vllm")
@@ -108,12 +122,13 @@ def test_a_gpu_shared_by_two_pods_is_written_once_per_pod(tmp_path):
 def test_a_lost_gpu_is_down_and_the_others_keep_serving(tmp_path):
     nvml, exporter = node(tmp_path)
     exporter.step()
-    nvml.gpus[0].lost = True                 # Hopper falls off the bus between passes
+    nvml.gpus[0].lost = True  # Hopper falls off the bus between passes
     text = (exporter.step(), exporter.render())[1]
-    assert values(text, "gpu_up", uuid=HOPPER) == [({"gpu": "0", "uuid": HOPPER, "gpu_model": "NVIDIA H100 80GB HBM3",
-                                                     "hostname": "node-1"}, 0.0)]
+    assert values(text, "gpu_up", uuid=HOPPER) == [
+        ({"gpu": "0", "uuid": HOPPER, "gpu_model": "NVIDIA H100 80GB HBM3", "hostname": "node-1"}, 0.0)
+    ]
     assert [n for (n, labels), _ in series(text).items() if dict(labels).get("uuid") == HOPPER] == ["gpu_up"]
-    assert values(text, "gpu_up", gpu="3") == [({"gpu": "3", "hostname": "node-1"}, 0.0)]   # lost from the start
+    assert values(text, "gpu_up", gpu="3") == [({"gpu": "3", "hostname": "node-1"}, 0.0)]  # lost from the start
     assert values(text, "gpu_up", uuid=AMPERE)[0][1] == 1.0
     assert values(text, "gpu_exporter_up")[0][1] == 1.0
     assert values(text, "inferwatch_gpu_exporter_errors_total", kind="gpu_lost")[0][1] >= 2
@@ -128,8 +143,8 @@ def test_nvml_init_failure_keeps_serving_and_recovers(tmp_path, caplog):
     assert not [n for n, _ in series(text) if n.startswith("gpu_") and n != "gpu_exporter_up"]
     assert values(text, "inferwatch_gpu_exporter_errors_total", kind="init")[0][1] == 2.0
     errors = [r.message for r in caplog.records if r.levelname == "ERROR"]
-    assert len(errors) == 1 and "NVML Shared Library Not Found" in errors[0]          # logged once
-    nvml.init_error = None                                                         # the driver arrives
+    assert len(errors) == 1 and "NVML Shared Library Not Found" in errors[0]  # logged once
+    nvml.init_error = None  # the driver arrives
     exporter.step()
     assert values(exporter.render(), "gpu_exporter_up")[0][1] == 1.0
 
@@ -213,6 +228,7 @@ def test_package_all_is_its_public_names():
 
 def test_the_real_gpu_check_runs_end_to_end_over_the_fake(monkeypatch, capsys):
     from fakes.fake_pynvml import ampere, hopper
+
     from inferwatch.exporters.gpu import check_real
 
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([hopper(0), ampere(1)]))
@@ -223,7 +239,7 @@ def test_the_real_gpu_check_runs_end_to_end_over_the_fake(monkeypatch, capsys):
 
 
 def test_the_oldest_supported_nvidia_ml_py_without_temperature_v_still_reads_temperature():
-    class Old(FakeNvml):          # nvidia-ml-py 12.535 (pyproject's floor) has no nvmlDeviceGetTemperatureV
+    class Old(FakeNvml):  # nvidia-ml-py 12.535 (pyproject's floor) has no nvmlDeviceGetTemperatureV
         def __getattribute__(self, name):
             if name == "nvmlDeviceGetTemperatureV":
                 raise AttributeError(name)
@@ -262,12 +278,14 @@ def test_bad_lengths_and_deep_json_get_400_not_a_traceback_or_a_held_handler():
     port = server.server_address[1]
     try:
         for length in (b"abc", b"-1", b"99999999"):
-            answer = _raw(port, b"POST /admin/scenario HTTP/1.1\r\nHost: x\r\nContent-Length: " + length +
-                          b"\r\n\r\n")
+            answer = _raw(port, b"POST /admin/scenario HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n")
             assert answer.startswith(b"HTTP/1.0 400"), (length, answer[:80])
-        deep = b"[" * 32000 + b"]" * 32000           # 32,000 deep, under the 64 KiB body cap
-        answer = _raw(port, b"POST /admin/scenario HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d"
-                      b"\r\n\r\n" % len(deep) + deep)
+        deep = b"[" * 32000 + b"]" * 32000  # 32,000 deep, under the 64 KiB body cap
+        answer = _raw(
+            port,
+            b"POST /admin/scenario HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d"
+            b"\r\n\r\n" % len(deep) + deep,
+        )
         assert answer.startswith(b"HTTP/1.0 400") and b"scenario" in answer
     finally:
         server.shutdown()
@@ -283,7 +301,7 @@ def test_idle_connections_are_closed_and_connections_are_capped():
     port = server.server_address[1]
     socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(10)]
     try:
-        for sock in socks[4:]:                      # accepted in order: the first four hold the slots
+        for sock in socks[4:]:  # accepted in order: the first four hold the slots
             assert sock.recv(1) == b""
         assert exporter._errors["connections_refused"] == 6
     finally:
@@ -294,7 +312,7 @@ def test_idle_connections_are_closed_and_connections_are_capped():
     exporter, server = _serving(idle_timeout=0.2)
     try:
         with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=30) as sock:
-            assert sock.recv(1) == b""                # closed by the server, well before our 30 s
+            assert sock.recv(1) == b""  # closed by the server, well before our 30 s
     finally:
         server.shutdown()
         server.server_close()

@@ -6,9 +6,9 @@ import inspect
 
 import pynvml
 import pytest
-
 from fakes.fake_pynvml import CONSTANTS, FakeNvml, ampere, hopper
 from gpu_tools import node
+
 from inferwatch.exporters.gpu._nvml import NVML_NAMES
 
 
@@ -39,12 +39,21 @@ def test_every_call_of_a_full_pass_is_a_name_the_exporter_declares(tmp_path):
     called = {c for c in nvml.calls}
     assert called - set(NVML_NAMES) == set()
     # the pass used GPM, MIG sampling, processes and XID events, so the check above covered them
-    assert {"nvmlGpmMetricsGet", "nvmlGpmMigSampleGet", "nvmlDeviceGetComputeRunningProcesses",
-            "nvmlEventSetWait"} <= called
+    assert {
+        "nvmlGpmMetricsGet",
+        "nvmlGpmMigSampleGet",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlEventSetWait",
+    } <= called
 
 
-@pytest.mark.parametrize("code,cls", [(pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVMLError_GpuIsLost),
-                                      (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, pynvml.NVMLError_LibraryNotFound)])
+@pytest.mark.parametrize(
+    "code,cls",
+    [
+        (pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVMLError_GpuIsLost),
+        (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, pynvml.NVMLError_LibraryNotFound),
+    ],
+)
 def test_fake_raises_the_real_error_classes(code, cls):
     with pytest.raises(cls):
         FakeNvml([], init_error=code).nvmlInit()

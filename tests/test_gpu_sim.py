@@ -13,16 +13,21 @@ from dataclasses import replace
 
 import pytest
 import yaml
-
 from conftest import ROOT, need
 from gpu_tools import values
-from inferwatch.exporters.gpu import SCENARIOS, EngineLoad, GpuExporter, SimulatedBackend, Workload, activity
-from inferwatch.sim._demo import free_port
 from promtools import serve
 from simtools import FAST, serve_app, simulator
 
-LOADS = [EngineLoad(), EngineLoad(1, 0, 0.05), EngineLoad(8, 2, 0.4, 0.3), EngineLoad(64, 40, 1.0, 0.9),
-         EngineLoad(3, 0, 0.2, 1.0)]
+from inferwatch.exporters.gpu import SCENARIOS, EngineLoad, GpuExporter, SimulatedBackend, Workload, activity
+from inferwatch.sim._demo import free_port
+
+LOADS = [
+    EngineLoad(),
+    EngineLoad(1, 0, 0.05),
+    EngineLoad(8, 2, 0.4, 0.3),
+    EngineLoad(64, 40, 1.0, 0.9),
+    EngineLoad(3, 0, 0.2, 1.0),
+]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -66,10 +71,10 @@ def test_follows_a_running_simulator():
         # condition with a generous deadline, not a bet on how fast requests start
         body = json.dumps({"model": "m", "prompt": "hello " * 50, "max_tokens": 400}).encode()
         for _ in range(6):
-            request = urllib.request.Request(base + "/v1/completions", data=body,
-                                             headers={"Content-Type": "application/json"})
-            threading.Thread(target=lambda r=request: urllib.request.urlopen(r, timeout=60).read(),
-                             daemon=True).start()
+            request = urllib.request.Request(
+                base + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
+            )
+            threading.Thread(target=lambda r=request: urllib.request.urlopen(r, timeout=60).read(), daemon=True).start()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             busy = _render(backend)
@@ -80,7 +85,7 @@ def test_follows_a_running_simulator():
         [(labels, util)] = values(text, "gpu_utilization_ratio", gpu="0")
         assert (util >= 0.9) is expect_busy and (labels["namespace"], labels["pod"]) == ("demo", "vllm-0")
     used = lambda t: values(t, "gpu_memory_used_bytes", gpu="1")[0][1]  # noqa: E731
-    assert used(busy) > used(idle)                               # the KV cache filled
+    assert used(busy) > used(idle)  # the KV cache filled
     assert values(busy, "gpu_nvlink_tx_bytes_per_second", gpu="1")[0][1] > 0
     assert not values(busy, "inferwatch_gpu_exporter_errors_total")
 
@@ -91,12 +96,13 @@ def test_unreachable_engine_idles_the_gpus_and_is_counted(caplog):
     text = _render(backend)
     assert values(text, "gpu_up")[0][1] == 1.0 and values(text, "gpu_utilization_ratio")[0][1] == 0.0
     assert values(text, "inferwatch_gpu_exporter_errors_total", kind="follow")[0][1] == 2.0
-    assert sum("--follow" in r.message for r in caplog.records) == 1       # said once, not every pass
+    assert sum("--follow" in r.message for r in caplog.records) == 1  # said once, not every pass
 
 
 def test_an_engine_that_answers_no_http_is_a_counted_follow_failure(caplog):
     """Bytes that are not HTTP (a TLS port, a wrong service) fail the follow like a closed port; they used to fail
     the whole pass, so the exporter served gpu_exporter_up 0 and no GPU at all."""
+
     def not_http(handler):
         handler.wfile.write(b"\x16\x03\x01 not HTTP\r\n\r\n")
         handler.close_connection = True
@@ -132,20 +138,31 @@ def test_stall_fires_gpu_busy_not_computing_in_promtool(tmp_path):
         clock = [0.0]
         backend = SimulatedBackend(1, host, clock=lambda c=clock: c[0], sleep=lambda s: None)
         series.update(_minutes(backend, clock, 50, stall_from))
-    test = {"rule_files": [str(ROOT / "alerts" / "operational.rules.yaml")], "evaluation_interval": "1m",
-            "tests": [{"interval": "1m",
-                       "input_series": [{"series": k, "values": " ".join(v)} for k, v in series.items()],
-                       "promql_expr_test": [
-                           {"expr": 'count by (hostname) (ALERTS{alertname="LLMGPUBusyNotComputing"})',
-                            "eval_time": "9m", "exp_samples": []},
-                           {"expr": 'count by (hostname) (ALERTS{alertname="LLMGPUBusyNotComputing", '
-                                    'alertstate="firing"})',
-                            "eval_time": "45m", "exp_samples": [{"labels": '{hostname="node-stall"}', "value": 1}]},
-                       ]}]}
+    test = {
+        "rule_files": [str(ROOT / "alerts" / "operational.rules.yaml")],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": k, "values": " ".join(v)} for k, v in series.items()],
+                "promql_expr_test": [
+                    {
+                        "expr": 'count by (hostname) (ALERTS{alertname="LLMGPUBusyNotComputing"})',
+                        "eval_time": "9m",
+                        "exp_samples": [],
+                    },
+                    {
+                        "expr": 'count by (hostname) (ALERTS{alertname="LLMGPUBusyNotComputing", alertstate="firing"})',
+                        "eval_time": "45m",
+                        "exp_samples": [{"labels": '{hostname="node-stall"}', "value": 1}],
+                    },
+                ],
+            }
+        ],
+    }
     path = tmp_path / "gpu-stall.test.yaml"
     path.write_text(yaml.safe_dump(test, sort_keys=False))
-    proc = subprocess.run([need("promtool"), "test", "rules", str(path)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([need("promtool"), "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "SUCCESS" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -156,9 +173,27 @@ def _get(url: str, data: bytes | None = None) -> str:
 
 def test_cli_serves_simulated_gpus_switches_scenario_and_survives_a_missing_engine(tmp_path):
     port = free_port()
-    cmd = [sys.executable, "-m", "inferwatch", "exporter", "gpu", "--backend", "simulated", "--gpus", "2",
-           "--interval", "200ms", "--listen", f"127.0.0.1:{port}", "--follow", f"127.0.0.1:{free_port()}",
-           "--workload", "demo/vllm-0/engine", "--hostname", "sim-node"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "inferwatch",
+        "exporter",
+        "gpu",
+        "--backend",
+        "simulated",
+        "--gpus",
+        "2",
+        "--interval",
+        "200ms",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--follow",
+        f"127.0.0.1:{free_port()}",
+        "--workload",
+        "demo/vllm-0/engine",
+        "--hostname",
+        "sim-node",
+    ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
         base, deadline, text = f"http://127.0.0.1:{port}", time.time() + 20, ""
@@ -173,7 +208,7 @@ def test_cli_serves_simulated_gpus_switches_scenario_and_survives_a_missing_engi
         deadline = time.time() + 10
         while time.time() < deadline and values(text, "gpu_utilization_ratio", gpu="0")[0][1] < 0.95:
             text = _get(base + "/metrics")
-        assert values(text, "gpu_sm_active_ratio", gpu="0")[0][1] <= 0.1      # idle engine, stalled GPU
+        assert values(text, "gpu_sm_active_ratio", gpu="0")[0][1] <= 0.1  # idle engine, stalled GPU
         with pytest.raises(urllib.error.HTTPError):
             _get(base + "/admin/scenario", b'{"scenario": "melt"}')
         # the port is taken now: a second exporter says so in one line
@@ -186,22 +221,30 @@ def test_cli_serves_simulated_gpus_switches_scenario_and_survives_a_missing_engi
     assert "Traceback" not in err and err.count("--follow") == 1, err
 
 
-@pytest.mark.parametrize("args,flag", [
-    (["--listen", "nowhere"], "--listen"), (["--interval", "10ms"], "--interval"),
-    (["--interval", "soon"], "--interval"), (["--backend", "cuda"], "--backend"),
-    (["--follow", "localhost:8000"], "--follow"), (["--backend", "simulated", "--follow", "engine"], "--follow"),
-    (["--backend", "simulated", "--scenario", "melt"], "--scenario"), (["--backend", "simulated", "--gpus", "0"],
-                                                                       "--gpus"),
-    (["--backend", "simulated", "--workload", "podonly"], "--workload"), (["--log-level", "loud"], "--log-level"),
-    (["--stale-after", "100ms"], "--stale-after"), (["--idle-timeout", "0s"], "--idle-timeout"),
-    (["--max-connections", "0"], "--max-connections"),
-])
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["--listen", "nowhere"], "--listen"),
+        (["--interval", "10ms"], "--interval"),
+        (["--interval", "soon"], "--interval"),
+        (["--backend", "cuda"], "--backend"),
+        (["--follow", "localhost:8000"], "--follow"),
+        (["--backend", "simulated", "--follow", "engine"], "--follow"),
+        (["--backend", "simulated", "--scenario", "melt"], "--scenario"),
+        (["--backend", "simulated", "--gpus", "0"], "--gpus"),
+        (["--backend", "simulated", "--workload", "podonly"], "--workload"),
+        (["--log-level", "loud"], "--log-level"),
+        (["--stale-after", "100ms"], "--stale-after"),
+        (["--idle-timeout", "0s"], "--idle-timeout"),
+        (["--max-connections", "0"], "--max-connections"),
+    ],
+)
 def test_cli_mistakes_are_one_line(args, flag):
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "exporter", "gpu", *args], capture_output=True,
-                          text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "exporter", "gpu", *args], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and flag in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
-
 
 
 @pytest.mark.promtool
@@ -215,13 +258,13 @@ def test_simulate_serves_its_gpus_beside_the_engine_and_gpu_stall_stalls_them():
         gpu_part = "".join(f.header() + f.body for f in split_families(text) if f.name.startswith("gpu_"))
         proc = subprocess.run([need("promtool"), "check", "metrics"], input=gpu_part, capture_output=True, text=True)
         assert proc.returncode == 0 and "gpu_sm_active_ratio" in gpu_part, proc.stdout + proc.stderr
-        for scenario in ("gpu-stall", "gpu-not-computing"):      # the second is named for triage's kind
+        for scenario in ("gpu-stall", "gpu-not-computing"):  # the second is named for triage's kind
             _get(base + "/admin/scenario", json.dumps({"scenario": scenario}).encode())
             stalled = _get(base + "/metrics")
             assert values(stalled, "gpu_utilization_ratio", gpu="1")[0][1] >= 0.95
             assert values(stalled, "gpu_sm_active_ratio", gpu="1")[0][1] <= 0.1
         _get(base + "/admin/scenario", json.dumps({"scenario": "normal"}).encode())
-        assert values(_get(base + "/metrics"), "gpu_utilization_ratio", gpu="1")[0][1] == 0.0   # idle, not stalled
+        assert values(_get(base + "/metrics"), "gpu_utilization_ratio", gpu="1")[0][1] == 0.0  # idle, not stalled
 
 
 def test_simulated_gpus_name_the_pod_using_them(monkeypatch):
@@ -231,22 +274,29 @@ def test_simulated_gpus_name_the_pod_using_them(monkeypatch):
 
     monkeypatch.setenv("HOSTNAME", "vllm-7f9c4-x2x8q")
     monkeypatch.setenv("POD_NAMESPACE", "llm")
-    cases = [(None, {"namespace": "llm", "pod": "vllm-7f9c4-x2x8q"}),
-             (Workload("serving", "vllm-0", "engine"), {"namespace": "serving", "pod": "vllm-0",
-                                                        "container": "engine"})]
+    cases = [
+        (None, {"namespace": "llm", "pod": "vllm-7f9c4-x2x8q"}),
+        (Workload("serving", "vllm-0", "engine"), {"namespace": "serving", "pod": "vllm-0", "container": "engine"}),
+    ]
     for workload, labels in cases:
         config = SimulatorConfig("vllm", None, "m", "normal", FAST, 1, gpus=2, workload=workload)
         with serve_app(make_app(config)) as base:
             found = values(_get(base + "/metrics"), "gpu_utilization_ratio")
-        assert len(found) == 2 and all({k: v for k, v in got.items() if k in ("namespace", "pod", "container")}
-                                       == labels for got, _ in found), found
+        assert len(found) == 2 and all(
+            {k: v for k, v in got.items() if k in ("namespace", "pod", "container")} == labels for got, _ in found
+        ), found
 
 
-@pytest.mark.parametrize("args", [["--pod", "a/b/c/d", "--gpus", "1"], ["--pod", "llm//engine", "--gpus", "1"],
-                                  ["--pod", "vllm-0"]])
+@pytest.mark.parametrize(
+    "args", [["--pod", "a/b/c/d", "--gpus", "1"], ["--pod", "llm//engine", "--gpus", "1"], ["--pod", "vllm-0"]]
+)
 def test_simulate_pod_mistakes_are_one_line(args):
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--listen", f"127.0.0.1:{free_port()}",
-                           *args], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "simulate", "--listen", f"127.0.0.1:{free_port()}", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "--pod" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -257,22 +307,33 @@ def test_stall_fires_gpu_busy_not_computing_in_a_real_prometheus(tmp_path):
      the alerts' memory of their upper bar read every second): LLMGPUBusyNotComputing fires for that GPU."""
     import re
 
-    from inferwatch.sim import SimulatorConfig, make_app
     from promtools import prometheus, query, wait_for
+
+    from inferwatch.sim import SimulatorConfig, make_app
 
     binary = need("prometheus")
     rules = (ROOT / "alerts" / "operational.rules.yaml").read_text()
     rules = re.sub(r"for: \d+[smh]\b", "for: 5s", re.sub(r"interval: \S+", "interval: 1s", rules))
-    rules = rules.replace("[30m:1m]", "[30m:1s]")     # the upper bar's memory at each evaluation, not each minute
+    rules = rules.replace("[30m:1m]", "[30m:1s]")  # the upper bar's memory at each evaluation, not each minute
     (tmp_path / "operational.rules.yaml").write_text(rules)
     with serve_app(make_app(SimulatorConfig("vllm", None, "m", "gpu-stall", FAST, 1, gpus=1))) as base:
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                  "rule_files": [str(tmp_path / "operational.rules.yaml")],
-                  "scrape_configs": [{"job_name": "node", "honor_labels": True,
-                                      "static_configs": [{"targets": [base.removeprefix("http://")]}]}]}
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(tmp_path / "operational.rules.yaml")],
+            "scrape_configs": [
+                {
+                    "job_name": "node",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [base.removeprefix("http://")]}],
+                }
+            ],
+        }
         with prometheus(binary, config, tmp_path) as prom:
-            firing = wait_for(lambda: query(prom, 'ALERTS{alertname="LLMGPUBusyNotComputing",alertstate="firing"}'),
-                              timeout=60, step=1)
+            firing = wait_for(
+                lambda: query(prom, 'ALERTS{alertname="LLMGPUBusyNotComputing",alertstate="firing"}'),
+                timeout=60,
+                step=1,
+            )
     assert [a["metric"]["gpu"] for a in firing] == ["0"]
 
 
@@ -284,7 +345,8 @@ def test_an_engine_body_over_the_limit_is_a_counted_follow_failure_not_parsed_cu
     from inferwatch.exporters._config import MAX_BODY_BYTES
 
     head = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 5\n'
-    body = head + b"#" * (MAX_BODY_BYTES - len(head)) + b"\n"         # MAX_BODY_BYTES + 1 bytes
+    body = head + b"#" * (MAX_BODY_BYTES - len(head)) + b"\n"  # MAX_BODY_BYTES + 1 bytes
+
     async def metrics(request):
         return web.Response(body=body, content_type="text/plain")
 
@@ -310,4 +372,4 @@ def test_the_limits_flags_reach_the_exporter():
     config = gpu_config(backend="simulated", stale_after="9s", idle_timeout="3s", max_connections=5)
     exporter = build_exporter(config)
     assert (exporter.stale_after, exporter.idle_timeout, exporter.max_connections) == (9.0, 3.0, 5)
-    assert build_exporter(gpu_config(backend="simulated", interval="2s")).stale_after == 9.0   # 2 intervals + 5 s
+    assert build_exporter(gpu_config(backend="simulated", interval="2s")).stale_after == 9.0  # 2 intervals + 5 s

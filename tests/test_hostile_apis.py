@@ -20,16 +20,15 @@ import sys
 import time
 
 import pytest
-
 from fakes import hostile_api
 from fakes.hostile_api import MODES, hostile_server
 
 from inferwatch.promapi import ApiError, Client, ClientOptions
 
-TIMEOUT = 2.0            # --timeout given to the commands run in-process
-CMD_TIMEOUT = 5.0        # --timeout of the commands run in a fresh process: generous, the outcome is what counts
-MEMORY_MB = 512          # peak RSS of one command (the interpreter, pandas and numpy take ~100 MB of it)
-MAX_BYTES = 4 << 20      # --max-bytes in the in-process matrix, so a huge answer is refused quickly
+TIMEOUT = 2.0  # --timeout given to the commands run in-process
+CMD_TIMEOUT = 5.0  # --timeout of the commands run in a fresh process: generous, the outcome is what counts
+MEMORY_MB = 512  # peak RSS of one command (the interpreter, pandas and numpy take ~100 MB of it)
+MAX_BYTES = 4 << 20  # --max-bytes in the in-process matrix, so a huge answer is refused quickly
 NOT_BUILDINFO = lambda path: path != "/api/v1/status/buildinfo"  # noqa: E731 - doctor gets past its first call
 
 
@@ -64,7 +63,7 @@ def test_doctor_says_which_endpoint_answered_what(mode, capsys, monkeypatch):
     assert code == 1 and "Traceback" not in err, (mode, out, err)
     broken = [line for line in out.splitlines() if f"{url}/api/v1/" in line]
     assert broken and all(line.startswith(("missing ", "wrong ")) for line in broken), (mode, out)
-    if out.startswith("missing Prometheus"):      # the first call failed: nothing else is asked
+    if out.startswith("missing Prometheus"):  # the first call failed: nothing else is asked
         assert out.startswith(f"missing Prometheus: {url}/api/v1/status/buildinfo: ") and len(broken) == 1
 
 
@@ -81,12 +80,13 @@ def test_doctor_runs_every_other_check_when_one_endpoint_is_broken(mode, capsys,
 @pytest.mark.parametrize("mode", MODES)
 def test_doctor_reports_a_broken_alertmanager_and_grafana(mode, capsys, monkeypatch):
     with hostile_server(mode, lambda path: False) as prom, hostile_server(mode) as bad:
-        code, out, err = _main(capsys, monkeypatch, "doctor", "--prometheus", prom, "--alertmanager", bad,
-                               "--grafana", bad, *_limits())
+        code, out, err = _main(
+            capsys, monkeypatch, "doctor", "--prometheus", prom, "--alertmanager", bad, "--grafana", bad, *_limits()
+        )
     assert code == 1 and "Traceback" not in err, (mode, out, err)
     assert any(line.startswith(f"missing Alertmanager: {bad}/api/v2/status: ") for line in out.splitlines()), out
     grafana = f"missing Grafana: {bad}/api/search: " if mode != "empty_list" else "missing Grafana dashboards: "
-    assert any(line.startswith(grafana) for line in out.splitlines()), out     # [] is a Grafana with none
+    assert any(line.startswith(grafana) for line in out.splitlines()), out  # [] is a Grafana with none
 
 
 # ---- time: the client alone, one call -------------------------------------------------------------------------
@@ -100,17 +100,20 @@ def test_one_call_ends_within_its_deadline(mode):
         took = time.monotonic() - began
     assert took < 1.0 + 2.0, took
     assert caught.value.endpoint == f"{url}/api/v1/query"
-    with pytest.raises(ApiError, match="not asked"):       # the next call does not wait out the deadline again
+    with pytest.raises(ApiError, match="not asked"):  # the next call does not wait out the deadline again
         client.query("up")
 
 
 def test_a_gzip_bomb_is_refused_at_the_cap_not_inflated():
-    with hostile_server("gzip_bomb") as url:       # 1 GiB in 1,024 gzip members
+    with hostile_server("gzip_bomb") as url:  # 1 GiB in 1,024 gzip members
         with pytest.raises(ApiError, match="larger than 1048576 bytes once decompressed"):
             Client(url, ClientOptions(max_bytes=1 << 20)).query("up")
-    hostile_api.ANSWERS["one_member_bomb"] = (200, {"Content-Encoding": "gzip"},
-                                              hostile_api.gzip_bomb(64 << 20, members=False))
-    with hostile_server("one_member_bomb") as url:       # 64 MiB in one member
+    hostile_api.ANSWERS["one_member_bomb"] = (
+        200,
+        {"Content-Encoding": "gzip"},
+        hostile_api.gzip_bomb(64 << 20, members=False),
+    )
+    with hostile_server("one_member_bomb") as url:  # 64 MiB in one member
         with pytest.raises(ApiError, match="larger than 1048576 bytes once decompressed"):
             Client(url, ClientOptions(max_bytes=1 << 20)).query("up")
     del hostile_api.ANSWERS["one_member_bomb"]
@@ -122,8 +125,11 @@ def test_gzip_and_deflate_answers_are_read_whole():
     import zlib
 
     body = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
-    for encoding, data in (("gzip", gzip.compress(body)), ("gzip", gzip.compress(body[:20]) + gzip.compress(body[20:])),
-                           ("deflate", zlib.compress(body))):
+    for encoding, data in (
+        ("gzip", gzip.compress(body)),
+        ("gzip", gzip.compress(body[:20]) + gzip.compress(body[20:])),
+        ("deflate", zlib.compress(body)),
+    ):
         hostile_api.ANSWERS["good_compressed"] = (200, {"Content-Encoding": encoding}, data)
         with hostile_server("good_compressed") as url:
             assert Client(url).query("up") == []
@@ -131,15 +137,18 @@ def test_gzip_and_deflate_answers_are_read_whole():
 
 
 # ---- time and memory: the commands, each in a fresh process ----------------------------------------------------
-_PEAK = ("import atexit, runpy, sys; "       # VmHWM: this process's own peak (ru_maxrss counts the forking parent's)
-         "atexit.register(lambda: sys.stderr.write('PEAK_KB %s\\n' % [l.split()[1] for l in "
-         "open('/proc/self/status') if l.startswith('VmHWM:')][0])); "
-         "sys.argv = ['inferwatch'] + sys.argv[1:]; runpy.run_module('inferwatch', run_name='__main__')")
+_PEAK = (
+    "import atexit, runpy, sys; "  # VmHWM: this process's own peak (ru_maxrss counts the forking parent's)
+    "atexit.register(lambda: sys.stderr.write('PEAK_KB %s\\n' % [l.split()[1] for l in "
+    "open('/proc/self/status') if l.startswith('VmHWM:')][0])); "
+    "sys.argv = ['inferwatch'] + sys.argv[1:]; runpy.run_module('inferwatch', run_name='__main__')"
+)
 
 
 def _command(*argv: str) -> tuple[subprocess.CompletedProcess, float]:
-    done = subprocess.run([sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True,
-                          timeout=100)     # below the fake's 120 s stall: a hang fails here
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True, timeout=100
+    )  # below the fake's 120 s stall: a hang fails here
     peak = [line for line in done.stderr.splitlines() if line.startswith("PEAK_KB ")]
     assert peak, done.stderr
     return done, int(peak[-1].split()[1]) / 1024

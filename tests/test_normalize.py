@@ -7,11 +7,11 @@ import sys
 from collections import Counter
 
 import pytest
-
 from conftest import EXPOSITIONS, GOLDEN, REAL_CAPTURES, all_expositions, check_golden
-from inferwatch.exporters import Normalizer, split_families
-from inferwatch.exporters import _normalize
+
+from inferwatch.exporters import Normalizer, _normalize, split_families
 from inferwatch.mappings import sanitized
+
 
 @pytest.fixture(scope="module")
 def normalizer(mappings, catalog):
@@ -78,8 +78,11 @@ def test_every_mapped_source_name_is_exercised(mappings, normalizer):
 
 
 def _one(text, normalizer, name, **labels):
-    found = [(got, v) for (n, got), v in common(normalizer.normalize(text).render()).items()
-             if n == name and all(dict(got).get(k) == val for k, val in labels.items())]
+    found = [
+        (got, v)
+        for (n, got), v in common(normalizer.normalize(text).render()).items()
+        if n == name and all(dict(got).get(k) == val for k, val in labels.items())
+    ]
     return found
 
 
@@ -145,8 +148,12 @@ def test_dcgm_exported_labels_win_and_old_namespace_maps(normalizer):
     assert not any(k.startswith("exported_") for k in labels) and float(util) == 0.99
     old = (EXPOSITIONS / "dcgm-3.3-old-namespace.txt").read_text()
     gpu0 = dict(_one(old, normalizer, "gpu_utilization_ratio", gpu="0")[0][0])
-    assert (gpu0["pod"], gpu0["namespace"], gpu0["container"], gpu0["hostname"]) == ("vllm-0", "inference", "vllm",
-                                                                                     "node-a")
+    assert (gpu0["pod"], gpu0["namespace"], gpu0["container"], gpu0["hostname"]) == (
+        "vllm-0",
+        "inference",
+        "vllm",
+        "node-a",
+    )
 
 
 def test_dcgm_blank_sentinels_are_missing_not_huge(normalizer):
@@ -159,14 +166,18 @@ def test_dcgm_blank_sentinels_are_missing_not_huge(normalizer):
 def test_sanitized_names_are_recognised(normalizer):
     text = (EXPOSITIONS / "vllm-0.33.0.txt").read_text().replace("vllm:", "vllm_")
     assert common(normalizer.normalize(text).render()) == common(
-        normalizer.normalize((EXPOSITIONS / "vllm-0.33.0.txt").read_text()).render())
+        normalizer.normalize((EXPOSITIONS / "vllm-0.33.0.txt").read_text()).render()
+    )
 
 
 def test_openmetrics_style_counter_family(normalizer):
-    text = ('# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name="m"} 5\n'
-            'vllm:prompt_tokens_created{model_name="m"} 1.7e9\n')
+    text = (
+        '# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name="m"} 5\n'
+        'vllm:prompt_tokens_created{model_name="m"} 1.7e9\n'
+    )
     assert common(normalizer.normalize(text).render()) == {
-        ("llm_prompt_tokens_total", (("engine", "vllm"), ("model", "m"))): "5"}
+        ("llm_prompt_tokens_total", (("engine", "vllm"), ("model", "m"))): "5"
+    }
 
 
 def test_keep_original_and_drop_unmapped(mappings, catalog):
@@ -232,63 +243,80 @@ def test_a_source_that_does_not_match_the_input_is_named(mappings, catalog):
 
 def test_drop_unmapped_without_a_known_source_says_the_output_is_empty(mappings, catalog):
     out, notes = _notes(mappings, catalog, "# TYPE foo gauge\nfoo 1\n", drop_unmapped=True)
-    assert out == "" and notes == ["no known source detected; --drop-unmapped left out everything "
-                                   "(use --source or add a mapping)"]
+    assert out == "" and notes == [
+        "no known source detected; --drop-unmapped left out everything (use --source or add a mapping)"
+    ]
     _, notes = _notes(mappings, catalog, "# TYPE foo gauge\nfoo 1\n")
     assert notes == ["no known source detected; everything passed through unchanged (use --source or add a mapping)"]
 
 
 def test_an_engine_without_its_key_series_is_named(mappings, catalog):
-    text = "".join(line + "\n" for line in VLLM.read_text().splitlines()
-                   if "num_requests_running" not in line and "time_to_first_token" not in line)
+    text = "".join(
+        line + "\n"
+        for line in VLLM.read_text().splitlines()
+        if "num_requests_running" not in line and "time_to_first_token" not in line
+    )
     _, notes = _notes(mappings, catalog, text)
-    assert notes == ["vllm: no samples for llm_requests_running, llm_time_to_first_token_seconds: dashboards and "
-                     "SLOs that read them will show no data (a partial scrape, or a release whose names no mapping "
-                     "knows?)"]
+    assert notes == [
+        "vllm: no samples for llm_requests_running, llm_time_to_first_token_seconds: dashboards and "
+        "SLOs that read them will show no data (a partial scrape, or a release whose names no mapping "
+        "knows?)"
+    ]
 
 
 def _cut(after: str) -> str:
     lines = VLLM.read_text().splitlines()
-    end = next(i for i,
-               line in enumerate(lines) if line.startswith("vllm:time_to_first_token_seconds") and after in line)
+    end = next(
+        i for i, line in enumerate(lines) if line.startswith("vllm:time_to_first_token_seconds") and after in line
+    )
     return "\n".join(lines[: end + 1]) + "\n"
 
 
-@pytest.mark.parametrize("after,words", [('le="0.1"', "has no +Inf bucket, _sum or _count"),
-                                         ('le="+Inf"', "has no _sum or _count")])
+@pytest.mark.parametrize(
+    "after,words", [('le="0.1"', "has no +Inf bucket, _sum or _count"), ('le="+Inf"', "has no _sum or _count")]
+)
 def test_a_histogram_cut_at_a_line_boundary_is_named(after, words, mappings, catalog):
     _, notes = _notes(mappings, catalog, _cut(after))
     assert [n for n in notes if "cut short" in n] == [
-        f"histogram vllm:time_to_first_token_seconds (line 208) {words}: was the input cut short?"]
+        f"histogram vllm:time_to_first_token_seconds (line 208) {words}: was the input cut short?"
+    ]
 
 
 def test_a_histogram_whose_last_series_is_cut_is_named(normalizer):
-    text = ('# TYPE h histogram\nh_bucket{a="1",le="+Inf"} 1\nh_sum{a="1"} 1\nh_count{a="1"} 1\n'
-            'h_bucket{a="2",le="1"} 1\n')
+    text = (
+        '# TYPE h histogram\nh_bucket{a="1",le="+Inf"} 1\nh_sum{a="1"} 1\nh_count{a="1"} 1\nh_bucket{a="2",le="1"} 1\n'
+    )
     assert normalizer.normalize(text).warnings == [
-        "histogram h (line 1) ends in a _bucket line: was the input cut short?"]
+        "histogram h (line 1) ends in a _bucket line: was the input cut short?"
+    ]
 
 
 def test_cli_prints_the_warnings_on_stderr_and_exits_0():
     proc = _cli("normalize", "--source", "vllm", "--drop-unmapped", str(SGLANG))
     assert proc.returncode == 0 and proc.stdout == ""
-    assert proc.stderr.splitlines()[0] == "warning: --source vllm: no vllm metrics in the input (the input looks " \
-                                          "like sglang)"
+    assert (
+        proc.stderr.splitlines()[0] == "warning: --source vllm: no vllm metrics in the input (the input looks "
+        "like sglang)"
+    )
 
 
 # --- real pastes that are not complete scrapes (real-captures/partial/): what each one gives and says -------------
 
 PARTIAL = REAL_CAPTURES / "partial"
-NO_DATA = ("dashboards and SLOs that read them will show no data (a partial scrape, or a release whose names no "
-           "mapping knows?)")
+NO_DATA = (
+    "dashboards and SLOs that read them will show no data (a partial scrape, or a release whose names no "
+    "mapping knows?)"
+)
 PARTIAL_NOTES = {
     # SGLang's docs, Nov 2024: a pre-0.3.6 build (model in `name`, old gauge names no wheel shipped)
     "sglang-0.3.5-dev-docs-2024-11.txt": [
-        f"sglang: no samples for llm_requests_running, llm_requests_waiting: {NO_DATA}"],
+        f"sglang: no samples for llm_requests_running, llm_requests_waiting: {NO_DATA}"
+    ],
     # aibrix docs: a vLLM 0.7 V0 scrape cut inside vllm:iteration_tokens_total, before the TTFT histogram
     "vllm-0.7-v0-aibrix-docs.txt": [
         "histogram vllm:iteration_tokens_total (line 39) has no +Inf bucket or _count: was the input cut short?",
-        f"vllm: no samples for llm_time_to_first_token_seconds: {NO_DATA}"],
+        f"vllm: no samples for llm_time_to_first_token_seconds: {NO_DATA}",
+    ],
 }
 
 
@@ -303,24 +331,36 @@ def test_pre_0_3_6_sglang_keeps_its_model(normalizer):
     """The model was in `name` before 0.3.6; every series that maps keeps it as `model`."""
     text = (PARTIAL / "sglang-0.3.5-dev-docs-2024-11.txt").read_text()
     labels = {"model": "google/gemma-2-9b-it", "engine": "sglang"}
-    for name in ("llm_time_to_first_token_seconds_count", "llm_request_duration_seconds_count",
-                 "llm_kv_cache_usage_ratio", "llm_prompt_tokens_total"):
+    for name in (
+        "llm_time_to_first_token_seconds_count",
+        "llm_request_duration_seconds_count",
+        "llm_kv_cache_usage_ratio",
+        "llm_prompt_tokens_total",
+    ):
         assert _one(text, normalizer, name, **labels), name
     assert [v for _, v in _one(text, normalizer, "llm_request_duration_seconds_sum", **labels)] == ["70517.99934530258"]
-    assert all("name" not in dict(got) for (n, got) in common(normalizer.normalize(text).render())
-               if n.startswith("llm_"))
+    assert all(
+        "name" not in dict(got) for (n, got) in common(normalizer.normalize(text).render()) if n.startswith("llm_")
+    )
 
 
 def test_sum_and_count_only_histograms_still_map(normalizer):
     """vLLM on Neuron as a blog printed it: every histogram as _sum/_count only; each one is named, none is lost."""
     result = normalizer.normalize((PARTIAL / "vllm-neuron-v0-blog-sum-count-only.txt").read_text())
     notes = result.warnings + normalizer.check(result)
-    assert len(notes) == 13 and all(n.endswith("has only _sum and _count, no buckets: means can be read, quantiles "
-                                               "and latency SLOs cannot") for n in notes)
+    assert len(notes) == 13 and all(
+        n.endswith("has only _sum and _count, no buckets: means can be read, quantiles and latency SLOs cannot")
+        for n in notes
+    )
     out = result.render()
-    for name in ("llm_time_to_first_token_seconds_count", "llm_inter_token_latency_seconds_sum",
-                 "llm_request_duration_seconds_count", "llm_request_queue_time_seconds_count",
-                 "llm_requests_running", "llm_kv_cache_usage_ratio"):
+    for name in (
+        "llm_time_to_first_token_seconds_count",
+        "llm_inter_token_latency_seconds_sum",
+        "llm_request_duration_seconds_count",
+        "llm_request_queue_time_seconds_count",
+        "llm_requests_running",
+        "llm_kv_cache_usage_ratio",
+    ):
         assert f"\n{name}{{" in out, name
 
 
@@ -336,29 +376,36 @@ def test_docs_output_with_elision_lines_skips_them_with_one_warning_and_maps_the
         f"warning: {ELIDED}: skipped lines 4, 8, 14: only '...', an elision in pasted docs, not a sample",
         "warning: histogram vllm:time_to_first_token_seconds (line 15) has no +Inf bucket or _sum: was the input "
         "cut short?",
-        f"warning: vllm: no samples for llm_requests_waiting, llm_kv_cache_usage_ratio: {NO_DATA}"]
+        f"warning: vllm: no samples for llm_requests_waiting, llm_kv_cache_usage_ratio: {NO_DATA}",
+    ]
     check_golden(GOLDEN / "vllm-docs-design-metrics-elided.prom", proc.stdout)
     assert "llm_generation_tokens_total{" in proc.stdout and "llm_time_to_first_token_seconds_bucket{" in proc.stdout
 
 
 @pytest.mark.parametrize("elision", ["...", "…", "  ...", "\t…  "])
 def test_an_elision_line_anywhere_is_skipped_and_its_line_named(elision, normalizer):
-    text = ("# TYPE vllm:num_requests_running gauge\n" + elision + "\n" + elision + "\n"
-            'vllm:num_requests_running{model_name="m"} 3\n' + elision + "\n")
+    text = (
+        "# TYPE vllm:num_requests_running gauge\n" + elision + "\n" + elision + "\n"
+        'vllm:num_requests_running{model_name="m"} 3\n' + elision + "\n"
+    )
     result = normalizer.normalize(text, "paste.txt")
     assert result.warnings[0] == "paste.txt: skipped lines 2-3, 5: only '...', an elision in pasted docs, not a sample"
     assert 'llm_requests_running{model="m",engine="vllm"} 3\n' in result.render()
 
 
-@pytest.mark.parametrize("line,message", [
-    ("....", "expected a metric name at the start of '....'"),
-    ("... 12 more", "expected a metric name at the start of '... 12 more'"),
-    ("…more", "expected a metric name at the start of '…more'"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("....", "expected a metric name at the start of '....'"),
+        ("... 12 more", "expected a metric name at the start of '... 12 more'"),
+        ("…more", "expected a metric name at the start of '…more'"),
+    ],
+)
 def test_other_malformed_lines_stay_a_one_line_error_at_their_true_line(line, message, tmp_path):
     """Only a line that is nothing but an elision is skipped; the next bad line keeps its own number."""
     path = tmp_path / "paste.txt"
-    path.write_text(ELIDED.read_text().replace("vllm:generation_tokens_total{",
-                                               line + "\nvllm:generation_tokens_total{"))
+    path.write_text(
+        ELIDED.read_text().replace("vllm:generation_tokens_total{", line + "\nvllm:generation_tokens_total{")
+    )
     proc = _cli("normalize", str(path))
     assert proc.returncode == 1 and proc.stderr.splitlines() == [f"error: {path}:7: {message}"]

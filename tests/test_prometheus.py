@@ -9,12 +9,12 @@ import subprocess
 
 import pytest
 import yaml
-
 from conftest import EXPOSITIONS, all_expositions, need
+from promtools import prometheus, query, serve, wait_for
+
 from inferwatch._yaml import dump_yaml
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.mappings import recording_rules, relabel_configs
-from promtools import prometheus, query, serve, wait_for
 
 # its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
 pytestmark = pytest.mark.xdist_group("test_prometheus")
@@ -55,22 +55,36 @@ def scraped(mappings, tmp_path_factory):
         host = base.removeprefix("http://")
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [{"job_name": _job(p), "metrics_path": f"/{_job(p)}/metrics",
-                                "static_configs": [{"targets": [host]}],
-                                "metric_relabel_configs": relabel_configs(mappings)} for p in FIXTURES],
+            "scrape_configs": [
+                {
+                    "job_name": _job(p),
+                    "metrics_path": f"/{_job(p)}/metrics",
+                    "static_configs": [{"targets": [host]}],
+                    "metric_relabel_configs": relabel_configs(mappings),
+                }
+                for p in FIXTURES
+            ],
         }
         (workdir / "check.yml").write_text(yaml.safe_dump(config))
-        check = subprocess.run([need("promtool"), "check", "config", str(workdir / "check.yml")],
-                               capture_output=True, text=True)
+        check = subprocess.run(
+            [need("promtool"), "check", "config", str(workdir / "check.yml")], capture_output=True, text=True
+        )
         assert check.returncode == 0, check.stdout + check.stderr
         with prometheus(binary, config, workdir) as prom:
-            wait_for(lambda: len(query(prom, "up == 1")) == len(FIXTURES)
-                     and len(query(prom, "scrape_samples_post_metric_relabeling > 0")) == len(FIXTURES))
+            wait_for(
+                lambda: (
+                    len(query(prom, "up == 1")) == len(FIXTURES)
+                    and len(query(prom, "scrape_samples_post_metric_relabeling > 0")) == len(FIXTURES)
+                )
+            )
             result = {}
             for path in FIXTURES:
                 rows = query(prom, f'{{job="{_job(path)}"}}')
-                result[path] = [(r["metric"], float(r["value"][1])) for r in rows
-                                if not r["metric"]["__name__"].startswith(("up", "scrape_"))]
+                result[path] = [
+                    (r["metric"], float(r["value"][1]))
+                    for r in rows
+                    if not r["metric"]["__name__"].startswith(("up", "scrape_"))
+                ]
             return result
 
 
@@ -88,8 +102,9 @@ def test_relabeled_series_match_normalize(path, scraped, mappings, catalog):
     normalizer = Normalizer(mappings, catalog)
     expected = _normalized(normalizer, path)
     sources = normalizer.normalize(path.read_text()).sources
-    own_rules = {r["record"] for g in recording_rules([m for m in mappings if m.source in sources])["groups"]
-                 for r in g["rules"]}
+    own_rules = {
+        r["record"] for g in recording_rules([m for m in mappings if m.source in sources])["groups"] for r in g["rules"]
+    }
     got = _relabeled(scraped[path])
     assert not set(got) & own_rules, "relabeling must not produce what this source's rules record"
     for name in set(expected) - own_rules:
@@ -123,17 +138,25 @@ def test_recording_rules_match_normalize_under_promtool(scraped, mappings, catal
     tests = []
     for path in FIXTURES:
         expected = _normalized(normalizer, path)
-        inputs = [{"series": _series_literal({k: v for k, v in labels.items() if k not in ("job", "instance")}),
-                   "values": _value(value)} for labels, value in scraped[path]]
+        inputs = [
+            {
+                "series": _series_literal({k: v for k, v in labels.items() if k not in ("job", "instance")}),
+                "values": _value(value),
+            }
+            for labels, value in scraped[path]
+        ]
         checks = []
         for name in rule_names:  # input (relabeled) plus rule output must be exactly what normalize gives
-            samples = [{"labels": _series_literal({"__name__": name, **dict(key)}), "value": v}
-                       for key, v in sorted(expected.get(name, {}).items())]
+            samples = [
+                {"labels": _series_literal({"__name__": name, **dict(key)}), "value": v}
+                for key, v in sorted(expected.get(name, {}).items())
+            ]
             checks.append({"expr": name, "eval_time": "0m", "exp_samples": samples})
         tests.append({"name": path.name, "interval": "1m", "input_series": inputs, "promql_expr_test": checks})
     test_file = tmp_path / "test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m",
-                                         "tests": tests}, sort_keys=False))
+    test_file.write_text(
+        yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": tests}, sort_keys=False)
+    )
     proc = subprocess.run([need("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
 

@@ -14,17 +14,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
+from simtools import FAST, simulator
 
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.sim import LoadConfig, releases, run_load
-from simtools import FAST, simulator
 
 ENGINE_RELEASES = [(e, v) for e in ("vllm", "sglang") for v in releases(e)]
 
 
 def _post(base: str, body: dict, path: str = "/v1/chat/completions"):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(request, timeout=30) as resp:
         return resp.status, resp.read().decode()
 
@@ -52,14 +53,20 @@ def _requests(base: str, n: int = 12) -> tuple[int, int, int]:
     """n requests, alternately streamed; returns (prompt tokens, completion tokens, length-stopped) per usage."""
     prompt = completion = length = 0
     for i in range(n):
-        body = {"model": "m", "messages": [{"role": "user", "content": "tell me a story " * (5 + i)}],
-                "max_tokens": 15, "stream": i % 2 == 0, "stream_options": {"include_usage": True}}
+        body = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "tell me a story " * (5 + i)}],
+            "max_tokens": 15,
+            "stream": i % 2 == 0,
+            "stream_options": {"include_usage": True},
+        }
         _, text = _post(base, body)
         if body["stream"]:
             chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
             usage = chunks[-1]["usage"]
-            reason = next(c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and
-                          c["choices"][0]["finish_reason"])
+            reason = next(
+                c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]
+            )
         else:
             doc = json.loads(text)
             usage, reason = doc["usage"], doc["choices"][0]["finish_reason"]
@@ -73,16 +80,27 @@ def _requests(base: str, n: int = 12) -> tuple[int, int, int]:
 def test_metrics_normalize_and_agree_with_what_was_served(engine, version, mappings, catalog):
     with simulator(engine, version) as (base, _):
         prompt, completion, length = _requests(base)
-        deadline = time.monotonic() + 10        # the last answer can reach the client before its counts are kept
-        while (_values(Normalizer(mappings, catalog).normalize(raw := _metrics(base)).render())
-               .get("llm_requests_finished_total") != 12 and time.monotonic() < deadline):
+        deadline = time.monotonic() + 10  # the last answer can reach the client before its counts are kept
+        while (
+            _values(Normalizer(mappings, catalog).normalize(raw := _metrics(base)).render()).get(
+                "llm_requests_finished_total"
+            )
+            != 12
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
     assert ("_created" in raw) == (engine == "vllm"), "vLLM writes _created series, SGLang (multiprocess) does not"
     result = Normalizer(mappings, catalog).normalize(raw)
     assert result.sources == (engine,) and not result.warnings
     got = _values(result.render())
-    for name in ("llm_requests_running", "llm_requests_waiting", "llm_kv_cache_usage_ratio",
-                 "llm_time_to_first_token_seconds_count", "llm_prompt_tokens_total", "llm_generation_tokens_total"):
+    for name in (
+        "llm_requests_running",
+        "llm_requests_waiting",
+        "llm_kv_cache_usage_ratio",
+        "llm_time_to_first_token_seconds_count",
+        "llm_prompt_tokens_total",
+        "llm_generation_tokens_total",
+    ):
         assert name in got, name
     assert got["llm_prompt_tokens_total"] == prompt
     assert got["llm_generation_tokens_total"] == completion
@@ -91,8 +109,9 @@ def test_metrics_normalize_and_agree_with_what_was_served(engine, version, mappi
         assert got["llm_requests_finished_total|finished_reason=length"] == length
         assert got["llm_time_to_first_token_seconds_count"] == 12
     else:  # SGLang: non-streamed requests get their TTFT at the end, under is_streaming="false" where it exists
-        assert got["llm_time_to_first_token_seconds_count" + ("|is_streaming=true" if version == "0.5.23" else "")] \
-            == (6 if version == "0.5.23" else 12)
+        assert got["llm_time_to_first_token_seconds_count" + ("|is_streaming=true" if version == "0.5.23" else "")] == (
+            6 if version == "0.5.23" else 12
+        )
 
 
 def test_openai_client_streams_content_reasoning_and_tool_calls():
@@ -100,8 +119,13 @@ def test_openai_client_streams_content_reasoning_and_tool_calls():
     with simulator(params=replace(FAST, reasoning_tokens=5)) as (base, _):
         client = openai.OpenAI(base_url=base + "/v1", api_key="none")
         assert [m.id for m in client.models.list()] == ["m"]
-        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
-                                                stream=True, stream_options={"include_usage": True}, max_tokens=30)
+        stream = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            stream_options={"include_usage": True},
+            max_tokens=30,
+        )
         content = reasoning = ""
         usage = None
         for chunk in stream:
@@ -113,8 +137,9 @@ def test_openai_client_streams_content_reasoning_and_tool_calls():
         assert reasoning.strip() and content.strip()
         assert usage.completion_tokens == len(reasoning.split()) + len(content.split())
         tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
-        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "weather?"}],
-                                                tools=tools, stream=True)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "weather?"}], tools=tools, stream=True
+        )
         name, arguments, reason = None, "", None
         for chunk in stream:
             for choice in chunk.choices:
@@ -129,8 +154,11 @@ def test_openai_client_streams_content_reasoning_and_tool_calls():
         assert text.choices[0].finish_reason in ("stop", "length")
 
 
-@pytest.mark.parametrize("stream, cap", [(True, 32), (False, 32), (True, 0), (False, 0)],
-                         ids=["streamed", "whole", "streamed-queued", "whole-queued"])
+@pytest.mark.parametrize(
+    "stream, cap",
+    [(True, 32), (False, 32), (True, 0), (False, 0)],
+    ids=["streamed", "whole", "streamed-queued", "whole-queued"],
+)
 def test_client_disconnect_aborts_the_request(stream, cap):
     """Streamed or not, generating or queued (a cap of 0 admits nothing), a client that goes away aborts its
     request, SGLang counts the abort and the running gauge drops at once. A whole answer used to be generated to
@@ -138,33 +166,42 @@ def test_client_disconnect_aborts_the_request(stream, cap):
     queued stream waited for its first token."""
     slow = replace(FAST, decode_step_s=0.05, output_tokens_mean=400, max_num_seqs=cap)
     with simulator("sglang", params=slow) as (base, sim):
-        request = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(
-            {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": stream}).encode(),
-            headers={"Content-Type": "application/json"}, method="POST")
+        request = urllib.request.Request(
+            base + "/v1/chat/completions",
+            data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": stream}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
         if stream:
             resp = urllib.request.urlopen(request, timeout=10)
             if cap:
-                resp.readline()                            # a first chunk
-            resp.close()                                   # the user closed the tab
+                resp.readline()  # a first chunk
+            resp.close()  # the user closed the tab
         else:
             with pytest.raises(TimeoutError):
-                urllib.request.urlopen(request, timeout=0.5)   # a client that gives up closes its connection
+                urllib.request.urlopen(request, timeout=0.5)  # a client that gives up closes its connection
         deadline = time.time() + 5
         while time.time() < deadline and (sim.engine.running or sim.engine.waiting):
             time.sleep(0.05)
         assert not sim.engine.running and not sim.engine.waiting
         text = _metrics(base)
         assert 'sglang:num_aborted_requests_total{engine_type="unified",model_name="m"} 1.0' in text
-        assert [line.rsplit(" ", 1)[1] for line in text.splitlines()
-                if line.startswith(("sglang:num_running_reqs{", "sglang:num_queue_reqs{"))] == ["0.0", "0.0"]
+        assert [
+            line.rsplit(" ", 1)[1]
+            for line in text.splitlines()
+            if line.startswith(("sglang:num_running_reqs{", "sglang:num_queue_reqs{"))
+        ] == ["0.0", "0.0"]
 
 
-@pytest.mark.parametrize("scenario, check", [
-    ("errors", lambda r: r["errors"] > 0),
-    ("truncation", lambda r: r["length"] >= 5),
-    ("broken-tools", lambda r: r["bad_json"] == r["tools"] > 0),
-    ("thinking", lambda r: r["reasoning"] > 0),
-])
+@pytest.mark.parametrize(
+    "scenario, check",
+    [
+        ("errors", lambda r: r["errors"] > 0),
+        ("truncation", lambda r: r["length"] >= 5),
+        ("broken-tools", lambda r: r["bad_json"] == r["tools"] > 0),
+        ("thinking", lambda r: r["reasoning"] > 0),
+    ],
+)
 def test_scenarios_switch_at_runtime(scenario, check):
     with simulator() as (base, sim):
         status, body = _post(base, {"scenario": scenario}, "/admin/scenario")
@@ -205,7 +242,7 @@ def test_unknown_scenario_is_refused_and_flaky_metrics_fail_sometimes():
         with pytest.raises(urllib.error.HTTPError) as err:
             _post(base, {"scenario": "meltdown"}, "/admin/scenario")
         assert err.value.code == 400
-        message = json.loads(err.value.read())["message"]      # the known names once, not twice
+        message = json.loads(err.value.read())["message"]  # the known names once, not twice
         assert message.startswith("unknown scenario 'meltdown'; use one of normal,") and message.count("queueing") == 1
         with pytest.raises(urllib.error.HTTPError) as err:
             _post(base, {"name": "queueing"}, "/admin/scenario")
@@ -259,11 +296,12 @@ def test_load_with_a_concurrency_keeps_that_many_requests_in_flight():
     start to its end), and a slot freed is taken again, so the engine's queue stays at its length."""
     params = replace(FAST, decode_step_s=0.01, max_num_seqs=2, output_tokens_mean=20)
     with simulator(params=params) as (base, _):
-        report = asyncio.run(run_load(LoadConfig(base, rate=200, duration=3, prompt_tokens=20, seed=3,
-                                                 concurrency=3)))
+        report = asyncio.run(run_load(LoadConfig(base, rate=200, duration=3, prompt_tokens=20, seed=3, concurrency=3)))
     assert report.ok == report.requests > 6 and not report.errors
-    edges = sorted([(s.started, 1) for s in report.samples] + [(s.started + s.e2e, -1) for s in report.samples],
-                   key=lambda edge: (edge[0], edge[1]))
+    edges = sorted(
+        [(s.started, 1) for s in report.samples] + [(s.started + s.e2e, -1) for s in report.samples],
+        key=lambda edge: (edge[0], edge[1]),
+    )
     in_flight = [0]
     for _, step in edges:
         in_flight.append(in_flight[-1] + step)
@@ -274,9 +312,22 @@ def test_simulate_and_load_commands(tmp_path):
     from promtools import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "inferwatch", "simulate", "--engine", "sglang", "--listen",
-                             f"127.0.0.1:{port}", "--decode-step", "0.002"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "simulate",
+            "--engine",
+            "sglang",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--decode-step",
+            "0.002",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.time() + 20
         while True:
@@ -286,9 +337,24 @@ def test_simulate_and_load_commands(tmp_path):
             except OSError:
                 assert time.time() < deadline and proc.poll() is None
                 time.sleep(0.2)
-        load = subprocess.run([sys.executable, "-m", "inferwatch", "load", "--target", f"http://127.0.0.1:{port}/v1",
-                               "--rate", "10", "--duration", "2s", "--json"], capture_output=True, text=True,
-                              timeout=60)  # the OpenAI base URL, as users copy it
+        load = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "inferwatch",
+                "load",
+                "--target",
+                f"http://127.0.0.1:{port}/v1",
+                "--rate",
+                "10",
+                "--duration",
+                "2s",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # the OpenAI base URL, as users copy it
         assert load.returncode == 0, load.stderr
         report = json.loads(load.stdout)
         assert report["ok"] == report["requests"] > 5 and set(report["ttft"]) == {"p50", "p95", "p99", "mean"}
@@ -298,11 +364,13 @@ def test_simulate_and_load_commands(tmp_path):
 
 
 def test_bad_simulate_flags_are_clear_errors():
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine", "tgi"], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "simulate", "--engine", "tgi"], capture_output=True, text=True
+    )
     assert proc.returncode == 1 and proc.stderr.startswith("error: --engine 'tgi': use vllm or sglang")
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "simulate", "--engine-version", "0.1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "simulate", "--engine-version", "0.1"], capture_output=True, text=True
+    )
     assert proc.returncode == 1 and "simulated vllm releases are 0.33.0, 0.32.0, 0.10.2, 0.7.3" in proc.stderr
 
 
@@ -312,8 +380,20 @@ def test_engine_model_preempts_caches_prefixes_and_speculates():
     params = replace(FAST, kv_cache_tokens=700, max_num_seqs=16, output_tokens_mean=200, spec_acceptance=0.7)
     with simulator(params=params) as (base, _):
         prefix = "you are a helpful assistant " * 20
-        report = asyncio.run(run_load(LoadConfig(base, rate=40, duration=1.5, prompt_tokens=30, prefix_share=1.0,
-                                                 prefix_tokens=80, seed=3, max_tokens=400)))
+        report = asyncio.run(
+            run_load(
+                LoadConfig(
+                    base,
+                    rate=40,
+                    duration=1.5,
+                    prompt_tokens=30,
+                    prefix_share=1.0,
+                    prefix_tokens=80,
+                    seed=3,
+                    max_tokens=400,
+                )
+            )
+        )
         _post(base, {"model": "m", "messages": [{"role": "user", "content": prefix + "one"}], "max_tokens": 5})
         _post(base, {"model": "m", "messages": [{"role": "user", "content": prefix + "two"}], "max_tokens": 5})
         got = {}
@@ -324,11 +404,21 @@ def test_engine_model_preempts_caches_prefixes_and_speculates():
     assert got["vllm:num_preemptions_total"] > 0
     assert 0 < got["vllm:prefix_cache_hits_total"] < got["vllm:prefix_cache_queries_total"]
     accepted = got["vllm:spec_decode_num_accepted_tokens_total"] / got["vllm:spec_decode_num_draft_tokens_total"]
-    assert 0.4 < accepted < 0.8        # per-token acceptance 0.7, counted only up to the first rejection
+    assert 0.4 < accepted < 0.8  # per-token acceptance 0.7, counted only up to the first rejection
 
 
-@pytest.mark.parametrize("given", ["http://h:8000", "http://h:8000/", "http://h:8000/v1", "http://h:8000/v1/",
-                                   "h:8000", "h:8000/v1", " https://h:8000/v1 "])
+@pytest.mark.parametrize(
+    "given",
+    [
+        "http://h:8000",
+        "http://h:8000/",
+        "http://h:8000/v1",
+        "http://h:8000/v1/",
+        "h:8000",
+        "h:8000/v1",
+        " https://h:8000/v1 ",
+    ],
+)
 def test_load_target_accepts_a_base_url_the_openai_base_url_or_host_port(given):
     from inferwatch._urls import openai_server_url
 
@@ -337,8 +427,9 @@ def test_load_target_accepts_a_base_url_the_openai_base_url_or_host_port(given):
 
 def _load(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "load", *args], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "load", *args], capture_output=True, text=True, timeout=60
+    )
     return proc, time.monotonic() - started
 
 
@@ -355,15 +446,16 @@ def test_load_against_a_server_that_never_answers_ends_soon_and_fails():
         assert proc.returncode == 1 and took < 1 + 2 + 30, (took, proc.stderr)
         assert "error: every request failed (no_response " in proc.stderr and "Traceback" not in proc.stderr
         assert proc.stdout.startswith("requests ") and ", ok 0," in proc.stdout
-        proc, took = _load("--target", target, "--timeout", "1s")      # no --model: asks /v1/models first
+        proc, took = _load("--target", target, "--timeout", "1s")  # no --model: asks /v1/models first
         assert proc.returncode == 1 and took < 1 + 30 and "/v1/models: cannot find a model" in proc.stderr
 
 
 def test_load_exits_1_when_every_request_failed():
     from promtools import free_port
 
-    proc, _ = _load("--target", f"127.0.0.1:{free_port()}", "--model", "m", "--rate", "20", "--duration", "0.5s",
-                    "--json")
+    proc, _ = _load(
+        "--target", f"127.0.0.1:{free_port()}", "--model", "m", "--rate", "20", "--duration", "0.5s", "--json"
+    )
     assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] == 0
     assert proc.stderr.startswith("error: every request failed (connect ")
 
@@ -382,8 +474,15 @@ def _finish_time(late: float, keep_pace: float) -> float:
         await real_sleep(0)
 
     async def run():
-        engine = Engine("vllm", releases("vllm")[0], "m", EngineParams(max_num_seqs=4), seed=1, clock=lambda: now[0],
-                        keep_pace_s=keep_pace)
+        engine = Engine(
+            "vllm",
+            releases("vllm")[0],
+            "m",
+            EngineParams(max_num_seqs=4),
+            seed=1,
+            clock=lambda: now[0],
+            keep_pace_s=keep_pace,
+        )
         engine.start()
         requests = [engine.new_request("say something", 200, True) for _ in range(8)]
         for request in requests:
@@ -405,8 +504,8 @@ def test_keep_pace_makes_up_what_a_late_event_loop_costs():
     stretched a step, so the modelled engine served fewer tokens a second, queued at its cap and its TTFT rose to
     4 s. With --keep-pace (the demo's engines) steps are due on a fixed timeline: late wake-ups are made up."""
     on_time = _finish_time(1.0, keep_pace=0)
-    assert on_time > 1.0                            # two waves of four requests, well over a hundred steps each
-    assert _finish_time(4.0, keep_pace=0) > 3 * on_time          # without it, the engine slows with the host
+    assert on_time > 1.0  # two waves of four requests, well over a hundred steps each
+    assert _finish_time(4.0, keep_pace=0) > 3 * on_time  # without it, the engine slows with the host
     assert _finish_time(4.0, keep_pace=2.0) < 1.1 * on_time
     assert _finish_time(1.0, keep_pace=2.0) == pytest.approx(on_time, rel=0.02)
 
@@ -417,8 +516,9 @@ def test_stop_strings_as_vllm_takes_them(stop, status):
     that reaches a stop string ends there, finish_reason stop (every simulated word holds an e or an o, but `by`)."""
     with simulator("vllm", "0.32.0") as (base, _):
         try:
-            got, body = _post(base, {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stop": stop,
-                                     "max_tokens": 50})
+            got, body = _post(
+                base, {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stop": stop, "max_tokens": 50}
+            )
         except urllib.error.HTTPError as err:
             got, body = err.code, ""
     assert got == status

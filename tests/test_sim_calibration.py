@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 
+import calibration
 import pytest
 import yaml
-
-import calibration
 from conftest import FIXTURES
 
 RECORDED = FIXTURES / "calibration" / f"vllm-{calibration.RELEASE}"
@@ -33,9 +32,10 @@ def shape_differences(real: dict, simulated: dict, listed: dict) -> dict[str, st
         if name not in real:
             wrong[name] = "not exposed by the real engine"
         elif differs == "buckets":
-            real_bounds = real[name]["buckets"][:-1]                  # the real ones, +Inf aside: a prefix
-            if (shape["type"], shape["labels"]) != (real[name]["type"], real[name]["labels"]) or \
-                    shape["buckets"][:len(real_bounds)] != real_bounds:
+            real_bounds = real[name]["buckets"][:-1]  # the real ones, +Inf aside: a prefix
+            if (shape["type"], shape["labels"]) != (real[name]["type"], real[name]["labels"]) or shape["buckets"][
+                : len(real_bounds)
+            ] != real_bounds:
                 wrong[name] = f"simulated {shape}, real {real[name]}"
         elif shape != real[name]:
             wrong[name] = f"simulated {shape}, real {real[name]}"

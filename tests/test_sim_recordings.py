@@ -7,7 +7,6 @@ import math
 import time
 
 import pytest
-
 from triage_tools import FIXTURES, SIGNALS, load_manifest, recorded_prometheus, window_means
 
 pytestmark = pytest.mark.xdist_group("triage-recording")
@@ -15,28 +14,73 @@ pytestmark = pytest.mark.xdist_group("triage-recording")
 # kind -> (signal, test, bound): "x>" the incident over the baseline above bound, "x<" below it, ">" / "<" the
 # incident's own value; loose on purpose (a re-recording moves the numbers), tight enough to name the kind
 EXPECTED = {
-    "none": [("TTFT", "x<", 1.5), ("TPOT", "x<", 1.3), ("e2e", "x<", 1.5), ("TTFT (front door)", "x<", 1.5),
-             ("answered share (front door)", ">", 0.99), ("waiting", "<", 0.1), ("preemptions/s", "<", 1e-9)],
-    "queueing": [("running / cap", ">", 0.6), ("waiting", ">", 0.3), ("queue time", "x>", 10), ("TTFT", "x>", 3),
-                 ("TPOT", "x<", 1.3), ("prompt tokens/request", "x<", 1.3)],
-    "long-prompts": [("prompt tokens/request", "x>", 2), ("TTFT", "x>", 1.8), ("waiting", "<", 0.3),
-                     ("TPOT", "x<", 1.3)],
-    "prefix-cache-loss": [("prefix-cache hit ratio", "<", 0.05), ("prompt tokens/request", "x<", 1.2),
-                          ("prompt tokens/request", "x>", 0.8), ("TTFT", "x>", 1.3), ("TPOT", "x<", 1.3)],
-    "kv-pressure": [("KV cache", "x>", 5), ("KV cache (max)", ">", 0.9), ("preemptions/s", ">", 0.01),
-                    ("e2e", "x>", 1.2), ("running / cap", "<", 0.5), ("prompt tokens/request", "x<", 1.3)],
-    "slow-decode": [("TPOT", "x>", 3), ("ITL", "x>", 3), ("preemptions/s", "<", 1e-9),
-                    ("spec acceptance", "x>", 0.9), ("spec acceptance", "x<", 1.1)],
+    "none": [
+        ("TTFT", "x<", 1.5),
+        ("TPOT", "x<", 1.3),
+        ("e2e", "x<", 1.5),
+        ("TTFT (front door)", "x<", 1.5),
+        ("answered share (front door)", ">", 0.99),
+        ("waiting", "<", 0.1),
+        ("preemptions/s", "<", 1e-9),
+    ],
+    "queueing": [
+        ("running / cap", ">", 0.6),
+        ("waiting", ">", 0.3),
+        ("queue time", "x>", 10),
+        ("TTFT", "x>", 3),
+        ("TPOT", "x<", 1.3),
+        ("prompt tokens/request", "x<", 1.3),
+    ],
+    "long-prompts": [
+        ("prompt tokens/request", "x>", 2),
+        ("TTFT", "x>", 1.8),
+        ("waiting", "<", 0.3),
+        ("TPOT", "x<", 1.3),
+    ],
+    "prefix-cache-loss": [
+        ("prefix-cache hit ratio", "<", 0.05),
+        ("prompt tokens/request", "x<", 1.2),
+        ("prompt tokens/request", "x>", 0.8),
+        ("TTFT", "x>", 1.3),
+        ("TPOT", "x<", 1.3),
+    ],
+    "kv-pressure": [
+        ("KV cache", "x>", 5),
+        ("KV cache (max)", ">", 0.9),
+        ("preemptions/s", ">", 0.01),
+        ("e2e", "x>", 1.2),
+        ("running / cap", "<", 0.5),
+        ("prompt tokens/request", "x<", 1.3),
+    ],
+    "slow-decode": [
+        ("TPOT", "x>", 3),
+        ("ITL", "x>", 3),
+        ("preemptions/s", "<", 1e-9),
+        ("spec acceptance", "x>", 0.9),
+        ("spec acceptance", "x<", 1.1),
+    ],
     "spec-decode-collapse": [("spec acceptance", "x<", 0.4), ("TPOT", "x>", 1.5), ("waiting", "<", 0.3)],
-    "thinking": [("TTFT (front door)", "x>", 5), ("TTFT", "x<", 1.5), ("first chunk (front door)", "x<", 1.5),
-                 ("reasoning tokens/request (front door)", ">", 100)],
-    "long-outputs": [("output tokens/request", "x>", 2), ("e2e", "x>", 1.8), ("TTFT", "x<", 1.3),
-                     ("TPOT", "x<", 1.3)],
-    "gpu-not-computing": [("GPU-Util", ">", 0.9), ("GPU SM active", "x<", 0.5), ("GPU tensor active", "x<", 0.5),
-                          ("TPOT", "x>", 1.5)],
+    "thinking": [
+        ("TTFT (front door)", "x>", 5),
+        ("TTFT", "x<", 1.5),
+        ("first chunk (front door)", "x<", 1.5),
+        ("reasoning tokens/request (front door)", ">", 100),
+    ],
+    "long-outputs": [("output tokens/request", "x>", 2), ("e2e", "x>", 1.8), ("TTFT", "x<", 1.3), ("TPOT", "x<", 1.3)],
+    "gpu-not-computing": [
+        ("GPU-Util", ">", 0.9),
+        ("GPU SM active", "x<", 0.5),
+        ("GPU tensor active", "x<", 0.5),
+        ("TPOT", "x>", 1.5),
+    ],
     "errors": [("answered share (front door)", "<", 0.95)],
-    "not-the-engine": [("TTFT (front door)", "x>", 5), ("duration (front door)", "x>", 1.3), ("TTFT", "x<", 1.3),
-                       ("TPOT", "x<", 1.3), ("queue time", "x<", 2)],
+    "not-the-engine": [
+        ("TTFT (front door)", "x>", 5),
+        ("duration (front door)", "x>", 1.3),
+        ("TTFT", "x<", 1.3),
+        ("TPOT", "x<", 1.3),
+        ("queue time", "x<", 2),
+    ],
     "missing-data": [("engine series samples", "absent", None), ("requests/s (front door)", ">", 0.5)],
 }
 # signals some releases do not have (vLLM 0.10.2 has no TPOT histogram, SGLang no prefill time): a model whose
@@ -59,17 +103,23 @@ def recorded(request):
 def test_manifest_names_a_kind_for_every_model_and_windows_in_order(folder):
     manifest = load_manifest(folder)
     assert set(manifest["models"].values()) == set(EXPECTED)
-    assert manifest["start"] <= manifest["baseline"]["start"] < manifest["baseline"]["end"] \
-        <= manifest["incident"]["start"] < manifest["incident"]["end"] <= manifest["end"]
+    assert (
+        manifest["start"]
+        <= manifest["baseline"]["start"]
+        < manifest["baseline"]["end"]
+        <= manifest["incident"]["start"]
+        < manifest["incident"]["end"]
+        <= manifest["end"]
+    )
     assert set(manifest["ran"]["models"]) == set(manifest["models"])
 
 
 def test_loads_with_every_model(recorded):
     manifest, baseline, _, loaded = recorded
-    print(f"loaded in {loaded:.1f} s")      # measured, not asserted: no test depends on the machine's speed
+    print(f"loaded in {loaded:.1f} s")  # measured, not asserted: no test depends on the machine's speed
     assert set(baseline["TTFT (front door)"]) == set(manifest["models"])
-    assert set(baseline["TTFT"]) == set(manifest["models"])              # every engine has baseline data
-    assert set(baseline["GPU-Util"]) == set(manifest["models"])          # and a GPU, joined on its pod
+    assert set(baseline["TTFT"]) == set(manifest["models"])  # every engine has baseline data
+    assert set(baseline["GPU-Util"]) == set(manifest["models"])  # and a GPU, joined on its pod
 
 
 @pytest.mark.parametrize("model", list(load_manifest()["models"]))

@@ -13,11 +13,11 @@ from dataclasses import replace
 from functools import cache
 
 import pytest
+from simtools import FAST, simulator
 
 from inferwatch.sim import Engine, EngineParams, LoadConfig, default_release, with_scenario
 from inferwatch.sim._engine import WORDS
 from inferwatch.sim._load import _body
-from simtools import FAST, simulator
 
 # what the recorded incidents' users send (tests/record_triage.py): a long shared system prompt for most
 LOAD = LoadConfig("http://unused", rate=1.0, prompt_tokens=200, prefix_share=0.7, prefix_tokens=768, max_tokens=2048)
@@ -31,8 +31,9 @@ class Clock:
         return self.now
 
 
-def drive(scenario: str, seconds: float = 240, cap: int = 16, rate: float = 1.0, seed: int = 1,
-          engine: str = "vllm") -> dict[str, float]:
+def drive(
+    scenario: str, seconds: float = 240, cap: int = 16, rate: float = 1.0, seed: int = 1, engine: str = "vllm"
+) -> dict[str, float]:
     """Poisson arrivals for `seconds` of virtual time on an engine in `scenario`: its signals, as means."""
     clock, rng = Clock(), random.Random(seed)
     params = with_scenario(EngineParams(max_num_seqs=cap), scenario)
@@ -53,9 +54,12 @@ def drive(scenario: str, seconds: float = 240, cap: int = 16, rate: float = 1.0,
         step = eng.begin_step()
         clock.now += step
         eng.end_step(step)
-        for key, value in (("running", len(eng.running)), ("waiting", len(eng.waiting)),
-                           ("kv", eng.kv_used / eng.params.kv_cache_tokens),
-                           ("full_cap", len(eng.running) >= cap)):
+        for key, value in (
+            ("running", len(eng.running)),
+            ("waiting", len(eng.waiting)),
+            ("kv", eng.kv_used / eng.params.kv_cache_tokens),
+            ("full_cap", len(eng.running) >= cap),
+        ):
             gauges[key] += value * step
         kv_max = max(kv_max, eng.kv_used / eng.params.kv_cache_tokens)
     return {**{k: v / seconds for k, v in gauges.items()}, "kv_max": kv_max, **_means(eng)}
@@ -67,16 +71,21 @@ def _means(eng: Engine) -> dict[str, float]:
     for metric in eng.metrics.registry.collect():
         for s in metric.samples:
             got[s.name] = got.get(s.name, 0.0) + s.value
-    mean = lambda n: got[f"vllm:{n}_sum"] / max(1.0, got[f"vllm:{n}_count"])   # noqa: E731
-    return {"ttft": mean("time_to_first_token_seconds"), "tpot": mean("request_time_per_output_token_seconds"),
-            "itl": mean("inter_token_latency_seconds"), "e2e": mean("e2e_request_latency_seconds"),
-            "queue": mean("request_queue_time_seconds"), "prompt": mean("request_prompt_tokens"),
-            "output": mean("request_generation_tokens"),
-            "hit_ratio": got["vllm:prefix_cache_hits_total"] / got["vllm:prefix_cache_queries_total"],
-            "preemptions": got.get("vllm:num_preemptions_total", 0.0),
-            "acceptance": got["vllm:spec_decode_num_accepted_tokens_total"]
-            / got["vllm:spec_decode_num_draft_tokens_total"],
-            "requests": got["vllm:e2e_request_latency_seconds_count"]}
+    mean = lambda n: got[f"vllm:{n}_sum"] / max(1.0, got[f"vllm:{n}_count"])  # noqa: E731
+    return {
+        "ttft": mean("time_to_first_token_seconds"),
+        "tpot": mean("request_time_per_output_token_seconds"),
+        "itl": mean("inter_token_latency_seconds"),
+        "e2e": mean("e2e_request_latency_seconds"),
+        "queue": mean("request_queue_time_seconds"),
+        "prompt": mean("request_prompt_tokens"),
+        "output": mean("request_generation_tokens"),
+        "hit_ratio": got["vllm:prefix_cache_hits_total"] / got["vllm:prefix_cache_queries_total"],
+        "preemptions": got.get("vllm:num_preemptions_total", 0.0),
+        "acceptance": got["vllm:spec_decode_num_accepted_tokens_total"]
+        / got["vllm:spec_decode_num_draft_tokens_total"],
+        "requests": got["vllm:e2e_request_latency_seconds_count"],
+    }
 
 
 @cache
@@ -87,8 +96,7 @@ def run(scenario: str, cap: int = 16) -> dict[str, float]:
 def change(scenario: str, cap: int = 16) -> dict[str, float]:
     """Each signal in `scenario` over the same signal in normal, same seed and arrivals."""
     normal, incident = run("normal", cap), run(scenario, cap)
-    return {k: (incident[k] / normal[k] if normal[k] else (1.0 if not incident[k] else float("inf")))
-            for k in normal}
+    return {k: (incident[k] / normal[k] if normal[k] else (1.0 if not incident[k] else float("inf"))) for k in normal}
 
 
 def test_normal_is_a_light_healthy_engine():
@@ -109,7 +117,7 @@ def test_long_prompts_lengthen_prefill_not_the_queue():
     c, i = change("long-prompts"), run("long-prompts")
     assert 2.5 < c["prompt"] < 3.5 and c["ttft"] > 2
     assert i["waiting"] < 0.2 and i["preemptions"] == 0 and 0.8 < c["output"] < 1.25
-    assert c["hit_ratio"] < 0.5        # the same cached prefix is a smaller share of longer prompts
+    assert c["hit_ratio"] < 0.5  # the same cached prefix is a smaller share of longer prompts
 
 
 def test_prefix_cache_loss_same_prompts_no_hits():
@@ -137,7 +145,7 @@ def test_slow_decode_slows_each_step_at_the_batch_it_has():
 
 def test_spec_decode_collapse_lowers_acceptance_and_raises_tpot():
     c, i = change("spec-decode-collapse"), run("spec-decode-collapse")
-    assert i["acceptance"] < 0.2 and c["tpot"] > 1.5 and 0.9 < c["itl"] < 1.1   # same steps, fewer tokens each
+    assert i["acceptance"] < 0.2 and c["tpot"] > 1.5 and 0.9 < c["itl"] < 1.1  # same steps, fewer tokens each
     assert i["preemptions"] == 0 and i["waiting"] < 0.1 and 0.9 < c["prompt"] < 1.1
 
 
@@ -166,8 +174,9 @@ def test_scenarios_outside_the_engine_leave_its_latencies_alone(scenario):
 
 
 def _post(base: str, body: dict, path: str = "/v1/chat/completions") -> bytes:
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(request, timeout=30) as resp:
         return resp.read()
 
@@ -175,13 +184,17 @@ def _post(base: str, body: dict, path: str = "/v1/chat/completions") -> bytes:
 def test_not_the_engine_delays_requests_before_the_engines_clock():
     with simulator(params=replace(FAST, output_tokens_mean=5)) as (base, sim):
         _post(base, {"scenario": "not-the-engine"}, "/admin/scenario")
-        sim.engine.params = replace(sim.engine.params, ingress_delay_s=0.2)    # scaled down, as FAST is
+        sim.engine.params = replace(sim.engine.params, ingress_delay_s=0.2)  # scaled down, as FAST is
         started = time.monotonic()
         _post(base, {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
         seen = time.monotonic() - started
-        ttft = [s for m in sim.engine.metrics.registry.collect() for s in m.samples
-                if s.name == "vllm:time_to_first_token_seconds_sum"][0].value
-    assert seen >= 0.1 and ttft < 0.05            # the client waited; the engine's clock never saw it
+        ttft = [
+            s
+            for m in sim.engine.metrics.registry.collect()
+            for s in m.samples
+            if s.name == "vllm:time_to_first_token_seconds_sum"
+        ][0].value
+    assert seen >= 0.1 and ttft < 0.05  # the client waited; the engine's clock never saw it
 
 
 def test_metrics_down_fails_every_scrape_while_serving():
@@ -200,8 +213,8 @@ def test_metrics_down_fails_every_scrape_while_serving():
 def test_simulate_help_names_every_scenario():
     import typing
 
-    from inferwatch.sim._cli import simulate
     from inferwatch.sim import scenarios
+    from inferwatch.sim._cli import simulate
 
     text = typing.get_type_hints(simulate, include_extras=True)["scenario"].__metadata__[0].help
     assert [name for name in scenarios() if name not in text] == []

@@ -7,12 +7,19 @@ from fractions import Fraction
 
 import pytest
 import yaml
-
 from conftest import GOLDEN, ROOT, check_golden, need
+
 from inferwatch.durations import format_duration, parse_duration
-from inferwatch.slo import (compile_spec, explain, load_spec, parse_spec, render_files, run_rule_tests,
-                            check_rule_files,
-                            tier_math)
+from inferwatch.slo import (
+    check_rule_files,
+    compile_spec,
+    explain,
+    load_spec,
+    parse_spec,
+    render_files,
+    run_rule_tests,
+    tier_math,
+)
 from inferwatch.slo._burn import decimal
 from inferwatch.slo._rules import window_name
 from inferwatch.slo._selector import le_matcher, le_spellings
@@ -30,11 +37,15 @@ def spec_with(**changes):
 
 # --- arithmetic --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("window, factors", [
-    ("30d", ["14.4", "6", "3", "1"]),                 # the Workbook's table for 30 days
-    ("28d", ["13.44", "5.6", "2.8", "0.933333"]),     # Sloth's google-28d catalog
-    ("7d", ["3.36", "1.4", "0.7", "0.233333"]),
-])
+
+@pytest.mark.parametrize(
+    "window, factors",
+    [
+        ("30d", ["14.4", "6", "3", "1"]),  # the Workbook's table for 30 days
+        ("28d", ["13.44", "5.6", "2.8", "0.933333"]),  # Sloth's google-28d catalog
+        ("7d", ["3.36", "1.4", "0.7", "0.233333"]),
+    ],
+)
 def test_burn_factors_follow_the_window(window, factors):
     spec = spec_with(window=window)
     objective = spec.objectives[0]
@@ -60,8 +71,8 @@ def test_detection_and_reset_match_the_workbook():
     spec = spec_with(window="30d", objectives=[{"name": "a", "sli": "answered", "target": "99.9%"}])
     m = tier_math(spec, spec.objectives[0], spec.tiers[0])
     assert m.detection(Fraction(1)) == Fraction("51.84")
-    assert m.detection(Fraction(15, 100)) == Fraction("345.6")     # 5.76 minutes at 15% errors
-    assert m.detection(Fraction(1, 1000) * 10) is None                 # a 10x burn never reaches 14.4x
+    assert m.detection(Fraction(15, 100)) == Fraction("345.6")  # 5.76 minutes at 15% errors
+    assert m.detection(Fraction(1, 1000) * 10) is None  # a 10x burn never reaches 14.4x
     assert m.reset() == 300 * (1 - Fraction("0.0144"))
 
 
@@ -73,35 +84,59 @@ def test_tier_that_cannot_fire_is_left_out_with_a_warning():
     assert "page_fast left out" in ruleset.warnings[0]
 
 
-@pytest.mark.parametrize("value, spellings", [
-    ("1", ["1", "1.0"]), ("0.1", ["0.1"]), ("2560", ["2560", "2560.0"]), ("0.00001", ["1e-05"]),
-    ("1000000", ["1e+06", "1000000.0"]),
-])
+@pytest.mark.parametrize(
+    "value, spellings",
+    [
+        ("1", ["1", "1.0"]),
+        ("0.1", ["0.1"]),
+        ("2560", ["2560", "2560.0"]),
+        ("0.00001", ["1e-05"]),
+        ("1000000", ["1e+06", "1000000.0"]),
+    ],
+)
 def test_le_matches_every_spelling(value, spellings):
     assert le_spellings(Fraction(value)) == spellings
     assert le_matcher(Fraction(1)).render() == 'le=~"1|1[.]0"'
 
 
-@pytest.mark.parametrize("text, seconds, back", [("28d", 2419200, "4w"), ("1h30m", 5400, "1h30m"),
-                                                 ("100ms", Fraction(1, 10), "100ms"), (2.5, Fraction(5, 2), "2s500ms")])
+@pytest.mark.parametrize(
+    "text, seconds, back",
+    [
+        ("28d", 2419200, "4w"),
+        ("1h30m", 5400, "1h30m"),
+        ("100ms", Fraction(1, 10), "100ms"),
+        (2.5, Fraction(5, 2), "2s500ms"),
+    ],
+)
 def test_durations_round_trip(text, seconds, back):
     assert parse_duration(text) == seconds
     assert format_duration(seconds) == back
 
 
-@pytest.mark.parametrize("text, message", [("0s", "'0s' is not more than zero: give a duration such as 5ms"),
-                                           ("soon", "'soon' is not a duration such as 5ms")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0s", "'0s' is not more than zero: give a duration such as 5ms"),
+        ("soon", "'soon' is not a duration such as 5ms"),
+    ],
+)
 def test_a_bad_duration_says_why(text, message):
     with pytest.raises(ValueError, match=message):
         parse_duration(text)
 
 
 def test_window_names():
-    assert [window_name(parse_duration(w)) for w in ("5m", "1h", "1d", "28d", "90d")] == ["5m", "1h", "1d", "28d",
-                                                                                          "90d"]
+    assert [window_name(parse_duration(w)) for w in ("5m", "1h", "1d", "28d", "90d")] == [
+        "5m",
+        "1h",
+        "1d",
+        "28d",
+        "90d",
+    ]
 
 
 # --- the rules ---------------------------------------------------------------------------------------------
+
 
 def _write(folder, files: dict[str, str]) -> None:
     for name, text in files.items():
@@ -145,17 +180,26 @@ def test_recorded_series_per_group_fit_sloths_budget():
     """Issue 15's fleet: 100 models, three objectives, a 30d window. Per objective and group at most 11 series
     exist at a time (an uncovered window's raw fallback stands in for its recorded ratio, never beside it); the
     objective's constants are recorded once, not per group; in all no more than Sloth's 3,312."""
-    spec = parse_spec({"service": "llm", "window": "30d", "group_by": ["model"], "objectives": [
-        {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99.9%"},
-        {"name": "fast-enough", "sli": "tpot", "threshold": "100ms", "target": "99%"},
-        {"name": "answered", "sli": "answered", "target": "99.5%"}]}, "fleet.yaml")
+    spec = parse_spec(
+        {
+            "service": "llm",
+            "window": "30d",
+            "group_by": ["model"],
+            "objectives": [
+                {"name": "responsive", "sli": "ttft", "threshold": "1s", "target": "99.9%"},
+                {"name": "fast-enough", "sli": "tpot", "threshold": "100ms", "target": "99%"},
+                {"name": "answered", "sli": "answered", "target": "99.5%"},
+            ],
+        },
+        "fleet.yaml",
+    )
     total = 0
     for group in compile_spec(spec).groups:
         for rule in group["rules"]:
             if "record" not in rule:
                 continue
             if rule["expr"].startswith("vector("):
-                total += 1                                     # a constant: one series per objective
+                total += 1  # a constant: one series per objective
             elif not rule["record"].startswith("llm_slo:error_ratio_raw:"):
                 total += 100
     per_group = (total - 5) // 300
@@ -165,8 +209,9 @@ def test_recorded_series_per_group_fit_sloths_budget():
 
 def test_zero_traffic_guard_and_event_weighting():
     rules = _rules(spec_with())
-    ratios = {r["record"].rsplit(":", 1)[1]: r["expr"] for r in rules if r.get("record",
-                                                                               "").startswith("llm_slo:error_ratio")}
+    ratios = {
+        r["record"].rsplit(":", 1)[1]: r["expr"] for r in rules if r.get("record", "").startswith("llm_slo:error_ratio")
+    }
     assert ratios["1h"].startswith("clamp(1 - sum_over_time(llm_slo:good:increase1m")
     # a short window (6h is both): no events, no ratio (never NaN), in the recorded and the raw path
     assert ratios["5m"].count(" > 0)") == 2 and ratios["6h"].count(" > 0)") == 2
@@ -203,8 +248,7 @@ def test_custom_labels_annotations_and_runbook_base():
 
 def test_inhibit_rules_silence_slower_tiers_of_the_same_objective():
     inhibit = compile_spec(load_spec(DEFAULTS)).inhibit_rules
-    assert [r["source_matchers"][-1] for r in inhibit] == ['tier="page_fast"', 'tier="page_slow"',
-                                                           'tier="ticket_fast"']
+    assert [r["source_matchers"][-1] for r in inhibit] == ['tier="page_fast"', 'tier="page_slow"', 'tier="ticket_fast"']
     assert inhibit[0]["target_matchers"][-1] == 'tier=~"page_slow|ticket_fast|ticket_slow"'
     assert all(r["equal"] == ["service", "slo", "model"] for r in inhibit)
 
@@ -264,14 +308,21 @@ MUTATIONS = [
     (lambda good: good.replace('le=~"1|1[.]0"', 'le="1"'), "are all counted, each minute once"),
     (lambda good: good.replace("[59m30s]", "[1h]"), "are all counted, each minute once"),
     (lambda good: FRESH.sub(")", good), "end without a staleness marker"),
-    (lambda good: good.replace(" and (time() - timestamp(", " and on () (time() - timestamp("),
-     "of two engines one ends"),
-    (lambda good: re.sub(r"\((llm_slo:error_ratio:1d\{[^}]*\}) or last_over_time\([^)]*\)\)", r"\1", good),
-     "opens a ticket but does not page"),
+    (
+        lambda good: good.replace(" and (time() - timestamp(", " and on () (time() - timestamp("),
+        "of two engines one ends",
+    ),
+    (
+        lambda good: re.sub(r"\((llm_slo:error_ratio:1d\{[^}]*\}) or last_over_time\([^)]*\)\)", r"\1", good),
+        "opens a ticket but does not page",
+    ),
     # no history guard: the first ten minutes of a deployment stand for days, and the tickets open with the page
-    (lambda good: re.sub(r"\n *and on \([^)]*\) group by \([^)]*\) \(last_over_time\(.*\] offset [0-9hms]+\)\)", "",
-                         good),
-     "are all counted, each minute once"),
+    (
+        lambda good: re.sub(
+            r"\n *and on \([^)]*\) group by \([^)]*\) \(last_over_time\(.*\] offset [0-9hms]+\)\)", "", good
+        ),
+        "are all counted, each minute once",
+    ),
 ]
 
 
@@ -302,12 +353,24 @@ def test_generated_tests_catch_a_broken_rule(tmp_path):
 # --- user text in templates, and specs that must compile ------------------------------------------------------
 
 TRICKY = {
-    "service": "chat", "window": "7d", "group_by": ["job"], "runbook_url": "https://x/{{query`up`}}",
-    "selector": {"model": 'a\\"b {{ query `up` }}'}, "labels": {"team": "{{ $labels.job }} {{"},
+    "service": "chat",
+    "window": "7d",
+    "group_by": ["job"],
+    "runbook_url": "https://x/{{query`up`}}",
+    "selector": {"model": 'a\\"b {{ query `up` }}'},
+    "labels": {"team": "{{ $labels.job }} {{"},
     "alerting": {"min_bad_events": 1_000_000, "missing_data_for": "30m"},
-    "objectives": [{"name": "answered", "sli": "answered", "target": "99.9999%"},
-                   {"name": "loose", "sli": "ttft", "threshold": "1s", "target": "0.001%",
-                    "labels": {"page": "{{"}, "annotations": {"dashboard": "https://g/{{ $labels.job }}"}}],
+    "objectives": [
+        {"name": "answered", "sli": "answered", "target": "99.9999%"},
+        {
+            "name": "loose",
+            "sli": "ttft",
+            "threshold": "1s",
+            "target": "0.001%",
+            "labels": {"page": "{{"},
+            "annotations": {"dashboard": "https://g/{{ $labels.job }}"},
+        },
+    ],
 }
 ALLOWED_ACTION = re.compile(r'\{\{ "\{\{" \}\}|\{\{ \$labels\.[a-zA-Z_][a-zA-Z0-9_]* \}\}')
 
@@ -351,14 +414,25 @@ def test_the_issues_cases_compile_and_pass_their_own_tests(tmp_path):
 # --- label templates in annotations ---------------------------------------------------------------------------
 
 TEMPLATED = {
-    "service": "web", "window": "28d", "engines": [], "group_by": ["model"], "labels": {"team": "infra {{"},
-    "objectives": [{
-        "name": "errors", "sli": "ratio", "target": "99%",
-        "total": 'http_requests_total{namespace="prod", job="api"}',
-        "bad": 'http_requests_total{namespace="prod", job="api", code=~"5.."}',
-        "annotations": {"dashboard": "https://g/d?ns={{$labels.namespace}}&model={{ $labels.model }}"
-                                     "&tier={{ $labels.tier }}&team={{ $labels.team }}&svc={{ $labels.service }}"
-                                     "&alert={{ $labels.alertname }}&pod={{ $labels.pod }}"}}],
+    "service": "web",
+    "window": "28d",
+    "engines": [],
+    "group_by": ["model"],
+    "labels": {"team": "infra {{"},
+    "objectives": [
+        {
+            "name": "errors",
+            "sli": "ratio",
+            "target": "99%",
+            "total": 'http_requests_total{namespace="prod", job="api"}',
+            "bad": 'http_requests_total{namespace="prod", job="api", code=~"5.."}',
+            "annotations": {
+                "dashboard": "https://g/d?ns={{$labels.namespace}}&model={{ $labels.model }}"
+                "&tier={{ $labels.tier }}&team={{ $labels.team }}&svc={{ $labels.service }}"
+                "&alert={{ $labels.alertname }}&pod={{ $labels.pod }}"
+            },
+        }
+    ],
 }
 
 
@@ -371,23 +445,35 @@ def test_annotation_templates_render_every_label_the_alert_has(tmp_path):
     need("promtool")
     spec = parse_spec(TEMPLATED, "templated.yaml")
     files, warnings = render_files(compile_spec(spec))
-    assert warnings == ["templated.yaml: errors: annotations.dashboard: {{ $labels.pod }} renders empty: the alerts "
-                        'carry no pod label; select one pod with pod="..." in the SLI\'s selectors, or add it to '
-                        "group_by for an SLO per pod"]
+    assert warnings == [
+        "templated.yaml: errors: annotations.dashboard: {{ $labels.pod }} renders empty: the alerts "
+        'carry no pod label; select one pod with pod="..." in the SLI\'s selectors, or add it to '
+        "group_by for an SLO per pod"
+    ]
     _write(tmp_path, files)
     test_file = tmp_path / "tests" / "web.errors.test.yaml"
     doc = yaml.safe_load(test_file.read_text())
     # a slow burn (ticket tiers) and the missing-data cases: 2 s of promtool, where the whole file takes 12 s
-    cases = [c for c in doc["tests"] if "opens a ticket" in c["name"] or "fire LLMSLIDataMissing" in c["name"]
-             or "fires LLMSLIDataMissing" in c["name"]]
+    cases = [
+        c
+        for c in doc["tests"]
+        if "opens a ticket" in c["name"]
+        or "fire LLMSLIDataMissing" in c["name"]
+        or "fires LLMSLIDataMissing" in c["name"]
+    ]
     assert len(cases) == 5
     test_file.write_text(yaml.safe_dump({**doc, "tests": cases}))
     url = "https://g/d?ns=prod&model={}&tier={}&team=infra {{{{&svc=web&alert={}&pod="
-    rendered = {(c["alertname"], a["exp_labels"].get("model", ""), a["exp_labels"].get("tier", "")):
-                a["exp_annotations"]["dashboard"]
-                for case in cases for c in case["alert_rule_test"] for a in c["exp_alerts"]}
+    rendered = {
+        (c["alertname"], a["exp_labels"].get("model", ""), a["exp_labels"].get("tier", "")): a["exp_annotations"][
+            "dashboard"
+        ]
+        for case in cases
+        for c in case["alert_rule_test"]
+        for a in c["exp_alerts"]
+    }
     assert {k[0] for k in rendered} == {"LLMErrorBudgetBurn", "LLMSLIDataMissing"}
-    assert ("LLMSLIDataMissing", "", "") in rendered                  # no series at all: no group is known
+    assert ("LLMSLIDataMissing", "", "") in rendered  # no series at all: no group is known
     for (alert, model, tier), dashboard in rendered.items():
         assert dashboard == url.format(model, tier, alert)
     ok, output = run_rule_tests([test_file])

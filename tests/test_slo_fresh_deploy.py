@@ -14,7 +14,6 @@ import re
 import time
 
 import pytest
-
 from conftest import ROOT, need
 from promtools import prometheus, query, serve, wait_for
 from slo_fleet import Fleet, api, create_blocks, live_handler
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.xdist_group("slo_fresh_deploy")
 
 HEALTHY = ["chat-a", "chat-b", "code-c", "embed-d"]
 INCIDENT = "broken-e"
-BUDGETS = {"responsive": 0.01, "fast-enough": 0.05, "answered": 0.005}     # slo/defaults.yaml
+BUDGETS = {"responsive": 0.01, "fast-enough": 0.05, "answered": 0.005}  # slo/defaults.yaml
 
 
 def _groups(base: str) -> list[dict]:
@@ -41,8 +40,11 @@ def _evaluated(base: str) -> dict[str, float]:
     out = {}
     for group in _groups(base):
         stamp = group["lastEvaluation"]
-        out[group["name"]] = 0.0 if stamp.startswith("0001") else time.mktime(
-            time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        out[group["name"]] = (
+            0.0
+            if stamp.startswith("0001")
+            else time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        )
     return out
 
 
@@ -64,15 +66,29 @@ def fresh(tmp_path_factory):
         copy.write_text(re.sub(r"(?m)^(\s+)interval: (1m|10m)$", r"\1interval: 5s", path.read_text()))
         rule_files.append(str(copy))
     with serve({"/metrics": live_handler(fleet)}) as url:
-        config = {"global": {"scrape_interval": "15s", "evaluation_interval": "1m"}, "rule_files": rule_files,
-                  "scrape_configs": [{"job_name": "llm", "honor_labels": True,
-                                      "static_configs": [{"targets": [url.removeprefix("http://")]}]}]}
+        config = {
+            "global": {"scrape_interval": "15s", "evaluation_interval": "1m"},
+            "rule_files": rule_files,
+            "scrape_configs": [
+                {
+                    "job_name": "llm",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [url.removeprefix("http://")]}],
+                }
+            ],
+        }
         with prometheus(binary, config, tmp, ("--storage.tsdb.retention.time=90d",)) as base:
             # every group evaluated, then the every-minute groups once more: alerts see the long group's fallbacks
-            first = wait_for(lambda: (lambda e: max(e.values()) if e and all(e.values()) else None)(_evaluated(base)),
-                             timeout=90, step=1)
-            wait_for(lambda: all(t > first for name, t in _evaluated(base).items() if not name.endswith("-long")),
-                     timeout=90, step=1)
+            first = wait_for(
+                lambda: (lambda e: max(e.values()) if e and all(e.values()) else None)(_evaluated(base)),
+                timeout=90,
+                step=1,
+            )
+            wait_for(
+                lambda: all(t > first for name, t in _evaluated(base).items() if not name.endswith("-long")),
+                timeout=90,
+                step=1,
+            )
             yield base
 
 
@@ -94,7 +110,7 @@ def test_windows_read_the_raw_counters_until_the_recording_covers_them(fresh):
         assert set(ratios) == set(HEALTHY + [INCIDENT]), (window, ratios)
         assert all(r < BUDGETS["responsive"] for r in ratios.values()), (window, ratios)
     # an uncovered long window records its raw fallback only, never the short recording beside it
-    assert query(fresh, 'llm_slo:error_ratio:1d') == [] and query(fresh, 'llm_slo:error_ratio:3d') == []
+    assert query(fresh, "llm_slo:error_ratio:1d") == [] and query(fresh, "llm_slo:error_ratio:3d") == []
 
 
 def test_recorded_series_stay_within_sloths_budget(fresh):
@@ -102,6 +118,6 @@ def test_recorded_series_stay_within_sloths_budget(fresh):
     assert len(per_group) == 3 * (len(HEALTHY) + 1)
     assert max(int(r["value"][1]) for r in per_group) <= 11, per_group
     constants = query(fresh, 'count({__name__=~"llm_slo:.+", model=""})')
-    assert int(constants[0]["value"][1]) == 5           # three targets and two thresholds, once per objective
+    assert int(constants[0]["value"][1]) == 5  # three targets and two thresholds, once per objective
     values = [r["value"][1] for r in query(fresh, '{__name__=~"llm_slo:.+"}')]
     assert values and "NaN" not in values

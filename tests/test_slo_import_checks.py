@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FIXTURES
+
 from inferwatch.slo import import_file
 from inferwatch.slo._import import import_text
 from inferwatch.slo._import_promql import reads_as_success
@@ -22,32 +22,38 @@ CORPUS = FIXTURES / "slo" / "real-world"
 AI_INFRA = CORPUS / "ai-infra" / "monitoring__slos.yaml"
 
 
-@pytest.mark.parametrize("query, said", [
-    ('sum(rate(model_predictions_total{job="ml-api",accurate="true"}[5m]))', 'accurate="true"'),
-    ('sum(rate(http_requests_total{code=~"2.."}[5m]))', 'code=~"2.."'),
-    ('sum(rate(http_requests_total{status_code="200"}[5m]))', 'status_code="200"'),
-    ('sum(rate(http_requests_total{code=~"2xx"}[5m]))', 'code=~"2xx"'),
-    ('sum(rate(grpc_server_handled_total{grpc_code="OK"}[5m]))', 'grpc_code="OK"'),
-    ('sum(rate(jobs_total{status=~"success|ok"}[5m]))', 'status=~"success|ok"'),
-    ('sum(rate(checks_total{is_valid="true"}[5m]))', 'is_valid="true"'),
-    ('sum(rate(roller_1_happy_path_success_total[5m]))', "the name roller_1_happy_path_success_total"),
-    ('sum(rate(a_errors_total[5m])) + sum(rate(jobs_succeeded_total[5m]))', "the name jobs_succeeded_total"),
-])
+@pytest.mark.parametrize(
+    "query, said",
+    [
+        ('sum(rate(model_predictions_total{job="ml-api",accurate="true"}[5m]))', 'accurate="true"'),
+        ('sum(rate(http_requests_total{code=~"2.."}[5m]))', 'code=~"2.."'),
+        ('sum(rate(http_requests_total{status_code="200"}[5m]))', 'status_code="200"'),
+        ('sum(rate(http_requests_total{code=~"2xx"}[5m]))', 'code=~"2xx"'),
+        ('sum(rate(grpc_server_handled_total{grpc_code="OK"}[5m]))', 'grpc_code="OK"'),
+        ('sum(rate(jobs_total{status=~"success|ok"}[5m]))', 'status=~"success|ok"'),
+        ('sum(rate(checks_total{is_valid="true"}[5m]))', 'is_valid="true"'),
+        ("sum(rate(roller_1_happy_path_success_total[5m]))", "the name roller_1_happy_path_success_total"),
+        ("sum(rate(a_errors_total[5m])) + sum(rate(jobs_succeeded_total[5m]))", "the name jobs_succeeded_total"),
+    ],
+)
 def test_bad_events_named_as_successes_are_said(query, said):
     assert f"counts what {said} calls successes" in reads_as_success(query, "error query")
 
 
-@pytest.mark.parametrize("query", [
-    'sum(rate(http_requests_total{code=~"5.."}[5m]))',
-    'sum(rate(http_requests_total{code!~"2.."}[5m]))',          # the rest: errors
-    'sum(rate(http_requests_total{code=~"2..|5.."}[5m]))',      # not only successes
-    'sum(rate(jobs_total{result="failed"}[5m]))',
-    'sum(rate(checks_total{valid="false"}[5m]))',
-    'sum(rate(x_success_failures_total[5m]))',                  # failures of something named success
-    'sum(rate(cache_hit_total[5m]))',
-    'sum(rate(llm_tokens_total[5m]))',
-    'not a query (',
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        'sum(rate(http_requests_total{code=~"5.."}[5m]))',
+        'sum(rate(http_requests_total{code!~"2.."}[5m]))',  # the rest: errors
+        'sum(rate(http_requests_total{code=~"2..|5.."}[5m]))',  # not only successes
+        'sum(rate(jobs_total{result="failed"}[5m]))',
+        'sum(rate(checks_total{valid="false"}[5m]))',
+        "sum(rate(x_success_failures_total[5m]))",  # failures of something named success
+        "sum(rate(cache_hit_total[5m]))",
+        "sum(rate(llm_tokens_total[5m]))",
+        "not a query (",
+    ],
+)
 def test_other_bad_events_say_nothing(query):
     assert reads_as_success(query, "error query") is None
 
@@ -63,8 +69,9 @@ def test_ai_infras_accurate_predictions_are_imported_as_written_and_listed_to_ch
 
 
 def test_the_command_lists_them_apart_from_what_was_not_carried_over():
-    run = subprocess.run([sys.executable, "-m", "inferwatch", "slo", "import", str(AI_INFRA)], capture_output=True,
-                         text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "slo", "import", str(AI_INFRA)], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0 and "model_predictions_total" in run.stdout
     checks = run.stderr.split("imported as written; check:\n", 1)[1].splitlines()
     assert len(checks) == 1 and checks[0].startswith(f"  {AI_INFRA}:103: ")

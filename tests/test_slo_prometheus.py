@@ -21,16 +21,16 @@ import time
 from collections import defaultdict
 
 import pytest
-
 from conftest import ROOT, all_expositions, need
-from inferwatch.exporters import Normalizer, split_families
 from promtools import create_blocks, prometheus, query, serve, wait_for
 
+from inferwatch.exporters import Normalizer, split_families
+
 ENGINES = [p for p in all_expositions() if not p.name.startswith("dcgm")]
-HISTORY = 70     # seconds of one-second samples written as blocks before Prometheus starts: over the 1m window
+HISTORY = 70  # seconds of one-second samples written as blocks before Prometheus starts: over the 1m window
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 COUNTER = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:_total|_count|_bucket|_sum))(\{[^}]*\})? (\S+)(.*)$")
-BAD_REASONS = re.compile(r"abort|error|repetition")      # slo/slis.yaml: a length stop is answered
+BAD_REASONS = re.compile(r"abort|error|repetition")  # slo/slis.yaml: a length stop is answered
 
 
 def _grow(text: str, factor: float) -> str:
@@ -54,8 +54,10 @@ def _history(text: str, job: str, instance: str, until: float, origin: float) ->
             continue
         name, labels, _ = SAMPLE.match(line).groups()
         labels = (labels[:-1] + "," if labels and labels != "{}" else "{") + f'job="{job}",instance="{instance}"}}'
-        out += [f"{name}{labels} {SAMPLE.match(lines[index]).group(3)} {t:.3f}" for t, lines in zip(steps, grown,
-                                                                                                    strict=True)]
+        out += [
+            f"{name}{labels} {SAMPLE.match(lines[index]).group(3)} {t:.3f}"
+            for t, lines in zip(steps, grown, strict=True)
+        ]
     return out
 
 
@@ -71,8 +73,11 @@ def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
                     continue
                 if s.name == "llm_time_to_first_token_seconds_count" and labels.get("is_streaming") != "false":
                     sums["responsive", "total", model] += value
-                elif s.name == "llm_time_to_first_token_seconds_bucket" and labels.get("is_streaming") != "false" \
-                        and float(labels["le"]) == 1:
+                elif (
+                    s.name == "llm_time_to_first_token_seconds_bucket"
+                    and labels.get("is_streaming") != "false"
+                    and float(labels["le"]) == 1
+                ):
                     sums["responsive", "good", model] += value
                 elif s.name == "llm_time_per_output_token_seconds_count":
                     sums["fast-enough", "total", model] += value
@@ -83,7 +88,7 @@ def _expected(normalized: list[str]) -> dict[str, dict[str, float]]:
                     if BAD_REASONS.fullmatch(labels.get("finished_reason", "")):
                         sums["answered", "bad", model] += value
                 elif s.name == "llm_requests_aborted_total" and labels.get("engine") == "sglang":
-                    sums["answered", "excluded", model] += value     # neither good nor bad: out of the total
+                    sums["answered", "excluded", model] += value  # neither good nor bad: out of the total
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for (slo, kind, model), total in list(sums.items()):
         total -= sums[slo, "excluded", model]
@@ -101,11 +106,11 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
     assert set(expected) == {"responsive", "fast-enough", "answered"}
     rule_files = []
     for path in sorted((ROOT / "alerts").glob("llm.*.rules.yaml")):
-        fast = tmp_path / path.name      # evaluate every second instead of every minute: same expressions
+        fast = tmp_path / path.name  # evaluate every second instead of every minute: same expressions
         fast.write_text(path.read_text().replace("interval: 1m", "interval: 1s"))
         rule_files.append(str(fast))
     scrapes: dict[str, int] = defaultdict(int)
-    origin = time.time() - HISTORY - 1      # each counter: its value in the capture times the seconds since this
+    origin = time.time() - HISTORY - 1  # each counter: its value in the capture times the seconds since this
 
     def route(path, text):
         def handler(request):
@@ -115,19 +120,25 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
             request.send_header("Content-Type", "text/plain; version=0.0.4")
             request.end_headers()
             request.wfile.write(body)
+
         return handler
 
     routes = {f"/{p.stem}/metrics": route(p.stem, text) for p, text in normalized.items()}
     with serve(routes) as base:
         host = base.removeprefix("http://")
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rule_files,
-                  "scrape_configs": [{"job_name": p.stem, "metrics_path": f"/{p.stem}/metrics",
-                                      "static_configs": [{"targets": [host]}]} for p in ENGINES]}
-        history = [line for p, text in normalized.items()
-                   for line in _history(text, p.stem, host, time.time(), origin)]
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": rule_files,
+            "scrape_configs": [
+                {"job_name": p.stem, "metrics_path": f"/{p.stem}/metrics", "static_configs": [{"targets": [host]}]}
+                for p in ENGINES
+            ],
+        }
+        history = [line for p, text in normalized.items() for line in _history(text, p.stem, host, time.time(), origin)]
         (tmp_path / "history.om").write_text("\n".join(history) + "\n# EOF\n")
         create_blocks(tmp_path / "history.om", tmp_path / "data", "--quiet")
         with prometheus(binary, config, tmp_path) as prom:
+
             def recorded(expr):
                 got: dict[str, dict[str, float]] = defaultdict(dict)
                 for row in query(prom, expr):
@@ -147,8 +158,10 @@ def test_default_slo_rules_on_real_series(mappings, catalog, tmp_path):
                 got = query(prom, f'count({{job="{p.stem}", __name__!~"up|scrape_.+"}})')
                 assert int(float(got[0]["value"][1])) == lines, p.name
             scraped = time.time()
-            wait_for(lambda: min(float(r["value"][1]) for r in query(
-                prom, "timestamp(llm_slo:total:increase1m)")) > scraped, timeout=30)
+            wait_for(
+                lambda: min(float(r["value"][1]) for r in query(prom, "timestamp(llm_slo:total:increase1m)")) > scraped,
+                timeout=30,
+            )
             # each source counts with the same weight, a minute's growth (a wrong selector or le spelling is off
             # by far more than 2%)
             got = recorded("1 - llm_slo:good:increase1m / (llm_slo:total:increase1m > 0)")

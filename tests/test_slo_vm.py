@@ -21,17 +21,17 @@ import urllib.request
 
 import pytest
 import yaml
-
 from conftest import ROOT
-from inferwatch.sim._demo import free_port
-from inferwatch.slo import compile_spec, load_spec
-from inferwatch.slo._rules import reads_counts_inline
 from promtools import wait_for
 from vmtools import STALE, instant, process, prometheus_receiver, remote_write, victoria_metrics
 
-T0 = (int(time.time()) // 60) * 60 - 50 * 60   # every sample lies in [T0, T0 + 45m]: Prometheus' head takes it
-END = T0 + 10 * 60                             # where the series of the staleness cases end
-STEP = "5m"     # the `step` vmalert sends (-datasource.queryStep, default 5m): MetricsQL's instant lookback
+from inferwatch.sim._demo import free_port
+from inferwatch.slo import compile_spec, load_spec
+from inferwatch.slo._rules import reads_counts_inline
+
+T0 = (int(time.time()) // 60) * 60 - 50 * 60  # every sample lies in [T0, T0 + 45m]: Prometheus' head takes it
+END = T0 + 10 * 60  # where the series of the staleness cases end
+STEP = "5m"  # the `step` vmalert sends (-datasource.queryStep, default 5m): MetricsQL's instant lookback
 
 
 def counter(start: float, end: float, step: float, per_step: float = 1.0) -> list[tuple[float, float]]:
@@ -40,10 +40,10 @@ def counter(start: float, end: float, step: float, per_step: float = 1.0) -> lis
 
 # sample sets: name -> {series labels: samples}; every series carries case=<name>, so cases never meet
 SETS = {
-    "marker": {"x_total": counter(T0, END, 15) + [(END + 15, STALE)]},     # a target that vanished
-    "no_marker": {"x_total": counter(T0, END, 15)},                         # a scrape that stopped
-    "minute": {"x_total": counter(T0, END, 60, 4)},                          # scraped every minute
-    "records": {"rec": [(T0 + 60 * i, 1.0) for i in range(11)]},            # a per-minute record, ends at END
+    "marker": {"x_total": counter(T0, END, 15) + [(END + 15, STALE)]},  # a target that vanished
+    "no_marker": {"x_total": counter(T0, END, 15)},  # a scrape that stopped
+    "minute": {"x_total": counter(T0, END, 60, 4)},  # scraped every minute
+    "records": {"rec": [(T0 + 60 * i, 1.0) for i in range(11)]},  # a per-minute record, ends at END
 }
 
 # (construct, sample set, seconds after END, expected on both engines: {} is "nothing")
@@ -70,7 +70,7 @@ CONSTRUCTS = [
     ("last_over_time(x_total{S}[1h]) unless x_total{S}", "marker", 20, {(): 40.0}),
     ("absent_over_time(x_total{S}[1h])", "marker", 20, ABSENT),
     ("absent_over_time(x_total{S}[1h])", "marker", -660, {(): 1.0}),
-    ("rec{S}", "records", 60, PRESENT),            # a record of the previous evaluation: what vmalert reads
+    ("rec{S}", "records", 60, PRESENT),  # a record of the previous evaluation: what vmalert reads
     ("rec{S}", "records", 240, PRESENT),
     ("clamp(1 - rec{S} / (rec{S} > 0), 0, 1)", "records", 0, {(): 0.0}),
 ]
@@ -99,8 +99,10 @@ def _series(name: str) -> list:
 def engines(tmp_path_factory):
     """{'prometheus': URL, 'victoriametrics': URL}, each holding every sample set (and `extra` series)."""
     work = tmp_path_factory.mktemp("engines")
-    with victoria_metrics(need("victoria-metrics"), work / "vm") as vm, \
-            prometheus_receiver(need("prometheus"), work / "prom") as prom:
+    with (
+        victoria_metrics(need("victoria-metrics"), work / "vm") as vm,
+        prometheus_receiver(need("prometheus"), work / "prom") as prom,
+    ):
         series = [s for name in SETS for s in _series(name)] + EXTRA
         for base in (vm, prom):
             remote_write(base, series)
@@ -116,8 +118,10 @@ def _close(got: dict, want: dict) -> bool:
 
 def _run(engines, expr, name, after):
     text = expr.replace("{S}", f'{{case="{name}"}}')
+
     def without_case(result):
         return {tuple(kv for kv in key if kv[0] != "case"): v for key, v in result.items()}
+
     return {engine: without_case(instant(base, text, END + after, step=STEP)) for engine, base in engines.items()}
 
 
@@ -152,8 +156,17 @@ def _expr(rules, key, name):
 
 
 def _finished(model: str, reason: str, samples, pod: str) -> tuple:
-    return ({"__name__": "llm_requests_finished_total", "model": model, "finished_reason": reason,
-             "engine": "vllm", "job": "vllm", "instance": f"{model}-{pod}:8000"}, samples)
+    return (
+        {
+            "__name__": "llm_requests_finished_total",
+            "model": model,
+            "finished_reason": reason,
+            "engine": "vllm",
+            "job": "vllm",
+            "instance": f"{model}-{pod}:8000",
+        },
+        samples,
+    )
 
 
 # model "vanished": of its two engines, one (a) served 2 requests per 15 s and its target vanished (staleness
@@ -172,9 +185,11 @@ def test_counts_of_a_vanished_target_stop_at_its_staleness_marker_on_both(engine
     staleness marker (phantom requests; in `answered` an error ratio of 0.16-0.40 on a model without errors).
     Now its count stops at the marker on both engines, and the live engine's requests are counted alike."""
     expr = _expr(ANSWERED, "record", record)
-    for after in (0, 65, 80):     # the vanished engine's last sample is a minute old from +60 s
-        got = {e: {k: v for k, v in instant(b, expr, END + after, step=STEP).items() if ("model", "vanished") in k}
-               for e, b in engines.items()}
+    for after in (0, 65, 80):  # the vanished engine's last sample is a minute old from +60 s
+        got = {
+            e: {k: v for k, v in instant(b, expr, END + after, step=STEP).items() if ("model", "vanished") in k}
+            for e, b in engines.items()
+        }
         want = {(("model", "vanished"),): 12.0 if after == 0 else 4.0}
         for engine, result in got.items():
             assert _close(result, want), f"{engine}: {record} at END+{after}s: {result}, want {want}"
@@ -192,6 +207,7 @@ def test_no_missing_data_alert_before_the_first_record(engines):
 
 # --- vmalert: a rule sees a record of its own group one evaluation late -------------------------------------
 
+
 def _records(expr: str) -> set[str]:
     return set(re.findall(r"\b(llm_slo:[a-z_]+:[a-z0-9]+)\b", expr))
 
@@ -204,8 +220,10 @@ _FALLBACK = re.compile(r"\n  or on \([^)]*\) llm_slo:error_ratio:\w+\{[^}]*\}\n"
 def _hops(rules: list[dict], expr: str) -> int:
     """How many records deep `expr` reads in its own group once its windows are covered: 0 for raw series."""
     recorded = {r["record"]: r["expr"] for r in rules if "record" in r}
-    return max((1 + _hops(rules, recorded[name]) for name in _records(_FALLBACK.sub("\n", expr))
-                if name in recorded), default=0)
+    return max(
+        (1 + _hops(rules, recorded[name]) for name in _records(_FALLBACK.sub("\n", expr)) if name in recorded),
+        default=0,
+    )
 
 
 def test_pages_read_one_hop_of_records_tickets_two():
@@ -225,8 +243,9 @@ def test_pages_read_one_hop_of_records_tickets_two():
 
 def test_vmalert_loads_every_generated_rule_file():
     files = sorted(str(p) for p in (ROOT / "alerts").rglob("*.rules.yaml"))
-    proc = subprocess.run([need("vmalert"), "-dryRun", *(f"-rule={f}" for f in files)], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [need("vmalert"), "-dryRun", *(f"-rule={f}" for f in files)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -235,13 +254,19 @@ def _export(base: str, name: str) -> list[tuple[float, float]]:
     urllib.request.urlopen(base + "/internal/force_flush", timeout=10).close()
     url = f"{base}/api/v1/export?" + urllib.parse.urlencode({"match[]": name})
     with urllib.request.urlopen(url, timeout=10) as resp:
-        return sorted((t / 1000, v) for line in resp.read().decode().splitlines()
-                      for t, v in zip(json.loads(line)["timestamps"], json.loads(line)["values"], strict=True))
+        return sorted(
+            (t / 1000, v)
+            for line in resp.read().decode().splitlines()
+            for t, v in zip(json.loads(line)["timestamps"], json.loads(line)["values"], strict=True)
+        )
 
 
 # (VictoriaMetrics flags, query string on vmalert's -datasource.url, how far back each query runs)
-VMALERT_SETUPS = {"latencyOffset=1s": (("-search.latencyOffset=1s",), "", 0), "nocache": ((), "?nocache=1", 0),
-                  "defaults": ((), "", 30)}
+VMALERT_SETUPS = {
+    "latencyOffset=1s": (("-search.latencyOffset=1s",), "", 0),
+    "nocache": ((), "?nocache=1", 0),
+    "defaults": ((), "", 30),
+}
 
 
 @pytest.mark.parametrize("setup", VMALERT_SETUPS)
@@ -253,18 +278,40 @@ def test_vmalert_reads_its_own_groups_records_one_evaluation_late(tmp_path, setu
     vm_flags, ds_query, offset = VMALERT_SETUPS[setup]
     interval = 2
     rules = tmp_path / "hop.yaml"
-    rules.write_text(yaml.safe_dump({"groups": [{"name": "hop", "interval": f"{interval}s", "rules": [
-        {"record": "hop:now", "expr": "vector(time())"},
-        {"record": "hop:age", "expr": "time() - hop:now"}]}]}))
+    rules.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "hop",
+                        "interval": f"{interval}s",
+                        "rules": [
+                            {"record": "hop:now", "expr": "vector(time())"},
+                            {"record": "hop:age", "expr": "time() - hop:now"},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
     with victoria_metrics(need("victoria-metrics"), tmp_path / "vm", *vm_flags) as vm:
         port = free_port()
-        with process([need("vmalert"), f"-rule={rules}", f"-datasource.url={vm}/{ds_query}",
-                      f"-remoteWrite.url={vm}", "-remoteWrite.flushInterval=100ms",
-                      "-datasource.queryTimeAlignment=false", f"-httpListenAddr=127.0.0.1:{port}"],
-                     tmp_path / "vmalert.log", ready=f"http://127.0.0.1:{port}"):
+        with process(
+            [
+                need("vmalert"),
+                f"-rule={rules}",
+                f"-datasource.url={vm}/{ds_query}",
+                f"-remoteWrite.url={vm}",
+                "-remoteWrite.flushInterval=100ms",
+                "-datasource.queryTimeAlignment=false",
+                f"-httpListenAddr=127.0.0.1:{port}",
+            ],
+            tmp_path / "vmalert.log",
+            ready=f"http://127.0.0.1:{port}",
+        ):
             nows = wait_for(lambda: (n := _export(vm, "hop:now")) and len(n) >= 2 and n, timeout=60)
             ages = [] if offset else wait_for(lambda: (a := _export(vm, "hop:age")) and len(a) >= 2 and a, timeout=60)
-    assert all(t - v == pytest.approx(offset, abs=1) for t, v in nows), nows      # stamped to the second
+    assert all(t - v == pytest.approx(offset, abs=1) for t, v in nows), nows  # stamped to the second
     if ages:
-        assert all(v >= interval - 0.1 for _, v in ages), ages     # never the record of the same evaluation
+        assert all(v >= interval - 0.1 for _, v in ages), ages  # never the record of the same evaluation
         assert sorted(v for _, v in ages)[len(ages) // 2] == pytest.approx(interval, abs=0.1), ages

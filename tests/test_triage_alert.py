@@ -11,22 +11,31 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from incident_library import INCIDENT, T0, case_series, library
-from inferwatch.triage._window import iso
 from triage_tools import NEEDS_PROMETHEUS, series_of, series_prometheus
+
+from inferwatch.triage._window import iso
 
 pytestmark = [pytest.mark.xdist_group("triage-alert"), NEEDS_PROMETHEUS]
 
 CASES = {c.cls + ":" + "/".join(c.expect): c for c in library(0)}
 QUEUE, DECODE = CASES["kind:queueing"], CASES["kind:slow-decode"]
-ACTIVE = {QUEUE.model: T0 + 240, DECODE.model: T0 + 60}      # when each alert went active
+ACTIVE = {QUEUE.model: T0 + 240, DECODE.model: T0 + 60}  # when each alert went active
 
 
 def _alert_series(model: str, since: float) -> dict:
     at = [int(t * 1000) for t in range(int(since), INCIDENT[1] + 1, 30)]
-    return series_of({"__name__": "ALERTS_FOR_STATE", "alertname": "LLMSlow", "model": model, "namespace": "llm",
-                      "severity": "page"}, at, [f"{since:.0f}"] * len(at))
+    return series_of(
+        {
+            "__name__": "ALERTS_FOR_STATE",
+            "alertname": "LLMSlow",
+            "model": model,
+            "namespace": "llm",
+            "severity": "page",
+        },
+        at,
+        [f"{since:.0f}"] * len(at),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +48,23 @@ def base():
 
 
 def _triage(base: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inferwatch", "triage", "--prometheus", base, "--end",
-                           str(INCIDENT[1]), "--json", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "triage",
+            "--prometheus",
+            base,
+            "--end",
+            str(INCIDENT[1]),
+            "--json",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_newest_alert_sets_the_window_and_the_model(base):
@@ -49,7 +73,7 @@ def test_the_newest_alert_sets_the_window_and_the_model(base):
     report = json.loads(done.stdout)
     assert [m["model"] for m in report["models"]] == [QUEUE.model]
     assert report["models"][0]["kinds"][0]["kind"] == "queueing"
-    assert report["start"] == iso(ACTIVE[QUEUE.model] - 300)       # five minutes before it went active
+    assert report["start"] == iso(ACTIVE[QUEUE.model] - 300)  # five minutes before it went active
     assert report["end"] == iso(INCIDENT[1])
 
 

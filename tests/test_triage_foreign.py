@@ -19,24 +19,32 @@ import sys
 import pandas as pd
 import promql_parser
 import pytest
+from triage_tools import (
+    HOUR_MS,
+    NEEDS_PROMETHEUS,
+    hour_windows,
+    load_manifest,
+    own_names,
+    series_of,
+    series_prometheus,
+    shifted,
+    times,
+    used_series,
+)
 
-from inferwatch.triage import (Connection, Window, load_signals, rate_window, signal_queries, summarise,
-                               to_json, triage)
-from inferwatch.triage._fetch import _frame
 from inferwatch.dashboards._lint_promql import metric_names
+from inferwatch.triage import Connection, Window, load_signals, rate_window, signal_queries, summarise, to_json, triage
+from inferwatch.triage._fetch import _frame
 from inferwatch.triage._sources import family_of, translate
-from triage_tools import (HOUR_MS, NEEDS_PROMETHEUS, hour_windows, load_manifest, own_names, series_of,
-                          series_prometheus, shifted, times, used_series)
 
-pytestmark = [pytest.mark.xdist_group("triage-foreign"),
-              NEEDS_PROMETHEUS]
+pytestmark = [pytest.mark.xdist_group("triage-foreign"), NEEDS_PROMETHEUS]
 
 MANIFEST = load_manifest()
 EXPECTED = MANIFEST["models"]
 VARIANTS = {"own-names": 1, "old-names": 2, "60s": 3, "restart": 4, "bare": 5}
 QUIET = ("m-quiet", "m-doubling")
 SIGNALS = load_signals()
-NO_SOURCE = {"llm_max_running_requests"}     # no engine exports it: cap_usage is unmeasured there
+NO_SOURCE = {"llm_max_running_requests"}  # no engine exports it: cap_usage is unmeasured there
 
 
 def _dcgm_only(series: list[dict]) -> list[dict]:
@@ -71,8 +79,11 @@ def _restarted(series: list[dict], at: int, gap: int) -> list[dict]:
         moments, values = times(s), s["v"]
         before = [(t, v) for t, v in zip(moments, values, strict=True) if t < at]
         offset = float(before[-1][1]) if counter and before else 0.0
-        after = [(t, repr(max(0.0, float(v) - offset)) if counter else v) for t, v in zip(moments, values, strict=True)
-                 if t >= at + gap]
+        after = [
+            (t, repr(max(0.0, float(v) - offset)) if counter else v)
+            for t, v in zip(moments, values, strict=True)
+            if t >= at + gap
+        ]
         new = dict(labels, pod=labels["pod"] + "-b")
         if "le" in new and new["le"] != "+Inf":
             new["le"] = f"{float(new['le']):g}"
@@ -86,10 +97,13 @@ def _restarted(series: list[dict], at: int, gap: int) -> list[dict]:
 def prom(tmp_path_factory):
     recording = used_series(MANIFEST)
     start = MANIFEST["incident"]["start"] * 1000
-    variants = {"own-names": own_names(recording, oldest=False), "old-names": own_names(recording, oldest=True),
-                "60s": _every(_dcgm_only(recording), 60_000, 17_000),
-                "restart": _restarted(recording, start + 60_000, 60_000),
-                "bare": [s for s in recording if not s["labels"]["__name__"].startswith(("gpu_", "llm_frontdoor_"))]}
+    variants = {
+        "own-names": own_names(recording, oldest=False),
+        "old-names": own_names(recording, oldest=True),
+        "60s": _every(_dcgm_only(recording), 60_000, 17_000),
+        "restart": _restarted(recording, start + 60_000, 60_000),
+        "bare": [s for s in recording if not s["labels"]["__name__"].startswith(("gpu_", "llm_frontdoor_"))],
+    }
     everything = [s for name, series in variants.items() for s in shifted(series, VARIANTS[name] * HOUR_MS)]
     with series_prometheus(everything, tmp_path_factory.mktemp("triage-foreign")) as base:
         yield base
@@ -104,8 +118,12 @@ def _first_kinds(report) -> dict[str, list[str]]:
 
 
 def _cli(prom: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inferwatch", "triage", "--prometheus", prom, *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "inferwatch", "triage", "--prometheus", prom, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _assert_manifest_kinds(kinds: dict[str, list[str]]) -> None:
@@ -120,7 +138,7 @@ def test_the_engines_own_names_and_dcgm_through_kube_prometheus_give_the_same_ki
     assert doc["read_from_sources"] == ["engine", "gpu"] and doc["warnings"] == []
     _assert_manifest_kinds({m["model"]: [k["kind"] for k in m["kinds"]] for m in doc["models"]})
     gpu = next(m for m in doc["models"] if m["model"] == "m-gpu-not-computing")["kinds"][0]["evidence"]
-    util = next(e for e in gpu if e["signal"] == "gpu_util")     # DCGM's percent, joined on exported_pod
+    util = next(e for e in gpu if e["signal"] == "gpu_util")  # DCGM's percent, joined on exported_pod
     assert 0.9 < util["incident"] <= 1.0
 
 
@@ -129,13 +147,13 @@ def test_older_names_vllm_v0_and_sglang_0_4_give_the_same_kinds(prom):
     report = triage(Connection(prom), incident, baseline)
     _assert_manifest_kinds(_first_kinds(report))
     verdict = next(v for v in report.verdicts if v.model == "m-kv-pressure")
-    assert verdict.incident["kv_usage_peak"].value > 0.9        # vllm:gpu_cache_usage_perc
+    assert verdict.incident["kv_usage_peak"].value > 0.9  # vllm:gpu_cache_usage_perc
 
 
 def test_scrapes_a_minute_apart_and_gpus_from_dcgm_give_the_same_kinds(prom):
     incident, baseline = _windows("60s")
     report = triage(Connection(prom), incident, baseline)
-    assert report.rate_window == incident.seconds == 239      # four scrapes (240 s) would not fit in the window
+    assert report.rate_window == incident.seconds == 239  # four scrapes (240 s) would not fit in the window
     assert report.read_from_sources == ("gpu",)
     _assert_manifest_kinds(_first_kinds(report))
 
@@ -149,7 +167,7 @@ def test_a_window_shorter_than_two_scrapes_is_not_enough_data_never_a_wrong_kind
     assert set(headlines) == set(EXPECTED)
     for model, line in headlines.items():
         named = re.findall(r"([a-z-]+) \(\d", line)
-        assert set(named) <= {EXPECTED[model]}, line          # what the gauges alone show, or nothing
+        assert set(named) <= {EXPECTED[model]}, line  # what the gauges alone show, or nothing
         if not named:
             assert "not enough data (too few requests or samples in the incident" in line, line
     assert "missing-data (1.00)" in headlines["m-missing-data"]
@@ -160,14 +178,14 @@ def test_a_restart_under_a_new_pod_name_with_a_minute_unscraped_keeps_the_kinds(
     report = triage(Connection(prom), incident, baseline)
     kinds = _first_kinds(report)
     for model, expected in EXPECTED.items():
-        if model in QUIET:      # the minute without series is said, ranked as low as a finding goes
+        if model in QUIET:  # the minute without series is said, ranked as low as a finding goes
             assert kinds[model] == ["missing-data"], (model, kinds[model])
             finding = report.verdicts[[v.model for v in report.verdicts].index(model)].findings[0]
             assert finding.confidence == 0.6 and finding.pod is None
         else:
             assert kinds[model][:1] == [expected], (model, kinds[model])
     quiet = next(v for v in report.verdicts if v.model == "m-quiet")
-    assert quiet.pods == {}                 # neither the old pod nor its replacement is "missing"
+    assert quiet.pods == {}  # neither the old pod nor its replacement is "missing"
     # le="1.0" before, le="1" after: one bucket, so the percentile reads as before
     assert 0.67 < quiet.incident["ttft_p95"].value / quiet.baseline["ttft_p95"].value < 1.5
 
@@ -177,8 +195,12 @@ def test_without_front_door_or_gpu_exporter_what_needs_them_is_never_guessed(pro
     report = triage(Connection(prom), incident, baseline)
     kinds = _first_kinds(report)
     # what the engine alone shows: longer answers, slower steps; the front door's and the GPU's kinds unsaid
-    unseen = {"m-thinking": ["long-outputs"], "m-gpu-not-computing": ["slow-decode"], "m-not-the-engine": [],
-              "m-errors": []}                    # SGLang's errors were seen at the front door only
+    unseen = {
+        "m-thinking": ["long-outputs"],
+        "m-gpu-not-computing": ["slow-decode"],
+        "m-not-the-engine": [],
+        "m-errors": [],
+    }  # SGLang's errors were seen at the front door only
     for model, expected in EXPECTED.items():
         assert kinds[model][:1] == unseen.get(model, [] if expected == "none" else [expected]), (model, kinds[model])
     verdict = next(v for v in report.verdicts if v.model == "m-not-the-engine")
@@ -187,15 +209,21 @@ def test_without_front_door_or_gpu_exporter_what_needs_them_is_never_guessed(pro
 
 # --- the same rules, without Prometheus ---------------------------------------------------------------------------
 
+
 def test_only_the_asked_families_are_read_from_their_sources():
-    query = ('sum by (model) (rate(llm_time_to_first_token_seconds_sum{model=~"a|b"}[60s])) '
-             '/ sum by (model) (rate(llm_frontdoor_requests_total{model=~"a|b"}[60s]))')
+    query = (
+        'sum by (model) (rate(llm_time_to_first_token_seconds_sum{model=~"a|b"}[60s])) '
+        '/ sum by (model) (rate(llm_frontdoor_requests_total{model=~"a|b"}[60s]))'
+    )
     assert translate(query, frozenset()) == query
     engine = translate(query, frozenset({"engine"}))
     assert "llm_time_to_first_token_seconds_sum{" not in engine and "llm_frontdoor_requests_total{" in engine
     # the colon name first; the sanitized copy only for a model without it
-    assert re.search(r'__name__="vllm:time_to_first_token_seconds_sum".* or on \(model_name, model\) '
-                     r'\(rate\(\{__name__="vllm_time_to_first_token_seconds_sum"', engine)
+    assert re.search(
+        r'__name__="vllm:time_to_first_token_seconds_sum".* or on \(model_name, model\) '
+        r'\(rate\(\{__name__="vllm_time_to_first_token_seconds_sum"',
+        engine,
+    )
     # SGLang's model is in model_name, or in name before 0.3.6: the first present one decides
     assert 'model_name="", name!="", name=~"a|b"' in engine
     # a matcher on a label the mapping sets picks the source: only vLLM has finished_reason
@@ -220,13 +248,15 @@ def test_rates_are_read_only_where_their_window_lies_inside_the_window():
     signals = [s for s in SIGNALS if s.name in ("ttft_mean", "running")]
     window = Window(0, 240)
 
-
     def frame(end):
         rows = [("running", "value", "m", "", math.nan, float(t), 2.0) for t in range(0, end + 1, 10)]
-        for t in range(0, end + 1, 10):                 # the first minute's rates still count the time before
-            rows += [("ttft_mean", "num", "m", "", math.nan, float(t), 2.0 if t < 60 else 8.0),
-                     ("ttft_mean", "den", "m", "", math.nan, float(t), 10.0)]
+        for t in range(0, end + 1, 10):  # the first minute's rates still count the time before
+            rows += [
+                ("ttft_mean", "num", "m", "", math.nan, float(t), 2.0 if t < 60 else 8.0),
+                ("ttft_mean", "den", "m", "", math.nan, float(t), 10.0),
+            ]
         return pd.DataFrame(rows, columns=["signal", "part", "model", "pod", "le", "t", "v"])
+
     assert summarise(frame(240), signals, window, 10.0, lookback=60)[("m", None)]["ttft_mean"].value == 0.8
     assert summarise(frame(240), signals, window, 10.0)[("m", None)]["ttft_mean"].value < 0.7
     short = summarise(frame(50), signals, Window(0, 50), 10.0, lookback=60)[("m", None)]
@@ -236,7 +266,7 @@ def test_rates_are_read_only_where_their_window_lies_inside_the_window():
 
 def test_le_written_2_or_2_0_is_one_bucket():
     answer = [{"metric": {"model": "m", "le": le}, "values": [[0, "5"]]} for le in ("2", "2.0", "+Inf", "fast")]
-    frame = _frame("ttft_p95", "buckets", answer)        # a bound that is no number is left out, not a crash
+    frame = _frame("ttft_p95", "buckets", answer)  # a bound that is no number is left out, not a crash
     assert sorted(frame["le"].unique()) == [2.0, math.inf]
     sums = frame.groupby("le")["v"].sum()
     assert sums[2.0] == 10.0

@@ -12,18 +12,16 @@ threshold onto one case.
 from __future__ import annotations
 
 import pytest
-
 from incident_library import CLASSES, library
 from library_score import result, served, table, verdicts
 from triage_tools import NEEDS_PROMETHEUS
 
 pytestmark = [pytest.mark.xdist_group("triage-library"), NEEDS_PROMETHEUS]
 
-BAR = 0.9            # the issue's: at least 90 % right top kind on incidents the team has not seen
+BAR = 0.9  # the issue's: at least 90 % right top kind on incidents the team has not seen
 # the classes whose every case must be right: what on-call suffered most (issue 28, §1)
-FIXED = ("rollout", "restart", "crash-loop", "bad-replica", "sglang-shipped", "dcgm-default", "kv-reasoning",
-         "healthy")
-SWEEP = (5, 6, 7)          # measured: 96 of 99 right (triage/README.md)
+FIXED = ("rollout", "restart", "crash-loop", "bad-replica", "sglang-shipped", "dcgm-default", "kv-reasoning", "healthy")
+SWEEP = (5, 6, 7)  # measured: 96 of 99 right (triage/README.md)
 
 
 def _results(seeds):
@@ -64,8 +62,11 @@ def test_triage_scores_above_the_bar(results):
 
 @pytest.mark.parametrize("cls", FIXED)
 def test_every_case_of_a_fixed_class_is_right(results, cls):
-    wrong = [f"{r.case.name}: expected {'/'.join(r.case.expect) or 'none'}, got {r.got}" for r in results
-             if r.case.cls == cls and not r.right]
+    wrong = [
+        f"{r.case.name}: expected {'/'.join(r.case.expect) or 'none'}, got {r.got}"
+        for r in results
+        if r.case.cls == cls and not r.right
+    ]
     assert not wrong, "; ".join(wrong)
 
 

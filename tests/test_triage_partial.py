@@ -22,12 +22,24 @@ KINDS = load_kinds()
 
 def _stalled(with_sm: bool) -> tuple[dict, dict]:
     """A GPU held by a kernel that does not compute: GPU-Util up, the pipes' activity halved, power down."""
-    base = {"gpu_util": Reading(0.85), "tensor_active": Reading(0.3), "dram_active": Reading(0.3),
-            "gpu_power": Reading(450.0), "sm_clock": Reading(1.98e9), "tpot_mean": Reading(0.015),
-            "generation_throughput": Reading(2000.0)}
-    inc = {"gpu_util": Reading(0.99), "tensor_active": Reading(0.12), "dram_active": Reading(0.13),
-           "gpu_power": Reading(250.0), "sm_clock": Reading(1.97e9), "tpot_mean": Reading(0.04),
-           "generation_throughput": Reading(1200.0)}
+    base = {
+        "gpu_util": Reading(0.85),
+        "tensor_active": Reading(0.3),
+        "dram_active": Reading(0.3),
+        "gpu_power": Reading(450.0),
+        "sm_clock": Reading(1.98e9),
+        "tpot_mean": Reading(0.015),
+        "generation_throughput": Reading(2000.0),
+    }
+    inc = {
+        "gpu_util": Reading(0.99),
+        "tensor_active": Reading(0.12),
+        "dram_active": Reading(0.13),
+        "gpu_power": Reading(250.0),
+        "sm_clock": Reading(1.97e9),
+        "tpot_mean": Reading(0.04),
+        "generation_throughput": Reading(1200.0),
+    }
     if with_sm:
         base["sm_active"], inc["sm_active"] = Reading(0.6), Reading(0.2)
     return base, inc
@@ -73,7 +85,7 @@ def test_a_rollouts_replaced_replicas_are_not_missing():
     assert out[("m", "a-old")]["engine_series"].value == 1.0
     assert out[("m", "a-new")]["engine_series"].value == 1.0
     gone = summarise(_frame([r for r in rows if r[3] != "a-new"]), SIGNALS, window, step)
-    assert gone[("m", "a-old")]["engine_series"].value == pytest.approx(6 / 11)   # left, not replaced
+    assert gone[("m", "a-old")]["engine_series"].value == pytest.approx(6 / 11)  # left, not replaced
 
 
 def test_a_model_finding_names_the_one_replica_that_shows_it():
@@ -81,7 +93,7 @@ def test_a_model_finding_names_the_one_replica_that_shows_it():
     pods = {"p-0": (Finding("errors", 1.0, (), pod="p-0"),), "p-1": (Finding("queueing", 0.7, (), pod="p-1"),)}
     assert _named(errors, pods).pod == "p-0"
     pods["p-2"] = (Finding("errors", 0.8, (), pod="p-2"),)
-    assert _named(errors, pods).pod is None            # two replicas show it: the model's, not one pod's
+    assert _named(errors, pods).pod is None  # two replicas show it: the model's, not one pod's
 
 
 def test_a_day_before_that_hides_the_incident_gives_way_to_the_hour_before():
@@ -91,7 +103,7 @@ def test_a_day_before_that_hides_the_incident_gives_way_to_the_hour_before():
     quiet, found = Verdict("m", ()), Verdict("m", (Finding("queueing", 0.8, ()),))
     assert _second_look([quiet], [found], hour)[0].findings == found.findings
     assert _second_look([quiet], [found], hour)[0].baseline_window == hour
-    kept = Verdict("m", (Finding("spec-decode-collapse", 0.9, ()),))      # a drift the hour before hides
+    kept = Verdict("m", (Finding("spec-decode-collapse", 0.9, ()),))  # a drift the hour before hides
     assert _second_look([kept], [quiet], hour) == [kept]
     short = Verdict("m", (), not_enough_data="too few requests")
     assert _second_look([short], [found], hour) == [short]

@@ -12,11 +12,12 @@ import subprocess
 import sys
 
 import pytest
-
 from triage_tools import FIXTURES, load_manifest, recorded_prometheus
 
-pytestmark = [pytest.mark.xdist_group("triage-recorded"),
-              pytest.mark.skipif(not (FIXTURES / "manifest.yaml").exists(), reason="no recording yet")]
+pytestmark = [
+    pytest.mark.xdist_group("triage-recorded"),
+    pytest.mark.skipif(not (FIXTURES / "manifest.yaml").exists(), reason="no recording yet"),
+]
 
 FOLDERS = sorted(path.parent for path in FIXTURES.rglob("manifest.yaml"))
 CASES = [(folder, model) for folder in FOLDERS for model in sorted(load_manifest(folder)["models"])]
@@ -26,10 +27,26 @@ def _triage(folder) -> dict:
     """The whole command's JSON over a recorded incident, every model at once, the recorded baseline."""
     with recorded_prometheus(folder) as (base, manifest):
         incident, baseline = manifest["incident"], manifest["baseline"]
-        done = subprocess.run([sys.executable, "-m", "inferwatch", "triage", "--prometheus", base,
-                               "--start", str(incident["start"]), "--end", str(incident["end"]),
-                               "--baseline", f"{baseline['start']}/{baseline['end']}", "--json"],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "inferwatch",
+                "triage",
+                "--prometheus",
+                base,
+                "--start",
+                str(incident["start"]),
+                "--end",
+                str(incident["end"]),
+                "--baseline",
+                f"{baseline['start']}/{baseline['end']}",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     return {m["model"]: m for m in json.loads(done.stdout)["models"]}
 
@@ -43,12 +60,19 @@ def verdicts():
         if folder not in judged:
             judged[folder] = _triage(folder)
         return judged[folder]
+
     return of
 
 
 def _explain(verdict: dict) -> str:
-    return "; ".join(f"{k['kind']} {k['confidence']}: " + ", ".join(
-        f"{e['signal']} {e['baseline']}->{e['incident']}" for e in k["evidence"]) for k in verdict["kinds"]) or "none"
+    return (
+        "; ".join(
+            f"{k['kind']} {k['confidence']}: "
+            + ", ".join(f"{e['signal']} {e['baseline']}->{e['incident']}" for e in k["evidence"])
+            for k in verdict["kinds"]
+        )
+        or "none"
+    )
 
 
 @pytest.mark.parametrize("folder, model", CASES, ids=[f"{f.relative_to(FIXTURES)}:{m}" for f, m in CASES])

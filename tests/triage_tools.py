@@ -25,18 +25,38 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from promtools import create_blocks, prometheus
 
-__all__ = ["FIXTURES", "FORMAT", "SIGNALS", "api", "changes", "load_manifest", "read_recording", "to_openmetrics",
-           "series_prometheus", "recorded_prometheus", "window_means", "used_names", "times", "series_of", "shifted",
-           "relabeled", "own_names", "HOUR_MS", "hour_windows", "used_series", "NEEDS_PROMETHEUS"]
+__all__ = [
+    "FIXTURES",
+    "FORMAT",
+    "SIGNALS",
+    "api",
+    "changes",
+    "load_manifest",
+    "read_recording",
+    "to_openmetrics",
+    "series_prometheus",
+    "recorded_prometheus",
+    "window_means",
+    "used_names",
+    "times",
+    "series_of",
+    "shifted",
+    "relabeled",
+    "own_names",
+    "HOUR_MS",
+    "hour_windows",
+    "used_series",
+    "NEEDS_PROMETHEUS",
+]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triage"
 FORMAT = "inferwatch-recording/1"
-HOUR_MS = 3_600_000            # one variant of a recording an hour after the other, in one Prometheus
-NEEDS_PROMETHEUS = pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
-                                      reason="needs Debian's prometheus and promtool")
+HOUR_MS = 3_600_000  # one variant of a recording an hour after the other, in one Prometheus
+NEEDS_PROMETHEUS = pytest.mark.skipif(
+    not (shutil.which("prometheus") and shutil.which("promtool")), reason="needs Debian's prometheus and promtool"
+)
 
 
 def load_manifest(folder: Path = FIXTURES) -> dict:
@@ -100,14 +120,17 @@ def recorded_prometheus(folder: Path = FIXTURES, workdir: Path | None = None):
 
 # --- the recording reshaped as other people's Prometheus would hold it (tests/test_triage_foreign.py, ...) -------
 
+
 def hour_windows(manifest: dict, hours: int):
     """(incident Window, --baseline START/END) of the recording's windows `hours` later, for triage()."""
     from inferwatch.triage import Window
 
     shift = hours * HOUR_MS / 1000
     incident, baseline = manifest["incident"], manifest["baseline"]
-    return (Window(incident["start"] + shift, incident["end"] + shift),
-            f"{baseline['start'] + shift:.0f}/{baseline['end'] + shift:.0f}")
+    return (
+        Window(incident["start"] + shift, incident["end"] + shift),
+        f"{baseline['start'] + shift:.0f}/{baseline['end'] + shift:.0f}",
+    )
 
 
 def used_names() -> set[str]:
@@ -159,8 +182,12 @@ def own_names(series: list[dict], oldest: bool = False) -> list[dict]:
     honorLabels writes them; engine series with kube-prometheus' extra target labels."""
     from inferwatch.mappings import load_mappings
 
-    table = {(m.source, e.name): (m, e) for m in load_mappings() for e in m.entries
-             if not (e.match or e.set_labels or e.drop_labels or e.bit)}
+    table = {
+        (m.source, e.name): (m, e)
+        for m in load_mappings()
+        for e in m.entries
+        if not (e.match or e.set_labels or e.drop_labels or e.bit)
+    }
     out, seen = [], set()
     for s in series:
         labels = dict(s["labels"])
@@ -169,8 +196,14 @@ def own_names(series: list[dict], oldest: bool = False) -> list[dict]:
             out.append(s)
             continue
         source = "dcgm" if name.startswith("gpu_") else labels.get("engine")
-        base = next((name[:-len(x)] for x in ("_bucket", "_sum", "_count") if name.endswith(x)
-                     and (source, name[:-len(x)]) in table), name)
+        base = next(
+            (
+                name[: -len(x)]
+                for x in ("_bucket", "_sum", "_count")
+                if name.endswith(x) and (source, name[: -len(x)]) in table
+            ),
+            name,
+        )
         if (source, base) not in table:
             continue
         mapping, entry = table[source, base]
@@ -183,9 +216,9 @@ def own_names(series: list[dict], oldest: bool = False) -> list[dict]:
             labels.update(namespace="gpu-operator", pod="nvidia-dcgm-exporter-7x9k2", job="gpu-operator/dcgm")
         else:
             labels.update(container=source, endpoint="http", service=labels.get("pod", "")[:-2])
-        labels["__name__"] = entry.sources[-1 if oldest else 0] + name[len(base):]
+        labels["__name__"] = entry.sources[-1 if oldest else 0] + name[len(base) :]
         key = tuple(sorted(labels.items()))
-        if key in seen:                 # two common names from one source series (SGLang's prompt tokens)
+        if key in seen:  # two common names from one source series (SGLang's prompt tokens)
             continue
         seen.add(key)
         scale = 1 / entry.multiply if entry.multiply else (entry.divide or 1)
@@ -206,16 +239,17 @@ def _per(numerator: str, denominator: str, by: str = "model") -> str:
 SIGNALS = {
     "requests/s (front door)": "sum by (model) (rate(llm_frontdoor_requests_total[W]))",
     "answered share (front door)": 'sum by (model) (rate(llm_frontdoor_requests_total{outcome="ok"}[W])) / '
-                                   "sum by (model) (rate(llm_frontdoor_requests_total[W]))",
+    "sum by (model) (rate(llm_frontdoor_requests_total[W]))",
     "TTFT (front door)": _mean("llm_frontdoor_time_to_first_token_seconds"),
     "first chunk (front door)": _mean("llm_frontdoor_time_to_first_chunk_seconds"),
     "duration (front door)": _mean("llm_frontdoor_request_duration_seconds"),
-    "reasoning tokens/request (front door)": _per("llm_frontdoor_reasoning_tokens_total",
-                                                  "llm_frontdoor_requests_total"),
+    "reasoning tokens/request (front door)": _per(
+        "llm_frontdoor_reasoning_tokens_total", "llm_frontdoor_requests_total"
+    ),
     "running": "sum by (model) (avg_over_time(llm_requests_running[W]))",
     "waiting": "sum by (model) (avg_over_time(llm_requests_waiting[W]))",
     "running / cap": "sum by (model) (avg_over_time(llm_requests_running[W])) / "
-                     "max by (model) (max_over_time(llm_max_running_requests[W]))",
+    "max by (model) (max_over_time(llm_max_running_requests[W]))",
     "KV cache": "max by (model) (avg_over_time(llm_kv_cache_usage_ratio[W]))",
     "KV cache (max)": "max by (model) (max_over_time(llm_kv_cache_usage_ratio[W]))",
     "TTFT": _mean("llm_time_to_first_token_seconds"),
@@ -230,7 +264,7 @@ SIGNALS = {
     "preemptions/s": "sum by (model) (rate(llm_preemptions_total[W]))",
     # vLLM counts drafts; SGLang has only its acceptance gauge
     "spec acceptance": _per("llm_spec_decode_accepted_tokens_total", "llm_spec_decode_draft_tokens_total")
-                       + " or max by (model) (avg_over_time(llm_spec_decode_acceptance_ratio[W]))",
+    + " or max by (model) (avg_over_time(llm_spec_decode_acceptance_ratio[W]))",
     "generation tokens/s": "sum by (model) (rate(llm_generation_tokens_total[W]))",
     "engine series samples": "sum by (model) (count_over_time(llm_requests_running[W]))",
     "GPU-Util": "avg by (pod) (avg_over_time(gpu_utilization_ratio[W]))",
@@ -254,8 +288,10 @@ def window_means(base: str, start: float, end: float) -> dict[str, dict[str, flo
     out: dict[str, dict[str, float]] = {}
     for signal, expr in SIGNALS.items():
         rows = api(base, "query", query=expr.replace("[W]", f"[{int(end - start)}s]"), time=end)["result"]
-        out[signal] = {(r["metric"].get("model") or r["metric"].get("pod", "").removesuffix("-0")): float(r["value"][1])
-                       for r in rows}
+        out[signal] = {
+            (r["metric"].get("model") or r["metric"].get("pod", "").removesuffix("-0")): float(r["value"][1])
+            for r in rows
+        }
     return out
 
 
@@ -271,12 +307,13 @@ def changes(base: str, manifest: dict) -> str:
             if b is None and a is None:
                 continue
             ratio = f"x{a / b:.2f}" if a is not None and b else ""
-            lines.append(f"  {signal:40}{'-' if b is None else f'{b:.4g}':>10}{'-' if a is None else f'{a:.4g}':>10}"
-                         f"  {ratio}")
+            lines.append(
+                f"  {signal:40}{'-' if b is None else f'{b:.4g}':>10}{'-' if a is None else f'{a:.4g}':>10}  {ratio}"
+            )
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":            # python tests/triage_tools.py [FOLDER]: what a recording holds
+if __name__ == "__main__":  # python tests/triage_tools.py [FOLDER]: what a recording holds
     import sys
 
     with recorded_prometheus(Path(sys.argv[1]) if len(sys.argv) > 1 else FIXTURES) as (url, loaded):

@@ -47,17 +47,18 @@ def repository_paths(line: str) -> str:
     prefix = os.path.relpath(LAYOUT, ROOT) + "/inferwatch/"
     if not line.startswith(prefix):
         return line
-    rest = line[len(prefix):]
+    rest = line[len(prefix) :]
     top = rest.split("/", 1)[0]
     folder = subpackages().get("inferwatch." + top)
-    return folder + rest[len(top):] if folder else "inferwatch/" + rest
+    return folder + rest[len(top) :] if folder else "inferwatch/" + rest
 
 
 def main(argv: list[str]) -> int:
     layout = lay_out()
     env = dict(os.environ, MYPYPATH=str(layout))
-    proc = subprocess.run([sys.executable, "-m", "mypy", "-p", "inferwatch", *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "-p", "inferwatch", *argv], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     for line in proc.stdout.splitlines():
         print(repository_paths(line))
     sys.stderr.write(proc.stderr)

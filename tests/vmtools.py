@@ -17,15 +17,16 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from inferwatch.sim._demo import free_port
 from promtools import process
 
-STALE = "stale"         # a sample value: Prometheus' staleness marker (the NaN with bits 0x7ff0000000000002)
+from inferwatch.sim._demo import free_port
+
+STALE = "stale"  # a sample value: Prometheus' staleness marker (the NaN with bits 0x7ff0000000000002)
 _STALE_BITS = 0x7FF0000000000002
 
 
 def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1                       # int64 timestamps, two's complement, as protobuf writes them
+    n &= (1 << 64) - 1  # int64 timestamps, two's complement, as protobuf writes them
     out = bytearray()
     while True:
         byte, n = n & 0x7F, n >> 7
@@ -58,7 +59,7 @@ def snappy_block(data: bytes) -> bytes:
     """Snappy's block format with literals only: valid, uncompressed, what every decoder reads."""
     out = bytearray(_varint(len(data)))
     for start in range(0, len(data), 65536):
-        chunk = data[start:start + 65536]
+        chunk = data[start : start + 65536]
         n = len(chunk) - 1
         if n < 60:
             out.append(n << 2)
@@ -72,9 +73,16 @@ def snappy_block(data: bytes) -> bytes:
 
 def remote_write(base: str, series, path: str = "/api/v1/write") -> None:
     """Send `series` (see write_request) to a remote-write receiver."""
-    req = urllib.request.Request(base + path, data=snappy_block(write_request(series)), method="POST", headers={
-        "Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
-        "X-Prometheus-Remote-Write-Version": "0.1.0"})
+    req = urllib.request.Request(
+        base + path,
+        data=snappy_block(write_request(series)),
+        method="POST",
+        headers={
+            "Content-Type": "application/x-protobuf",
+            "Content-Encoding": "snappy",
+            "X-Prometheus-Remote-Write-Version": "0.1.0",
+        },
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         assert resp.status in (200, 204), resp.status
 
@@ -89,8 +97,11 @@ def instant(base: str, expr: str, at: float, **params) -> dict[tuple, float]:
     result = data["data"]["result"]
     if data["data"]["resultType"] == "scalar":
         return {(): float(result[1])}
-    return {tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")): float(r["value"][1])
-            for r in result if not math.isnan(float(r["value"][1]))}
+    return {
+        tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")): float(r["value"][1])
+        for r in result
+        if not math.isnan(float(r["value"][1]))
+    }
 
 
 @contextmanager
@@ -99,9 +110,18 @@ def victoria_metrics(binary: str, workdir: Path, *flags: str):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     workdir.mkdir(parents=True, exist_ok=True)
-    with process([binary, f"-storageDataPath={workdir / 'vm-data'}", f"-httpListenAddr=127.0.0.1:{port}",
-                  "-retentionPeriod=100y", "-search.disableCache", *flags], workdir / "victoria-metrics.log",
-                 ready=base):
+    with process(
+        [
+            binary,
+            f"-storageDataPath={workdir / 'vm-data'}",
+            f"-httpListenAddr=127.0.0.1:{port}",
+            "-retentionPeriod=100y",
+            "-search.disableCache",
+            *flags,
+        ],
+        workdir / "victoria-metrics.log",
+        ready=base,
+    ):
         yield base
 
 
@@ -113,9 +133,19 @@ def prometheus_receiver(binary: str, workdir: Path, rule_files: tuple[str, ...] 
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / "prometheus.yml"
     cfg.write_text(json.dumps({"global": {"evaluation_interval": "1m"}, "rule_files": list(rule_files)}))
-    with process([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'prom-data'}",
-                  f"--web.listen-address=127.0.0.1:{port}", "--web.enable-remote-write-receiver", *flags],
-                 workdir / "prometheus.log", ready=base, ready_path="/-/ready"):
+    with process(
+        [
+            binary,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={workdir / 'prom-data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-remote-write-receiver",
+            *flags,
+        ],
+        workdir / "prometheus.log",
+        ready=base,
+        ready_path="/-/ready",
+    ):
         yield base
 
 
@@ -128,9 +158,19 @@ def vmagent(binary: str, workdir: Path, scrape_config: dict, remote_write: str, 
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / "scrape.yml"
     cfg.write_text(json.dumps(scrape_config))
-    with process([binary, f"-promscrape.config={cfg}", "-promscrape.config.strictParse=false",
-                  f"-remoteWrite.url={remote_write}/api/v1/write", f"-remoteWrite.tmpDataPath={workdir / 'queue'}",
-                  f"-httpListenAddr=127.0.0.1:{port}", *flags], workdir / "vmagent.log", ready=base):
+    with process(
+        [
+            binary,
+            f"-promscrape.config={cfg}",
+            "-promscrape.config.strictParse=false",
+            f"-remoteWrite.url={remote_write}/api/v1/write",
+            f"-remoteWrite.tmpDataPath={workdir / 'queue'}",
+            f"-httpListenAddr=127.0.0.1:{port}",
+            *flags,
+        ],
+        workdir / "vmagent.log",
+        ready=base,
+    ):
         yield base
 
 
@@ -142,8 +182,18 @@ def vmalert(binary: str, workdir: Path, rules: str, datasource: str, *flags: str
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     workdir.mkdir(parents=True, exist_ok=True)
-    with process([binary, f"-rule={rules}", f"-datasource.url={datasource}", f"-remoteWrite.url={datasource}",
-                  f"-httpListenAddr=127.0.0.1:{port}", *flags], workdir / "vmalert.log", ready=base):
+    with process(
+        [
+            binary,
+            f"-rule={rules}",
+            f"-datasource.url={datasource}",
+            f"-remoteWrite.url={datasource}",
+            f"-httpListenAddr=127.0.0.1:{port}",
+            *flags,
+        ],
+        workdir / "vmalert.log",
+        ready=base,
+    ):
         yield base
 
 

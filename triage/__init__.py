@@ -14,17 +14,50 @@ command runs.
 
 from inferwatch import _lazy
 
-__all__ = ["Signal", "load_signals", "signal_queries", "model_matcher", "Condition", "Clause", "Kind",
-           "parse_condition", "parse_kinds", "load_kinds", "Window", "parse_time", "incident_window",
-           "baseline_choices", "choose_step", "rate_window", "Reading", "summarise", "others", "bucket_quantile",
-           "Evidence", "Finding", "score", "judge_kind", "judge", "Connection", "Verdict", "Report", "assess",
-           "triage", "to_json", "render_text", "render_rich", "headline", "plot_report"]
+__all__ = [
+    "Signal",
+    "load_signals",
+    "signal_queries",
+    "model_matcher",
+    "Condition",
+    "Clause",
+    "Kind",
+    "parse_condition",
+    "parse_kinds",
+    "load_kinds",
+    "Window",
+    "parse_time",
+    "incident_window",
+    "baseline_choices",
+    "choose_step",
+    "rate_window",
+    "Reading",
+    "summarise",
+    "others",
+    "bucket_quantile",
+    "Evidence",
+    "Finding",
+    "score",
+    "judge_kind",
+    "judge",
+    "Connection",
+    "Verdict",
+    "Report",
+    "assess",
+    "triage",
+    "to_json",
+    "render_text",
+    "render_rich",
+    "headline",
+    "plot_report",
+]
 
 _LAZY = {
     **dict.fromkeys(["Signal", "load_signals", "signal_queries", "model_matcher"], "_signals"),
     **dict.fromkeys(["Condition", "Clause", "Kind", "parse_condition", "parse_kinds", "load_kinds"], "_rules"),
-    **dict.fromkeys(["Window", "parse_time", "incident_window", "baseline_choices", "choose_step", "rate_window"],
-                    "_window"),
+    **dict.fromkeys(
+        ["Window", "parse_time", "incident_window", "baseline_choices", "choose_step", "rate_window"], "_window"
+    ),
     **dict.fromkeys(["Reading", "summarise", "others", "bucket_quantile"], "_summary"),
     **dict.fromkeys(["Evidence", "Finding", "score", "judge_kind", "judge"], "_judge"),
     "Connection": "_fetch",

@@ -17,9 +17,9 @@ from inferwatch.triage._window import Window, iso
 
 __all__ = ["AlertIncident", "alert_incident", "LEAD", "LOOKBACK", "MIN_WINDOW"]
 
-LEAD = 300.0            # seconds before the alert went active that the incident starts
-MIN_WINDOW = 600.0      # an incident shorter than this has too few samples to judge
-LOOKBACK = "1d"         # how far back an alert's last activation is looked for
+LEAD = 300.0  # seconds before the alert went active that the incident starts
+MIN_WINDOW = 600.0  # an incident shorter than this has too few samples to judge
+LOOKBACK = "1d"  # how far back an alert's last activation is looked for
 MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"?(.*?)"?\s*$')
 
 
@@ -40,8 +40,9 @@ def _selector(name: str, matchers: list[str]) -> str:
     for text in matchers:
         match = MATCHER.fullmatch(text)
         if match is None:
-            raise InferwatchError(f"--alert-match {text!r}: give a label matcher, e.g. model=llama-3-8b or "
-                                  "namespace=~\"team-.*\"")
+            raise InferwatchError(
+                f'--alert-match {text!r}: give a label matcher, e.g. model=llama-3-8b or namespace=~"team-.*"'
+            )
         parts.append(f'{match[1]}{match[2]}"{_quote(match[3])}"')
     return "{" + ", ".join(parts) + "}"
 
@@ -56,12 +57,13 @@ def alert_incident(client, name: str, matchers: list[str], end: float) -> AlertI
     selector = _selector(name, matchers)
     rows = client.query(f"last_over_time(ALERTS_FOR_STATE{selector}[{LOOKBACK}])", end)
     if not rows:
-        raise InferwatchError(f"no alert {selector} was active in the {LOOKBACK} before {iso(end)} "
-                              "(ALERTS_FOR_STATE has no series): check the name, the matchers, and that this "
-                              "Prometheus evaluates the alert (a Thanos or Mimir ruler's alerts are in its own store)")
+        raise InferwatchError(
+            f"no alert {selector} was active in the {LOOKBACK} before {iso(end)} "
+            "(ALERTS_FOR_STATE has no series): check the name, the matchers, and that this "
+            "Prometheus evaluates the alert (a Thanos or Mimir ruler's alerts are in its own store)"
+        )
     active = [float(row["value"][1]) for row in rows if "value" in row]
-    started = max(active)            # the newest activation: the page on-call is looking at
-    models = tuple(sorted({row["metric"].get("model", "") for row in rows
-                           if float(row["value"][1]) == started} - {""}))
+    started = max(active)  # the newest activation: the page on-call is looking at
+    models = tuple(sorted({row["metric"].get("model", "") for row in rows if float(row["value"][1]) == started} - {""}))
     start = min(started - LEAD, end - MIN_WINDOW)
     return AlertIncident((Window(start, end), models))

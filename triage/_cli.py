@@ -9,55 +9,96 @@ from typing import Annotated
 import typer
 
 from inferwatch.clikit import Command
-from inferwatch.promapi_flags import (BasicAuthOpt, BearerTokenFileOpt, BearerTokenOpt, CaFileOpt, CertOpt,
-                                     HeaderOpt, InsecureOpt, KeyOpt, MaxBytesOpt, ProxyOpt, TimeoutOpt)
 from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
+from inferwatch.promapi_flags import (
+    BasicAuthOpt,
+    BearerTokenFileOpt,
+    BearerTokenOpt,
+    CaFileOpt,
+    CertOpt,
+    HeaderOpt,
+    InsecureOpt,
+    KeyOpt,
+    MaxBytesOpt,
+    ProxyOpt,
+    TimeoutOpt,
+)
 from inferwatch.promapi_flags import options as client_options
 
 __all__ = ["register"]
 
 
 def triage(
-        prometheus: Annotated[str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS",
-                                                help="Prometheus' base URL.")]
-        = "http://localhost:9090",
-        since: Annotated[str | None, typer.Option(metavar="DURATION", help="The incident: this long before "
-                                                     "--end (default now) [30m].")] = None,
-        start: Annotated[str | None, typer.Option(metavar="TIME", help="The incident's start: RFC 3339 or "
-                                                     "Unix seconds.")] = None,
-        end: Annotated[str | None, typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
-        model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to judge (repeatable), in every "
-                                                 "namespace and cluster that serves it, or one deployment as the "
-                                                 "report names it, 'llama-3-8b (namespace=a)'; names are "
-                                                 "case-sensitive [every model with series].")] = [],
-        baseline: Annotated[str, typer.Option(metavar="auto|1d|1h|START/END", help=(
-            "What normal looked like: auto (the same window a day earlier if it has data, else the hour before), "
-            "1d / 7d (the same window that much earlier), 1h / 30m (that long before the incident), or START/END."))]
-        = "auto",
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON (kinds sorted by confidence; empty when "
-                                                             "nothing is wrong).")] = False,
-        plot: Annotated[Path | None, typer.Option(metavar="FILE.png", help="Also draw the signals, incident "
-                                                     "shaded and baseline faint, into this PNG.")] = None,
-        rules: Annotated[list[Path], typer.Option(metavar="FILE", help="Kinds to add or replace (kinds.yaml's "
-                                                  "format; repeatable).")] = [],
-        alert: Annotated[str | None, typer.Option(metavar="NAME", help="Judge the incident of this alert: "
-                                                     "from its last activation (less 5 minutes) to --end, for "
-                                                     "the models its labels name (read from ALERTS_FOR_STATE); "
-                                                     "instead of --since/--start.")] = None,
-        alert_match: Annotated[list[str], typer.Option(metavar="LABEL=VALUE", help="With --alert: pick the "
-                                                       "alert's instance by label (repeatable; =, !=, =~, !~)."
-                                                       )] = [],
-        header: HeaderOpt = [],
-        bearer_token: BearerTokenOpt = None,
-        bearer_token_file: BearerTokenFileOpt = None,
-        basic_auth: BasicAuthOpt = None,
-        ca_file: CaFileOpt = None,
-        insecure: InsecureOpt = False,
-        cert: CertOpt = None,
-        key: KeyOpt = None,
-        proxy: ProxyOpt = None,
-        timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
-        max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"]):
+    prometheus: Annotated[
+        str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS", help="Prometheus' base URL.")
+    ] = "http://localhost:9090",
+    since: Annotated[
+        str | None, typer.Option(metavar="DURATION", help="The incident: this long before --end (default now) [30m].")
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option(metavar="TIME", help="The incident's start: RFC 3339 or Unix seconds.")
+    ] = None,
+    end: Annotated[str | None, typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
+    model: Annotated[
+        list[str],
+        typer.Option(
+            metavar="NAME",
+            help="A model to judge (repeatable), in every "
+            "namespace and cluster that serves it, or one deployment as the "
+            "report names it, 'llama-3-8b (namespace=a)'; names are "
+            "case-sensitive [every model with series].",
+        ),
+    ] = [],
+    baseline: Annotated[
+        str,
+        typer.Option(
+            metavar="auto|1d|1h|START/END",
+            help=(
+                "What normal looked like: auto (the same window a day earlier if it has data, else the hour before), "
+                "1d / 7d (the same window that much earlier), 1h / 30m (that long before the incident), or START/END."
+            ),
+        ),
+    ] = "auto",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (kinds sorted by confidence; empty when nothing is wrong).")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE.png", help="Also draw the signals, incident shaded and baseline faint, into this PNG."
+        ),
+    ] = None,
+    rules: Annotated[
+        list[Path], typer.Option(metavar="FILE", help="Kinds to add or replace (kinds.yaml's format; repeatable).")
+    ] = [],
+    alert: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Judge the incident of this alert: "
+            "from its last activation (less 5 minutes) to --end, for "
+            "the models its labels name (read from ALERTS_FOR_STATE); "
+            "instead of --since/--start.",
+        ),
+    ] = None,
+    alert_match: Annotated[
+        list[str],
+        typer.Option(
+            metavar="LABEL=VALUE", help="With --alert: pick the alert's instance by label (repeatable; =, !=, =~, !~)."
+        ),
+    ] = [],
+    header: HeaderOpt = [],
+    bearer_token: BearerTokenOpt = None,
+    bearer_token_file: BearerTokenFileOpt = None,
+    basic_auth: BasicAuthOpt = None,
+    ca_file: CaFileOpt = None,
+    insecure: InsecureOpt = False,
+    cert: CertOpt = None,
+    key: KeyOpt = None,
+    proxy: ProxyOpt = None,
+    timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
+    max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"],
+):
     """Name the kind of slow from Prometheus: each model's incident against a baseline, with evidence.
 
     Kinds: queueing, long-prompts, prefix-cache-loss, kv-pressure, slow-decode,
@@ -78,19 +119,22 @@ def triage(
     import sys
     import time
 
+    from inferwatch._urls import http_url
+    from inferwatch.triage._fetch import Connection
     from inferwatch.triage._report import render_rich, render_text, to_json
     from inferwatch.triage._triage import triage as run
     from inferwatch.triage._window import incident_window
-
-    from inferwatch._urls import http_url
-    from inferwatch.triage._fetch import Connection
 
     try:
         url = http_url(prometheus, "http://localhost:9090")
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--prometheus") from None
-    conn = Connection(url, client_options(header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure,
-                                          cert, key, proxy, timeout, max_bytes))
+    conn = Connection(
+        url,
+        client_options(
+            header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy, timeout, max_bytes
+        ),
+    )
     if alert is not None:
         from inferwatch.triage._alert import alert_incident
         from inferwatch.triage._fetch import connect

@@ -62,9 +62,16 @@ def _frame(signal: str, part: str, result: list[dict]):
     if not values:
         return pd.DataFrame(columns=COLUMNS)
     block = np.concatenate(values)
-    return pd.DataFrame({"signal": signal, "part": part,
-                         **{name: np.repeat(np.array(column, dtype=object), counts) for name, column in text.items()},
-                         "le": np.repeat(np.array(les, dtype=float), counts), "t": block[:, 0], "v": block[:, 1]})
+    return pd.DataFrame(
+        {
+            "signal": signal,
+            "part": part,
+            **{name: np.repeat(np.array(column, dtype=object), counts) for name, column in text.items()},
+            "le": np.repeat(np.array(les, dtype=float), counts),
+            "t": block[:, 0],
+            "v": block[:, 1],
+        }
+    )
 
 
 class QueryFailed(str):
@@ -77,13 +84,14 @@ def _query_failed(err: ApiError, promql: str) -> QueryFailed | None:
     return None
 
 
-def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows, step: float,
-                  warnings: list | None = None) -> list:
+def fetch_windows(
+    client, url: str, queries: list[tuple[str, str, str]], windows, step: float, warnings: list | None = None
+) -> list:
     """Every (signal, part, PromQL) over each window at `step`, all concurrently; one long frame per window.
     A query Prometheus cannot execute on this data leaves its signal unmeasured, with a warning."""
     import pandas as pd
 
-    texts = list(dict.fromkeys(promql for _, _, promql in queries))     # a denominator shared by signals: once
+    texts = list(dict.fromkeys(promql for _, _, promql in queries))  # a denominator shared by signals: once
     jobs = [(k, w, text) for k, w in enumerate(windows) for text in texts]
 
     def one(job):
@@ -101,7 +109,7 @@ def fetch_windows(client, url: str, queries: list[tuple[str, str, str]], windows
         try:
             answers = dict(future.result() for future in futures)
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)      # the first failure ends the command: ask no more
+            pool.shutdown(wait=False, cancel_futures=True)  # the first failure ends the command: ask no more
             raise
     for (k, promql), answer in list(answers.items()):
         if isinstance(answer, QueryFailed):

@@ -15,9 +15,9 @@ from inferwatch.triage._summary import ABSENT, Reading
 
 __all__ = ["Evidence", "Finding", "score", "judge_kind", "judge", "EXPLAINED_CAP"]
 
-EXPLAINED_CAP = 0.9      # an explained kind ranks at most at this share of its cause's confidence
-NEED = 0.5               # a `need: true` condition must score at least this (halfway to its threshold)
-MISSING_SHARE = 0.1      # a signal is missing when its share of steps with data falls by more than this
+EXPLAINED_CAP = 0.9  # an explained kind ranks at most at this share of its cause's confidence
+NEED = 0.5  # a `need: true` condition must score at least this (halfway to its threshold)
+MISSING_SHARE = 0.1  # a signal is missing when its share of steps with data falls by more than this
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Evidence:
     signal: str
     baseline: float | None
     incident: float | None
-    change: float | None      # incident / baseline; None when either is missing or the baseline is 0
+    change: float | None  # incident / baseline; None when either is missing or the baseline is 0
     condition: str
     score: float
 
@@ -65,13 +65,19 @@ def score(cond: Condition, base: Reading, inc: Reading, floor: float = 0.0) -> f
     if cond.op.startswith("incident"):
         if i is None:
             return None
-        return _ramp(i, 0.9 * cond.value, cond.value) if cond.op.endswith(">=") else \
-            _ramp(i, cond.value / 0.9 if cond.value else 1e-9, cond.value)
+        return (
+            _ramp(i, 0.9 * cond.value, cond.value)
+            if cond.op.endswith(">=")
+            else _ramp(i, cond.value / 0.9 if cond.value else 1e-9, cond.value)
+        )
     if cond.op.startswith("baseline"):
         if b is None:
             return None
-        return _ramp(b, 0.9 * cond.value, cond.value) if cond.op.endswith(">=") else \
-            _ramp(b, cond.value / 0.9 if cond.value else 1e-9, cond.value)
+        return (
+            _ramp(b, 0.9 * cond.value, cond.value)
+            if cond.op.endswith(">=")
+            else _ramp(b, cond.value / 0.9 if cond.value else 1e-9, cond.value)
+        )
     if b is None or i is None:
         return None
     if cond.op in ("up", "down"):
@@ -101,12 +107,22 @@ def _gone(base: Reading, inc: Reading) -> bool:
 def _missing(base: dict[str, Reading], inc: dict[str, Reading]) -> list[Evidence]:
     """One piece of evidence per signal that went missing: its share of steps with data, before and during."""
     gone = [name for name, reading in base.items() if _gone(reading, inc.get(name, ABSENT))]
-    return [Evidence(name, base[name].coverage, inc[name].coverage if name in inc else 0.0, None,
-                     f"{name} missing (share of steps with data)", 1.0) for name in sorted(gone)]
+    return [
+        Evidence(
+            name,
+            base[name].coverage,
+            inc[name].coverage if name in inc else 0.0,
+            None,
+            f"{name} missing (share of steps with data)",
+            1.0,
+        )
+        for name in sorted(gone)
+    ]
 
 
-def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
-               ) -> Finding | None:
+def judge_kind(
+    kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
+) -> Finding | None:
     """The kind's finding when it holds on these readings, else None."""
     total = known = earned = 0.0
     evidence: list[Evidence] = []
@@ -126,8 +142,13 @@ def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], fl
                 best = (s, [Evidence(cond.signal, b.value, i.value, _change(b.value, i.value), cond.text, s)])
         if best is None and clause.unmeasured is not None and not clause.need:
             # what the data could not show: counted at its stated score, and said
-            best = (clause.unmeasured, [Evidence(c.signal, None, None, None, f"{c.text} (not measured)",
-                                                 clause.unmeasured) for c in clause.conditions[:1]])
+            best = (
+                clause.unmeasured,
+                [
+                    Evidence(c.signal, None, None, None, f"{c.text} (not measured)", clause.unmeasured)
+                    for c in clause.conditions[:1]
+                ],
+            )
         if best is None:
             if clause.need:
                 return None
@@ -136,18 +157,20 @@ def judge_kind(kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], fl
             return None
         known += clause.weight
         earned += clause.weight * best[0]
-        evidence.extend(e for e in best[1] if e not in evidence)   # a condition two clauses share: once
+        evidence.extend(e for e in best[1] if e not in evidence)  # a condition two clauses share: once
     if not known or known < total / 2:
         return None
     confidence = earned / known
     if confidence < kind.min_confidence:
         return None
-    return Finding(kind.name, round(confidence, 3), tuple(evidence), kind.summary, kind.runbook, kind.next,
-                   kind.explains)
+    return Finding(
+        kind.name, round(confidence, 3), tuple(evidence), kind.summary, kind.runbook, kind.next, kind.explains
+    )
 
 
-def judge(kinds: dict[str, Kind], base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
-          ) -> list[Finding]:
+def judge(
+    kinds: dict[str, Kind], base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
+) -> list[Finding]:
     """Every kind that holds, causes first: sorted by confidence after capping explained kinds below their cause."""
     held = {name: f for name in kinds if (f := judge_kind(kinds[name], base, inc, floors)) is not None}
     out = []

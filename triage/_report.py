@@ -22,11 +22,24 @@ def _num(value):
 
 
 def _finding(f: Finding) -> dict:
-    out = {"kind": f.kind, "confidence": f.confidence,
-           "evidence": [{"signal": e.signal, "baseline": _num(e.baseline), "incident": _num(e.incident),
-                         "change": _num(e.change), "condition": e.condition, "score": round(e.score, 3)}
-                        for e in f.evidence],
-           "summary": f.summary, "runbook": runbook_url(f.runbook), "next": f.next}
+    out = {
+        "kind": f.kind,
+        "confidence": f.confidence,
+        "evidence": [
+            {
+                "signal": e.signal,
+                "baseline": _num(e.baseline),
+                "incident": _num(e.incident),
+                "change": _num(e.change),
+                "condition": e.condition,
+                "score": round(e.score, 3),
+            }
+            for e in f.evidence
+        ],
+        "summary": f.summary,
+        "runbook": runbook_url(f.runbook),
+        "next": f.next,
+    }
     if f.explains:
         out["explains"] = list(f.explains)
     if f.explained_by:
@@ -39,18 +52,28 @@ def _finding(f: Finding) -> dict:
 def to_json(report) -> dict:
     """{"start", "end", "baseline": {"start", "end"}, "models": [{"model", "kinds": [...]}]}, kinds by confidence;
     a model served in several deployments has an entry per deployment, with its labels under "deployment"."""
-    return {**report.incident.iso(), "baseline": report.baseline.iso(), "step_seconds": report.step,
-            "rate_window_seconds": report.rate_window, "read_from_sources": list(report.read_from_sources),
-            "models": [{"model": v.model, **({"deployment": dict(v.deployment)} if v.deployment else {}),
-                        **({"baseline": {**v.baseline_window.iso(), "why": v.baseline_why}}
-                           if v.baseline_window else {}),
-                        "kinds": [_finding(f) for f in v.findings],
-                        "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
-                        "not_measured": list(v.not_measured), "too_few_events": list(v.too_few),
-                        "enough_data": v.enough_data, **({"not_enough_data": v.not_enough_data}
-                                                         if v.not_enough_data else {})}
-                       for v in report.verdicts],
-            "warnings": list(report.warnings)}
+    return {
+        **report.incident.iso(),
+        "baseline": report.baseline.iso(),
+        "step_seconds": report.step,
+        "rate_window_seconds": report.rate_window,
+        "read_from_sources": list(report.read_from_sources),
+        "models": [
+            {
+                "model": v.model,
+                **({"deployment": dict(v.deployment)} if v.deployment else {}),
+                **({"baseline": {**v.baseline_window.iso(), "why": v.baseline_why}} if v.baseline_window else {}),
+                "kinds": [_finding(f) for f in v.findings],
+                "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
+                "not_measured": list(v.not_measured),
+                "too_few_events": list(v.too_few),
+                "enough_data": v.enough_data,
+                **({"not_enough_data": v.not_enough_data} if v.not_enough_data else {}),
+            }
+            for v in report.verdicts
+        ],
+        "warnings": list(report.warnings),
+    }
 
 
 def headline(verdict) -> str:
@@ -62,8 +85,11 @@ def headline(verdict) -> str:
         return f"{verdict.unit}: nothing wrong"
     parts = []
     for f in verdict.findings:
-        notes = [f"{f.confidence:.2f}"] + ([f"pod {f.pod}"] if f.pod else []) + \
-            ([f"explains {', '.join(f.explains)}"] if f.explains else [])
+        notes = (
+            [f"{f.confidence:.2f}"]
+            + ([f"pod {f.pod}"] if f.pod else [])
+            + ([f"explains {', '.join(f.explains)}"] if f.explains else [])
+        )
         parts.append(f"{f.kind} ({', '.join(notes)})")
     return f"{verdict.unit}: " + "; ".join(parts)
 
@@ -81,8 +107,10 @@ def _change(e) -> str:
 
 
 def _title(report) -> str:
-    return (f"incident {iso(report.incident.start)} .. {iso(report.incident.end)}, baseline "
-            f"{iso(report.baseline.start)} .. {iso(report.baseline.end)} (step {report.step:g}s)")
+    return (
+        f"incident {iso(report.incident.start)} .. {iso(report.incident.end)}, baseline "
+        f"{iso(report.baseline.start)} .. {iso(report.baseline.end)} (step {report.step:g}s)"
+    )
 
 
 def _sources_note(report) -> str | None:
@@ -100,15 +128,16 @@ def render_text(report) -> str:
         lines.append("")
         lines.append(headline(v))
         if v.baseline_window:
-            lines.append(f"  baseline {iso(v.baseline_window.start)} .. {iso(v.baseline_window.end)}: "
-                         f"{v.baseline_why}")
+            lines.append(f"  baseline {iso(v.baseline_window.start)} .. {iso(v.baseline_window.end)}: {v.baseline_why}")
         for f in v.findings:
             by = f" (explained by {', '.join(f.explained_by)})" if f.explained_by else ""
             pod = f" on pod {f.pod}" if f.pod else ""
             lines.append(f"  {f.kind}{pod} {f.confidence:.2f}: {f.summary}{by}")
             for e in f.evidence:
-                lines.append(f"    {e.signal:28} baseline {_fmt(e.baseline):>9}  incident {_fmt(e.incident):>9}  "
-                             f"{_change(e):>7}   [{e.condition}]")
+                lines.append(
+                    f"    {e.signal:28} baseline {_fmt(e.baseline):>9}  incident {_fmt(e.incident):>9}  "
+                    f"{_change(e):>7}   [{e.condition}]"
+                )
             lines.append(f"    next: {f.next}")
             lines.append(f"    runbook: {runbook_url(f.runbook)}")
         if v.not_measured:
@@ -128,28 +157,45 @@ def render_rich(report, console) -> None:
         console.print(f"[dim]{escape(note)}[/dim]")
     for v in report.verdicts:
         if not v.findings and v.not_enough_data:
-            console.print(f"\n[bold]{escape(v.unit)}[/bold]: [yellow]not enough data[/yellow] "
-                          f"({escape(v.not_enough_data)})")
+            console.print(
+                f"\n[bold]{escape(v.unit)}[/bold]: [yellow]not enough data[/yellow] ({escape(v.not_enough_data)})"
+            )
         elif not v.findings:
             console.print(f"\n[bold]{escape(v.unit)}[/bold]: [green]nothing wrong[/green]")
         else:
             table = Table(title=escape(v.unit), title_justify="left", show_lines=True)
-            for name, style in (("kind", "bold"), ("conf.", None), ("signal", None), ("baseline", None),
-                                ("incident", None), ("change", None)):
+            for name, style in (
+                ("kind", "bold"),
+                ("conf.", None),
+                ("signal", None),
+                ("baseline", None),
+                ("incident", None),
+                ("change", None),
+            ):
                 table.add_column(name, style=style, justify="right" if name not in ("kind", "signal") else "left")
             for f in v.findings:
-                label = f.kind + (f"\npod {f.pod}" if f.pod else "") + \
-                    (f"\nexplained by {', '.join(f.explained_by)}" if f.explained_by else "")
+                label = (
+                    f.kind
+                    + (f"\npod {f.pod}" if f.pod else "")
+                    + (f"\nexplained by {', '.join(f.explained_by)}" if f.explained_by else "")
+                )
                 rows = list(f.evidence) or [None]
-                table.add_row(label, f"{f.confidence:.2f}", "\n".join(e.signal for e in rows if e),
-                              "\n".join(_fmt(e.baseline) for e in rows if e),
-                              "\n".join(_fmt(e.incident) for e in rows if e),
-                              "\n".join(_change(e) for e in rows if e))
+                table.add_row(
+                    label,
+                    f"{f.confidence:.2f}",
+                    "\n".join(e.signal for e in rows if e),
+                    "\n".join(_fmt(e.baseline) for e in rows if e),
+                    "\n".join(_fmt(e.incident) for e in rows if e),
+                    "\n".join(_change(e) for e in rows if e),
+                )
             console.print()
             console.print(table)
             for f in v.findings:
-                console.print(f"  [bold]{escape(f.kind)}[/bold]: {escape(f.summary)}. Next: {escape(f.next)} "
-                              f"Runbook: {runbook_url(f.runbook)}", highlight=False)
+                console.print(
+                    f"  [bold]{escape(f.kind)}[/bold]: {escape(f.summary)}. Next: {escape(f.next)} "
+                    f"Runbook: {runbook_url(f.runbook)}",
+                    highlight=False,
+                )
         if v.not_measured:
             console.print(f"  [dim]not measured: {', '.join(v.not_measured)}[/dim]")
         if v.too_few:

@@ -28,8 +28,10 @@ _FORMS = [
     (re.compile(rf"(incident|baseline)\s*(>=|<=)\s*{_NUM}"), lambda m: (f"{m[1]}{m[2]}", float(m[3]))),
     (re.compile(r"missing"), lambda m: ("missing", 0.0)),
 ]
-SYNTAX = ("SIGNAL up >= 1.5x, down >= 2x, flat within 20%, rise >= 0.05, fall >= 0.1, incident >= 0.9, "
-          "incident <= 0.1, baseline >= 1 or missing")
+SYNTAX = (
+    "SIGNAL up >= 1.5x, down >= 2x, flat within 20%, rise >= 0.05, fall >= 0.1, incident >= 0.9, "
+    "incident <= 0.1, baseline >= 1 or missing"
+)
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,12 @@ def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | 
         try:
             conditions.append(parse_condition(text, signals))
         except ValueError as err:
-            problems.add(node if isinstance(item, dict) else parent, "if", f"{where}.if" + (f"[{i}]" if len(texts) > 1
-                                                                                           else ""), str(err))
+            problems.add(
+                node if isinstance(item, dict) else parent,
+                "if",
+                f"{where}.if" + (f"[{i}]" if len(texts) > 1 else ""),
+                str(err),
+            )
     weight = node.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
         problems.add(node, "weight", f"{where}.weight", f"{weight!r}: a weight is a number above 0")
@@ -120,12 +126,16 @@ def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | 
     if not isinstance(need, bool):
         problems.add(node, "need", f"{where}.need", f"{need!r}: need is true or false")
     unmeasured = node.get("unmeasured")
-    if unmeasured is not None and (isinstance(unmeasured, bool) or not isinstance(unmeasured, (int, float))
-                                   or not 0 <= unmeasured <= 1):
+    if unmeasured is not None and (
+        isinstance(unmeasured, bool) or not isinstance(unmeasured, (int, float)) or not 0 <= unmeasured <= 1
+    ):
         problems.add(node, "unmeasured", f"{where}.unmeasured", f"{unmeasured!r}: a score in [0, 1]")
         unmeasured = None
-    return Clause(tuple(conditions), float(weight), bool(need),
-                  None if unmeasured is None else float(unmeasured)) if conditions else None
+    return (
+        Clause(tuple(conditions), float(weight), bool(need), None if unmeasured is None else float(unmeasured))
+        if conditions
+        else None
+    )
 
 
 def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> Kind | None:
@@ -148,8 +158,15 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
         problems.add(node, "min_confidence", f"{where}.min_confidence", f"{minimum!r}: a number in (0, 1]")
         minimum = default_min
     text = {k: " ".join(str(node.get(k, "")).split()) for k in ("summary", "runbook", "next")}
-    return Kind(name, text["summary"], text["runbook"] or name, text["next"], tuple(c for c in clauses if c),
-                tuple(explains), float(minimum))
+    return Kind(
+        name,
+        text["summary"],
+        text["runbook"] or name,
+        text["next"],
+        tuple(c for c in clauses if c),
+        tuple(explains),
+        float(minimum),
+    )
 
 
 def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) -> dict[str, Kind]:
@@ -174,8 +191,12 @@ def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) ->
     for kind in kinds.values():
         for other in kind.explains:
             if other not in kinds:
-                problems.add(doc["kinds"].get(kind.name, {}), "explains", f"kinds.{kind.name}.explains",
-                             f"unknown kind {other!r}")
+                problems.add(
+                    doc["kinds"].get(kind.name, {}),
+                    "explains",
+                    f"kinds.{kind.name}.explains",
+                    f"unknown kind {other!r}",
+                )
     if problems.items:
         raise SpecError(problems.items)
     return kinds

@@ -31,15 +31,15 @@ class Signal:
     group: str
     help: str
     unit: str
-    queries: tuple[tuple[str, str], ...]   # (part, PromQL template) with $sel, $by, $unit, $w, $fresh, $pods*
+    queries: tuple[tuple[str, str], ...]  # (part, PromQL template) with $sel, $by, $unit, $w, $fresh, $pods*
     per_pod: bool = False
-    combine: str = "sum"                   # how pods merge into their model (value signals)
-    agg: str = "mean"                      # how a window sums up (value signals): mean, max, min, or events
+    combine: str = "sum"  # how pods merge into their model (value signals)
+    agg: str = "mean"  # how a window sums up (value signals): mean, max, min, or events
     #                                        (a count over each rate window: the window's total)
-    q: float = 0.95                        # buckets signals: the quantile
-    min_den: float = 0.0                   # ratio signals: fewer events than this read as too few
-    floor: float = 0.0                     # values below this are noise: changes are measured from here
-    felt: bool = False                     # a latency users feel: without one, a verdict is "not enough data"
+    q: float = 0.95  # buckets signals: the quantile
+    min_den: float = 0.0  # ratio signals: fewer events than this read as too few
+    floor: float = 0.0  # values below this are noise: changes are measured from here
+    felt: bool = False  # a latency users feel: without one, a verdict is "not enough data"
 
     @property
     def shape(self) -> str:
@@ -52,16 +52,25 @@ class Signal:
 
 
 def _signal(entry: dict) -> Signal:
-    parts = tuple((part, " ".join(str(entry[part]).split())) for part in ("value", "num", "den", "buckets", "presence")
-                  if part in entry)
+    parts = tuple(
+        (part, " ".join(str(entry[part]).split()))
+        for part in ("value", "num", "den", "buckets", "presence")
+        if part in entry
+    )
     shapes = [p for p, _ in parts if p in SHAPES]
     if len(shapes) != 1 or (shapes == ["num"]) != ("den" in entry):
         raise ValueError(f"signals.yaml: {entry.get('name')}: give exactly one of value, num+den, buckets, presence")
     if entry["group"] not in GROUPS:
         raise ValueError(f"signals.yaml: {entry['name']}: group {entry['group']!r} is not one of {GROUPS}")
     keys = {"per_pod", "combine", "agg", "q", "min_den", "floor", "felt"}
-    return Signal(entry["name"], entry["group"], entry.get("help", ""), entry.get("unit", ""), parts,
-                  **{k: entry[k] for k in keys if k in entry})
+    return Signal(
+        entry["name"],
+        entry["group"],
+        entry.get("help", ""),
+        entry.get("unit", ""),
+        parts,
+        **{k: entry[k] for k in keys if k in entry},
+    )
 
 
 @cache
@@ -90,6 +99,8 @@ def signal_queries(signal: Signal, models, rate_window: str, fresh: str | None =
     # the engines' pods, each with its model (all, those without a cluster label, those with one): what GPU series
     # (per workload pod) are joined to
     for key, cluster in (("pods", ""), ("pods_unclustered", ', cluster=""'), ("pods_clustered", ', cluster!=""')):
-        values[key] = Template(f'group by (cluster, namespace, pod, model) (last_over_time(llm_requests_running{{$sel, '
-                               f'pod!=""{cluster}}}[$w]))').substitute(values)
+        values[key] = Template(
+            f"group by (cluster, namespace, pod, model) (last_over_time(llm_requests_running{{$sel, "
+            f'pod!=""{cluster}}}[$w]))'
+        ).substitute(values)
     return {part: Template(text).substitute(values) for part, text in signal.queries}

@@ -30,12 +30,14 @@ FAMILIES = {"engine": "llm_", "gpu": "gpu_"}
 # each family's source names, as the report says them
 SOURCE_NAMES = {"engine": "the engines' own names (vllm:*, sglang:*)", "gpu": "dcgm-exporter's names (DCGM_FI_*)"}
 # a quoted matcher value is read whole: a model named `a}b` has a brace inside its selector
-SELECTOR = re.compile(r'(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>(?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}'
-                      r"\[(?P<range>[0-9a-z$]+)\]\)")
+SELECTOR = re.compile(
+    r'(?P<func>[a-z_]+)\((?P<name>(?:llm|gpu)_[a-z_]+)\{(?P<matchers>(?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}'
+    r"\[(?P<range>[0-9a-z$]+)\]\)"
+)
 GROUPING = re.compile(r"\b(?:by|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
 MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
-SCRATCH = "inferwatch_candidate"     # the label a rename passes through: its first present candidate
+SCRATCH = "inferwatch_candidate"  # the label a rename passes through: its first present candidate
 
 
 @cache
@@ -48,7 +50,7 @@ def _mappings() -> tuple:
 def family_of(name: str) -> str | None:
     """The family a vocabulary name is read under (None: not one the sources give)."""
     if name.startswith("llm_frontdoor_") or name.startswith("llm_probe_"):
-        return None                    # inferwatch's own series: always in the vocabulary
+        return None  # inferwatch's own series: always in the vocabulary
     return next((family for family, prefix in FAMILIES.items() if name.startswith(prefix)), None)
 
 
@@ -58,9 +60,12 @@ def _entries(name: str):
         for entry in mapping.entries:
             if entry.name == name:
                 yield mapping, entry, ""
-            elif entry.type == "histogram" and name.startswith(entry.name) and \
-                    name[len(entry.name):] in HISTOGRAM_SUFFIXES:
-                yield mapping, entry, name[len(entry.name):]
+            elif (
+                entry.type == "histogram"
+                and name.startswith(entry.name)
+                and name[len(entry.name) :] in HISTOGRAM_SUFFIXES
+            ):
+                yield mapping, entry, name[len(entry.name) :]
 
 
 def source_names(name: str) -> list[str]:
@@ -110,8 +115,9 @@ def _renames(mapping, entry) -> dict[str, tuple[str, ...]]:
     read by it where no source candidate is there."""
     rules = {rule.target: rule.candidates for rule in mapping.labels}
     rules.update({rule.target: rule.candidates for rule in entry.labels})
-    return {target: candidates if target in candidates else (*candidates, target)
-            for target, candidates in rules.items()}
+    return {
+        target: candidates if target in candidates else (*candidates, target) for target, candidates in rules.items()
+    }
 
 
 def _candidate_choices(label: str, op: str, value: str, candidates: tuple[str, ...]) -> list[list[str]]:
@@ -126,8 +132,9 @@ def _candidate_choices(label: str, op: str, value: str, candidates: tuple[str, .
     return choices
 
 
-def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str,
-                  needed: frozenset[str] | None) -> list[str]:
+def _alternatives(
+    mapping, entry, suffix: str, func: str, matchers, window: str, needed: frozenset[str] | None
+) -> list[str]:
     """The expressions one entry gives for `func(name{matchers}[window])`, one per source alias and candidate."""
     from inferwatch.mappings import sanitized
 
@@ -148,8 +155,9 @@ def _alternatives(mapping, entry, suffix: str, func: str, matchers, window: str,
         spellings = []
         for name in dict.fromkeys((source + suffix, sanitized(source) + suffix)):
             names = f'__name__="{name}"'
-            spellings.append(" or ".join(f'{func}({{{", ".join([names, *plain, *extra])}}}[{window}])'
-                                         for extra in extras))
+            spellings.append(
+                " or ".join(f"{func}({{{', '.join([names, *plain, *extra])}}}[{window}])" for extra in extras)
+            )
         out.append(_preferred(spellings, renames.get("model", ())))
     return [_reshape(mapping, entry, f"({' or '.join(out)})", func, needed)]
 
@@ -174,12 +182,12 @@ def _reshape(mapping, entry, expr: str, func: str, needed: frozenset[str] | None
     for target, candidates in _renames(mapping, entry).items():
         if needed is not None and target not in needed or candidates == (target,):
             continue
-        if target not in candidates[:-1]:            # the first present candidate is copied last and wins
+        if target not in candidates[:-1]:  # the first present candidate is copied last and wins
             for candidate in reversed(candidates):
                 if candidate != target:
                     expr = f'label_replace({expr}, "{target}", "$1", "{candidate}", "(.+)")'
             continue
-        for candidate in reversed(candidates):       # the target itself outranks a later candidate: via a copy
+        for candidate in reversed(candidates):  # the target itself outranks a later candidate: via a copy
             expr = f'label_replace({expr}, "{SCRATCH}", "$1", "{candidate}", "(.+)")'
         expr = f'label_replace(label_replace({expr}, "{target}", "$1", "{SCRATCH}", "(.+)"), "{SCRATCH}", "", "", "")'
     for key, value in (dict(mapping.set_labels) | dict(entry.set_labels)).items():
@@ -193,17 +201,21 @@ def _needed(promql: str) -> frozenset[str] | None:
     selector outside any aggregation), so every label must be renamed."""
     if re.search(r"\bwithout\s*\(", promql) or not re.match(r"\s*(sum|avg|max|min|count|group)\b", promql):
         return None
-    return frozenset(label.strip() for labels in GROUPING.findall(promql) for label in labels.split(",")
-                     if label.strip())
+    return frozenset(
+        label.strip() for labels in GROUPING.findall(promql) for label in labels.split(",") if label.strip()
+    )
 
 
 def _rewrite(match: re.Match, needed: frozenset[str] | None) -> str:
     func, name, window = match["func"], match["name"], match["range"]
     matchers = _parse_matchers(match["matchers"])
-    parts = [alt for mapping, entry, suffix in _entries(name)
-             for alt in _alternatives(mapping, entry, suffix, func, matchers, window, needed)]
+    parts = [
+        alt
+        for mapping, entry, suffix in _entries(name)
+        for alt in _alternatives(mapping, entry, suffix, func, matchers, window, needed)
+    ]
     if not parts:
-        return match[0]               # no source gives it: the vocabulary name, which then has no series
+        return match[0]  # no source gives it: the vocabulary name, which then has no series
     return "(" + " or ".join(parts) + ")"
 
 
@@ -215,4 +227,5 @@ def translate(promql: str, families: set[str] | frozenset[str]) -> str:
 
     def one(match: re.Match) -> str:
         return _rewrite(match, needed) if family_of(match["name"]) in families else match[0]
+
     return SELECTOR.sub(one, promql)

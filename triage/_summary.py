@@ -21,9 +21,9 @@ class Reading:
 
     value: float | None
     state: str = "ok"
-    num: float = 0.0          # ratio signals: events summed over the window (numerator, denominator)
+    num: float = 0.0  # ratio signals: events summed over the window (numerator, denominator)
     den: float = 0.0
-    coverage: float = 1.0     # share of the window's steps with data, relative to the best-covered signal
+    coverage: float = 1.0  # share of the window's steps with data, relative to the best-covered signal
 
 
 ABSENT = Reading(None, "absent")
@@ -77,12 +77,14 @@ def _value_readings(rows, signal, out, window, step, lead=0.0):
     agg, n = signal.agg, _steps(window, step, lead)
     for (model, pod), group in rows.groupby(["model", "pod"], sort=False):
         if signal.per_pod and pod:
-            out.setdefault((model, pod), {})[signal.name] = Reading(_window_value(group["v"], agg, step, lead),
-                                                                    coverage=min(1.0, len(group) / n))
+            out.setdefault((model, pod), {})[signal.name] = Reading(
+                _window_value(group["v"], agg, step, lead), coverage=min(1.0, len(group) / n)
+            )
     combined = rows.groupby(["model", "t"], sort=False)["v"].agg(COMBINE[signal.combine])
     for model, series in combined.groupby(level=0, sort=False):
-        out.setdefault((model, None), {})[signal.name] = Reading(_window_value(series, agg, step, lead),
-                                                                 coverage=min(1.0, len(series) / n))
+        out.setdefault((model, None), {})[signal.name] = Reading(
+            _window_value(series, agg, step, lead), coverage=min(1.0, len(series) / n)
+        )
 
 
 def _ratio_readings(rows, signal, out, window, step, lead=0.0):
@@ -96,12 +98,14 @@ def _ratio_readings(rows, signal, out, window, step, lead=0.0):
     table["num"] = table["num"].fillna(0.0) if "num" in table else 0.0
     for (model, pod), row in table.iterrows():
         if signal.per_pod and pod:
-            out.setdefault((model, pod), {})[signal.name] = _ratio(row["num"], row["den"], signal.min_den,
-                                                                   min(1.0, steps[model, pod] / n))
+            out.setdefault((model, pod), {})[signal.name] = _ratio(
+                row["num"], row["den"], signal.min_den, min(1.0, steps[model, pod] / n)
+            )
     models = rows[rows["part"] == "den"].groupby("model", sort=False)["t"].nunique()
     for model, group in table.groupby(level=0, sort=False):
-        out.setdefault((model, None), {})[signal.name] = _ratio(group["num"].sum(), group["den"].sum(),
-                                                                signal.min_den, min(1.0, models[model] / n))
+        out.setdefault((model, None), {})[signal.name] = _ratio(
+            group["num"].sum(), group["den"].sum(), signal.min_den, min(1.0, models[model] / n)
+        )
 
 
 def _bucket_readings(rows, signal, out, window, step, lead=0.0):
@@ -111,8 +115,9 @@ def _bucket_readings(rows, signal, out, window, step, lead=0.0):
         pairs = [(le, count) for (_, le), count in group.items()]
         total = max((c for le, c in pairs if math.isinf(le)), default=0.0)
         value = bucket_quantile(signal.q, pairs) if total >= max(signal.min_den, 1e-9) else None
-        out.setdefault((model, None), {})[signal.name] = Reading(value, "ok" if value is not None else "few",
-                                                                 0.0, total, min(1.0, present[model]))
+        out.setdefault((model, None), {})[signal.name] = Reading(
+            value, "ok" if value is not None else "few", 0.0, total, min(1.0, present[model])
+        )
 
 
 def _presence_readings(rows, signal, out, window, step):
@@ -133,7 +138,7 @@ def _presence_readings(rows, signal, out, window, step):
             first, last, present = pod_rows["t"].min(), pod_rows["t"].max(), pod_rows["t"].nunique()
             stop = last
             if last < window.end - 2 * step and shrank:
-                stop = window.end        # the replica went away and was not replaced: its silence counts
+                stop = window.end  # the replica went away and was not replaced: its silence counts
             span = int(round((stop - first) / step)) + 1
             share = min(1.0, present / max(span, 1))
             out.setdefault((model, pod), {})[signal.name] = Reading(share, coverage=share)
@@ -147,8 +152,9 @@ def _too_short(rows, signal, out) -> None:
             out.setdefault((model, pod), {})[signal.name] = Reading(None, "few", coverage=1.0)
 
 
-def summarise(frame, signals, window, step: float, lookback: float = 0.0
-              ) -> dict[tuple[str, str | None], dict[str, Reading]]:
+def summarise(
+    frame, signals, window, step: float, lookback: float = 0.0
+) -> dict[tuple[str, str | None], dict[str, Reading]]:
     """{(model, None): model readings, (model, pod): a replica's readings} for one window; absent signals are
     simply not there. A signal that rates over `lookback` seconds is read at the steps whose rate window lies
     inside this window only, and is "few" when there is no such step (a window shorter than the rate window)."""

@@ -19,16 +19,21 @@ from inferwatch.triage._window import Window, baseline_choices, choose_step, iso
 __all__ = ["Verdict", "Report", "assess", "triage", "DEFAULT_SCRAPE_INTERVAL", "CORE_SERIES"]
 
 DEFAULT_SCRAPE_INTERVAL = 15.0
-INTERVAL_PROBE = "10m"   # raw samples read to measure the scrape interval: a few even at 2-minute scrapes
-FRESH_SCRAPES = 2.5     # a gauge counts while its last sample is at most this many scrapes old
-MAX_PROBED = 5000        # series whose spacing is measured for the scrape interval
+INTERVAL_PROBE = "10m"  # raw samples read to measure the scrape interval: a few even at 2-minute scrapes
+FRESH_SCRAPES = 2.5  # a gauge counts while its last sample is at most this many scrapes old
+MAX_PROBED = 5000  # series whose spacing is measured for the scrape interval
 # why a model was judged against the hour before while the report's baseline is the day before
 YOUNG = "no series a day earlier (deployed since)"
 SECOND_LOOK = "nothing wrong against the same hour a day earlier (itself an incident?), but against this"
-GONE_REPLICA = 0.6       # confidence of a replica absent from the whole incident: a crash, or just a scale-in
+GONE_REPLICA = 0.6  # confidence of a replica absent from the whole incident: a crash, or just a scale-in
 # named when a model has no series at all: the engine series every kind starts from
-CORE_SERIES = ("llm_requests_running", "llm_time_to_first_token_seconds", "llm_request_duration_seconds",
-               "llm_generation_tokens_total", "llm_frontdoor_requests_total")
+CORE_SERIES = (
+    "llm_requests_running",
+    "llm_time_to_first_token_seconds",
+    "llm_request_duration_seconds",
+    "llm_generation_tokens_total",
+    "llm_frontdoor_requests_total",
+)
 # the families that can be read under the sources' own names
 ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
 
@@ -42,11 +47,11 @@ class Verdict:
     findings: tuple[Finding, ...]
     pods: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
     not_measured: tuple[str, ...] = ()
-    too_few: tuple[str, ...] = ()         # signals with too few events in the incident to be judged
+    too_few: tuple[str, ...] = ()  # signals with too few events in the incident to be judged
     baseline: dict[str, Reading] = field(default_factory=dict)
     incident: dict[str, Reading] = field(default_factory=dict)
-    not_enough_data: str = ""             # why nothing could be judged; "" when something could
-    deployment: tuple[tuple[str, str], ...] = ()   # (label, value) of cluster, namespace: only when split
+    not_enough_data: str = ""  # why nothing could be judged; "" when something could
+    deployment: tuple[tuple[str, str], ...] = ()  # (label, value) of cluster, namespace: only when split
     baseline_window: Window | None = None  # its own baseline, when not the report's; baseline_why says why
     baseline_why: str = ""
 
@@ -66,10 +71,10 @@ class Report:
     baseline: Window
     step: float
     verdicts: tuple[Verdict, ...]
-    frames: tuple = ()            # (baseline frame, incident frame): the raw samples, for --plot
+    frames: tuple = ()  # (baseline frame, incident frame): the raw samples, for --plot
     warnings: tuple[str, ...] = ()
-    read_from_sources: tuple[str, ...] = ()   # families read under the sources' names (no vocabulary series)
-    rate_window: float = 0.0      # seconds
+    read_from_sources: tuple[str, ...] = ()  # families read under the sources' names (no vocabulary series)
+    rate_window: float = 0.0  # seconds
 
 
 def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[Finding, ...]]:
@@ -95,9 +100,17 @@ def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[F
         # gone for the whole incident and not replaced: a crash or a scale-in before it; said, ranked low
         for pod in sorted(set(pods_before) - set(pods_now)):
             kind = kinds["missing-data"]
-            out[pod] = (Finding(kind.name, GONE_REPLICA, (Evidence("engine_series", 1.0, 0.0, None,
-                                                                   "engine_series missing", 1.0),),
-                                kind.summary, kind.runbook, kind.next, pod=pod),)
+            out[pod] = (
+                Finding(
+                    kind.name,
+                    GONE_REPLICA,
+                    (Evidence("engine_series", 1.0, 0.0, None, "engine_series missing", 1.0),),
+                    kind.summary,
+                    kind.runbook,
+                    kind.next,
+                    pod=pod,
+                ),
+            )
     return out
 
 
@@ -122,8 +135,9 @@ def assess(kinds, signals, base: dict, inc: dict, models, units: dict[str, Unit]
         unmeasured = tuple(s.name for s in signals if s.name not in b and s.name not in i)
         few = tuple(s.name for s in signals if s.name in i and i[s.name].state == "few")
         name, deployment = (units or {}).get(model, (model, ()))
-        verdicts.append(Verdict(name, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i, felt),
-                                deployment))
+        verdicts.append(
+            Verdict(name, tuple(findings), pods, unmeasured, few, b, i, _not_enough(b, i, felt), deployment)
+        )
     return verdicts
 
 
@@ -137,8 +151,7 @@ def _named(finding: Finding, pods: dict[str, tuple[Finding, ...]]) -> Finding:
 def _not_enough(base: dict, inc: dict, felt: list[str]) -> str:
     """Why no latency users feel (`felt`, signals.yaml) can be compared between the windows ("" when one can): a
     verdict of nothing wrong on such data would read missing data as healthy."""
-    if any(base.get(name, ABSENT).value is not None and inc.get(name, ABSENT).value is not None
-           for name in felt):
+    if any(base.get(name, ABSENT).value is not None and inc.get(name, ABSENT).value is not None for name in felt):
         return ""
     few = [name for name in felt if name in inc and inc[name].state == "few"]
     if few:
@@ -150,7 +163,7 @@ def _not_enough(base: dict, inc: dict, felt: list[str]) -> str:
     if few:
         return f"too few requests or samples in the baseline to compare with ({', '.join(few)})"
     after = [name for name in felt if inc.get(name, ABSENT).value is not None]
-    if after:              # a model, or a deployment of one, that started during the incident
+    if after:  # a model, or a deployment of one, that started during the incident
         return f"no baseline to compare with: latency measured in the incident only ({', '.join(after)})"
     return "no latency series in either window (" + ", ".join(felt) + ")"
 
@@ -176,8 +189,11 @@ def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset
     for selector in (engines, f"llm_frontdoor_requests_in_flight{{{sel}}}"):
         for moment in at:
             rows = instant(client, url, f"{selector}[{INTERVAL_PROBE}]", moment)
-            medians = [statistics.median(gaps) for row in rows[:MAX_PROBED] if (gaps := [
-                float(b[0]) - float(a[0]) for a, b in pairwise(row.get("values", []))])]
+            medians = [
+                statistics.median(gaps)
+                for row in rows[:MAX_PROBED]
+                if (gaps := [float(b[0]) - float(a[0]) for a, b in pairwise(row.get("values", []))])
+            ]
             if medians:
                 found.append(max(0.5, max(medians)))
                 break
@@ -213,8 +229,12 @@ def _query_sets(models, vocabulary: list[str], own: list[str], gpu: frozenset) -
 
 def _queries(signals, sets: list[tuple[tuple, frozenset]], rate: str, fresh: str) -> list[tuple[str, str, str]]:
     """(signal, part, PromQL) for every signal part of every query set, each set read under its families' names."""
-    return [(s.name, part, translate(q, families)) for models, families in sets for s in signals
-            for part, q in signal_queries(s, models, rate, fresh).items()]
+    return [
+        (s.name, part, translate(q, families))
+        for models, families in sets
+        for s in signals
+        for part, q in signal_queries(s, models, rate, fresh).items()
+    ]
 
 
 def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: frozenset[str]) -> Window:
@@ -230,12 +250,14 @@ def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: froze
 def _models_in(client, url: str, sel: str, window: Window) -> set[str]:
     """The models with engine series in `window`, under the vocabulary's names or the engines' own."""
     query = f"count by (model) ({_running(sel, frozenset(), 'count_over_time', f'{max(1, int(window.seconds))}s')})"
-    return set(_models_of(client, url, query, window.end)) | set(_models_of(client, url, translate(query, ENGINE),
-                                                                         window.end))
+    return set(_models_of(client, url, query, window.end)) | set(
+        _models_of(client, url, translate(query, ENGINE), window.end)
+    )
 
 
-def _young(client, url: str, sel: str, spec: str, choices: list[Window], chosen: Window, incident: Window
-           ) -> tuple[Window | None, set[str]]:
+def _young(
+    client, url: str, sel: str, spec: str, choices: list[Window], chosen: Window, incident: Window
+) -> tuple[Window | None, set[str]]:
     """`--baseline auto` chose the day before for the fleet: the second baseline (the hour before), and the models
     with series now but none a day ago (deployed since), which are judged against it alone."""
     if spec.strip() != "auto" or len(choices) < 2 or chosen != choices[0]:
@@ -261,18 +283,22 @@ def _models_with_series(client, url: str, incident: Window, baseline: Window) ->
     """Every model with engine series over both windows, under the vocabulary's names or the engines' own."""
     seconds = int(incident.end - min(incident.start, baseline.start)) + 1
     query = f"count by (model) ({_running('', frozenset(), 'count_over_time', f'{seconds}s')})"
-    return sorted(set(_models_of(client, url, query, incident.end)) |
-                  set(_models_of(client, url, translate(query, ENGINE), incident.end)))
+    return sorted(
+        set(_models_of(client, url, query, incident.end))
+        | set(_models_of(client, url, translate(query, ENGINE), incident.end))
+    )
 
 
 def _no_series(model: str, seen: list[str], incident: Window, baseline: Window) -> InferwatchError:
     others_seen = f"; models with series: {', '.join(seen[:20])}" if seen else "; no model has any"
     alike = [name for name in seen if name.casefold() == model.casefold()]
-    if alike:        # model names are case-sensitive, as Prometheus' labels are: say so, with the right spelling
+    if alike:  # model names are case-sensitive, as Prometheus' labels are: say so, with the right spelling
         others_seen = f"; model names are case-sensitive: did you mean {' or '.join(map(repr, alike))}?"
-    return InferwatchError(f"no series for model {model!r} between {iso(baseline.start)} and {iso(incident.end)}: "
-                           f"{', '.join(CORE_SERIES)} (nor their engines' own names, vllm:num_requests_running, "
-                           f"sglang:num_running_reqs, ...) and every other triage signal are missing{others_seen}")
+    return InferwatchError(
+        f"no series for model {model!r} between {iso(baseline.start)} and {iso(incident.end)}: "
+        f"{', '.join(CORE_SERIES)} (nor their engines' own names, vllm:num_requests_running, "
+        f"sglang:num_running_reqs, ...) and every other triage signal are missing{others_seen}"
+    )
 
 
 def _require_series(client, url: str, models, seen: list[str], incident: Window, baseline: Window) -> None:
@@ -281,10 +307,12 @@ def _require_series(client, url: str, models, seen: list[str], incident: Window,
         if model not in seen:
             raise _no_series(model, _models_with_series(client, url, incident, baseline), incident, baseline)
     if not seen:
-        raise InferwatchError(f"no model has engine series between {iso(baseline.start)} and {iso(incident.end)} at "
-                              f"{url}: neither the common vocabulary (llm_requests_running, ...) nor vLLM's or "
-                              "SGLang's own names (vllm:num_requests_running, sglang:num_running_reqs, ...); is "
-                              "Prometheus scraping the engines?")
+        raise InferwatchError(
+            f"no model has engine series between {iso(baseline.start)} and {iso(incident.end)} at "
+            f"{url}: neither the common vocabulary (llm_requests_running, ...) nor vLLM's or "
+            "SGLang's own names (vllm:num_requests_running, sglang:num_running_reqs, ...); is "
+            "Prometheus scraping the engines?"
+        )
 
 
 def _window_warnings(incident: Window, baseline: Window, interval: float, rate: float) -> list[str]:
@@ -292,9 +320,11 @@ def _window_warnings(incident: Window, baseline: Window, interval: float, rate: 
     out = []
     for name, window in (("incident", incident), ("baseline", baseline)):
         if window.seconds < rate:
-            out.append(f"the {name} ({window.seconds:g}s) is shorter than the rate window ({rate:g}s: two scrapes "
-                       f"{interval:g}s apart and a step at least): its rates and latency means have too few samples; "
-                       f"give a window of at least {max(4 * interval, rate):g}s")
+            out.append(
+                f"the {name} ({window.seconds:g}s) is shorter than the rate window ({rate:g}s: two scrapes "
+                f"{interval:g}s apart and a step at least): its rates and latency means have too few samples; "
+                f"give a window of at least {max(4 * interval, rate):g}s"
+            )
     return out
 
 
@@ -311,11 +341,12 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     vocabulary, own, dcgm = _naming(client, conn.url, sel, (min(w.start for w in choices), incident.end))
     gpu = GPU if dcgm else frozenset()
     sets = _query_sets(asked, vocabulary, own, gpu)
-    raw = ENGINE if own and not vocabulary else frozenset()      # what the probes below read
+    raw = ENGINE if own and not vocabulary else frozenset()  # what the probes below read
     chosen = _pick_baseline(client, conn.url, sel, choices, raw)
     fallback, young = _young(client, conn.url, sel, baseline, choices, chosen, incident)
-    interval = _scrape_interval(client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2,
-                                                        chosen.end], raw)
+    interval = _scrape_interval(
+        client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2, chosen.end], raw
+    )
     step = choose_step(incident, chosen, *([fallback] if fallback else []))
     rate = rate_window(step, interval, min(incident.seconds, chosen.seconds))
     lookback = float(rate.rstrip("s"))
@@ -323,26 +354,31 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     queries = _queries(signals, sets, rate, fresh)
     warnings: list[str] = _window_warnings(incident, chosen, interval, lookback)
     if own and vocabulary:
-        warnings.append(f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-"
-                        "vocabulary series")
+        warnings.append(
+            f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-vocabulary series"
+        )
     windows = (chosen, incident, *([fallback] if fallback else []))
     frames = fetch_windows(client, conn.url, queries, windows, step, warnings)
     frames, units = split_deployments(frames)
     base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows, strict=True))
-    mine = lambda key: units.get(key[0], (key[0], ()))[0] in young     # noqa: E731 - a young model's reading
+    mine = lambda key: units.get(key[0], (key[0], ()))[0] in young  # noqa: E731 - a young model's reading
     if rest:
         base = {**{k: r for k, r in base.items() if not mine(k)}, **{k: r for k, r in rest[0].items() if mine(k)}}
-        frames = frames[:2]            # the plot shows the report's baseline
+        frames = frames[:2]  # the plot shows the report's baseline
     judged = sorted({key[0] for key in list(base) + list(inc)})
     seen = sorted({units.get(name, (name, ()))[0] for name in judged})
-    _require_series(client, conn.url, [next((m for m in names if m in seen), names[-1]) for names in wanted], seen,
-                    incident, chosen)
-    if models:                    # in the order asked, each model's deployments together
+    _require_series(
+        client, conn.url, [next((m for m in names if m in seen), names[-1]) for names in wanted], seen, incident, chosen
+    )
+    if models:  # in the order asked, each model's deployments together
         judged = asked_units(models, judged, units)
-    verdicts = [replace(v, baseline_window=fallback, baseline_why=YOUNG) if v.model in young else v
-                 for v in assess(kinds, signals, base, inc, judged, units)]
+    verdicts = [
+        replace(v, baseline_window=fallback, baseline_why=YOUNG) if v.model in young else v
+        for v in assess(kinds, signals, base, inc, judged, units)
+    ]
     if rest:
-        assert fallback is not None                  # `rest` is the fallback window's reading
+        assert fallback is not None  # `rest` is the fallback window's reading
         verdicts = _second_look(verdicts, assess(kinds, signals, rest[0], inc, judged, units), fallback)
-    return Report(incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)),
-                  lookback)
+    return Report(
+        incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)), lookback
+    )

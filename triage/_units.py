@@ -20,9 +20,9 @@ __all__ = ["Unit", "unit_name", "split_deployments", "asked_models", "asked_unit
 
 # a unit name as the report writes it, `llama-3-8b (cluster=west, namespace=a)`, given back to --model
 UNIT_NAME = re.compile(rf"(?P<model>.+) \((?:{'|'.join(DEPLOYMENT)})=[^()]*\)")
-PRESENCE = "engine_series"     # the signal whose rows say where a model's engines run: llm_requests_running
+PRESENCE = "engine_series"  # the signal whose rows say where a model's engines run: llm_requests_running
 
-Unit = tuple[str, tuple[tuple[str, str], ...]]   # (model, ((label, value), ...)): the deployment's labels (_deployment)
+Unit = tuple[str, tuple[tuple[str, str], ...]]  # (model, ((label, value), ...)): the deployment's labels (_deployment)
 
 
 def unit_name(model: str, deployment: tuple[tuple[str, str], ...]) -> str:
@@ -121,15 +121,16 @@ def asked_units(asked, judged: list[str], units: dict[str, Unit]) -> list[str]:
     one a unit name names; an InferwatchError names the deployments there are when it names none of them."""
     out: dict[str, None] = {}
     for text in asked:
-        mine = [name for name in judged if units.get(name, (name, ()))[0] == text] or \
-            [name for name in judged if name == text]
+        mine = [name for name in judged if units.get(name, (name, ()))[0] == text] or [
+            name for name in judged if name == text
+        ]
         if not mine:
             model = asked_models(text)[-1]
             there = [name for name in judged if units.get(name, (name, ()))[0] == model]
             if there == [model]:
-                raise InferwatchError(f"--model {text!r}: {model} is served in one deployment here: ask for "
-                                      f"{model!r}")
-            raise InferwatchError(f"--model {text!r}: no such deployment; {model} is served as "
-                                  f"{', '.join(map(repr, there)) or 'nothing'}")
+                raise InferwatchError(f"--model {text!r}: {model} is served in one deployment here: ask for {model!r}")
+            raise InferwatchError(
+                f"--model {text!r}: no such deployment; {model} is served as {', '.join(map(repr, there)) or 'nothing'}"
+            )
         out.update(dict.fromkeys(mine))
     return list(out)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 from inferwatch.durations import parse_duration
 from inferwatch.errors import InferwatchError
 
 __all__ = ["Window", "parse_time", "incident_window", "baseline_choices", "choose_step", "rate_window", "POINTS"]
 
-POINTS = 300            # points per range query: enough to see a shape, cheap for 100 models over a day
+POINTS = 300  # points per range query: enough to see a shape, cheap for 100 models over a day
 DAY = 86400.0
 
 
 @dataclass(frozen=True)
 class Window:
-    start: float         # Unix seconds
+    start: float  # Unix seconds
     end: float
 
     @property
@@ -46,8 +46,9 @@ def parse_time(text: str, flag: str = "--start") -> float:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise InferwatchError(f"{flag} {text!r}: not a time; use RFC 3339 (2026-11-30T10:00:00Z) or Unix seconds "
-                              "(1764496800)") from None
+        raise InferwatchError(
+            f"{flag} {text!r}: not a time; use RFC 3339 (2026-11-30T10:00:00Z) or Unix seconds (1764496800)"
+        ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
@@ -56,8 +57,10 @@ def parse_time(text: str, flag: str = "--start") -> float:
 def _duration(text: str, flag: str) -> float:
     """A duration with its unit: a bare number (`--since 30`) is ambiguous (seconds? minutes?) and refused."""
     if text.strip().replace(".", "", 1).isdigit():
-        raise InferwatchError(f"{flag} {text!r}: give a unit, e.g. {text.strip()}m or {text.strip()}s "
-                              "(units: s, m, h, d, w; combined: 1h30m)")
+        raise InferwatchError(
+            f"{flag} {text!r}: give a unit, e.g. {text.strip()}m or {text.strip()}s "
+            "(units: s, m, h, d, w; combined: 1h30m)"
+        )
     try:
         return float(parse_duration(text, "s m h d w"))
     except ValueError as err:

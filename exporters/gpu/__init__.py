@@ -18,7 +18,25 @@ from inferwatch.exporters.gpu._render import GPU_FAMILIES, render_health, render
 from inferwatch.exporters.gpu._server import GpuExporter
 from inferwatch.exporters.gpu._sim import SCENARIOS, EngineLoad, SimulatedBackend, activity, simulated_gpus
 
-__all__ = ["GpuExporter", "NvmlBackend", "SimulatedBackend", "PodResolver", "Reading", "Snapshot", "Workload",
-           "EngineLoad", "activity", "simulated_gpus", "SCENARIOS", "GPU_FAMILIES", "render_snapshot", "render_health",
-           "index_pod_list", "pod_of_cgroup", "PodResourcesClient", "index_pod_resources", "device_key",
-           "ATTRIBUTION_SOURCES"]
+__all__ = [
+    "GpuExporter",
+    "NvmlBackend",
+    "SimulatedBackend",
+    "PodResolver",
+    "Reading",
+    "Snapshot",
+    "Workload",
+    "EngineLoad",
+    "activity",
+    "simulated_gpus",
+    "SCENARIOS",
+    "GPU_FAMILIES",
+    "render_snapshot",
+    "render_health",
+    "index_pod_list",
+    "pod_of_cgroup",
+    "PodResourcesClient",
+    "index_pod_resources",
+    "device_key",
+    "ATTRIBUTION_SOURCES",
+]

@@ -15,9 +15,9 @@ from inferwatch.exporters.gpu._sim import SCENARIOS
 __all__ = ["GpuExporterConfig", "BadOption", "gpu_config", "build_exporter", "default_hostname"]
 
 BACKENDS = ("nvml", "simulated")
-MIN_INTERVAL, MAX_INTERVAL = 0.1, 3600.0    # GPM needs ~100 ms between its two samples
+MIN_INTERVAL, MAX_INTERVAL = 0.1, 3600.0  # GPM needs ~100 ms between its two samples
 POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
-MAX_SOCKET_PATH = 107                       # bytes in sockaddr_un.sun_path, less its terminating NUL
+MAX_SOCKET_PATH = 107  # bytes in sockaddr_un.sun_path, less its terminating NUL
 
 
 class BadOption(ValueError):
@@ -42,10 +42,10 @@ class GpuExporterConfig:
     proc_root: str = "/proc"
     kubelet_pods_dir: str = "/var/lib/kubelet/pods"
     pod_list: str | None = None
-    stale_after: float | None = None          # None: two intervals plus 5 s
-    idle_timeout: float = 10.0                # an idle client connection is closed after this
-    max_connections: int = 64                 # connections served at once; more are closed and counted
-    pod_resources_socket: str = POD_RESOURCES_SOCKET     # the kubelet's PodResources API; '' turns it off
+    stale_after: float | None = None  # None: two intervals plus 5 s
+    idle_timeout: float = 10.0  # an idle client connection is closed after this
+    max_connections: int = 64  # connections served at once; more are closed and counted
+    pod_resources_socket: str = POD_RESOURCES_SOCKET  # the kubelet's PodResources API; '' turns it off
 
 
 def default_hostname() -> str:
@@ -53,13 +53,23 @@ def default_hostname() -> str:
     return os.environ.get("NODE_NAME") or socket.gethostname()
 
 
-def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str = "nvml", gpus: int = 1,
-               follow: str | None = None, scenario: str = "normal", hostname: str | None = None,
-               workload: str | None = None, proc_root: str = "/proc",
-               kubelet_pods_dir: str = "/var/lib/kubelet/pods", pod_list: str | None = None,
-               stale_after: str | None = None, idle_timeout: str = "10s",
-               max_connections: int = 64,
-               pod_resources_socket: str = POD_RESOURCES_SOCKET) -> GpuExporterConfig:
+def gpu_config(
+    listen: str = "0.0.0.0:9401",
+    interval: str = "1s",
+    backend: str = "nvml",
+    gpus: int = 1,
+    follow: str | None = None,
+    scenario: str = "normal",
+    hostname: str | None = None,
+    workload: str | None = None,
+    proc_root: str = "/proc",
+    kubelet_pods_dir: str = "/var/lib/kubelet/pods",
+    pod_list: str | None = None,
+    stale_after: str | None = None,
+    idle_timeout: str = "10s",
+    max_connections: int = 64,
+    pod_resources_socket: str = POD_RESOURCES_SOCKET,
+) -> GpuExporterConfig:
     """The options as typed; raises BadOption naming the flag."""
     try:
         host, port = parse_listen(listen)
@@ -73,8 +83,12 @@ def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str 
         raise BadOption("--interval", f"{interval!r}: use 100ms to 1h, e.g. 1s")
     if backend not in BACKENDS:
         raise BadOption("--backend", f"{backend!r}: use nvml or simulated")
-    simulated_only = {"--gpus": gpus != 1, "--follow": follow is not None, "--scenario": scenario != "normal",
-                      "--workload": workload is not None}
+    simulated_only = {
+        "--gpus": gpus != 1,
+        "--follow": follow is not None,
+        "--scenario": scenario != "normal",
+        "--workload": workload is not None,
+    }
     if backend == "nvml":
         for flag, given in simulated_only.items():
             if given:
@@ -88,15 +102,30 @@ def gpu_config(listen: str = "0.0.0.0:9401", interval: str = "1s", backend: str 
             follow = http_url(follow, "http://localhost:8000/metrics or localhost:8000")
         except ValueError as err:
             raise BadOption("--follow", str(err)) from None
-        if follow.rstrip("/").count("/") == 2:            # no path: the simulator's /metrics
+        if follow.rstrip("/").count("/") == 2:  # no path: the simulator's /metrics
             follow = follow.rstrip("/") + "/metrics"
     stale = _seconds("--stale-after", stale_after, float(seconds)) if stale_after is not None else None
     idle = _seconds("--idle-timeout", idle_timeout, 0.1)
     if not 1 <= max_connections <= 65536:
         raise BadOption("--max-connections", f"{max_connections}: use 1 to 65536")
-    return GpuExporterConfig(host, port, float(seconds), backend, gpus, follow, scenario,
-                             hostname or default_hostname(), _workload(workload), proc_root, kubelet_pods_dir,
-                             pod_list, stale, idle, max_connections, _socket(pod_resources_socket))
+    return GpuExporterConfig(
+        host,
+        port,
+        float(seconds),
+        backend,
+        gpus,
+        follow,
+        scenario,
+        hostname or default_hostname(),
+        _workload(workload),
+        proc_root,
+        kubelet_pods_dir,
+        pod_list,
+        stale,
+        idle,
+        max_connections,
+        _socket(pod_resources_socket),
+    )
 
 
 def _seconds(flag: str, text: str, least: float) -> float:
@@ -115,8 +144,11 @@ def _socket(path: str) -> str:
         return ""
     full = os.path.abspath(path)
     if len(os.fsencode(full)) > MAX_SOCKET_PATH:
-        raise BadOption("--pod-resources-socket", f"{path!r}: a unix socket path is at most {MAX_SOCKET_PATH} "
-                                                  "bytes; use a shorter one (or '' to turn the API off)")
+        raise BadOption(
+            "--pod-resources-socket",
+            f"{path!r}: a unix socket path is at most {MAX_SOCKET_PATH} "
+            "bytes; use a shorter one (or '' to turn the API off)",
+        )
     return full
 
 
@@ -143,7 +175,7 @@ def build_exporter(config: GpuExporterConfig, nvml=None):
         from inferwatch.exporters.gpu._pods import PodResolver
 
         if nvml is None:
-            import pynvml             # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
+            import pynvml  # nvidia-ml-py; loading libnvidia-ml waits for nvmlInit in the sampler
 
             nvml = pynvml
         from inferwatch.exporters.gpu._podresources import PodResourcesClient
@@ -151,5 +183,10 @@ def build_exporter(config: GpuExporterConfig, nvml=None):
         pods = PodResolver(Path(config.proc_root), Path(config.kubelet_pods_dir), config.pod_list)
         kubelet = PodResourcesClient(config.pod_resources_socket) if config.pod_resources_socket else None
         backend = NvmlBackend(nvml, config.hostname, pods, pod_resources=kubelet)
-    return GpuExporter(backend, config.interval, stale_after=config.stale_after, idle_timeout=config.idle_timeout,
-                       max_connections=config.max_connections)
+    return GpuExporter(
+        backend,
+        config.interval,
+        stale_after=config.stale_after,
+        idle_timeout=config.idle_timeout,
+        max_connections=config.max_connections,
+    )

@@ -33,7 +33,7 @@ def get_capped(url: str, timeout: float, limit: int) -> bytes:
                 break
             pieces.append(piece)
             size += len(piece)
-        if size <= limit and resp.length:          # http.client counts down what Content-Length still promises
+        if size <= limit and resp.length:  # http.client counts down what Content-Length still promises
             raise http.client.IncompleteRead(b"".join(pieces), resp.length)
     if size > limit:
         raise TooLarge(f"body is over {limit} bytes")

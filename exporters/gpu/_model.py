@@ -25,8 +25,9 @@ class Workload:
     container: str = ""
 
     def labels(self) -> Labels:
-        return tuple((k, v) for k, v in (("namespace", self.namespace), ("pod", self.pod),
-                                          ("container", self.container)) if v)
+        return tuple(
+            (k, v) for k, v in (("namespace", self.namespace), ("pod", self.pod), ("container", self.container)) if v
+        )
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,10 @@ class Reading:
 
     identity: Labels
     up: bool = True
-    profiling: bool | None = None          # None: not a question for this reading (a lost GPU)
+    profiling: bool | None = None  # None: not a question for this reading (a lost GPU)
     samples: tuple[tuple[str, Labels, float], ...] = ()
     workloads: tuple[Workload, ...] = ()
-    source: str = ""                       # which ATTRIBUTION_SOURCES named the workloads; '' when not asked
+    source: str = ""  # which ATTRIBUTION_SOURCES named the workloads; '' when not asked
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,10 @@ class Snapshot:
 
     up: bool
     readings: tuple[Reading, ...] = ()
-    error: str | None = None               # why the backend is down (also logged)
-    taken_at: float = 0.0                  # time.time() at the end of the pass
-    duration: float = 0.0                  # seconds of backend calls, the GPM wait excluded
-    errors: dict[str, int] = field(default_factory=dict)   # failed reads by kind, since start
-    pod_list_errors: dict[str, int] = field(default_factory=dict)   # failed reads of the pod list by kind
-    pod_resources_errors: dict[str, int] = field(default_factory=dict)   # failed PodResources Lists by kind
-    pod_resources_up: bool | None = None   # the last List answered; None: the API is off or not asked yet
+    error: str | None = None  # why the backend is down (also logged)
+    taken_at: float = 0.0  # time.time() at the end of the pass
+    duration: float = 0.0  # seconds of backend calls, the GPM wait excluded
+    errors: dict[str, int] = field(default_factory=dict)  # failed reads by kind, since start
+    pod_list_errors: dict[str, int] = field(default_factory=dict)  # failed reads of the pod list by kind
+    pod_resources_errors: dict[str, int] = field(default_factory=dict)  # failed PodResources Lists by kind
+    pod_resources_up: bool | None = None  # the last List answered; None: the API is off or not asked yet

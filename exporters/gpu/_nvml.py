@@ -31,7 +31,7 @@ log = logging.getLogger("inferwatch.exporter.gpu")
 GPM_METRICS = (
     ("gpu_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL", 100),
     ("gpu_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY", 100),
-    ("gpu_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL", 100),    # every tensor pipe, as DCGM's
+    ("gpu_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL", 100),  # every tensor pipe, as DCGM's
     ("gpu_dram_active_ratio", "NVML_GPM_METRIC_DRAM_BW_UTIL", 100),
     ("gpu_graphics_engine_active_ratio", "NVML_GPM_METRIC_GRAPHICS_UTIL", 100),
     ("gpu_nvlink_tx_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", 1 / 1048576),
@@ -51,24 +51,65 @@ THROTTLE_REASONS = (
 )
 # Every pynvml name this backend uses; a test checks each against the installed nvidia-ml-py.
 NVML_NAMES = (
-    "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetUUID",
-    "nvmlDeviceGetMinorNumber",
-    "nvmlDeviceGetName", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage",
-    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature",
-    "nvmlDeviceGetClockInfo",
-    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetPcieThroughput",
-    "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount",
-    "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetAttributes",
-    "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree", "nvmlGpmSampleGet",
-    "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet", "c_nvmlGpmMetricsGet_t", "NVML_GPM_METRICS_GET_VERSION",
-    "nvmlEventSetCreate", "nvmlEventSetFree", "nvmlDeviceRegisterEvents", "nvmlEventSetWait",
-    "nvmlEventTypeXidCriticalError",
-    "NVML_SUCCESS", "NVML_TEMPERATURE_GPU", "NVML_CLOCK_SM", "NVML_CLOCK_MEM", "NVML_PCIE_UTIL_TX_BYTES",
-    "NVML_PCIE_UTIL_RX_BYTES", "NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_MEMORY_ERROR_TYPE_UNCORRECTED",
-    "NVML_VOLATILE_ECC", "NVML_DEVICE_MIG_ENABLE",
-    "NVMLError", "NVMLError_GpuIsLost", "NVMLError_NotSupported", "NVMLError_NoPermission",
-    "NVMLError_NotFound", "NVMLError_Timeout", "NVMLError_FunctionNotFound", "NVMLError_InvalidArgument",
-) + tuple(c for _, c, _ in GPM_METRICS) + tuple(c for _, c in THROTTLE_REASONS)
+    (
+        "nvmlInit",
+        "nvmlShutdown",
+        "nvmlDeviceGetCount",
+        "nvmlDeviceGetHandleByIndex",
+        "nvmlDeviceGetUUID",
+        "nvmlDeviceGetMinorNumber",
+        "nvmlDeviceGetName",
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetTotalEnergyConsumption",
+        "nvmlDeviceGetTemperatureV",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetMigMode",
+        "nvmlDeviceGetMaxMigDeviceCount",
+        "nvmlDeviceGetMigDeviceHandleByIndex",
+        "nvmlDeviceGetGpuInstanceId",
+        "nvmlDeviceGetAttributes",
+        "nvmlGpmQueryDeviceSupport",
+        "nvmlGpmSampleAlloc",
+        "nvmlGpmSampleFree",
+        "nvmlGpmSampleGet",
+        "nvmlGpmMigSampleGet",
+        "nvmlGpmMetricsGet",
+        "c_nvmlGpmMetricsGet_t",
+        "NVML_GPM_METRICS_GET_VERSION",
+        "nvmlEventSetCreate",
+        "nvmlEventSetFree",
+        "nvmlDeviceRegisterEvents",
+        "nvmlEventSetWait",
+        "nvmlEventTypeXidCriticalError",
+        "NVML_SUCCESS",
+        "NVML_TEMPERATURE_GPU",
+        "NVML_CLOCK_SM",
+        "NVML_CLOCK_MEM",
+        "NVML_PCIE_UTIL_TX_BYTES",
+        "NVML_PCIE_UTIL_RX_BYTES",
+        "NVML_MEMORY_ERROR_TYPE_CORRECTED",
+        "NVML_MEMORY_ERROR_TYPE_UNCORRECTED",
+        "NVML_VOLATILE_ECC",
+        "NVML_DEVICE_MIG_ENABLE",
+        "NVMLError",
+        "NVMLError_GpuIsLost",
+        "NVMLError_NotSupported",
+        "NVMLError_NoPermission",
+        "NVMLError_NotFound",
+        "NVMLError_Timeout",
+        "NVMLError_FunctionNotFound",
+        "NVMLError_InvalidArgument",
+    )
+    + tuple(c for _, c, _ in GPM_METRICS)
+    + tuple(c for _, c in THROTTLE_REASONS)
+)
 
 
 class _Lost(Exception):
@@ -80,13 +121,13 @@ class _Device:
     """One GPU or MIG instance found by discovery."""
 
     index: int
-    handle: object | None          # None: the handle itself could not be had (lost at discovery)
+    handle: object | None  # None: the handle itself could not be had (lost at discovery)
     identity: Labels
-    parent: object | None = None    # a MIG instance's GPU
+    parent: object | None = None  # a MIG instance's GPU
     gpu_instance: int | None = None
-    gpm: bool = False               # take GPM samples of it
-    keys: tuple[str, ...] = ()      # the IDs a device plugin may list it by (PodResources device_key)
-    profiling: bool | None = None   # what gpu_profiling_supported says; None on a GPU whose MIG instances answer
+    gpm: bool = False  # take GPM samples of it
+    keys: tuple[str, ...] = ()  # the IDs a device plugin may list it by (PodResources device_key)
+    profiling: bool | None = None  # what gpu_profiling_supported says; None on a GPU whose MIG instances answer
 
 
 class NvmlBackend:
@@ -97,12 +138,12 @@ class NvmlBackend:
     def __init__(self, nvml, hostname: str, pods=None, sleep=time.sleep, pod_resources=None):
         self.nv, self.hostname, self.pods, self.sleep = nvml, hostname, pods, sleep
         self.pod_resources = pod_resources
-        self._unresolved: set[Labels] = set()   # devices whose processes named no pod, said once each
+        self._unresolved: set[Labels] = set()  # devices whose processes named no pod, said once each
         self.errors: Counter = Counter()
-        self.xids: Counter = Counter()        # (uuid, xid) -> count since start
+        self.xids: Counter = Counter()  # (uuid, xid) -> count since start
         self._events = None
         self._registered: set[str] = set()
-        self._known: dict[int, Labels] = {}    # index -> identity, so a GPU lost later keeps its labels
+        self._known: dict[int, Labels] = {}  # index -> identity, so a GPU lost later keeps its labels
         self._started = False
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -142,17 +183,28 @@ class NvmlBackend:
         self._drain_xids()
         readings = []
         for device in devices:
-            readings.append(self._reading(device, first.get(device.index, {}).get(device.identity),
-                                          second.get(device.index, {}).get(device.identity), allocated))
+            readings.append(
+                self._reading(
+                    device,
+                    first.get(device.index, {}).get(device.identity),
+                    second.get(device.index, {}).get(device.identity),
+                    allocated,
+                )
+            )
         for samples in (first, second):
             for per_device in samples.values():
                 for sample in per_device.values():
                     self._free(sample)
-        return Snapshot(True, tuple(readings), taken_at=time.time(),
-                        duration=busy + time.monotonic() - started, errors=dict(self.errors),
-                        pod_list_errors=dict(getattr(self.pods, "errors", {})),
-                        pod_resources_errors=dict(getattr(self.pod_resources, "errors", {})),
-                        pod_resources_up=getattr(self.pod_resources, "up", None))
+        return Snapshot(
+            True,
+            tuple(readings),
+            taken_at=time.time(),
+            duration=busy + time.monotonic() - started,
+            errors=dict(self.errors),
+            pod_list_errors=dict(getattr(self.pods, "errors", {})),
+            pod_resources_errors=dict(getattr(self.pod_resources, "errors", {})),
+            pod_resources_up=getattr(self.pod_resources, "up", None),
+        )
 
     # -- discovery ----------------------------------------------------------------------------------------
 
@@ -164,8 +216,9 @@ class NvmlBackend:
                 uuid, model = nv.nvmlDeviceGetUUID(handle), nv.nvmlDeviceGetName(handle)
             except nv.NVMLError as err:
                 self._count(err)
-                devices.append(_Device(index, None, self._known.get(index, (("gpu", str(index)),
-                                                                            ("hostname", self.hostname)))))
+                devices.append(
+                    _Device(index, None, self._known.get(index, (("gpu", str(index)), ("hostname", self.hostname))))
+                )
                 continue
             identity = (("gpu", str(index)), ("uuid", uuid), ("gpu_model", model), ("hostname", self.hostname))
             self._known[index] = identity
@@ -177,8 +230,16 @@ class NvmlBackend:
             minor = self._optional(partial(nv.nvmlDeviceGetMinorNumber, handle), None)
             gke = f"nvidia{minor}" if minor is not None else ""
             migs = self._mig_instances(handle, index, identity, gpm, gke)
-            devices.append(_Device(index, handle, identity, gpm=gpm and not migs, profiling=None if migs else gpm,
-                                   keys=tuple(k for k in (uuid, str(index), gke) if k)))
+            devices.append(
+                _Device(
+                    index,
+                    handle,
+                    identity,
+                    gpm=gpm and not migs,
+                    profiling=None if migs else gpm,
+                    keys=tuple(k for k in (uuid, str(index), gke) if k),
+                )
+            )
             devices.extend(migs)
         return devices
 
@@ -194,18 +255,31 @@ class NvmlBackend:
                 gi = nv.nvmlDeviceGetGpuInstanceId(mig)
                 attrs = nv.nvmlDeviceGetAttributes(mig)
             except nv.NVMLError_NotFound:
-                continue                                   # an empty slot
+                continue  # an empty slot
             except nv.NVMLError as err:
                 self._count(err)
                 continue
             profile = f"{attrs.gpuInstanceSliceCount}g.{math.ceil(attrs.memorySizeMB / 1024)}gb"  # 9.5 GiB: 1g.10gb
             # a device plugin lists a MIG instance by its MIG- UUID (R470 on), or, before, as MIG-<GPU uuid>/gi/ci;
             # with deviceIDStrategy=index as <GPU index>:<MIG index>; GKE's as nvidia<minor>/gi<gi>
-            keys = (self._optional(partial(nv.nvmlDeviceGetUUID, mig), ""), f"MIG-{dict(identity)['uuid']}/{gi}",
-                    f"{index}:{i}", f"{gke}/gi{gi}" if gke else "")
-            found.append(_Device(index, mig, identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
-                                 parent=handle, gpu_instance=gi, gpm=gpm, profiling=gpm,
-                                 keys=tuple(k for k in keys if k)))
+            keys = (
+                self._optional(partial(nv.nvmlDeviceGetUUID, mig), ""),
+                f"MIG-{dict(identity)['uuid']}/{gi}",
+                f"{index}:{i}",
+                f"{gke}/gi{gi}" if gke else "",
+            )
+            found.append(
+                _Device(
+                    index,
+                    mig,
+                    identity + (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", profile)),
+                    parent=handle,
+                    gpu_instance=gi,
+                    gpm=gpm,
+                    profiling=gpm,
+                    keys=tuple(k for k in keys if k),
+                )
+            )
         return found
 
     def _register_events(self, handle, uuid: str) -> None:
@@ -278,8 +352,11 @@ class NvmlBackend:
             return Reading(device.identity, up=False)
         uuid = dict(device.identity).get("uuid", "")
         if device.parent is None:
-            samples += [("gpu_xid_errors_total", (("xid", str(xid)),), float(n))
-                        for (u, xid), n in sorted(self.xids.items()) if u == uuid]
+            samples += [
+                ("gpu_xid_errors_total", (("xid", str(xid)),), float(n))
+                for (u, xid), n in sorted(self.xids.items())
+                if u == uuid
+            ]
         return Reading(device.identity, True, device.profiling, tuple(samples), workloads, source)
 
     def _plain(self, device: _Device) -> list[tuple[str, Labels, float]]:
@@ -293,29 +370,44 @@ class NvmlBackend:
         add("gpu_utilization_ratio", lambda: min(100, nv.nvmlDeviceGetUtilizationRates(h).gpu), 100)  # not per MIG
         memory = self._read(lambda: nv.nvmlDeviceGetMemoryInfo(h), None)
         if memory is not None:
-            rows += [("gpu_memory_used_bytes", (), float(memory.used)),
-                     ("gpu_memory_free_bytes", (), float(memory.free))]
+            rows += [
+                ("gpu_memory_used_bytes", (), float(memory.used)),
+                ("gpu_memory_free_bytes", (), float(memory.free)),
+            ]
         if device.parent is not None:
-            return rows                      # power, clocks and the rest belong to the whole GPU
-        add("gpu_power_watts", lambda: nv.nvmlDeviceGetPowerUsage(h), 1000)              # mW
-        add("gpu_energy_joules_total", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h), 1000)   # mJ
+            return rows  # power, clocks and the rest belong to the whole GPU
+        add("gpu_power_watts", lambda: nv.nvmlDeviceGetPowerUsage(h), 1000)  # mW
+        add("gpu_energy_joules_total", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h), 1000)  # mJ
         # nvmlDeviceGetTemperature is deprecated, but nvidia-ml-py 12.535 (our floor) has only it
         temperature = getattr(nv, "nvmlDeviceGetTemperatureV", None) or nv.nvmlDeviceGetTemperature
         add("gpu_temperature_celsius", lambda: temperature(h, nv.NVML_TEMPERATURE_GPU))
-        add("gpu_sm_clock_hertz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), multiply=10**6)   # MHz
+        add("gpu_sm_clock_hertz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), multiply=10**6)  # MHz
         add("gpu_memory_clock_hertz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM), multiply=10**6)
         reasons = self._read(lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h), None)
         if reasons is not None:
-            rows += [("gpu_clock_throttle_active", (("reason", label),), 1.0 if reasons & getattr(nv, bit) else 0.0)
-                     for label, bit in THROTTLE_REASONS]
-        for kind, const in (("corrected", nv.NVML_MEMORY_ERROR_TYPE_CORRECTED),
-                            ("uncorrected", nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)):
-            add("gpu_ecc_errors_total", lambda c=const: nv.nvmlDeviceGetTotalEccErrors(h, c, nv.NVML_VOLATILE_ECC),
-                extra=(("type", kind),))
-        add("gpu_pcie_tx_bytes_per_second", lambda: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_TX_BYTES),
-            multiply=1024)
-        add("gpu_pcie_rx_bytes_per_second", lambda: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_RX_BYTES),
-            multiply=1024)   # KB/s
+            rows += [
+                ("gpu_clock_throttle_active", (("reason", label),), 1.0 if reasons & getattr(nv, bit) else 0.0)
+                for label, bit in THROTTLE_REASONS
+            ]
+        for kind, const in (
+            ("corrected", nv.NVML_MEMORY_ERROR_TYPE_CORRECTED),
+            ("uncorrected", nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED),
+        ):
+            add(
+                "gpu_ecc_errors_total",
+                lambda c=const: nv.nvmlDeviceGetTotalEccErrors(h, c, nv.NVML_VOLATILE_ECC),
+                extra=(("type", kind),),
+            )
+        add(
+            "gpu_pcie_tx_bytes_per_second",
+            lambda: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_TX_BYTES),
+            multiply=1024,
+        )
+        add(
+            "gpu_pcie_rx_bytes_per_second",
+            lambda: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_RX_BYTES),
+            multiply=1024,
+        )  # KB/s
         return rows
 
     def _workloads(self, device: _Device, allocated: dict | None) -> tuple[tuple[Workload, ...], str]:
@@ -337,9 +429,13 @@ class NvmlBackend:
             self._unresolved.add(device.identity)
             ident = dict(device.identity)
             where = ident.get("uuid", "?") + (f" MIG {ident['GPU_I_ID']}" if "GPU_I_ID" in ident else "")
-            log.warning("GPU %s: %d processes (pid %s) but none traced to a pod and the kubelet lists no pod for "
-                        "it: is /proc/PID/cgroup readable (hostPID)? Its series carry no pod label", where, len(pids),
-                        pids[0])
+            log.warning(
+                "GPU %s: %d processes (pid %s) but none traced to a pod and the kubelet lists no pod for "
+                "it: is /proc/PID/cgroup readable (hostPID)? Its series carry no pod label",
+                where,
+                len(pids),
+                pids[0],
+            )
         return (), "unresolved"
 
     def _drain_xids(self) -> None:
@@ -367,9 +463,13 @@ class NvmlBackend:
         nv = self.nv
         try:
             return read()
-        except (nv.NVMLError_NotSupported, nv.NVMLError_NoPermission, nv.NVMLError_FunctionNotFound,
-                nv.NVMLError_InvalidArgument):
-            return default                   # this GPU does not have it: left out, not an error
+        except (
+            nv.NVMLError_NotSupported,
+            nv.NVMLError_NoPermission,
+            nv.NVMLError_FunctionNotFound,
+            nv.NVMLError_InvalidArgument,
+        ):
+            return default  # this GPU does not have it: left out, not an error
         except nv.NVMLError_GpuIsLost as err:
             self._count(err)
             raise _Lost() from err

@@ -25,8 +25,7 @@ from inferwatch.exporters.gpu._http import one_line
 from inferwatch.exporters.gpu._model import Workload
 from inferwatch.exporters.gpu._wire import WireError, decode
 
-__all__ = ["PodResourcesClient", "index_pod_resources", "device_key", "POD_RESOURCES_ERRORS", "SOCKET",
-           "GPU_RESOURCES"]
+__all__ = ["PodResourcesClient", "index_pod_resources", "device_key", "POD_RESOURCES_ERRORS", "SOCKET", "GPU_RESOURCES"]
 
 log = logging.getLogger("inferwatch.exporter.gpu")
 
@@ -35,7 +34,7 @@ METHOD = "/v1.PodResourcesLister/List"
 # A List is local and answers in milliseconds; 2 s keeps a pass with a stuck kubelet under the exporter's
 # stale_after (two intervals plus 5 s), so the GPU series stay served while the kubelet hangs.
 TIMEOUT = 2.0
-TTL = 10.0                 # seconds a List answer (or failure) stands
+TTL = 10.0  # seconds a List answer (or failure) stands
 # A full node (110 pods, 8 time-sliced GPU IDs each) answers 48 KB, decoded in ~10 ms; 4 MiB is 80 times that and
 # bounds both memory and the decode in the sampler thread (~0.5 s at the cap, measured 1.7 s for 14 MB).
 MAX_ANSWER_BYTES = 4 * 2**20
@@ -54,7 +53,7 @@ POD_RESOURCES_ERRORS = {
 }
 # MIG device IDs of drivers before R470: MIG-GPU-<parent uuid>/<GPU instance>/<compute instance>
 _LEGACY_MIG = re.compile(r"^MIG-(GPU-[^/]+)/(\d+)/\d+$")
-_GKE_SHARED = re.compile(r"/vgpu\d+$")       # GKE's device plugin: nvidia<minor>[/gi<GPU instance>][/vgpu<N>]
+_GKE_SHARED = re.compile(r"/vgpu\d+$")  # GKE's device plugin: nvidia<minor>[/gi<GPU instance>][/vgpu<N>]
 
 
 def device_key(device_id: str) -> str:
@@ -99,11 +98,11 @@ class PodResourcesClient:
     max_bytes: int = MAX_ANSWER_BYTES
     ttl: float = TTL
     clock: Callable[[], float] = time.monotonic
-    errors: dict[str, int] = field(default_factory=dict)    # failed Lists by POD_RESOURCES_ERRORS kind
-    up: bool | None = None                                   # None: not asked yet
+    errors: dict[str, int] = field(default_factory=dict)  # failed Lists by POD_RESOURCES_ERRORS kind
+    up: bool | None = None  # None: not asked yet
     _index: dict | None = None
     _asked: float = float("-inf")
-    _problem: str | None = None                              # the kind of the last failure, said once
+    _problem: str | None = None  # the kind of the last failure, said once
 
     def devices(self) -> dict[str, tuple[Workload, ...]] | None:
         now = self.clock()
@@ -115,9 +114,14 @@ class PodResourcesClient:
         except _Failed as err:
             self._index, self.up = None, False
             self.errors[err.kind] = self.errors.get(err.kind, 0) + 1
-            if err.kind != self._problem:           # once per new kind of problem, not once per pass
-                log.warning("PodResources API at %s: %s: %s (%s); attributing GPUs by their processes (/proc) "
-                            "instead", self.socket_path, err.kind, err, POD_RESOURCES_ERRORS[err.kind])
+            if err.kind != self._problem:  # once per new kind of problem, not once per pass
+                log.warning(
+                    "PodResources API at %s: %s: %s (%s); attributing GPUs by their processes (/proc) instead",
+                    self.socket_path,
+                    err.kind,
+                    err,
+                    POD_RESOURCES_ERRORS[err.kind],
+                )
             self._problem = err.kind
             return None
         if self._problem is not None:
@@ -129,7 +133,7 @@ class PodResourcesClient:
         # gRPC core's own INFO lines (a GOAWAY on each kubelet restart) would interleave with the exporter's
         # log, where every failure is already said once: keep it to its errors unless the user set otherwise
         os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-        import grpc      # grpcio: gRPC over HTTP/2 is not code this project should write
+        import grpc  # grpcio: gRPC over HTTP/2 is not code this project should write
 
         if not os.path.exists(self.socket_path):
             raise _Failed("absent", "no such socket")
@@ -175,4 +179,3 @@ class PodResourcesClient:
         finally:
             probe.close()
         return "connect", f"not a gRPC answer ({detail})"
-

@@ -29,11 +29,11 @@ log = logging.getLogger("inferwatch.exporter.gpu")
 # cgroup v1 `.../pod<uid>/<id>`; cgroup v2 systemd `...-pod<uid_with_underscores>.slice/cri-containerd-<id>.scope`
 _POD = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 _CONTAINER = re.compile(r"(?:^|[/-])([0-9a-f]{64})(?:\.scope)?$")
-_LIST_TTL = 30.0          # seconds a fetched pod list is trusted
+_LIST_TTL = 30.0  # seconds a fetched pod list is trusted
 # The most a kubelet /pods answer may be: a full node (110 pods with their specs) is a few MiB, so 64 MiB is
 # generous, and a broken endpoint streaming without end cannot exhaust the exporter's memory.
 MAX_POD_LIST_BYTES = 64 * 2**20
-POD_LIST_TIMEOUT = 5.0    # seconds for the kubelet's whole answer
+POD_LIST_TIMEOUT = 5.0  # seconds for the kubelet's whole answer
 # Why the pod list could not be read: a bounded set, as it is a label value (the normalizing exporter's names
 # for a failed fetch, exporters/_fetch.py ERROR_KINDS, and `file`).
 POD_LIST_ERRORS = {
@@ -88,10 +88,10 @@ class PodResolver:
     proc_root: Path = Path("/proc")
     kubelet_pods_dir: Path = Path("/var/lib/kubelet/pods")
     pod_list: str | None = None
-    errors: dict[str, int] = field(default_factory=dict)    # failed reads of the pod list by POD_LIST_ERRORS kind
+    errors: dict[str, int] = field(default_factory=dict)  # failed reads of the pod list by POD_LIST_ERRORS kind
     _index: dict | None = None
     _fetched: float = float("-inf")
-    _last_problem: str | None = None   # the kind last said: said again only when it changes
+    _last_problem: str | None = None  # the kind last said: said again only when it changes
 
     def workload(self, pid: int) -> Workload | None:
         cgroup = _read(self.proc_root / str(pid) / "cgroup")
@@ -164,8 +164,9 @@ class PodResolver:
         if not pod_dir.is_dir():
             return None
         namespace = ""
-        for path in sorted(pod_dir.glob("volumes/kubernetes.io~projected/*/namespace")) + \
-                sorted(pod_dir.glob("volumes/kubernetes.io~secret/*/namespace")):
+        for path in sorted(pod_dir.glob("volumes/kubernetes.io~projected/*/namespace")) + sorted(
+            pod_dir.glob("volumes/kubernetes.io~secret/*/namespace")
+        ):
             namespace = (_read(path) or "").strip()
             if namespace:
                 break
@@ -173,7 +174,7 @@ class PodResolver:
         for line in reversed((_read(pod_dir / "etc-hosts") or "").splitlines()):
             parts = line.split()
             if parts and not line.startswith("#") and len(parts) >= 2:
-                name = parts[-1].split(".")[0]        # the pod's hostname: its name unless spec.hostname
+                name = parts[-1].split(".")[0]  # the pod's hostname: its name unless spec.hostname
                 break
         containers = sorted(p.name for p in (pod_dir / "containers").glob("*") if p.is_dir())
         return Workload(namespace, name, containers[0] if len(containers) == 1 else "")

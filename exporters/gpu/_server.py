@@ -37,9 +37,16 @@ MAX_ADMIN_BODY = 65536
 class GpuExporter:
     """Runs `backend` every `interval` seconds in a thread; `serve()` answers /metrics from the last pass."""
 
-    def __init__(self, backend, interval: float = 1.0, catalog: Catalog | None = None, retry: float = 30.0,
-                 stale_after: float | None = None, idle_timeout: float = IDLE_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS):
+    def __init__(
+        self,
+        backend,
+        interval: float = 1.0,
+        catalog: Catalog | None = None,
+        retry: float = 30.0,
+        stale_after: float | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+    ):
         self.backend, self.interval, self.retry = backend, interval, retry
         self.idle_timeout, self.max_connections = idle_timeout, max_connections
         # A pass older than this is not served as live: one interval late plus 5 s for a slow NVML call or a
@@ -109,7 +116,7 @@ class GpuExporter:
 
     def render(self) -> str:
         start = time.monotonic()
-        snapshot = self._live(self.snapshot)         # one reference read: a consistent pass
+        snapshot = self._live(self.snapshot)  # one reference read: a consistent pass
         body = render_snapshot(snapshot, self.catalog)
         return body + render_health(snapshot, time.time(), time.monotonic() - start, self.backend.name)
 
@@ -117,16 +124,24 @@ class GpuExporter:
         """The snapshot, or, when its pass is older than `stale_after`, its health without its GPU values."""
         if not snapshot.up or not snapshot.taken_at or time.time() - snapshot.taken_at <= self.stale_after:
             return snapshot
-        return replace(self._health(snapshot, f"the last pass is over {self.stale_after:g}s old (sampler stuck)",
-                                    snapshot.errors), taken_at=snapshot.taken_at, duration=snapshot.duration)
+        return replace(
+            self._health(snapshot, f"the last pass is over {self.stale_after:g}s old (sampler stuck)", snapshot.errors),
+            taken_at=snapshot.taken_at,
+            duration=snapshot.duration,
+        )
 
     @staticmethod
     def _health(snapshot: Snapshot, error: str, errors: dict[str, int]) -> Snapshot:
         """A down snapshot with no pass (no age, no duration, no GPU), keeping the attribution health of
         `snapshot`: a counter never goes back."""
-        return Snapshot(False, error=error, errors=errors, pod_list_errors=snapshot.pod_list_errors,
-                        pod_resources_errors=snapshot.pod_resources_errors,
-                        pod_resources_up=snapshot.pod_resources_up)
+        return Snapshot(
+            False,
+            error=error,
+            errors=errors,
+            pod_list_errors=snapshot.pod_list_errors,
+            pod_resources_errors=snapshot.pod_resources_errors,
+            pod_resources_up=snapshot.pod_resources_up,
+        )
 
     def admin(self, path: str, body: bytes | None) -> tuple[int, dict]:
         """GET/POST /admin/scenario for backends that have scenarios (the simulated one)."""
@@ -136,18 +151,19 @@ class GpuExporter:
             try:
                 self.backend.set_scenario(json.loads(body)["scenario"])
             except (ValueError, KeyError, TypeError, RecursionError) as err:
-                return 400, {"error": f"give {{\"scenario\": one of {', '.join(self.backend.scenarios)}}}: {err}"}
+                return 400, {"error": f'give {{"scenario": one of {", ".join(self.backend.scenarios)}}}: {err}'}
         return 200, {"scenario": self.backend.scenario, "scenarios": list(self.backend.scenarios)}
 
-    def server(self, host: str, port: int, idle_timeout: float = IDLE_TIMEOUT,
-               max_connections: int = MAX_CONNECTIONS) -> ThreadingHTTPServer:
+    def server(
+        self, host: str, port: int, idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS
+    ) -> ThreadingHTTPServer:
         """A bound HTTP server (not yet serving); a failed bind is a ListenError."""
         exporter = self
         slots = threading.BoundedSemaphore(max_connections)
 
         class Server(ThreadingHTTPServer):
             def process_request(self, request, client_address):
-                if not slots.acquire(blocking=False):      # over the limit: close it, keep serving the others
+                if not slots.acquire(blocking=False):  # over the limit: close it, keep serving the others
                     exporter._errors["connections_refused"] = exporter._errors.get("connections_refused", 0) + 1
                     self.shutdown_request(request)
                     return
@@ -164,7 +180,8 @@ class GpuExporter:
                     slots.release()
 
         class Handler(BaseHTTPRequestHandler):
-            timeout = idle_timeout                             # an idle or slow client is closed, its thread ends
+            timeout = idle_timeout  # an idle or slow client is closed, its thread ends
+
             def _send(self, status: int, body: bytes, ctype: str) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -178,8 +195,11 @@ class GpuExporter:
                 elif self.path == "/healthz":
                     self._send(200, b"ok\n", "text/plain")
                 elif self.path == "/":
-                    self._send(200, f"inferwatch GPU exporter {__version__} ({exporter.backend.name})\n"
-                                    f"/metrics\n".encode(), "text/plain")
+                    self._send(
+                        200,
+                        f"inferwatch GPU exporter {__version__} ({exporter.backend.name})\n/metrics\n".encode(),
+                        "text/plain",
+                    )
                 else:
                     self._answer(None)
 
@@ -187,8 +207,14 @@ class GpuExporter:
                 text = (self.headers.get("Content-Length") or "0").strip()
                 if not text.isdigit() or int(text) > MAX_ADMIN_BODY:
                     self.close_connection = True
-                    self._send(400, json.dumps({"error": f"Content-Length must be 0 to {MAX_ADMIN_BODY}, got "
-                                                         f"{text[:40]!r}"}).encode() + b"\n", "application/json")
+                    self._send(
+                        400,
+                        json.dumps(
+                            {"error": f"Content-Length must be 0 to {MAX_ADMIN_BODY}, got {text[:40]!r}"}
+                        ).encode()
+                        + b"\n",
+                        "application/json",
+                    )
                     return
                 self._answer(self.rfile.read(int(text)))
 
@@ -210,8 +236,9 @@ class GpuExporter:
         """Bind, start sampling, serve until interrupted."""
         server = self.server(host, port, self.idle_timeout, self.max_connections)
         self.start()
-        log.info("serving on http://%s:%d/metrics (%s backend, every %gs)", host, port, self.backend.name,
-                 self.interval)
+        log.info(
+            "serving on http://%s:%d/metrics (%s backend, every %gs)", host, port, self.backend.name, self.interval
+        )
         try:
             server.serve_forever()
         except KeyboardInterrupt:

@@ -23,7 +23,7 @@ from inferwatch.exporters._config import MAX_BODY_BYTES
 from inferwatch.exporters.gpu._http import get_capped, one_line
 from inferwatch.exporters.gpu._model import Labels, Reading, Snapshot, Workload
 
-if TYPE_CHECKING:                 # imported when first needed: the simulator alone does not load the mappings
+if TYPE_CHECKING:  # imported when first needed: the simulator alone does not load the mappings
     from inferwatch.exporters import Normalizer
 
 __all__ = ["SimulatedBackend", "EngineLoad", "activity", "simulated_gpus", "SCENARIOS"]
@@ -36,7 +36,7 @@ SCENARIOS = {
 }
 TOTAL_BYTES = 80 * 2**30
 WEIGHTS_BYTES = 16 * 2**30
-KV_POOL_BYTES = int(0.9 * TOTAL_BYTES) - WEIGHTS_BYTES     # what an engine preallocates at 0.9 memory utilisation
+KV_POOL_BYTES = int(0.9 * TOTAL_BYTES) - WEIGHTS_BYTES  # what an engine preallocates at 0.9 memory utilisation
 IDLE_W, MAX_W = 90.0, 700.0
 
 
@@ -47,30 +47,37 @@ class EngineLoad:
     running: float = 0.0
     waiting: float = 0.0
     kv: float = 0.0
-    prefill: float = 0.0      # share of tokens processed this pass that were prompt tokens
+    prefill: float = 0.0  # share of tokens processed this pass that were prompt tokens
 
 
 def activity(load: EngineLoad, scenario: str) -> dict[str, float]:
     """The GPU series of one GPU under `load` (ratios 0-1, bytes, watts): a pure function of the load."""
     busy = load.running > 0 or load.waiting > 0
-    fill = 1 - math.exp(-load.running / 8)           # a batch of 8 uses ~60 % of the SMs, 24 ~95 %
+    fill = 1 - math.exp(-load.running / 8)  # a batch of 8 uses ~60 % of the SMs, 24 ~95 %
     if scenario == "stall":
         util, sm, tensor, dram = (0.98, 0.08, 0.02, 0.04) if busy else (0.97, 0.06, 0.01, 0.03)
     elif busy:
         util = min(1.0, 0.9 + 0.1 * fill)
-        sm = 0.55 + 0.4 * fill                        # a healthy engine keeps at least half of the SMs busy
+        sm = 0.55 + 0.4 * fill  # a healthy engine keeps at least half of the SMs busy
         tensor = (0.08 + 0.4 * fill) * (1 - load.prefill) + 0.8 * load.prefill
         dram = (0.3 + 0.5 * fill) * (1 - load.prefill) + 0.35 * load.prefill
     else:
         util, sm, tensor, dram = 0.0, 0.0, 0.0, 0.0
     power = IDLE_W + (MAX_W - IDLE_W) * (0.55 * sm + 0.3 * tensor + 0.15 * dram)
-    return {"gpu_utilization_ratio": util, "gpu_graphics_engine_active_ratio": max(sm, util * 0.99),
-            "gpu_sm_active_ratio": sm, "gpu_sm_occupancy_ratio": 0.55 * sm, "gpu_tensor_active_ratio": tensor,
-            "gpu_dram_active_ratio": dram,
-            "gpu_memory_used_bytes": float(WEIGHTS_BYTES + int(min(1.0, load.kv) * KV_POOL_BYTES)),
-            "gpu_power_watts": power, "gpu_sm_clock_hertz": (1980.0 if busy or scenario == "stall" else 345.0) * 1e6,
-            "gpu_memory_clock_hertz": 2619e6, "gpu_pcie_tx_bytes_per_second": 2e6 + 4e7 * load.prefill,
-            "gpu_pcie_rx_bytes_per_second": 1e6 + 2e7 * fill}
+    return {
+        "gpu_utilization_ratio": util,
+        "gpu_graphics_engine_active_ratio": max(sm, util * 0.99),
+        "gpu_sm_active_ratio": sm,
+        "gpu_sm_occupancy_ratio": 0.55 * sm,
+        "gpu_tensor_active_ratio": tensor,
+        "gpu_dram_active_ratio": dram,
+        "gpu_memory_used_bytes": float(WEIGHTS_BYTES + int(min(1.0, load.kv) * KV_POOL_BYTES)),
+        "gpu_power_watts": power,
+        "gpu_sm_clock_hertz": (1980.0 if busy or scenario == "stall" else 345.0) * 1e6,
+        "gpu_memory_clock_hertz": 2619e6,
+        "gpu_pcie_tx_bytes_per_second": 2e6 + 4e7 * load.prefill,
+        "gpu_pcie_rx_bytes_per_second": 1e6 + 2e7 * fill,
+    }
 
 
 def _wave(t: float) -> EngineLoad:
@@ -85,16 +92,25 @@ class SimulatedBackend:
     name = "simulated"
     scenarios = tuple(SCENARIOS)
 
-    def __init__(self, gpus: int, hostname: str, follow: str | None = None, scenario: str = "normal",
-                 workload: Workload | None = None, sleep=time.sleep, clock=time.monotonic, fetch=None,
-                 seed: str = ""):
+    def __init__(
+        self,
+        gpus: int,
+        hostname: str,
+        follow: str | None = None,
+        scenario: str = "normal",
+        workload: Workload | None = None,
+        sleep=time.sleep,
+        clock=time.monotonic,
+        fetch=None,
+        seed: str = "",
+    ):
         self.gpus, self.hostname, self.follow, self.seed = gpus, hostname, follow, seed
         self.set_scenario(scenario)
         self.workload, self.sleep, self.clock = workload, sleep, clock
         self.fetch = fetch or _fetch
         self.errors: dict[str, int] = {}
         self._normalizer: Normalizer | None = None
-        self._counters: tuple[float, float, float] | None = None     # time, prompt, generation tokens
+        self._counters: tuple[float, float, float] | None = None  # time, prompt, generation tokens
         self._energy = [0.0] * gpus
         self._temp = [32.0] * gpus
         self._last = clock()
@@ -116,8 +132,9 @@ class SimulatedBackend:
     def sample(self, wait: float) -> Snapshot:
         self.sleep(wait)
         now = self.clock()
-        return self._snapshot(self._follow(self.follow, now, max(0.5, min(2.0, wait))) if self.follow else _wave(now),
-                              now)
+        return self._snapshot(
+            self._follow(self.follow, now, max(0.5, min(2.0, wait))) if self.follow else _wave(now), now
+        )
 
     def sample_engine(self, text: str) -> Snapshot:
         """A pass over an engine exposition handed in: a simulator serving its own GPUs."""
@@ -127,8 +144,9 @@ class SimulatedBackend:
     def _snapshot(self, load: EngineLoad, now: float) -> Snapshot:
         dt, self._last = max(0.0, now - self._last), now
         readings = [self._reading(i, load, dt) for i in range(self.gpus)]
-        return Snapshot(True, tuple(readings), taken_at=time.time(), duration=self.clock() - now,
-                        errors=dict(self.errors))
+        return Snapshot(
+            True, tuple(readings), taken_at=time.time(), duration=self.clock() - now, errors=dict(self.errors)
+        )
 
     def _reading(self, index: int, load: EngineLoad, dt: float) -> Reading:
         values = activity(load, self.scenario)
@@ -139,16 +157,25 @@ class SimulatedBackend:
         values["gpu_energy_joules_total"] = 1e6 + self._energy[index]
         values["gpu_temperature_celsius"] = round(self._temp[index], 1)
         samples: list[tuple[str, Labels, float]] = [(name, (), value) for name, value in values.items()]
-        samples += [("gpu_clock_throttle_active", (("reason", reason),), value) for reason, value in (
-            ("gpu_idle", float(values["gpu_utilization_ratio"] == 0)),
-            ("sw_power_cap", float(values["gpu_power_watts"] > 0.95 * MAX_W)), ("hw_slowdown", 0.0))]
+        samples += [
+            ("gpu_clock_throttle_active", (("reason", reason),), value)
+            for reason, value in (
+                ("gpu_idle", float(values["gpu_utilization_ratio"] == 0)),
+                ("sw_power_cap", float(values["gpu_power_watts"] > 0.95 * MAX_W)),
+                ("hw_slowdown", 0.0),
+            )
+        ]
         samples += [("gpu_ecc_errors_total", (("type", kind),), 0.0) for kind in ("corrected", "uncorrected")]
         if self.gpus > 1:
             nvlink = 5e9 * (1 - math.exp(-load.running / 8))
             samples += [("gpu_nvlink_tx_bytes_per_second", (), nvlink), ("gpu_nvlink_rx_bytes_per_second", (), nvlink)]
         uid = uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.hostname}/{self.seed}/{index}")
-        identity = (("gpu", str(index)), ("uuid", f"GPU-{uid}"), ("gpu_model", "NVIDIA H100 80GB HBM3 (simulated)"),
-                    ("hostname", self.hostname))
+        identity = (
+            ("gpu", str(index)),
+            ("uuid", f"GPU-{uid}"),
+            ("gpu_model", "NVIDIA H100 80GB HBM3 (simulated)"),
+            ("hostname", self.hostname),
+        )
         return Reading(identity, True, True, tuple(samples), (self.workload,) if self.workload else ())
 
     # -- following an engine ------------------------------------------------------------------------------
@@ -156,7 +183,7 @@ class SimulatedBackend:
     def _follow(self, url: str, now: float, timeout: float) -> EngineLoad:
         try:
             totals = self._totals(self.fetch(url, timeout))
-        except (OSError, ValueError, InferwatchError, http.client.HTTPException) as err:   # the last: not HTTP
+        except (OSError, ValueError, InferwatchError, http.client.HTTPException) as err:  # the last: not HTTP
             self._problem_is(f"--follow {self.follow}: {one_line(getattr(err, 'reason', err))}")
             return EngineLoad()
         self._problem_is(None)
@@ -167,10 +194,14 @@ class SimulatedBackend:
         prefill = 0.0
         if self._counters is not None:
             dp, dg = max(0.0, prompt - self._counters[1]), max(0.0, generation - self._counters[2])
-            prefill = dp / (dp + 20 * dg) if dp + dg > 0 else 0.0   # a prompt token costs ~1/20 of a decode step
+            prefill = dp / (dp + 20 * dg) if dp + dg > 0 else 0.0  # a prompt token costs ~1/20 of a decode step
         self._counters = (now, prompt, generation)
-        return EngineLoad(totals.get("llm_requests_running", 0.0), totals.get("llm_requests_waiting", 0.0),
-                          totals.get("llm_kv_cache_usage_ratio", 0.0), prefill)
+        return EngineLoad(
+            totals.get("llm_requests_running", 0.0),
+            totals.get("llm_requests_waiting", 0.0),
+            totals.get("llm_kv_cache_usage_ratio", 0.0),
+            prefill,
+        )
 
     def _totals(self, text: str) -> dict[str, float]:
         """Sums of the common series the GPUs follow (the KV ratio: the largest)."""
@@ -189,8 +220,12 @@ class SimulatedBackend:
                     continue
                 if s.name == "llm_kv_cache_usage_ratio":
                     totals[s.name] = max(totals.get(s.name, 0.0), value)
-                elif s.name in ("llm_requests_running", "llm_requests_waiting", "llm_prompt_tokens_total",
-                                "llm_generation_tokens_total"):
+                elif s.name in (
+                    "llm_requests_running",
+                    "llm_requests_waiting",
+                    "llm_prompt_tokens_total",
+                    "llm_generation_tokens_total",
+                ):
                     totals[s.name] = totals.get(s.name, 0.0) + value
         return totals
 

@@ -15,7 +15,7 @@ __all__ = ["WireError", "fields", "decode"]
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 _FIXED = {_I64: 8, _I32: 4}
-_MAX_DEPTH = 8            # the schema below is four deep; a deeper one is not an answer we read
+_MAX_DEPTH = 8  # the schema below is four deep; a deeper one is not an answer we read
 
 # message name -> {field number: (name, kind)}; kind is "str" or another message's name. Every field here is
 # `repeated` or a scalar read last-wins, as protobuf itself does. Field numbers from the kubelet's
@@ -63,18 +63,19 @@ def fields(data: bytes):
             size, pos = _varint(data, pos)
             if pos + size > len(data):
                 raise WireError(f"field {number}: {size} bytes promised, {len(data) - pos} left")
-            value, pos = data[pos:pos + size], pos + size
+            value, pos = data[pos : pos + size], pos + size
         elif wire in _FIXED:
             if pos + _FIXED[wire] > len(data):
                 raise WireError(f"field {number}: a fixed-size value runs past the end")
-            value, pos = data[pos:pos + _FIXED[wire]], pos + _FIXED[wire]
-        else:                                  # 3 and 4 (groups) are proto2 only; 6 and 7 do not exist
+            value, pos = data[pos : pos + _FIXED[wire]], pos + _FIXED[wire]
+        else:  # 3 and 4 (groups) are proto2 only; 6 and 7 do not exist
             raise WireError(f"field {number}: wire type {wire} is not in proto3")
         yield number, wire, value
 
 
-def decode(data: bytes, message: str = "ListPodResourcesResponse", schema: dict = POD_RESOURCES,
-           _depth: int = 0) -> dict:
+def decode(
+    data: bytes, message: str = "ListPodResourcesResponse", schema: dict = POD_RESOURCES, _depth: int = 0
+) -> dict:
     """`message` as a dict of the fields `schema` names (repeated ones as lists); raises WireError."""
     if _depth > _MAX_DEPTH:
         raise WireError("messages nested deeper than the schema")

@@ -38,30 +38,38 @@ def _gpm_pair(nv, index: int, interval: float) -> str:
         nv.nvmlGpmSampleGet(handle, first)
         time.sleep(interval)
         nv.nvmlGpmSampleGet(handle, second)
-        ids = {"SM_UTIL": nv.NVML_GPM_METRIC_SM_UTIL, "SM_OCCUPANCY": nv.NVML_GPM_METRIC_SM_OCCUPANCY,
-               "ANY_TENSOR_UTIL": nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL, "DRAM_BW_UTIL": nv.NVML_GPM_METRIC_DRAM_BW_UTIL}
+        ids = {
+            "SM_UTIL": nv.NVML_GPM_METRIC_SM_UTIL,
+            "SM_OCCUPANCY": nv.NVML_GPM_METRIC_SM_OCCUPANCY,
+            "ANY_TENSOR_UTIL": nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+            "DRAM_BW_UTIL": nv.NVML_GPM_METRIC_DRAM_BW_UTIL,
+        }
         request = nv.c_nvmlGpmMetricsGet_t()
         request.version, request.numMetrics = nv.NVML_GPM_METRICS_GET_VERSION, len(ids)
         request.sample1, request.sample2 = first, second
         for i, metric in enumerate(ids.values()):
             request.metrics[i].metricId = metric
         nv.nvmlGpmMetricsGet(request)
-        return ", ".join(f"{name}={request.metrics[i].value:.2f}%" if request.metrics[i].nvmlReturn == nv.NVML_SUCCESS
-                         else f"{name}=error {request.metrics[i].nvmlReturn}" for i, name in enumerate(ids))
+        return ", ".join(
+            f"{name}={request.metrics[i].value:.2f}%"
+            if request.metrics[i].nvmlReturn == nv.NVML_SUCCESS
+            else f"{name}=error {request.metrics[i].nvmlReturn}"
+            for i, name in enumerate(ids)
+        )
     finally:
         nv.nvmlGpmSampleFree(first)
         nv.nvmlGpmSampleFree(second)
 
 
 def _scrape(nv, interval: float) -> str:
-    from inferwatch.exporters.gpu import GpuExporter, NvmlBackend, PodResolver, PodResourcesClient
     from inferwatch.exporters import split_families
+    from inferwatch.exporters.gpu import GpuExporter, NvmlBackend, PodResolver, PodResourcesClient
     from inferwatch.mappings import load_catalog
 
     # the kubelet's socket where this is a Kubernetes node; elsewhere attribution_info says which source named what
     backend = NvmlBackend(nv, socket.gethostname(), PodResolver(), pod_resources=PodResourcesClient())
     exporter = GpuExporter(backend, interval)
-    snapshot = exporter.step()                  # nvmlInit again: NVML counts references
+    snapshot = exporter.step()  # nvmlInit again: NVML counts references
     text = exporter.render()
     exporter.stop()
     print(text)
@@ -90,8 +98,12 @@ def main(argv=None) -> int:
     ok &= good
     for i in range(count or 0):
         handle = nv.nvmlDeviceGetHandleByIndex(i)
-        ok &= _step(f"GPU {i}", lambda h=handle: f"{nv.nvmlDeviceGetName(h)} {nv.nvmlDeviceGetUUID(h)} "
-                                                 f"arch {nv.nvmlDeviceGetArchitecture(h)}")[1]
+        ok &= _step(
+            f"GPU {i}",
+            lambda h=handle: (
+                f"{nv.nvmlDeviceGetName(h)} {nv.nvmlDeviceGetUUID(h)} arch {nv.nvmlDeviceGetArchitecture(h)}"
+            ),
+        )[1]
         ok &= _step(f"GPU {i} GPM sample pair", lambda i=i: _gpm_pair(nv, i, args.interval))[1]
     ok &= _step("one exporter pass and scrape", lambda: _scrape(nv, args.interval))[1]
     nv.nvmlShutdown()

@@ -30,12 +30,20 @@ def check(ok: bool, line: str) -> None:
 
 # What an H200 (Hopper, GPM) must serve, and the range a sane value lies in.
 SANE = {
-    "gpu_up": (1, 1), "gpu_profiling_supported": (1, 1),
-    "gpu_utilization_ratio": (0, 1), "gpu_sm_active_ratio": (0, 1), "gpu_sm_occupancy_ratio": (0, 1),
-    "gpu_tensor_active_ratio": (0, 1), "gpu_dram_active_ratio": (0, 1),
-    "gpu_memory_used_bytes": (0, 200 * GiB), "gpu_memory_free_bytes": (0, 200 * GiB),
-    "gpu_power_watts": (10, 1500), "gpu_energy_joules_total": (0, math.inf),
-    "gpu_temperature_celsius": (5, 110), "gpu_sm_clock_hertz": (1e8, 5e9), "gpu_memory_clock_hertz": (1e8, 1e10),
+    "gpu_up": (1, 1),
+    "gpu_profiling_supported": (1, 1),
+    "gpu_utilization_ratio": (0, 1),
+    "gpu_sm_active_ratio": (0, 1),
+    "gpu_sm_occupancy_ratio": (0, 1),
+    "gpu_tensor_active_ratio": (0, 1),
+    "gpu_dram_active_ratio": (0, 1),
+    "gpu_memory_used_bytes": (0, 200 * GiB),
+    "gpu_memory_free_bytes": (0, 200 * GiB),
+    "gpu_power_watts": (10, 1500),
+    "gpu_energy_joules_total": (0, math.inf),
+    "gpu_temperature_celsius": (5, 110),
+    "gpu_sm_clock_hertz": (1e8, 5e9),
+    "gpu_memory_clock_hertz": (1e8, 1e10),
 }
 
 
@@ -62,8 +70,10 @@ def backend_values() -> None:
     check(reading.profiling is True, "GPU 0 has GPM (profiling) as Hopper should")
     check(SANE.keys() <= names, f"backend read every common name; missing: {sorted(SANE.keys() - names)}")
     ident = dict(reading.identity)
-    check(ident.get("uuid", "").startswith("GPU-") and "H200" in ident.get("gpu_model", ""),
-          f"uuid {ident.get('uuid')!r} and model {ident.get('gpu_model')!r}")
+    check(
+        ident.get("uuid", "").startswith("GPU-") and "H200" in ident.get("gpu_model", ""),
+        f"uuid {ident.get('uuid')!r} and model {ident.get('gpu_model')!r}",
+    )
 
 
 # Work the GPU is given while the backend samples it: the product's claim is that SM and tensor activity tell
@@ -71,24 +81,29 @@ def backend_values() -> None:
 # almost no SM active), `matmul` runs bf16 matrix products on the tensor cores.
 LOADS = {
     "matmul": "a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16); b = a.clone()\n"
-              "def step():\n    for _ in range(20): a @ b\n",
+    "def step():\n    for _ in range(20): a @ b\n",
     "spin": "def step():\n    for _ in range(20): torch.cuda._sleep(50_000_000)\n",
 }
 # (load, common name, low, high): the range the value must lie in while that load runs.
 EXPECT = [
-    ("idle", "gpu_sm_active_ratio", 0.0, 0.05), ("idle", "gpu_tensor_active_ratio", 0.0, 0.02),
-    ("matmul", "gpu_utilization_ratio", 0.9, 1.0), ("matmul", "gpu_sm_active_ratio", 0.5, 1.0),
+    ("idle", "gpu_sm_active_ratio", 0.0, 0.05),
+    ("idle", "gpu_tensor_active_ratio", 0.0, 0.02),
+    ("matmul", "gpu_utilization_ratio", 0.9, 1.0),
+    ("matmul", "gpu_sm_active_ratio", 0.5, 1.0),
     ("matmul", "gpu_tensor_active_ratio", 0.2, 1.0),
-    ("spin", "gpu_utilization_ratio", 0.9, 1.0), ("spin", "gpu_sm_active_ratio", 0.0, 0.1),
+    ("spin", "gpu_utilization_ratio", 0.9, 1.0),
+    ("spin", "gpu_sm_active_ratio", 0.0, 0.1),
     ("spin", "gpu_tensor_active_ratio", 0.0, 0.02),
 ]
 
 
 def _load(kind: str) -> subprocess.Popen:
-    body = ("import sys, torch\n" + LOADS[kind] + "step(); torch.cuda.synchronize(); print('ready', flush=True)\n"
-            "while True:\n    step(); torch.cuda.synchronize()\n")
+    body = (
+        "import sys, torch\n" + LOADS[kind] + "step(); torch.cuda.synchronize(); print('ready', flush=True)\n"
+        "while True:\n    step(); torch.cuda.synchronize()\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", body], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()          # waits for the warm-up: the load is on the GPU from here
+    line = proc.stdout.readline()  # waits for the warm-up: the load is on the GPU from here
     if line.strip() != "ready":
         proc.kill()
         raise RuntimeError(f"{kind} load did not start (said {line!r}, exit {proc.wait()})")
@@ -107,15 +122,20 @@ def activity_under_load() -> None:
         for kind in ("idle", "matmul", "spin"):
             proc = None if kind == "idle" else _load(kind)
             try:
-                backend.sample(1.0)           # GPU-Util is NVML's own average over its last period: let it turn
+                backend.sample(1.0)  # GPU-Util is NVML's own average over its last period: let it turn
                 reading = [r for r in backend.sample(2.0).readings if dict(r.identity).get("gpu") == "0"][0]
             finally:
                 if proc is not None:
                     proc.kill()
                     proc.wait()
             seen[kind] = {name: value for name, labels, value in reading.samples if not labels}
-            print(f"{kind:7s}", {k: round(v, 3) for k, v in seen[kind].items() if k.endswith("_ratio")},
-                  "workloads:", reading.workloads, flush=True)
+            print(
+                f"{kind:7s}",
+                {k: round(v, 3) for k, v in seen[kind].items() if k.endswith("_ratio")},
+                "workloads:",
+                reading.workloads,
+                flush=True,
+            )
     finally:
         backend.close()
     for kind, name, low, high in EXPECT:
@@ -138,13 +158,27 @@ def exporter_scrape() -> None:
         port = s.getsockname()[1]
     try:
         import typer  # noqa: F401 - the CLI path when its packages were carried
-        cmd = [sys.executable, "-m", "inferwatch", "exporter", "gpu", "--listen", f"127.0.0.1:{port}",
-               "--interval", "1s"]
+
+        cmd = [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "exporter",
+            "gpu",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--interval",
+            "1s",
+        ]
     except ImportError:
         print("typer not importable: starting the exporter through GpuExporter.run (same server and backend)")
-        cmd = [sys.executable, "-c", "import pynvml, socket; from inferwatch.exporters.gpu import GpuExporter, "
-               "NvmlBackend, PodResolver; GpuExporter(NvmlBackend(pynvml, socket.gethostname(), PodResolver()), "
-               f"1.0).run('127.0.0.1', {port})"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "import pynvml, socket; from inferwatch.exporters.gpu import GpuExporter, "
+            "NvmlBackend, PodResolver; GpuExporter(NvmlBackend(pynvml, socket.gethostname(), PodResolver()), "
+            f"1.0).run('127.0.0.1', {port})",
+        ]
     print("starting:", " ".join(cmd), flush=True)
     # cwd away from the repository: `-m inferwatch` there would import the source tree, not the package layout
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")

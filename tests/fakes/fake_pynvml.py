@@ -17,17 +17,38 @@ import pynvml as _real
 
 # constants and classes taken from the real module (only names it has, by construction)
 CONSTANTS = (
-    "NVML_SUCCESS", "NVML_TEMPERATURE_GPU", "NVML_CLOCK_SM", "NVML_CLOCK_MEM", "NVML_PCIE_UTIL_TX_BYTES",
-    "NVML_PCIE_UTIL_RX_BYTES", "NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_MEMORY_ERROR_TYPE_UNCORRECTED",
-    "NVML_VOLATILE_ECC", "NVML_DEVICE_MIG_ENABLE", "NVML_DEVICE_MIG_DISABLE", "NVML_GPM_METRICS_GET_VERSION",
-    "NVML_GPM_SUPPORT_VERSION", "nvmlEventTypeXidCriticalError", "nvmlTemperature_v1",
-    "c_nvmlGpmMetricsGet_t", "c_nvmlGpmSupport_t", "c_nvmlGpmSample_t", "struct_c_nvmlGpmSample_t",
-    "NVMLError", "NVML_DEVICE_ARCH_HOPPER", "NVML_DEVICE_ARCH_AMPERE",
-) + tuple(n for n in dir(_real) if n.startswith(("NVML_GPM_METRIC_", "nvmlClocksEventReason", "NVMLError_",
-                                                   "NVML_ERROR_")))
+    "NVML_SUCCESS",
+    "NVML_TEMPERATURE_GPU",
+    "NVML_CLOCK_SM",
+    "NVML_CLOCK_MEM",
+    "NVML_PCIE_UTIL_TX_BYTES",
+    "NVML_PCIE_UTIL_RX_BYTES",
+    "NVML_MEMORY_ERROR_TYPE_CORRECTED",
+    "NVML_MEMORY_ERROR_TYPE_UNCORRECTED",
+    "NVML_VOLATILE_ECC",
+    "NVML_DEVICE_MIG_ENABLE",
+    "NVML_DEVICE_MIG_DISABLE",
+    "NVML_GPM_METRICS_GET_VERSION",
+    "NVML_GPM_SUPPORT_VERSION",
+    "nvmlEventTypeXidCriticalError",
+    "nvmlTemperature_v1",
+    "c_nvmlGpmMetricsGet_t",
+    "c_nvmlGpmSupport_t",
+    "c_nvmlGpmSample_t",
+    "struct_c_nvmlGpmSample_t",
+    "NVMLError",
+    "NVML_DEVICE_ARCH_HOPPER",
+    "NVML_DEVICE_ARCH_AMPERE",
+) + tuple(
+    n for n in dir(_real) if n.startswith(("NVML_GPM_METRIC_", "nvmlClocksEventReason", "NVMLError_", "NVML_ERROR_"))
+)
 
-SM, OCC, TENSOR, DRAM = (_real.NVML_GPM_METRIC_SM_UTIL, _real.NVML_GPM_METRIC_SM_OCCUPANCY,
-                         _real.NVML_GPM_METRIC_ANY_TENSOR_UTIL, _real.NVML_GPM_METRIC_DRAM_BW_UTIL)
+SM, OCC, TENSOR, DRAM = (
+    _real.NVML_GPM_METRIC_SM_UTIL,
+    _real.NVML_GPM_METRIC_SM_OCCUPANCY,
+    _real.NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+    _real.NVML_GPM_METRIC_DRAM_BW_UTIL,
+)
 
 
 @dataclass
@@ -44,8 +65,8 @@ class FakeMig:
 class FakeGpu:
     uuid: str
     name: str
-    gpm: dict[int, float] | None = None       # GPM metric id -> percent; None: no GPM (pre-Hopper)
-    util: int = 50                              # percent
+    gpm: dict[int, float] | None = None  # GPM metric id -> percent; None: no GPM (pre-Hopper)
+    util: int = 50  # percent
     total: int = 80 * 2**30
     used: int = 20 * 2**30
     power_mw: int = 300_000
@@ -54,13 +75,13 @@ class FakeGpu:
     sm_mhz: int = 1980
     mem_mhz: int = 2619
     reasons: int = 0
-    ecc: tuple[int, int] | None = (3, 0)        # corrected, uncorrected; None: ECC off
-    pcie_kb: tuple[int, int] = (1000, 2000)     # tx, rx KB/s
+    ecc: tuple[int, int] | None = (3, 0)  # corrected, uncorrected; None: ECC off
+    pcie_kb: tuple[int, int] = (1000, 2000)  # tx, rx KB/s
     pids: tuple[int, ...] = ()
     migs: list[FakeMig] | None = None
     lost: bool = False
     xids: list[int] = field(default_factory=list)
-    minor: int | None = None                    # /dev/nvidiaN; None: its index
+    minor: int | None = None  # /dev/nvidiaN; None: its index
 
 
 class _Handle:
@@ -69,7 +90,7 @@ class _Handle:
 
 
 def _fail(code: int):
-    raise _real.NVMLError(code)     # the real class picks the real subclass (NVMLError_GpuIsLost, ...)
+    raise _real.NVMLError(code)  # the real class picks the real subclass (NVMLError_GpuIsLost, ...)
 
 
 class FakeNvml:
@@ -129,7 +150,7 @@ class FakeNvml:
 
     def nvmlDeviceGetMinorNumber(self, handle):
         gpu = self._gpu(handle)
-        return gpu.minor if gpu.minor is not None else self.gpus.index(gpu)     # /dev/nvidiaN
+        return gpu.minor if gpu.minor is not None else self.gpus.index(gpu)  # /dev/nvidiaN
 
     def nvmlDeviceGetUUID(self, handle):
         gpu = self._gpu(handle)
@@ -149,7 +170,7 @@ class FakeNvml:
     def nvmlDeviceGetUtilizationRates(self, handle):
         gpu = self._whole(handle)
         if gpu.migs is not None:
-            _fail(_real.NVML_ERROR_NOT_SUPPORTED)          # no GPU-Util in MIG mode
+            _fail(_real.NVML_ERROR_NOT_SUPPORTED)  # no GPU-Util in MIG mode
         return SimpleNamespace(gpu=gpu.util, memory=10)
 
     def nvmlDeviceGetMemoryInfo(self, handle, version=None):
@@ -220,9 +241,12 @@ class FakeNvml:
     def nvmlDeviceGetAttributes(self, device):
         self._gpu(device)
         mig = device.mig
-        return SimpleNamespace(gpuInstanceSliceCount=mig.slices if mig else 7, computeInstanceSliceCount=1,
-                               memorySizeMB=mig.memory_mb if mig else device.gpu.total // 2**20,
-                               multiprocessorCount=16)
+        return SimpleNamespace(
+            gpuInstanceSliceCount=mig.slices if mig else 7,
+            computeInstanceSliceCount=1,
+            memorySizeMB=mig.memory_mb if mig else device.gpu.total // 2**20,
+            multiprocessorCount=16,
+        )
 
     # -- GPM ----------------------------------------------------------------------------------------------
 
@@ -236,7 +260,7 @@ class FakeNvml:
     def nvmlGpmSampleAlloc(self):
         sample = ctypes.pointer(_real.struct_c_nvmlGpmSample_t())
         self._live_samples.add(ctypes.addressof(sample.contents))
-        self._keep = getattr(self, "_keep", []) + [sample]      # keep the memory alive while referenced
+        self._keep = getattr(self, "_keep", []) + [sample]  # keep the memory alive while referenced
         return sample
 
     def nvmlGpmSampleFree(self, gpmSample):
@@ -251,7 +275,7 @@ class FakeNvml:
 
     def nvmlGpmSampleGet(self, device, gpmSample):
         if device.gpu.migs is not None:
-            _fail(_real.NVML_ERROR_NOT_SUPPORTED)          # in MIG mode, sample per GPU instance
+            _fail(_real.NVML_ERROR_NOT_SUPPORTED)  # in MIG mode, sample per GPU instance
         return self._take(device, gpmSample)
 
     def nvmlGpmMigSampleGet(self, device, gpuInstanceId, gpmSample):
@@ -291,19 +315,35 @@ class FakeNvml:
     def nvmlEventSetWait(self, eventSet, timeoutms):
         for gpu in self.gpus:
             if gpu.uuid in self._registered and gpu.xids:
-                return SimpleNamespace(device=_Handle(gpu), eventType=_real.nvmlEventTypeXidCriticalError,
-                                       eventData=gpu.xids.pop(0), gpuInstanceId=0, computeInstanceId=0)
+                return SimpleNamespace(
+                    device=_Handle(gpu),
+                    eventType=_real.nvmlEventTypeXidCriticalError,
+                    eventData=gpu.xids.pop(0),
+                    gpuInstanceId=0,
+                    computeInstanceId=0,
+                )
         _fail(_real.NVML_ERROR_TIMEOUT)
 
 
 # -- the GPUs of the tests --------------------------------------------------------------------------------
 
+
 def hopper(n: int = 0, **kw) -> FakeGpu:
-    return FakeGpu(f"GPU-{n:08d}-aaaa-bbbb-cccc-hopper000000", "NVIDIA H100 80GB HBM3",
-                   gpm={SM: 41.5, OCC: 22.0, TENSOR: 12.25, DRAM: 55.0,
-                        _real.NVML_GPM_METRIC_GRAPHICS_UTIL: 97.0,
-                        _real.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: 100.0,
-                        _real.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: 50.0}, util=97, **kw)
+    return FakeGpu(
+        f"GPU-{n:08d}-aaaa-bbbb-cccc-hopper000000",
+        "NVIDIA H100 80GB HBM3",
+        gpm={
+            SM: 41.5,
+            OCC: 22.0,
+            TENSOR: 12.25,
+            DRAM: 55.0,
+            _real.NVML_GPM_METRIC_GRAPHICS_UTIL: 97.0,
+            _real.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: 100.0,
+            _real.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: 50.0,
+        },
+        util=97,
+        **kw,
+    )
 
 
 def ampere(n: int = 1, **kw) -> FakeGpu:
@@ -311,6 +351,13 @@ def ampere(n: int = 1, **kw) -> FakeGpu:
 
 
 def mig_hopper(n: int = 2) -> FakeGpu:
-    return FakeGpu(f"GPU-{n:08d}-aaaa-bbbb-cccc-migmig000000", "NVIDIA H100 80GB HBM3", gpm={SM: 0.0}, util=0,
-                   migs=[FakeMig(1, 1, 9856, 3 * 2**30, {SM: 30.0, OCC: 10.0, TENSOR: 5.0, DRAM: 20.0}, (501,)),
-                         FakeMig(2, 3, 40192, 10 * 2**30, {SM: 102.0, OCC: 60.0, TENSOR: 70.0, DRAM: 80.0})])
+    return FakeGpu(
+        f"GPU-{n:08d}-aaaa-bbbb-cccc-migmig000000",
+        "NVIDIA H100 80GB HBM3",
+        gpm={SM: 0.0},
+        util=0,
+        migs=[
+            FakeMig(1, 1, 9856, 3 * 2**30, {SM: 30.0, OCC: 10.0, TENSOR: 5.0, DRAM: 20.0}, (501,)),
+            FakeMig(2, 3, 40192, 10 * 2**30, {SM: 102.0, OCC: 60.0, TENSOR: 70.0, DRAM: 80.0}),
+        ],
+    )

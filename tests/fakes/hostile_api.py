@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from promtools import serving
 
-STALL_S = 120.0          # the longest an endless answer lasts; far past any deadline the tests give
-TRICKLE_S = 0.05         # one byte this often
+STALL_S = 120.0  # the longest an endless answer lasts; far past any deadline the tests give
+TRICKLE_S = 0.05  # one byte this often
 
 _SAMPLE = [1764496800, "1"]
 
@@ -64,8 +64,14 @@ SHAPES: dict[str, bytes] = {
     "matrix_values_null": _prom({"resultType": "matrix", "result": [{"metric": {"model": "m"}, "values": None}]}),
     "vector_as_matrix": _prom({"resultType": "matrix", "result": [{"metric": {"model": "m"}, "value": _SAMPLE}]}),
     "targets_null": _prom({"activeTargets": None, "groups": None, "activeAlertmanagers": None, "yaml": None}),
-    "targets_items_wrong": _prom({"activeTargets": [{"labels": None, "health": 1}], "groups": [{"rules": None}],
-                                  "activeAlertmanagers": "x", "yaml": 5}),
+    "targets_items_wrong": _prom(
+        {
+            "activeTargets": [{"labels": None, "health": 1}],
+            "groups": [{"rules": None}],
+            "activeAlertmanagers": "x",
+            "yaml": 5,
+        }
+    ),
     "grafana_wrong": b'[{"uid": ["x"]}, 5, null]',
 }
 
@@ -154,23 +160,29 @@ def _truncated_chunked(handler: BaseHTTPRequestHandler) -> None:
 
 def _gzip(handler: BaseHTTPRequestHandler) -> None:
     data = bomb()
-    head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    ).encode()
     _send(handler.connection, head + data)
 
 
 def _gzip_corrupt(handler: BaseHTTPRequestHandler) -> None:
     data = b"\x1f\x8b\x08\x00" + b"not gzip at all" * 10
-    head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    ).encode()
     _send(handler.connection, head + data)
 
 
 def _deflate_nested(handler: BaseHTTPRequestHandler) -> None:
     """100k-deep JSON, compressed: small on the wire, deep once parsed."""
     data = zlib.compress(b"[" * 100_000 + b"]" * 100_000)
-    head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: deflate\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: deflate\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    ).encode()
     _send(handler.connection, head + data)
 
 
@@ -183,10 +195,19 @@ def _reset(handler: BaseHTTPRequestHandler) -> None:
     handler.connection.close()
 
 
-RAW = {"trickle_body": _trickle, "trickle_head": _trickle_head, "silent": _silent, "huge_body": _huge,
-       "truncated": _truncated, "truncated_chunked": _truncated_chunked, "gzip_bomb": _gzip,
-       "gzip_corrupt": _gzip_corrupt, "deep_json_deflate": _deflate_nested, "bad_status_line": _bad_status_line,
-       "reset": _reset}
+RAW = {
+    "trickle_body": _trickle,
+    "trickle_head": _trickle_head,
+    "silent": _silent,
+    "huge_body": _huge,
+    "truncated": _truncated,
+    "truncated_chunked": _truncated_chunked,
+    "gzip_bomb": _gzip,
+    "gzip_corrupt": _gzip_corrupt,
+    "deep_json_deflate": _deflate_nested,
+    "bad_status_line": _bad_status_line,
+    "reset": _reset,
+}
 
 ANSWERS: dict[str, tuple[int, dict, bytes]] = {
     "deep_json": (200, {"Content-Type": "application/json"}, b"[" * 100_000 + b"]" * 100_000),
@@ -247,7 +268,7 @@ def _handler(mode: str, hostile):
 
 
 class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request, client_address):      # a client hanging up mid-answer is expected here
+    def handle_error(self, request, client_address):  # a client hanging up mid-answer is expected here
         pass
 
 

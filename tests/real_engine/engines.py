@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from harness import Engine, EngineUnavailable
+
 from inferwatch.sim._real_vllm import installed
 
 # The shared engine: few running slots and a short waiting queue, so a handful of clients queue up and a few
@@ -73,14 +73,14 @@ def engine_url(request) -> str:
         return given.rstrip("/").removesuffix("/v1")
     if not _SHARED:
         if _wants_pressure(request.session) and installed():
-            _PRESSURE.start(request.config)       # boots beside this one (not beside its install)
+            _PRESSURE.start(request.config)  # boots beside this one (not beside its install)
         engine = Engine(SHARED_FLAGS)
         try:
             engine.start()
             _SHARED["url"] = engine.url
         except EngineUnavailable as err:
             _SHARED["unavailable"] = str(err)
-        request.config.add_cleanup(engine.stop)         # once, at the end of the session
+        request.config.add_cleanup(engine.stop)  # once, at the end of the session
     if "unavailable" in _SHARED:
         pytest.skip(f"real vLLM unavailable: {_SHARED['unavailable']}")
     return _SHARED["url"]
@@ -90,8 +90,7 @@ def engine_url(request) -> str:
 def pressure_url(request) -> str:
     """The URL of the pressure engine (PRESSURE_FLAGS); skipped against --engine-url, whose flags are unknown."""
     if request.config.getoption("--engine-url"):
-        pytest.skip("needs an engine of its own flags (" + " ".join(PRESSURE_FLAGS) + "); --engine-url names "
-                    "another")
+        pytest.skip("needs an engine of its own flags (" + " ".join(PRESSURE_FLAGS) + "); --engine-url names another")
     _PRESSURE.start(request.config)
     return _PRESSURE.url()
 
@@ -101,6 +100,8 @@ def shared_flags(request) -> tuple[str, ...]:
     """The flags the shared engine was started with; a test that relies on them is skipped against --engine-url,
     whose flags are unknown."""
     if request.config.getoption("--engine-url"):
-        pytest.skip("relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
-                    "an engine started with its own")
+        pytest.skip(
+            "relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
+            "an engine started with its own"
+        )
     return SHARED_FLAGS

@@ -12,11 +12,20 @@ import argparse
 import signal
 import sys
 
-from inferwatch.sim._real_vllm import (MODEL_NAME, VLLM, Engine, EngineUnavailable, free_port, get, home, install,
-                                       model, venv)
+from inferwatch.sim._real_vllm import (
+    MODEL_NAME,
+    VLLM,
+    Engine,
+    EngineUnavailable,
+    free_port,
+    get,
+    home,
+    install,
+    model,
+    venv,
+)
 
-__all__ = ["MODEL_NAME", "VLLM", "Engine", "EngineUnavailable", "free_port", "get", "home", "install", "model",
-           "venv"]
+__all__ = ["MODEL_NAME", "VLLM", "Engine", "EngineUnavailable", "free_port", "get", "home", "install", "model", "venv"]
 
 
 def main() -> int:
@@ -29,7 +38,7 @@ def main() -> int:
             print(f"ready: {python} and {model(python)}")
             return 0
         stop_on = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, stop_on)      # held for sigwait, so the group is always stopped
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_on)  # held for sigwait, so the group is always stopped
         with Engine(tuple(flags)) as engine:
             print(f"serving {MODEL_NAME} at {engine.url} (log: {engine.log_path}); Ctrl-C stops it", flush=True)
             signal.sigwait(stop_on)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import calibration
+import pytest
 from engines import PRESSURE_FLAGS, SHARED_FLAGS, engine_url, pressure_url  # noqa: F401 - the fixtures
 from test_sim_calibration import RECORDED, differences, shape_differences
 
@@ -23,8 +22,10 @@ pytestmark = pytest.mark.real_engine
 @pytest.fixture(scope="module")
 def runs(engine_url, pressure_url, request):  # noqa: F811 - the fixtures above
     if request.config.getoption("--engine-url"):
-        pytest.skip("the script needs the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url "
-                    "names an engine started with its own")
+        pytest.skip(
+            "the script needs the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url "
+            "names an engine started with its own"
+        )
     assert SHARED_FLAGS == calibration.SHARED_REAL, "the shared engine's flags are the script's"
     assert PRESSURE_FLAGS == calibration.PRESSURE_REAL, "the pressure engine's flags are the script's"
     real = calibration.run(engine_url, "tiny-llama", calibration.SHARED_EVENTS)
@@ -35,8 +36,7 @@ def runs(engine_url, pressure_url, request):  # noqa: F811 - the fixtures above
         simulated_metrics = calibration.metrics(url)
     with calibration.simulated(calibration.PRESSURE_SIM) as url:
         simulated.update(calibration.run(url, "tiny-llama", calibration.PRESSURE_EVENTS))
-    return {"real": real, "simulated": simulated, "real_metrics": real_metrics,
-            "simulated_metrics": simulated_metrics}
+    return {"real": real, "simulated": simulated, "real_metrics": real_metrics, "simulated_metrics": simulated_metrics}
 
 
 def test_the_simulator_moves_its_counters_as_the_real_engine(runs):
@@ -52,5 +52,6 @@ def test_the_simulator_has_the_real_families_labels_and_buckets(runs):
 def test_the_recording_is_what_the_real_engine_does(runs):
     """The fast suite's recorded deltas, against this run: a changed engine (or script) needs a new recording."""
     recorded = json.loads((RECORDED / "deltas.json").read_text())
-    assert calibration.compare(runs["real"], recorded, differences()) == [], \
+    assert calibration.compare(runs["real"], recorded, differences()) == [], (
         "re-record with python tests/record_calibration.py"
+    )

@@ -15,13 +15,13 @@ import sys
 import threading
 
 import pytest
-
 from conftest import need
 from engines import engine_url  # noqa: F401 - the fixture
 from harness import free_port, get
-from inferwatch.sim import LoadConfig, run_load
 from promtools import prometheus, query, wait_for
 from test_dashboards_data import _has_data, _substitute, fast_slo_rules, panel_cases
+
+from inferwatch.sim import LoadConfig, run_load
 
 pytestmark = pytest.mark.real_engine
 
@@ -45,20 +45,43 @@ def loaded(engine_url, tmp_path_factory):  # noqa: F811 - the fixture above
     workdir = tmp_path_factory.mktemp("real-dashboards")
     port = free_port()
     model = json.loads(get(engine_url + "/v1/models", timeout=60)[1])["data"][0]["id"]
-    exporter = subprocess.Popen([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--listen",
-                                 f"127.0.0.1:{port}", "--target", f"vllm={engine_url}/metrics", "--timeout", "20s",
-                                 "--max-running-requests", f"{model}=2"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    exporter = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "exporter",
+            "normalize",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--target",
+            f"vllm={engine_url}/metrics",
+            "--timeout",
+            "20s",
+            "--max-running-requests",
+            f"{model}=2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     rules = fast_slo_rules(workdir)
-    config = {"global": {"scrape_interval": "5s", "scrape_timeout": "5s", "evaluation_interval": "1s"},
-              "rule_files": rules,
-              "scrape_configs": [{"job_name": "inferwatch", "honor_labels": True,
-                                  "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]}
+    config = {
+        "global": {"scrape_interval": "5s", "scrape_timeout": "5s", "evaluation_interval": "1s"},
+        "rule_files": rules,
+        "scrape_configs": [
+            {"job_name": "inferwatch", "honor_labels": True, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+        ],
+    }
     done = threading.Event()
 
     async def drive():
-        load = asyncio.ensure_future(run_load(LoadConfig(engine_url, rate=1.5, duration=240, prompt_tokens=60,
-                                                         max_tokens=24, prefix_share=0.5, seed=1)))
+        load = asyncio.ensure_future(
+            run_load(
+                LoadConfig(
+                    engine_url, rate=1.5, duration=240, prompt_tokens=60, max_tokens=24, prefix_share=0.5, seed=1
+                )
+            )
+        )
         while not load.done() and not done.is_set():
             await asyncio.sleep(0.2)
         load.cancel()

@@ -8,16 +8,30 @@ import subprocess
 import sys
 
 import pytest
-
 from engines import engine_url, shared_flags  # noqa: F401 - fixtures: the engine installed, or the step skipped
 
 pytestmark = pytest.mark.real_engine
 
 
 def test_the_real_demo_fires_the_queueing_alert(engine_url, shared_flags, tmp_path):  # noqa: F811
-    proc = subprocess.run([sys.executable, "-m", "inferwatch", "demo", "--engine", "vllm-real", "--headless",
-                           "--short", "--no-install", "--workdir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "demo",
+            "--engine",
+            "vllm-real",
+            "--headless",
+            "--short",
+            "--no-install",
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
     assert "fired  alertname=LLMQueueSaturated" in out, out[-4000:]

@@ -42,32 +42,33 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, need
 from engines import PRESSURE_FLAGS, SHARED_FLAGS, engine_url, pressure_url  # noqa: F401 - the fixtures
 from harness import MODEL_NAME, free_port
-from inferwatch.sim._demo import FOR_SCALE
-from inferwatch.triage import Connection, Window, triage
 from promtools import compress_durations, prometheus, query, wait_for
 from test_dashboards_data import fast_slo_rules
+
+from inferwatch.sim._demo import FOR_SCALE
+from inferwatch.triage import Connection, Window, triage
 
 # not in .ci/run's step yet: on a machine at load 28 and over the busy engine's /metrics came late (README)
 pytestmark = [pytest.mark.real_engine, pytest.mark.real_incidents]
 
-FACTOR = FOR_SCALE          # the demo's compression: ten minutes of alerting in one
-PATIENCE = 300              # seconds of real time for any condition: a deadline, never a measure of speed
-SCRAPE = "5s"               # 6 samples in the shortest compressed window (5m / FACTOR); a busy engine's /metrics
-                            # took 2 s at load 34, and a failed scrape is what LLMEngineTargetDown counts
-EXPORTER_TIMEOUT = "4s"     # the exporter's fetch from the engine, inside the scrape's
-BASELINE_S = 15             # healthy load before each incident: triage's baseline, and nothing may fire in it
-QUIET_S = 30                # how long "nothing fires" is watched: 5 compressed minutes, the longest `for:` that
-                            # can have data here (the GPU and speculative-decoding alerts have none)
-MIN_INCIDENT_S = 20         # an incident runs at least this long, so triage has events to compare
+FACTOR = FOR_SCALE  # the demo's compression: ten minutes of alerting in one
+PATIENCE = 300  # seconds of real time for any condition: a deadline, never a measure of speed
+SCRAPE = "5s"  # 6 samples in the shortest compressed window (5m / FACTOR); a busy engine's /metrics
+# took 2 s at load 34, and a failed scrape is what LLMEngineTargetDown counts
+EXPORTER_TIMEOUT = "4s"  # the exporter's fetch from the engine, inside the scrape's
+BASELINE_S = 15  # healthy load before each incident: triage's baseline, and nothing may fire in it
+QUIET_S = 30  # how long "nothing fires" is watched: 5 compressed minutes, the longest `for:` that
+# can have data here (the GPU and speculative-decoding alerts have none)
+MIN_INCIDENT_S = 20  # an incident runs at least this long, so triage has events to compare
 WORDS = "the request queue alert fires when engine cache model token prefix".split()
-REPORT: dict[str, "Outcome"] = {}
+REPORT: dict[str, Outcome] = {}
 
 
 # --- load -------------------------------------------------------------------------------------------------
+
 
 def _prompt(rnd: random.Random, words: int, prefix: str = "") -> str:
     return prefix + " ".join(rnd.choice(WORDS) for _ in range(words))
@@ -91,8 +92,11 @@ class Clients:
     def _client(self, i: int) -> None:
         rnd, deadline = random.Random(i), time.monotonic() + PATIENCE
         while not self._stop.is_set() and time.monotonic() < deadline:
-            request = urllib.request.Request(self.url + "/v1/completions", headers={"Content-Type": "application/json"},
-                                             data=json.dumps({"model": MODEL_NAME, **self.body(rnd)}).encode())
+            request = urllib.request.Request(
+                self.url + "/v1/completions",
+                headers={"Content-Type": "application/json"},
+                data=json.dumps({"model": MODEL_NAME, **self.body(rnd)}).encode(),
+            )
             try:
                 with urllib.request.urlopen(request, timeout=PATIENCE) as response:
                     response.read()
@@ -105,7 +109,7 @@ class Clients:
             if status != 200:
                 self._stop.wait(self.backoff)
 
-    def __enter__(self) -> "Clients":
+    def __enter__(self) -> Clients:
         for thread in self._threads:
             thread.start()
         return self
@@ -119,8 +123,9 @@ class Clients:
 def chats(url: str, n: int = 1, words: int = 40, max_tokens: int = 96, prefix: str = "") -> Clients:
     """`n` clients of one request shape; one client never fills the engine's cap: healthy load. An incident of
     more clients keeps the shape, so only what the incident changes changes (triage compares the two)."""
-    return Clients(url, n, lambda rnd: {"prompt": _prompt(rnd, words, prefix), "max_tokens": max_tokens,
-                                        "ignore_eos": True})
+    return Clients(
+        url, n, lambda rnd: {"prompt": _prompt(rnd, words, prefix), "max_tokens": max_tokens, "ignore_eos": True}
+    )
 
 
 def healthy(url: str) -> Clients:
@@ -128,6 +133,7 @@ def healthy(url: str) -> Clients:
 
 
 # --- incidents, measured ------------------------------------------------------------------------------------
+
 
 @dataclass
 class Phase:
@@ -150,9 +156,9 @@ class Outcome:
     incident: str
     fired: dict[str, float] = field(default_factory=dict)
     fired_during: list[str] = field(default_factory=list)
-    baseline: "Outcome | None" = None                         # the phase it is judged against
+    baseline: Outcome | None = None  # the phase it is judged against
     kinds: list[str] = field(default_factory=list)
-    triage_notes: list[str] = field(default_factory=list)     # not enough data, signals with too few events
+    triage_notes: list[str] = field(default_factory=list)  # not enough data, signals with too few events
     facts: dict[str, float] = field(default_factory=dict)
     statuses: dict = field(default_factory=dict)
     window: tuple[float, float] = (0.0, 0.0)
@@ -167,8 +173,12 @@ def _firing(prom: str) -> set[str]:
 
 
 def _fired_over(prom: str, seconds: float) -> list[str]:
-    return sorted({_alert_name(r["metric"])
-                   for r in query(prom, f'max_over_time(ALERTS{{alertstate="firing"}}[{max(1, round(seconds))}s])')})
+    return sorted(
+        {
+            _alert_name(r["metric"])
+            for r in query(prom, f'max_over_time(ALERTS{{alertstate="firing"}}[{max(1, round(seconds))}s])')
+        }
+    )
 
 
 def _value(prom: str, expr: str) -> float | None:
@@ -185,26 +195,36 @@ class Stack:
         rules = fast_slo_rules(workdir)
         operational = workdir / "operational.rules.yaml"
         operational.write_text(compress_durations((ROOT / "alerts" / "operational.rules.yaml").read_text(), FACTOR))
-        self.config = {"global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
-                       "rule_files": [*rules, str(operational), *map(str, extra)], "scrape_configs": [scrape]}
+        self.config = {
+            "global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
+            "rule_files": [*rules, str(operational), *map(str, extra)],
+            "scrape_configs": [scrape],
+        }
 
     def run(self, phases: list[Phase], judge: dict[str, tuple[str, str]]) -> dict[str, Outcome]:
         """The phases one after another; then each incident of `judge` ({incident: (phase, baseline phase)}) is
         its phase's outcome, with what fired during its baseline and triage over the two windows."""
         done: dict[str, Outcome] = {}
         with prometheus(need("prometheus"), self.config, self.workdir) as prom:
-            wait_for(lambda: query(prom, f'llm_slo:total:increase1m{{model="{MODEL_NAME}"}}'), timeout=PATIENCE,
-                     step=1)
+            wait_for(lambda: query(prom, f'llm_slo:total:increase1m{{model="{MODEL_NAME}"}}'), timeout=PATIENCE, step=1)
             for phase in phases:
                 done[phase.name] = self._phase(prom, phase)
             for incident, (name, against) in judge.items():
                 outcome, base = replace(done[name], incident=incident), done[against]
                 outcome.baseline = base
-                report = triage(Connection(prom), Window(*outcome.window), "{:.0f}/{:.0f}".format(*base.window),
-                                models=(MODEL_NAME,))
+                report = triage(
+                    Connection(prom),
+                    Window(*outcome.window),
+                    "{:.0f}/{:.0f}".format(*base.window),
+                    models=(MODEL_NAME,),
+                )
                 outcome.kinds = [f.kind for v in report.verdicts for f in v.findings]
-                outcome.triage_notes = [note for v in report.verdicts for note in
-                                        (v.not_enough_data, *(f"too few: {s}" for s in v.too_few)) if note]
+                outcome.triage_notes = [
+                    note
+                    for v in report.verdicts
+                    for note in (v.not_enough_data, *(f"too few: {s}" for s in v.too_few))
+                    if note
+                ]
                 done[incident] = REPORT[incident] = outcome
         return done
 
@@ -219,16 +239,15 @@ class Stack:
                 now = time.time()
                 for alert in _firing(prom) - set(outcome.fired):
                     outcome.fired[alert] = now - t0
-                if all(any(f.startswith(p) for f in outcome.fired) for p in phase.promised) \
-                        and now - t0 >= phase.hold:
+                if all(any(f.startswith(p) for f in outcome.fired) for p in phase.promised) and now - t0 >= phase.hold:
                     break
-                time.sleep(1)             # polling Prometheus; `hold` is a load phase's length, not an assertion
+                time.sleep(1)  # polling Prometheus; `hold` is a load phase's length, not an assertion
             t1 = time.time()
             outcome.window = (t0, t1)
             outcome.fired_during = _fired_over(prom, t1 - t0)
             for key, expr in phase.facts.items():
                 outcome.facts[key] = _value(prom, expr.replace("$W", f"{max(1, round(t1 - t0))}s"))
-        statuses = phase.clients[-1].statuses           # the phase's own clients are the last
+        statuses = phase.clients[-1].statuses  # the phase's own clients are the last
         outcome.statuses = {s: statuses.count(s) for s in set(statuses)}
         return outcome
 
@@ -236,13 +255,26 @@ class Stack:
 def _exporter_stack(engine_url: str, workdir: Path, cap: int):  # noqa: F811 - a URL, not the fixture
     """The normalizing exporter in front of the engine, with its cap; yields (Stack, stop)."""
     port = free_port()
-    exporter = subprocess.Popen([sys.executable, "-m", "inferwatch", "exporter", "normalize", "--listen",
-                                 f"127.0.0.1:{port}", "--target", f"vllm={engine_url}/metrics", "--timeout",
-                                 EXPORTER_TIMEOUT,
-                                 "--max-running-requests", f"{MODEL_NAME}={cap}"],
-                                stdout=subprocess.DEVNULL, stderr=(workdir / "exporter.log").open("w"))
-    scrape = {"job_name": "inferwatch", "honor_labels": True,
-              "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+    exporter = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inferwatch",
+            "exporter",
+            "normalize",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--target",
+            f"vllm={engine_url}/metrics",
+            "--timeout",
+            EXPORTER_TIMEOUT,
+            "--max-running-requests",
+            f"{MODEL_NAME}={cap}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / "exporter.log").open("w"),
+    )
+    scrape = {"job_name": "inferwatch", "honor_labels": True, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
     return Stack(workdir, scrape), exporter
 
 
@@ -251,8 +283,10 @@ def shared(request, engine_url, tmp_path_factory) -> dict[str, Outcome]:  # noqa
     """Every incident of the shared engine (--max-num-seqs 2, --max-num-queued-reqs 4), run once: a run that
     fails fails each test that reads it, with the same error (pytest keeps a fixture's failure for its scope)."""
     if request.config.getoption("--engine-url"):
-        pytest.skip("relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
-                    "an engine started with its own")
+        pytest.skip(
+            "relies on the shared engine's flags (" + " ".join(SHARED_FLAGS) + "); --engine-url names "
+            "an engine started with its own"
+        )
     cap = int(SHARED_FLAGS[SHARED_FLAGS.index("--max-num-seqs") + 1])
     workdir = tmp_path_factory.mktemp("shared")
     stack, exporter = _exporter_stack(engine_url, workdir, cap)
@@ -268,27 +302,34 @@ def shared(request, engine_url, tmp_path_factory) -> dict[str, Outcome]:  # noqa
 PREFIX = " ".join(random.Random(7).choice(WORDS) for _ in range(600)) + " "
 TTFT_FACTS = {
     "ttft_mean_s": f'sum(increase(llm_time_to_first_token_seconds_sum{{model="{MODEL_NAME}"}}[$W])) / '
-                   f'sum(increase(llm_time_to_first_token_seconds_count{{model="{MODEL_NAME}"}}[$W]))',
+    f'sum(increase(llm_time_to_first_token_seconds_count{{model="{MODEL_NAME}"}}[$W]))',
     "ttft_over_1s": f'1 - sum(increase(llm_time_to_first_token_seconds_bucket{{model="{MODEL_NAME}", le=~"1|1[.]0"}}'
-                    f'[$W])) / sum(increase(llm_time_to_first_token_seconds_count{{model="{MODEL_NAME}"}}[$W]))',
+    f'[$W])) / sum(increase(llm_time_to_first_token_seconds_count{{model="{MODEL_NAME}"}}[$W]))',
     "prompt_tokens": f'sum(increase(llm_request_prompt_tokens_sum{{model="{MODEL_NAME}"}}[$W])) / '
-                     f'sum(increase(llm_request_prompt_tokens_count{{model="{MODEL_NAME}"}}[$W]))',
+    f'sum(increase(llm_request_prompt_tokens_count{{model="{MODEL_NAME}"}}[$W]))',
 }
 REJECTED = f'sum(increase(llm_admission_rejections_total{{model="{MODEL_NAME}"}}[$W]))'
 # The default SLOs a busy machine can burn under healthy load (slo/defaults.yaml): the histogram and threshold of
 # their SLI, and their page_slow bar (5.6x the error budget, the lowest page). In a Prometheus minutes old a burn
 # alert reads only those minutes, so a few late first tokens among a few dozen requests page, rightly: the share
 # since it started (the [1h] covers it all) says whether the engine really was that slow.
-SLO_BARS = {"responsive": ("llm_time_to_first_token_seconds", 1.0, 5.6 * 0.01),
-            "fast-enough": ("llm_time_per_output_token_seconds", 0.1, 5.6 * 0.05)}
-SLOW_FACTS = {slo: f'1 - sum(increase({h}_bucket{{model="{MODEL_NAME}", le=~"{le:g}|{le:.1f}"}}[1h])) / '
-                   f'sum(increase({h}_count{{model="{MODEL_NAME}"}}[1h]))' for slo, (h, le, _) in SLO_BARS.items()}
+SLO_BARS = {
+    "responsive": ("llm_time_to_first_token_seconds", 1.0, 5.6 * 0.01),
+    "fast-enough": ("llm_time_per_output_token_seconds", 0.1, 5.6 * 0.05),
+}
+SLOW_FACTS = {
+    slo: f'1 - sum(increase({h}_bucket{{model="{MODEL_NAME}", le=~"{le:g}|{le:.1f}"}}[1h])) / '
+    f'sum(increase({h}_count{{model="{MODEL_NAME}"}}[1h]))'
+    for slo, (h, le, _) in SLO_BARS.items()
+}
 # {incident: (its phase, the baseline phase triage compares it with)}
-JUDGED = {"over-context": ("over-context", "healthy"),
-          "long-prompts": ("no-prefix", "short"),
-          "prefix-cache-loss": ("no-prefix", "shared-prefix"),
-          "queueing": ("queueing", "healthy"),
-          "admission-rejections": ("admission-rejections", "healthy")}
+JUDGED = {
+    "over-context": ("over-context", "healthy"),
+    "long-prompts": ("no-prefix", "short"),
+    "prefix-cache-loss": ("no-prefix", "shared-prefix"),
+    "queueing": ("queueing", "healthy"),
+    "admission-rejections": ("admission-rejections", "healthy"),
+}
 
 
 def _shared_phases(url: str, cap: int) -> list[Phase]:
@@ -302,27 +343,32 @@ def _shared_phases(url: str, cap: int) -> list[Phase]:
       --max-num-queued-reqs 4 (it refuses at cap + 2 requests in flight): the rest get 503 at once, while the
       queue stays full. Last, since the queue alert outlasts its queue by design (hysteresis)."""
     over = Clients(url, 1, lambda rnd: {"prompt": _prompt(rnd, 3000), "max_tokens": 4}, backoff=1)
-    return [Phase("healthy", [healthy(url)], hold=BASELINE_S, facts=SLOW_FACTS),
-            Phase("over-context", [healthy(url), over], hold=QUIET_S, facts=SLOW_FACTS),
-            Phase("short", [chats(url, words=40, max_tokens=16)], hold=BASELINE_S),
-            Phase("shared-prefix", [chats(url, words=30, max_tokens=16, prefix=PREFIX)], hold=BASELINE_S),
-            Phase("no-prefix", [chats(url, words=630, max_tokens=16)], facts=TTFT_FACTS),
-            Phase("queueing", [chats(url, cap + 2)], promised=("LLMQueueSaturated",)),
-            Phase("admission-rejections", [chats(url, cap + 8)], promised=("LLMQueueSaturated",),
-                  facts={"rejected": REJECTED})]
+    return [
+        Phase("healthy", [healthy(url)], hold=BASELINE_S, facts=SLOW_FACTS),
+        Phase("over-context", [healthy(url), over], hold=QUIET_S, facts=SLOW_FACTS),
+        Phase("short", [chats(url, words=40, max_tokens=16)], hold=BASELINE_S),
+        Phase("shared-prefix", [chats(url, words=30, max_tokens=16, prefix=PREFIX)], hold=BASELINE_S),
+        Phase("no-prefix", [chats(url, words=630, max_tokens=16)], facts=TTFT_FACTS),
+        Phase("queueing", [chats(url, cap + 2)], promised=("LLMQueueSaturated",)),
+        Phase(
+            "admission-rejections", [chats(url, cap + 8)], promised=("LLMQueueSaturated",), facts={"rejected": REJECTED}
+        ),
+    ]
 
 
 def _slo_only(outcome: Outcome) -> None:
     """The runbook promises only the responsive SLO's burn alert for this kind: it must fire where the incident
     made first tokens late, and cannot where a prefill on the tiny CPU model stays far under the 1 s threshold."""
     late, mean = outcome.facts["ttft_over_1s"], outcome.facts["ttft_mean_s"]
-    if late is not None and late > 0.1344:           # the responsive objective's page_fast bar (99 %, 13.44x)
+    if late is not None and late > 0.1344:  # the responsive objective's page_fast bar (99 %, 13.44x)
         assert "LLMErrorBudgetBurn{slo=responsive,tier=page_fast}" in outcome.fired, (outcome.fired, late)
         return
-    pytest.skip(f"{outcome.incident}: engine TTFT averaged {mean * 1000:.0f} ms over "
-                f"{outcome.facts['prompt_tokens']:.0f}-token prompts, {late or 0:.0%} over 1 s: a prefill on the tiny "
-                f"CPU model is too fast to burn the responsive SLO (page bar 13.4 % over 1 s), which is the only "
-                f"alert the runbook promises for this kind; the burn alert itself is proven on queueing")
+    pytest.skip(
+        f"{outcome.incident}: engine TTFT averaged {mean * 1000:.0f} ms over "
+        f"{outcome.facts['prompt_tokens']:.0f}-token prompts, {late or 0:.0%} over 1 s: a prefill on the tiny "
+        f"CPU model is too fast to burn the responsive SLO (page bar 13.4 % over 1 s), which is the only "
+        f"alert the runbook promises for this kind; the burn alert itself is proven on queueing"
+    )
 
 
 def _pages(alerts) -> list[str]:
@@ -341,8 +387,11 @@ def _slow(*outcomes: Outcome) -> list[str]:
         for alert in _pages(outcome.fired_during):
             slo = alert.partition("slo=")[2].partition(",")[0]
             share = outcome.facts.get(slo) if alert.startswith("LLMErrorBudgetBurn") else None
-            assert slo in SLO_BARS and share is not None and share >= SLO_BARS[slo][2], \
-                (outcome.incident, alert, outcome.facts)
+            assert slo in SLO_BARS and share is not None and share >= SLO_BARS[slo][2], (
+                outcome.incident,
+                alert,
+                outcome.facts,
+            )
             slow.append(f"{alert} in {outcome.incident}: {share:.0%} of requests over {SLO_BARS[slo][1]:g} s")
     return slow
 
@@ -351,8 +400,9 @@ def _quiet(*outcomes: Outcome) -> None:
     """Nothing pages in these healthy phases; where the machine made them slow (_slow), skipped with the
     measured shares."""
     if slow := _slow(*outcomes):
-        pytest.skip("the machine made the healthy load slow, and the SLO burn alerts said so rightly: "
-                    + "; ".join(slow))
+        pytest.skip(
+            "the machine made the healthy load slow, and the SLO burn alerts said so rightly: " + "; ".join(slow)
+        )
 
 
 def test_healthy_load_fires_nothing(shared):
@@ -421,6 +471,7 @@ def test_triage_names_long_prompts(shared):
 
 # --- KV pressure: an engine of its own, scraped directly with the relabel rules ------------------------------
 
+
 def _kv_pressure(url: str, workdir: Path) -> Outcome:
     # the relabel configs and, as the README says, the recording rules beside them (for what a rename cannot do:
     # request_success_total feeds both llm_requests_finished_total and llm_requests_aborted_total)
@@ -431,9 +482,15 @@ def _kv_pressure(url: str, workdir: Path) -> Outcome:
     # side by side and four (the running cap) run out of blocks and preempt each other; the baseline is longer
     # than the others' so that triage has as many of these longer requests to compare
     body = dict(words=40, max_tokens=250)
-    phases = [Phase("healthy", [chats(url, 2, **body)], hold=2 * BASELINE_S, facts=SLOW_FACTS),
-              Phase("kv-pressure", [chats(url, 4, **body)], promised=("LLMPreemptionStorm",),
-                    facts={"preemptions": f'sum(increase(llm_preemptions_total{{model="{MODEL_NAME}"}}[$W]))'})]
+    phases = [
+        Phase("healthy", [chats(url, 2, **body)], hold=2 * BASELINE_S, facts=SLOW_FACTS),
+        Phase(
+            "kv-pressure",
+            [chats(url, 4, **body)],
+            promised=("LLMPreemptionStorm",),
+            facts={"preemptions": f'sum(increase(llm_preemptions_total{{model="{MODEL_NAME}"}}[$W]))'},
+        ),
+    ]
     stack = Stack(workdir, scrape, (generated / "inferwatch-mappings.rules.yaml",))
     return stack.run(phases, {"kv-pressure": ("kv-pressure", "healthy")})["kv-pressure"]
 
@@ -458,11 +515,14 @@ def test_triage_names_kv_pressure(kv_pressure):
 
 # --- the table ---------------------------------------------------------------------------------------------
 
+
 def detection_table(outcomes: dict[str, Outcome]) -> list[str]:
     """One line per incident and alert: seconds from the incident's start to firing, here and scaled back."""
-    lines = [f"detection times (time compressed {FACTOR}x for the operational alerts; SLO burn alerts unscaled, "
-             "their windows uncompressed):",
-             f"  {'incident':<22} {'alert':<58} {'here':>7} {'scaled':>9}  triage"]
+    lines = [
+        f"detection times (time compressed {FACTOR}x for the operational alerts; SLO burn alerts unscaled, "
+        "their windows uncompressed):",
+        f"  {'incident':<22} {'alert':<58} {'here':>7} {'scaled':>9}  triage",
+    ]
     for outcome in outcomes.values():
         kinds = ", ".join(outcome.kinds) or "nothing"
         for alert, seconds in sorted(outcome.fired.items(), key=lambda kv: kv[1]) or [("(none fired)", None)]:
@@ -486,7 +546,7 @@ def _print_detection_times(request, tmp_path_factory):
         saved.write_text("\n".join(lines) + "\n")
         lines.append(f"  (written to {saved})")
     if REPORT and reporter and capture:
-        with capture.global_and_fixture_disabled():       # past -q and the capture, as -ra's lines are
+        with capture.global_and_fixture_disabled():  # past -q and the capture, as -ra's lines are
             reporter.write("\n")
             for line in lines:
                 reporter.write_line(line)

@@ -267,7 +267,8 @@ def plot(doc: dict, path: str | Path) -> None:
     ax.errorbar(
         [r["rate"] for r in rates],
         [r["share"] for r in rates],
-        yerr=[[r["share"] - r["lower"] for r in rates], [r["upper"] - r["share"] for r in rates]],
+        # a band need not hold its point (the t-band of few steps about their mean, the share pooled): never below 0
+        yerr=[[max(0.0, r["share"] - r["lower"]) for r in rates], [max(0.0, r["upper"] - r["share"]) for r in rates]],
         fmt="s",
         color="black",
         capsize=3,

@@ -127,11 +127,14 @@ def _imported(code: str) -> set[str]:
 
 
 def _heavy(modules: set[str], allowed: tuple[str, ...] = ()) -> set[str]:
-    """The heavy modules among `modules`; a package's command-line module (`inferwatch.sim._cli`) is not one."""
+    """The heavy modules among `modules`; a package's command-line modules (`inferwatch.sim._cli`,
+    `inferwatch.sim._cli_capacity`) are not."""
     return {
         m
         for m in modules
-        if (m.split(".")[0] in HEAVY or m.startswith(HEAVY)) and not m.endswith("._cli") and not m.startswith(allowed)
+        if (m.split(".")[0] in HEAVY or m.startswith(HEAVY))
+        and not m.rsplit(".", 1)[-1].startswith("_cli")
+        and not m.startswith(allowed)
     }
 
 

@@ -233,7 +233,7 @@ def test_healthy_victoriametrics_split_stack_reads_all_ok(stacks):
         f"vmalert sends alerts: to {stacks['am']}/api/v2/alerts",
     ):
         assert f"ok      {check}" in text, text
-    assert "ok      rule groups: 12 loaded, none failing" in text, text
+    assert "ok      rule groups: 13 loaded, none failing" in text, text
     assert "Prometheus sends alerts" not in text
     assert {line.split(":")[0][8:] for line in lines if line.startswith("skipped")} == {
         "GPU series",
@@ -356,7 +356,7 @@ def test_pointed_at_vmagent_or_vmalert_it_checks_what_they_answer(stacks, which)
     if which == "agent":
         assert "ok      targets: all 1 active targets are up" in out
     else:
-        assert "ok      rule groups: 12 loaded, none failing" in out and "ok      vmalert sends alerts" in out
+        assert "ok      rule groups: 13 loaded, none failing" in out and "ok      vmalert sends alerts" in out
     assert proc.returncode == 0, out
 
 

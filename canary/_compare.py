@@ -19,9 +19,10 @@ from importlib.resources import files
 import promql_parser
 
 from inferwatch._yaml import safe_load
-from inferwatch.canary._stats import bound_at_or_over, one_sided_p, quantile, share_over
+from inferwatch.canary._stats import bound_at_or_over, one_sided_p, share_over
 from inferwatch.errors import InferwatchError
 from inferwatch.slo import Matcher, Selector, builtin_sli
+from inferwatch.triage import bucket_quantile
 
 __all__ = ["Settings", "Finding", "Report", "compare", "parse_selector", "SelectorError", "signals"]
 
@@ -191,7 +192,7 @@ def _latency(name: str, definition: dict, stable: _Side, canary: _Side, settings
         return Finding(**base, verdict=INCONCLUSIVE, why=short)
     assert mean_c is not None  # both sides counted requests (_enough)
     ratio = mean_c / mean_s if mean_s else math.inf
-    p90_s = quantile(sb, 0.9)
+    p90_s = bucket_quantile(0.9, sb)
     bound = bound_at_or_over(sb, p90_s if p90_s is not None else 0.0)
     if bound is None:
         return Finding(**base, verdict=INCONCLUSIVE, why="the histogram has no finite bucket to compare at")
@@ -200,7 +201,7 @@ def _latency(name: str, definition: dict, stable: _Side, canary: _Side, settings
     p = one_sided_p(over_c, n_c, over_s, n_s)
     detail = {
         "p90_stable": p90_s,
-        "p90_canary": quantile(cb, 0.9),
+        "p90_canary": bucket_quantile(0.9, cb),
         "bound": bound,
         "over_bound_stable": over_s / n_s,
         "over_bound_canary": over_c / n_c,

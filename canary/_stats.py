@@ -1,31 +1,14 @@
-"""The arithmetic of a canary verdict, pure: quantiles from bucket counts as Prometheus computes them, and a
-one-sided exact test (is the canary's share of bad events higher than the stable version's?)."""
+"""The arithmetic of a canary verdict, pure: where a share over a bucket bound stands, and a one-sided exact test
+(is the canary's share of bad events higher than the stable version's?). Quantiles from bucket counts are
+triage's `bucket_quantile`, as Prometheus interpolates them."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["quantile", "share_over", "bound_at_or_over", "one_sided_p"]
+__all__ = ["share_over", "bound_at_or_over", "one_sided_p"]
 
 Buckets = list[tuple[float, float]]  # (le, cumulative count), sorted by le, +Inf last
-
-
-def quantile(buckets: Buckets, q: float) -> float | None:
-    """histogram_quantile(q) over cumulative buckets: linear within the bucket, the highest finite bound when
-    the rank falls in +Inf; None without observations."""
-    if not buckets or buckets[-1][1] <= 0:
-        return None
-    rank = q * buckets[-1][1]
-    lower_bound, lower_count = 0.0, 0.0
-    for le, count in buckets:
-        if count >= rank:
-            if math.isinf(le):
-                return lower_bound
-            if count == lower_count:
-                return le
-            return lower_bound + (le - lower_bound) * (rank - lower_count) / (count - lower_count)
-        lower_bound, lower_count = le, count
-    return lower_bound
 
 
 def bound_at_or_over(buckets: Buckets, value: float) -> float | None:

@@ -20,7 +20,7 @@ from conftest import ROOT, need
 from promtools import create_blocks, prometheus
 
 from inferwatch.canary import Settings, compare, parse_selector
-from inferwatch.canary._stats import one_sided_p, quantile
+from inferwatch.canary._stats import one_sided_p
 from inferwatch.canary._templates import render_templates
 from inferwatch.promapi import Client
 
@@ -199,14 +199,6 @@ def test_usage_and_connection_errors_exit_2_without_a_traceback(args, says):
         timeout=120,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and says in proc.stderr, proc.stderr
-
-
-def test_quantile_interpolates_as_prometheus_does():
-    buckets = [(0.1, 10.0), (0.5, 50.0), (1.0, 90.0), (math.inf, 100.0)]
-    assert quantile(buckets, 0.5) == pytest.approx(0.5)
-    assert quantile(buckets, 0.7) == pytest.approx(0.75)
-    assert quantile(buckets, 0.95) == 1.0  # in +Inf: the highest finite bound
-    assert quantile([(1.0, 0.0), (math.inf, 0.0)], 0.5) is None
 
 
 def test_the_one_sided_test_is_small_only_when_the_canary_is_worse():

@@ -102,7 +102,11 @@ def _expressions(spec: Spec, knobs: Knobs) -> dict[str, str]:
     pressure = []
     for kind, sli in objectives(spec).items():
         quantile = f"histogram_quantile(0.9, sum by ({BY}, le) (rate({_selector(sli, '_bucket')}[{rate}])))"
-        pressure.append(f'label_replace(\n  {quantile}\n  / {_number(sli.threshold)},\n  "signal", "{kind}", "", "")')
+        # `>= 0` drops NaN: a quantile of a window with no requests is NaN, and one NaN sample would make the
+        # smoothed pressure NaN for a whole window after traffic comes back
+        pressure.append(
+            f'label_replace(\n  {quantile}\n  / {_number(sli.threshold)} >= 0,\n  "signal", "{kind}", "", "")'
+        )
     new_pod = f"min_over_time(timestamp(group by ({BY}, pod) ({ENGINE}))[{COLD_START_LOOKBACK}:30s])"
     first_done = (
         f"min_over_time(timestamp(sum by ({BY}, pod) (llm_requests_finished_total) > 0)[{COLD_START_LOOKBACK}:30s])"

@@ -18,7 +18,6 @@ selects is not judged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,19 +60,7 @@ class _Objective:
 
 
 def _matches(matchers: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
-    """PromQL's semantics: a missing label is the empty string, regexes are anchored."""
-    for m in matchers:
-        value = labels.get(m.label, "")
-        if m.op == "=":
-            ok = value == m.value
-        elif m.op == "!=":
-            ok = value != m.value
-        else:
-            ok = re.fullmatch(m.value, value) is not None
-            ok = ok if m.op == "=~" else not ok
-        if not ok:
-            return False
-    return True
+    return all(m.matches(labels) for m in matchers)
 
 
 def _checked(matchers: tuple[Matcher, ...], allowed: tuple[str, ...], where: str) -> tuple[Matcher, ...]:

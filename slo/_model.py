@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -15,6 +17,12 @@ class Matcher:
     label: str
     op: str
     value: str
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a series with `labels` passes, as PromQL reads it: a missing label is "", regexes anchored."""
+        value = labels.get(self.label, "")
+        hit = re.fullmatch(self.value, value) is not None if "~" in self.op else value == self.value
+        return hit != self.op.startswith("!")
 
     def render(self) -> str:
         value = self.value.replace("\\", "\\\\").replace('"', '\\"')

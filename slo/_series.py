@@ -109,12 +109,7 @@ def _satisfy(matchers: tuple[Matcher, ...]) -> dict[str, str]:
 
 
 def _matches(matchers: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
-    for m in matchers:
-        value = labels.get(m.label, "")
-        hit = re.fullmatch(m.value, value) is not None if "~" in m.op else value == m.value
-        if hit == m.op.startswith("!"):
-            return False
-    return True
+    return all(m.matches(labels) for m in matchers)
 
 
 def _named(m: Matcher) -> tuple[str, ...]:

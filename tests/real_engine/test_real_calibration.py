@@ -22,7 +22,6 @@ pytestmark = pytest.mark.real_engine
 # the end of stop 32. Until the event holds its queue for certain, the two live comparisons run only with
 # --real-incidents; the families, labels and buckets check stays in .ci/run, as does the fast suite's comparison
 # with the checked-in recording (tests/test_sim_calibration.py).
-FLAKY_REJECTION = True
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +44,7 @@ def runs(engine_url, pressure_url, request):  # noqa: F811 - the fixtures above
     return {"real": real, "simulated": simulated, "real_metrics": real_metrics, "simulated_metrics": simulated_metrics}
 
 
-@pytest.mark.real_incidents  # timing: see FLAKY_REJECTION
+@pytest.mark.real_incidents  # the rejection event's timing: see the note above
 def test_the_simulator_moves_its_counters_as_the_real_engine(runs):
     assert set(runs["real"]) == set(calibration.EVENTS)
     assert calibration.compare(runs["real"], runs["simulated"], differences()) == []
@@ -56,7 +55,7 @@ def test_the_simulator_has_the_real_families_labels_and_buckets(runs):
     assert shape_differences(real, calibration.shapes(runs["simulated_metrics"]), differences()) == {}
 
 
-@pytest.mark.real_incidents  # timing: see FLAKY_REJECTION
+@pytest.mark.real_incidents  # the rejection event's timing: see the note above
 def test_the_recording_is_what_the_real_engine_does(runs):
     """The fast suite's recorded deltas, against this run: a changed engine (or script) needs a new recording."""
     recorded = json.loads((RECORDED / "deltas.json").read_text())

@@ -292,8 +292,8 @@ class Frontdoor:
             cookie_jar=aiohttp.DummyCookieJar(),
         )
         if self.config.models_refresh > 0:
-            await self.refresh_models()
-            self._models_task = asyncio.create_task(self._keep_models())
+            answered = await self.refresh_models()
+            self._models_task = asyncio.create_task(self._keep_models(answered))
 
     async def close(self) -> None:
         if self._models_task:
@@ -335,9 +335,12 @@ class Frontdoor:
 
         return all(await asyncio.gather(*(one(u) for u in self.config.upstreams)))
 
-    async def _keep_models(self) -> None:
-        """Every --models-refresh (every 5s at most while an upstream does not answer: an engine still loading)."""
-        ok = True
+    async def _keep_models(self, ok: bool) -> None:
+        """Every --models-refresh (every 5s at most while an upstream does not answer: an engine still loading).
+
+        `ok` is whether the read at start answered: a door started before its engine (a sidecar beside a vLLM
+        still loading) tries again in seconds, instead of counting every request as `other` until the next
+        refresh (a minute by default; the demo's vLLM door did so for its first 100 s)."""
         while True:
             await asyncio.sleep(self.config.models_refresh if ok else min(5.0, self.config.models_refresh))
             try:

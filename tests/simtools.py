@@ -15,8 +15,9 @@ FAST = EngineParams(decode_step_s=0.002, prefill_tokens_per_s=1e6, output_tokens
 
 
 @contextmanager
-def serve_app(app: web.Application):
-    """Serve an aiohttp app on a loopback port in a thread with its own loop; yields its base URL."""
+def serve_app(app: web.Application, port: int = 0):
+    """Serve an aiohttp app on a loopback port (`port`, else a free one) in a thread with its own loop; yields its
+    base URL."""
     loop = asyncio.new_event_loop()
     started, stop = threading.Event(), None
     holder: dict = {}
@@ -26,7 +27,7 @@ def serve_app(app: web.Application):
         asyncio.set_event_loop(loop)
         runner = web.AppRunner(app, access_log=None)
         loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", port)
         loop.run_until_complete(site.start())
         holder["port"] = runner.addresses[0][1]
         stop = asyncio.Event()
@@ -51,8 +52,9 @@ def simulator(
     scenario: str = "normal",
     params: EngineParams = FAST,
     model: str = "m",
+    port: int = 0,
 ):
-    """Yields (base URL, the simulator object) while the app serves."""
+    """Yields (base URL, the simulator object) while the app serves (on `port`, else a free one)."""
     app = make_app(SimulatorConfig(engine, version, model, scenario, params, seed=1))
-    with serve_app(app) as base:
+    with serve_app(app, port) as base:
         yield base, app[SIMULATOR]

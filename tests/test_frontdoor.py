@@ -423,6 +423,18 @@ def test_routes_by_model():
         assert upstreams == {"a": url_a.split("//")[1], "b": url_b.split("//")[1], "other": "none"}
 
 
+def test_a_door_started_before_its_engine_learns_its_models_without_waiting_a_whole_refresh():
+    """The read of /v1/models at start failed (nothing listens yet): the next try comes within seconds, not
+    after --models-refresh (here ten minutes), so requests are labelled with their model, not `other`."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with frontdoor(f"http://127.0.0.1:{port}", models_refresh=600.0) as (_, door):
+        assert "late" not in door.models.known
+        with simulator("vllm", params=STEADY, model="late", port=port):
+            wait_for(lambda: "late" in door.models.known, timeout=120)  # a guard against hanging, not a speed
+
+
 # --- outcomes, each produced for real and counted once --------------------------------------------------------
 
 

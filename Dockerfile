@@ -8,11 +8,14 @@
 # inspect python:3.11.10-slim-bookworm).
 
 FROM python:3.11.10-slim-bookworm AS build
+# the optional extras the image carries: otel, so `inferwatch frontdoor --otlp-endpoint` works in the image
+# (--build-arg EXTRAS= leaves it out)
+ARG EXTRAS=otel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY . .
 RUN python -m venv /opt/inferwatch \
- && /opt/inferwatch/bin/pip install . \
+ && /opt/inferwatch/bin/pip install ".${EXTRAS:+[$EXTRAS]}" \
  && /opt/inferwatch/bin/python -m compileall -q /opt/inferwatch
 
 FROM python:3.11.10-slim-bookworm

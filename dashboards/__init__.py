@@ -38,6 +38,12 @@ __all__ = [
     "loki_variable",
     "textbox",
     "logs",
+    "PANEL_NEEDS",
+    "substitute_variables",
+    "panel_needs",
+    "panels_by_row",
+    "has_data",
+    "panel_has_data",
 ]
 
 # loaded on first use: the panels pull in grafanalib, which `inferwatch --help` never needs
@@ -71,6 +77,7 @@ _LAZY = {
             "variable",
         ),
         "_objectives": ("LatencyObjective", "latency_objective", "slo_specs"),
+        "_probe": ("PANEL_NEEDS", "has_data", "panel_has_data", "panel_needs", "panels_by_row", "substitute_variables"),
     }.items()
     for name in names
 }

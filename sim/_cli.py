@@ -261,6 +261,14 @@ def demo(
             "--no-install", help="With --engine vllm-real: refuse instead of installing vLLM when it is not yet."
         ),
     ] = False,
+    canary: Annotated[
+        bool,
+        typer.Option(
+            "--canary",
+            help="The canary story instead: one stable version and three canaries (equal, slower, too quiet) "
+            "under load, each judged by `inferwatch canary`; exit 1 unless they pass, fail and read inconclusive.",
+        ),
+    ] = False,
 ):
     """Two simulated engines, the normalizing exporter, a real Prometheus with inferwatch's rules, load,
     and a scripted incident: watch it being detected.
@@ -270,11 +278,18 @@ def demo(
       inferwatch demo                       (Ctrl-C stops everything)
       inferwatch demo --headless --short    (for CI: exit 1 unless the expected alerts fired)
       inferwatch demo --engine vllm-real    (a real vLLM on this machine's CPUs: queueing induced by load)
+      inferwatch demo --canary --headless   (is the new release worse? pass, fail and inconclusive, live)
     """
     from inferwatch.sim import run_demo
 
     if engine not in ("sim", "vllm-real"):
         raise InferwatchError(f"--engine {engine!r}: use sim or vllm-real")
+    if canary:
+        if engine != "sim" or no_install:
+            raise InferwatchError("--canary plays on simulated engines: leave out --engine and --no-install")
+        from inferwatch.sim._demo_canary import run_canary_demo
+
+        raise typer.Exit(0 if run_canary_demo(headless=headless, short=short, workdir=workdir) else 1)
     if engine == "vllm-real":
         from inferwatch.sim._demo_real import run_real_demo
 

@@ -36,6 +36,7 @@ from typing import IO, Any, Protocol
 import yaml
 
 from inferwatch.errors import InferwatchError
+from inferwatch.sim._demo_rows import rows_live
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
 __all__ = [
@@ -696,6 +697,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
             state = "MISSED" if expected in missing else "fired "
             say(f"  {state} {' '.join(f'{k}={v}' for k, v in expected.items())}")
         say(_thinking_summary(samples, windows, fired))
+        live = rows_live(lambda expr: _query(prom, expr), {m: engine for m, (engine, _) in engines.items()}, say)
         healthy = _doctor(prom, folder, {e: f"http://127.0.0.1:{port}/metrics" for e, port in engines.values()}, say)
         if not headless:
             say(
@@ -710,7 +712,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                     procs.check()
             except KeyboardInterrupt:
                 say("\nstopping every process the demo started")
-        return not missing and healthy
+        return not missing and live and healthy
 
 
 def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say, gpus: bool = True) -> bool:

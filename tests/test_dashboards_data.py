@@ -26,6 +26,7 @@ from conftest import EXPOSITIONS, REAL_CAPTURES, ROOT, need
 from promtools import free_port, prometheus, query, serve, wait_for
 from simtools import FAST, simulator
 
+from inferwatch.dashboards import PANEL_NEEDS, has_data, panel_needs, substitute_variables
 from inferwatch.dashboards._build import build
 from inferwatch.sim import LoadConfig, run_load
 from inferwatch.sim._demo import _compress
@@ -38,19 +39,11 @@ DCGM = [
     REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt",
     EXPOSITIONS / "dcgm-4.5-exported-labels.txt",
 ]
-RANGES = {"__rate_interval": "1m", "__range": "5m", "__interval": "15s"}
-
-
-def _substitute(expr: str, values: dict[str, str]) -> str:
-    def one(match):
-        name = match.group(1) or match.group(2)
-        return RANGES.get(name, values.get(name, ".*"))
-
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", one, expr)
+_substitute = substitute_variables
 
 
 def _has_data(prom: str, expr: str) -> bool:
-    return any(r["value"][1] not in ("NaN", "+Inf", "-Inf") for r in query(prom, expr))
+    return has_data(lambda e: query(prom, e), expr)
 
 
 AUTOSCALING = "inferwatch-autoscaling.rules.yaml"
@@ -134,16 +127,11 @@ def prom(tmp_path_factory):
             exporter.wait(10)
 
 
-# a panel whose description starts so reads a part this stack does not run, and must read that part's series
-EXEMPT = {
-    "Front door only": "llm_frontdoor_",
-    "With cost rules only": "llm_cost:",
-    "With a capacity sweep only": "llm_capacity:",
-}
+EXEMPT = PANEL_NEEDS  # a panel noted so reads a part this stack does not run, and must read that part's series
 
 
 def _front_door_only(panel: dict) -> bool:
-    return any(note in panel.get("description", "") for note in EXEMPT)
+    return panel_needs(panel) is not None
 
 
 def test_front_door_exemption_only_covers_front_door_panels():

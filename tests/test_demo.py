@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -46,6 +47,11 @@ def test_demo_detects_the_incident(tmp_path):
         "vllm.log",
     ]
     assert "front door" in out and "the engine's own TTFT stayed normal; the front door's responsive SLO" in out
+    # the rows after "is it slow?": goodput (front door), cost (the example's rules), autoscaling, all live
+    rows = out[out.index("== the overview's rows") : out.index("== inferwatch doctor")]
+    for row in ("Goodput", "Cost", "Autoscaling"):
+        assert re.search(rf"(?m)^  {row} +live ", rows), rows
+    assert "NO DATA" not in rows and "model=other" not in out, rows
     assert not _leftovers(mark), "every process the demo started is stopped"
 
 
@@ -88,3 +94,25 @@ def test_the_closing_hint_names_series_the_rules_record():
         for rule in group["rules"]
     }
     assert [q for q in TRY_QUERIES if q.startswith("llm_slo:") and q not in recorded] == []
+
+
+@pytest.mark.slow
+def test_the_canary_demo_tells_an_equal_a_slower_and_a_quiet_canary_apart(tmp_path):
+    """`inferwatch demo --canary --headless`: four simulated versions under load at once; `inferwatch canary`
+    passes the equal one, fails the one decoding five times slower, and says inconclusive on the trickle."""
+    need("prometheus")
+    mark = f"inferwatch-demo-test-{uuid.uuid4()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferwatch", "demo", "--canary", "--headless", "--short", "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "INFERWATCH_TEST_MARK": mark},
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    verdicts = re.findall(r"(?m)^canary verdict for llama-3-8b: (\w+)", out)
+    assert verdicts == ["PASS", "FAIL", "INCONCLUSIVE"], out[-6000:]
+    assert out.count("as expected:") == 3 and "UNEXPECTED" not in out and "Traceback" not in out
+    assert "too few requests" in out  # why v4 reads inconclusive
+    assert not _leftovers(mark), "every process the demo started is stopped"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import tomllib
 
 from conftest import ROOT
 
@@ -45,7 +47,7 @@ def test_the_image_runs_as_the_numeric_non_root_user_the_manifests_set():
 
 
 def test_it_installs_the_package_and_runs_inferwatch():
-    assert any(op == "RUN" and "pip install ." in args for op, args in _instructions())
+    assert any(op == "RUN" and 'pip install ".${EXTRAS:+[$EXTRAS]}"' in args for op, args in _instructions())
     entrypoint = [args for op, args in _final_stage() if op == "ENTRYPOINT"]
     assert entrypoint and json.loads(entrypoint[-1]) == ["inferwatch"]
 
@@ -53,3 +55,16 @@ def test_it_installs_the_package_and_runs_inferwatch():
 def test_the_build_context_leaves_out_the_venv_and_git():
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", "tests"} <= set(ignored)
+
+
+def test_the_image_carries_every_optional_extra_by_default():
+    """The front door's OTLP export is an extra: an image without it fails `--otlp-endpoint` in the cluster."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    shipped = set(extras) - {"test"}
+    default = next(args for op, args in _instructions() if op == "ARG" and args.startswith("EXTRAS="))
+    assert set(default.removeprefix("EXTRAS=").split(",")) == shipped
+    for extras_arg in ("otel", ""):  # what the shell in the RUN line makes of the argument
+        spec = subprocess.run(
+            ["sh", "-c", 'echo ".${EXTRAS:+[$EXTRAS]}"'], env={"EXTRAS": extras_arg}, capture_output=True, text=True
+        ).stdout.strip()
+        assert spec == (f".[{extras_arg}]" if extras_arg else ".")

@@ -383,17 +383,7 @@ def start_stack(binary: str, folder: Path, procs: _Processes, rule_files: list[s
             {"job_name": "inferwatch-frontdoor", "static_configs": [{"targets": admins}]},
         ],
     }
-    (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    procs.start(
-        "prometheus",
-        [
-            binary,
-            f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={folder / 'data'}",
-            f"--web.listen-address=127.0.0.1:{ports['prometheus']}",
-        ],
-    )
-    prom = f"http://127.0.0.1:{ports['prometheus']}"
+    prom = start_prometheus(binary, folder, procs, config, ports["prometheus"])
     bases = {model: f"http://127.0.0.1:{port}" for model, (_, port) in engines.items()}
     _wait_ready(
         [f"{b}/health" for b in bases.values()]
@@ -402,6 +392,21 @@ def start_stack(binary: str, folder: Path, procs: _Processes, rule_files: list[s
         procs,
     )
     return Stack(prom, doors, bases, engines, f"127.0.0.1:{ports['exporter']}", config["scrape_configs"])
+
+
+def start_prometheus(binary: str, folder: Path, procs: _Processes, config: dict, port: int) -> str:
+    """Write `config` to folder/prometheus.yml and start Prometheus on it (data in folder/data); its base URL."""
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    procs.start(
+        "prometheus",
+        [
+            binary,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+    )
+    return f"http://127.0.0.1:{port}"
 
 
 def _set_scenario(base: str, scenario: str) -> None:

@@ -17,8 +17,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from inferwatch.sim._load import LoadConfig, run_load
 
 MODEL = "llama-3-8b"
@@ -54,13 +52,13 @@ def run_canary_demo(headless: bool = False, short: bool = False, workdir: str | 
 
 
 def _run(binary: str, headless: bool, short: bool, workdir: str | None, say: Callable[[str], None]) -> bool:
-    from inferwatch.sim._demo import _Processes, _wait_ready, free_port, work_folder
+    from inferwatch.sim._demo import _Processes, work_folder
 
     with ExitStack() as stack:
         folder = work_folder(stack, workdir, "inferwatch-demo-canary-")
         procs = _Processes(folder)
         stack.callback(procs.stop)
-        prom, bases = _start(binary, folder, procs, free_port, _wait_ready)
+        prom, bases = _start(binary, folder, procs)
         say(f"inferwatch demo --canary: {MODEL} in four versions behind one exporter, Prometheus at {prom}")
         for version in VERSIONS:
             say(f"  {version.name} at {bases[version.name]}: {version.says}")
@@ -83,8 +81,10 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None, say: Cal
         return ok
 
 
-def _start(binary, folder, procs, free_port, wait_ready) -> tuple[str, dict[str, str]]:
+def _start(binary, folder, procs) -> tuple[str, dict[str, str]]:
     """The four engines, one exporter labelling each engine's series with its version, and Prometheus."""
+    from inferwatch.sim._demo import _wait_ready, free_port, start_prometheus
+
     me = [sys.executable, "-m", "inferwatch"]
     ports = {v.name: free_port() for v in VERSIONS}
     for seed, version in enumerate(VERSIONS, start=1):
@@ -124,19 +124,9 @@ def _start(binary, folder, procs, free_port, wait_ready) -> tuple[str, dict[str,
             }
         ],
     }
-    (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    procs.start(
-        "prometheus",
-        [
-            binary,
-            f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={folder / 'data'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ],
-    )
-    prom = f"http://127.0.0.1:{prom_port}"
+    prom = start_prometheus(binary, folder, procs, config, prom_port)
     bases = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
-    wait_ready(
+    _wait_ready(
         [f"{b}/health" for b in bases.values()] + [f"http://127.0.0.1:{exporter}/metrics", f"{prom}/-/ready"], procs
     )
     return prom, bases

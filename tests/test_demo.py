@@ -15,12 +15,13 @@ from conftest import need
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
-def test_demo_detects_the_incident(tmp_path):
+def _demo(tmp_path, *flags: str) -> tuple[str, str]:
+    """`inferwatch demo --headless --short [flags]` run to its end; (its output, the mark its processes carry).
+    Fails the test unless it exited 0."""
     need("prometheus")
     mark = f"inferwatch-demo-test-{uuid.uuid4()}"
     proc = subprocess.run(
-        [sys.executable, "-m", "inferwatch", "demo", "--headless", "--short", "--workdir", str(tmp_path)],
+        [sys.executable, "-m", "inferwatch", "demo", *flags, "--headless", "--short", "--workdir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -28,6 +29,12 @@ def test_demo_detects_the_incident(tmp_path):
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
+    return out, mark
+
+
+@pytest.mark.slow
+def test_demo_detects_the_incident(tmp_path):
+    out, mark = _demo(tmp_path)
     assert "fired  alertname=LLMErrorBudgetBurn slo=responsive model=llama-3-8b severity=critical" in out
     assert "fired  alertname=LLMQueueSaturated model=llama-3-8b" in out
     assert "ALERT FIRING" in out and "== thinking on SGLang" in out
@@ -100,17 +107,7 @@ def test_the_closing_hint_names_series_the_rules_record():
 def test_the_canary_demo_tells_an_equal_a_slower_and_a_quiet_canary_apart(tmp_path):
     """`inferwatch demo --canary --headless`: four simulated versions under load at once; `inferwatch canary`
     passes the equal one, fails the one decoding five times slower, and says inconclusive on the trickle."""
-    need("prometheus")
-    mark = f"inferwatch-demo-test-{uuid.uuid4()}"
-    proc = subprocess.run(
-        [sys.executable, "-m", "inferwatch", "demo", "--canary", "--headless", "--short", "--workdir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "INFERWATCH_TEST_MARK": mark},
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-6000:]
+    out, mark = _demo(tmp_path, "--canary")
     verdicts = re.findall(r"(?m)^canary verdict for llama-3-8b: (\w+)", out)
     assert verdicts == ["PASS", "FAIL", "INCONCLUSIVE"], out[-6000:]
     assert out.count("as expected:") == 3 and "UNEXPECTED" not in out and "Traceback" not in out

@@ -11,8 +11,8 @@ import pytest
 from conftest import need
 from promtools import prometheus, query, serve, wait_for
 
-from inferwatch.dashboards._build import build
-from inferwatch.slo._tables import bucket_tables
+from inferwatch.dashboards import build
+from inferwatch.slo import bucket_tables
 
 pytestmark = pytest.mark.xdist_group("test_dashboards_which_slow")
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
+from inferwatch.resources import data_path
 
 __all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "parse_kinds", "load_kinds"]
 
-KINDS_FILE = Path(__file__).resolve().parent / "kinds.yaml"
+KINDS_FILE = data_path("inferwatch.triage", "kinds.yaml")
 ANY = "*"
 KIND_KEYS = ("summary", "runbook", "next", "explains", "min_confidence", "when")
 CLAUSE_KEYS = ("if", "weight", "need", "unmeasured")

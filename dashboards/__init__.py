@@ -4,7 +4,7 @@ Grafana JSON, linted, and checked for empty panels against real series.
     from inferwatch.dashboards import Selector, ENGINE_FILTERS, dashboard, timeseries, target, ...
     # in my.dashboard.py: dashboard = dashboard(uid=..., title=..., panels=[...], variables=engine_variables())
     inferwatch dashboards build my.dashboard.py -o out/
-    build()                      # {file name: JSON text} of the built-in dashboards, as `inferwatch build` writes
+    build()     # {file name: JSON text} of the built-in dashboards, as `inferwatch build` writes them
 """
 
 from inferwatch import _lazy

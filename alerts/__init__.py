@@ -10,9 +10,10 @@ alertmanager/            generated inhibit rules for the burn-rate tiers
 RUNBOOKS.md              what to do when each alert fires; its kinds table comes from triage (_runbooks.py)
 """
 
-from pathlib import Path as _Path
+from inferwatch.alerts._runbooks import with_kinds_section
+from inferwatch.resources import data_path as _data_path
 
-__all__ = ["HERE", "HAND_WRITTEN"]
+__all__ = ["HERE", "HAND_WRITTEN", "with_kinds_section"]
 
-HERE = _Path(__file__).resolve().parent
+HERE = _data_path(__name__)  # the rule files; `inferwatch build` writes the generated ones here
 HAND_WRITTEN = ("operational.rules.yaml", "tests/operational.test.yaml")

@@ -25,12 +25,14 @@ __all__ = [
     "render_templates",
     "analysis_template",
     "metric_templates",
+    "register",
 ]
 
 # loaded on first use: `inferwatch --help` registers the canary command without loading promql_parser
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
         "_compare": (
             "EXIT",
             "FAIL",

@@ -7,11 +7,12 @@ text = render_cost(spec)               # the rule file, with its banner
 
 from inferwatch import _lazy
 
-__all__ = ["CostSpec", "LabelPrice", "load_cost", "parse_cost", "compile_cost", "render_cost", "RECORDS"]
+__all__ = ["CostSpec", "LabelPrice", "load_cost", "parse_cost", "compile_cost", "render_cost", "RECORDS", "register"]
 
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
         "_rules": ("RECORDS", "compile_cost", "render_cost"),
         "_spec": ("CostSpec", "LabelPrice", "load_cost", "parse_cost"),
     }.items()

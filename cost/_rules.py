@@ -14,6 +14,7 @@ from pathlib import Path
 
 from inferwatch._yaml import dump_yaml
 from inferwatch.cost._spec import CostSpec
+from inferwatch.promql import escape_label_value
 
 __all__ = ["RECORDS", "WINDOW", "compile_cost", "render_cost"]
 
@@ -50,14 +51,10 @@ def _number(value: Fraction) -> str:
     return f"{float(value):.10g}"
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def _gpu_prices(spec: CostSpec) -> str:
     """Each GPU's price: the first by_label rule that matches, else its model's, else the default."""
-    branches = [(f'{rule.label}=~"{_escape(rule.match)}"', rule.gpu_hour) for rule in spec.by_label]
-    branches += [(f'gpu_model="{_escape(model)}"', price) for model, price in spec.gpu_hour]
+    branches = [(f'{rule.label}=~"{escape_label_value(rule.match)}"', rule.gpu_hour) for rule in spec.by_label]
+    branches += [(f'gpu_model="{escape_label_value(model)}"', price) for model, price in spec.gpu_hour]
     if spec.default is not None:
         branches.append(("", spec.default))
     terms = [

@@ -4,6 +4,7 @@ Grafana JSON, linted, and checked for empty panels against real series.
     from inferwatch.dashboards import Selector, ENGINE_FILTERS, dashboard, timeseries, target, ...
     # in my.dashboard.py: dashboard = dashboard(uid=..., title=..., panels=[...], variables=engine_variables())
     inferwatch dashboards build my.dashboard.py -o out/
+    build()     # {file name: JSON text} of the built-in dashboards, as `inferwatch build` writes them
 """
 
 from inferwatch import _lazy
@@ -44,12 +45,22 @@ __all__ = [
     "panels_by_row",
     "has_data",
     "panel_has_data",
+    "build",
+    "load_dashboard",
+    "render_json",
+    "PanelContext",
+    "query_findings",
+    "metric_names",
+    "register",
 ]
 
 # loaded on first use: the panels pull in grafanalib, which `inferwatch --help` never needs
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
+        "_build": ("build", "load_dashboard", "render_json"),
+        "_lint_promql": ("PanelContext", "metric_names", "query_findings"),
         "_modern": ("DATASOURCE_REF", "SCHEMA_VERSION", "modern"),
         "_panels": (
             "ENGINE_FILTERS",

@@ -11,10 +11,11 @@ from grafanalib import core
 from inferwatch.dashboards._modern import modern
 from inferwatch.dashboards._objectives import slo_specs
 from inferwatch.errors import InferwatchError
+from inferwatch.resources import data_path
 
 __all__ = ["HERE", "builtin_sources", "load_dashboard", "render_json", "build", "configmap"]
 
-HERE = Path(__file__).resolve().parent
+HERE = data_path("inferwatch.dashboards")  # the built-in *.dashboard.py sources and their JSON
 
 
 def builtin_sources() -> list[Path]:

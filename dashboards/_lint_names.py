@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from importlib.resources import files
 
 import yaml
-
-from inferwatch.dashboards._build import HERE
 
 __all__ = ["Known", "known", "canonical", "base", "HISTOGRAM_SUFFIXES"]
 
@@ -70,7 +69,7 @@ def known() -> Known:
     stale names of its first) and the common vocabulary, and dcgm-fields.txt."""
     from inferwatch.mappings import load_catalog, load_mappings
 
-    doc = yaml.safe_load((HERE / "engine-metrics.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load(files("inferwatch.dashboards").joinpath("engine-metrics.yaml").read_text(encoding="utf-8"))
     names = set(doc["known"])
     deprecated = dict(doc["deprecated"])
     catalog = load_catalog()
@@ -82,7 +81,7 @@ def known() -> Known:
             for old in sources[1:]:
                 deprecated.setdefault(old, sources[0])
     names |= vocabulary
-    dcgm = (HERE / "dcgm-fields.txt").read_text(encoding="utf-8").split("\n")
+    dcgm = files("inferwatch.dashboards").joinpath("dcgm-fields.txt").read_text(encoding="utf-8").split("\n")
     names |= {line.strip() for line in dcgm if line.strip() and not line.startswith("#")}
     return Known(
         frozenset(names),

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from inferwatch.resources import data_path
+
 __all__ = ["LatencyObjective", "latency_objective", "slo_specs"]
 
 _SPECS: ContextVar[tuple | None] = ContextVar("inferwatch_dashboard_slo_specs", default=None)
@@ -50,24 +52,21 @@ def slo_specs(specs):
 
 def _defaults() -> tuple:
     from inferwatch.slo import load_spec
-    from inferwatch.slo._tables import HERE as SLO_DIR
 
-    return (load_spec(SLO_DIR / "defaults.yaml"),)
+    return (load_spec(data_path("inferwatch.slo", "defaults.yaml")),)
 
 
 def _name(spec) -> str:
     """The spec file as a description names it: slo/defaults.yaml for the embedded one, else the file's name (no
     folder: the dashboard JSON is the same wherever the spec sits)."""
-    from inferwatch.slo._tables import HERE as SLO_DIR
-
     path = Path(spec.file)
-    return f"slo/{path.name}" if path.parent.resolve() == SLO_DIR.resolve() else path.name
+    return f"slo/{path.name}" if path.parent.resolve() == data_path("inferwatch.slo").resolve() else path.name
 
 
 def latency_objective(kind: str) -> LatencyObjective:
     """The first `kind` objective (ttft, tpot) of the installed specs, those read from the engines first (the
     dashboards read the engines' histograms); the embedded default's when no installed spec has one."""
-    from inferwatch.slo._selector import le_matcher
+    from inferwatch.slo import le_matcher
 
     installed = sorted(_SPECS.get() or (), key=lambda spec: spec.source != "engine")
     for spec in [*installed, *_defaults()]:

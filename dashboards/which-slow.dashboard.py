@@ -1,10 +1,17 @@
 """Which kind of slow? One row per kind of slow that `inferwatch triage` names (DESIGN.md), each opening with a
 tile whose description says which panels confirm the kind and which rule it out, then those panels side by side.
 
+The kinds, their order, their titles (`summary`) and what their signals show (`signature`) come from
+triage/kinds.yaml. A kind's panels are drawn by hand below (HAND_MADE); a kind without them gets a row drawn from
+its conditions and the signals they read (triage/signals.yaml): a tile on its first needed condition, one panel per
+signal.
+
 Engine histograms have coarse buckets (vLLM's time per output token: 0.01 then 0.025 s; its request latencies
 start at 0.3 s; SGLang's TTFT at 0.1 s; token counts on 1-2-5 steps), so every quantile here has the exact mean
 (rate of `_sum` over rate of `_count`, summed first) beside it.
 """
+
+from string import Template
 
 from inferwatch.dashboards import (
     ENGINE_FILTERS,
@@ -13,7 +20,6 @@ from inferwatch.dashboards import (
     RATE,
     STREAMED,
     Selector,
-    dashboard,
     engine_variables,
     rate_sum,
     ratio,
@@ -22,7 +28,9 @@ from inferwatch.dashboards import (
     target,
     timeseries,
 )
+from inferwatch.dashboards import dashboard as make_dashboard
 from inferwatch.dashboards._panels import mean
+from inferwatch.triage import Condition, Kind, Signal, load_kinds, load_signals
 
 sel = Selector(ENGINE_FILTERS)
 gpu = Selector(GPU_FILTERS)
@@ -52,17 +60,15 @@ def with_mean(histogram: str, what: str, s: Selector = sel, extra: str = "", qs=
     ]
 
 
-def guide(
-    kind: str, signature: str, confirm: list[tuple[str, str]], rule_out: list[tuple[str, str]], note: str = ""
-) -> str:
-    """The row's description: which panels (by title, in quotes) confirm the kind and which rule it out."""
+def guide(kind: Kind, confirm: list[tuple[str, str]], rule_out: list[tuple[str, str]], note: str = "") -> str:
+    """The row's description: what the kind's signals show (kinds.yaml), then which panels (by title, in quotes)
+    confirm the kind and which rule it out."""
 
     def panels(items):
         return "; ".join(f'"{title}" {reading}' for title, reading in items)
 
-    return f"{kind}: {signature}. Confirmed by: {panels(confirm)}. Ruled out by: {panels(rule_out)}." + (
-        f" {note}" if note else ""
-    )
+    text = f"{kind.name}: {kind.signature or kind.summary}. Confirmed by: {panels(confirm)}."
+    return text + (f" Ruled out by: {panels(rule_out)}." if rule_out else "") + (f" {note}" if note else "")
 
 
 HOUR = "1h"  # a relative tile compares the last FRESH with the hour before it (triage's --baseline auto fallback)
@@ -178,16 +184,9 @@ def busy_idle(only: str = "") -> str:
 
 LLM_SERIES = sel("", '__name__=~"llm_.+", __name__!~".+_created"')  # every vocabulary series of the engines
 
-dashboard = dashboard(
-    uid="inferwatch-which-slow",
-    title="LLM: which kind of slow?",
-    description="One row per kind of slow (queueing, long-prompts, prefix-cache-loss, kv-pressure, slow-decode, "
-    "spec-decode-collapse, thinking, long-outputs, gpu-not-computing, errors, not-the-engine, "
-    "missing-data); each row's first tile says which panels confirm it and which rule it out. "
-    "inferwatch.",
-    variables=engine_variables(),
-    panels=[
-        row("queueing: running at the cap, requests waiting before their first token"),
+
+def _queueing(kind: Kind) -> list:
+    return [
         tile(
             "Waiting (5-minute average)",
             live(
@@ -196,8 +195,7 @@ dashboard = dashboard(
             "short",
             lit=1,
             description=guide(
-                "queueing",
-                "running at the cap, waiting up, queue time and engine TTFT up, TPOT flat",
+                kind,
                 [
                     ("Waiting, and running against the cap", "shows waiting above 0 while running sits at the cap"),
                     ("Queue time: p95 and mean", "rises"),
@@ -243,15 +241,18 @@ dashboard = dashboard(
             "token, queue time included; SGLang's non-streamed requests left out). SGLang's "
             "buckets start at 0.1 s and vLLM's jump from 0.1 to 0.25 s: read the mean.",
         ),
-        row("long-prompts: longer prompts, a longer prefill"),
+    ]
+
+
+def _long_prompts(kind: Kind) -> list:
+    return [
         tile(
             "Prompt tokens per request: now / the hour before",
             mean_change(PROMPT_LEN),
             "short",
             lit=1.5,
             description=guide(
-                "long-prompts",
-                "prompt tokens per request up, prefill (TTFT) up, little queueing",
+                kind,
                 [
                     ("Prompt tokens per request: p50, p95 and mean", "rises"),
                     ("Prefill: TTFT and prefill time", "rises with it"),
@@ -282,7 +283,11 @@ dashboard = dashboard(
             "beside the mean of llm_request_prefill_time_seconds (first scheduling to first "
             "token, queue excluded; vLLM only: SGLang exports no prefill time).",
         ),
-        row("prefix-cache-loss: the prefix cache stops hitting"),
+    ]
+
+
+def _prefix_cache_loss(kind: Kind) -> list:
+    return [
         tile(
             "Prefix-cache hit tokens per request: now / the hour before",
             live(
@@ -298,8 +303,7 @@ dashboard = dashboard(
             lit=0.5,
             low=True,
             description=guide(
-                "prefix-cache-loss",
-                "prefix-cache hit ratio collapses, TTFT up, prompt length unchanged",
+                kind,
                 [
                     ("Prefix-cache hit ratio", 'collapses while "Prompt length beside the hit ratio" stays flat'),
                     (
@@ -354,7 +358,11 @@ dashboard = dashboard(
             description="Prompt tokens per second served from the prefix cache and looked up in it. "
             "Cache loss: hits fall, queries stay. Longer prompts: queries rise, hits stay.",
         ),
-        row("kv-pressure: the KV cache is full, requests are preempted"),
+    ]
+
+
+def _kv_pressure(kind: Kind) -> list:
+    return [
         tile(
             "Preemptions per 100 requests",
             live(
@@ -367,8 +375,7 @@ dashboard = dashboard(
             "short",
             lit=1,
             description=guide(
-                "kv-pressure",
-                "KV cache near full, preemptions up, TPOT and e2e up",
+                kind,
                 [
                     ("KV-cache usage", "near 1"),
                     ("Preemptions per second", "above 0"),
@@ -398,15 +405,18 @@ dashboard = dashboard(
             description="Rate of llm_preemptions_total (vLLM preemptions, SGLang retractions), beside the KV "
             "usage that causes them.",
         ),
-        row("slow-decode: each token takes longer at the same batch size"),
+    ]
+
+
+def _slow_decode(kind: Kind) -> list:
+    return [
         tile(
             "Time per output token (mean): now / the hour before",
             mean_change(TPOT),
             "short",
             lit=1.5,
             description=guide(
-                "slow-decode",
-                "TPOT and inter-token latency up at the same batch size, no preemptions, acceptance unchanged",
+                kind,
                 [
                     (
                         "Time per output token: p95 and mean",
@@ -452,7 +462,11 @@ dashboard = dashboard(
             width=6,
             description="llm_requests_running per engine: the batch each decode step serves.",
         ),
-        row("spec-decode-collapse: fewer draft tokens accepted"),
+    ]
+
+
+def _spec_decode_collapse(kind: Kind) -> list:
+    return [
         tile(
             "Draft acceptance: now / the hour before",
             acceptance_change(),
@@ -460,8 +474,7 @@ dashboard = dashboard(
             lit=0.7,
             low=True,
             description=guide(
-                "spec-decode-collapse",
-                "speculative-decoding acceptance down, TPOT up",
+                kind,
                 [
                     ("Speculative-decoding acceptance", "falls"),
                     ("Tokens accepted per draft round", "falls"),
@@ -514,7 +527,11 @@ dashboard = dashboard(
             description="vLLM only: the rate of llm_spec_decode_accepted_tokens_total over the rate of "
             "llm_spec_decode_drafts_total, accepted tokens per draft round.",
         ),
-        row("thinking: hidden reasoning before the first visible token"),
+    ]
+
+
+def _thinking(kind: Kind) -> list:
+    return [
         tile(
             "Reasoning tokens per request: now / the hour before",
             live(change(reasoning_per_request(), floor="1"), door("llm_frontdoor_requests_total")),
@@ -522,9 +539,7 @@ dashboard = dashboard(
             lit=1.5,
             description=FRONT_DOOR
             + guide(
-                "thinking",
-                "first visible token late at the front door while engine TTFT and first chunk are "
-                "normal; reasoning tokens per request up",
+                kind,
                 [
                     (
                         "TTFT at the front door and the engine",
@@ -571,15 +586,18 @@ dashboard = dashboard(
             description=FRONT_DOOR + "rate of llm_frontdoor_reasoning_tokens_total over the rate of "
             "llm_frontdoor_requests_total (cancelled ones aside).",
         ),
-        row("long-outputs: longer answers (not slow: users asked for more)"),
+    ]
+
+
+def _long_outputs(kind: Kind) -> list:
+    return [
         tile(
             "Visible output tokens per request: now / the hour before",
             live(change(visible_output()), sel(OUTPUT_LEN + "_count")),
             "short",
             lit=1.5,
             description=guide(
-                "long-outputs",
-                "output tokens per request up, e2e up, TTFT and TPOT normal",
+                kind,
                 [
                     ("Output tokens per request: p50, p95 and mean", "rises"),
                     ("End-to-end time: p95 and mean", "rises with it"),
@@ -607,15 +625,18 @@ dashboard = dashboard(
             width=10,
             description="p95 and mean of llm_request_duration_seconds; vLLM's buckets start at 0.3 s.",
         ),
-        row("gpu-not-computing: GPU-Util high, SMs idle"),
+    ]
+
+
+def _gpu_not_computing(kind: Kind) -> list:
+    return [
         tile(
             "GPUs busy, not computing",
             f"{busy_idle(ENGINE_PODS)}\nor\n{busy_idle()}",
             "short",
             lit=1,
             description=guide(
-                "gpu-not-computing",
-                "GPU-Util high while SM and tensor activity fall; throughput down",
+                kind,
                 [
                     (
                         "GPU-Util against SM and tensor activity",
@@ -656,7 +677,11 @@ dashboard = dashboard(
             description="Output tokens per second per engine (rate of llm_generation_tokens_total), beside the GPUs "
             "of the same pods.",
         ),
-        row("errors: fewer requests answered"),
+    ]
+
+
+def _errors(kind: Kind) -> list:
+    return [
         tile(
             "Answered share now (engine)",
             live(answered(FRESH), sel("llm_requests_finished_total")),
@@ -664,8 +689,7 @@ dashboard = dashboard(
             lit=0.95,
             low=True,
             description=guide(
-                "errors",
-                "answered share down: error, length or tool-call-invalid outcomes or finish reasons up",
+                kind,
                 [
                     ("Answered share: engine and front door", "falls"),
                     ("Finish reasons", "shows error, abort or length rising"),
@@ -757,7 +781,11 @@ dashboard = dashboard(
             description="llm_http_requests_total by status_code (vLLM groups codes as 2xx, 4xx, 5xx) and the "
             "rate of llm_requests_aborted_total.",
         ),
-        row("not-the-engine: slow in front of the engine"),
+    ]
+
+
+def _not_the_engine(kind: Kind) -> list:
+    return [
         tile(
             "Front door's first chunk minus engine TTFT (mean)",
             live(
@@ -770,8 +798,7 @@ dashboard = dashboard(
             lit=0.25,
             description=FRONT_DOOR
             + guide(
-                "not-the-engine",
-                "front-door TTFT or duration up while every engine latency and queue signal is normal",
+                kind,
                 [
                     (
                         "TTFT at the front door and the engine",
@@ -802,7 +829,11 @@ dashboard = dashboard(
             "to the end of the response) and the engine's llm_request_duration_seconds. The "
             "front-door series exist only behind an inferwatch frontdoor.",
         ),
-        row("missing-data: the engine's series are absent, never all good"),
+    ]
+
+
+def _missing_data(kind: Kind) -> list:
+    return [
         tile(
             "Engine series gone",
             f"count(\n  group by (model, pod) (last_over_time({RUNNING}[15m]))\n  unless "
@@ -811,8 +842,7 @@ dashboard = dashboard(
             "short",
             lit=1,
             description=guide(
-                "missing-data",
-                "the engine's series, or part of them, are absent in the window: say which, never all good",
+                kind,
                 [
                     (
                         "Engine series gone",
@@ -862,5 +892,121 @@ dashboard = dashboard(
             description="How many llm_ series names each model has now: a drop is part of the engine's series "
             "gone (a renamed metric, a disabled feature, a failing mapping).",
         ),
-    ],
-)
+    ]
+
+
+# the rows drawn by hand, by kind; a kind of kinds.yaml without one gets a row drawn from its signals
+HAND_MADE = {
+    "queueing": _queueing,
+    "long-prompts": _long_prompts,
+    "prefix-cache-loss": _prefix_cache_loss,
+    "kv-pressure": _kv_pressure,
+    "slow-decode": _slow_decode,
+    "spec-decode-collapse": _spec_decode_collapse,
+    "thinking": _thinking,
+    "long-outputs": _long_outputs,
+    "gpu-not-computing": _gpu_not_computing,
+    "errors": _errors,
+    "not-the-engine": _not_the_engine,
+    "missing-data": _missing_data,
+}
+
+# A row drawn from kinds.yaml and signals.yaml, for a kind with no hand-made row. Triage's templates read for one
+# dashboard query per model: `$sel` the dashboard's namespace and model, pods summed into their model.
+SIGNAL_SEL = 'namespace=~"$namespace", model=~"$model"'
+UNITS = {"s": "s", "ratio": "percentunit"}
+READINGS = {
+    "up": "rises {:g}x or more",
+    "down": "falls {:g}x or more",
+    "flat": "stays within {:.0%}",
+    "rise": "rises by {:g} or more",
+    "fall": "falls by {:g} or more",
+    "incident>=": "reads {:g} or more",
+    "incident<=": "reads {:g} or less",
+    "baseline>=": "read {:g} or more the hour before",
+    "baseline<=": "read {:g} or less the hour before",
+    "missing": "has no data",
+}
+
+
+def signal_expr(signal: Signal, window: str) -> str:
+    """A triage signal per model over `window`: its value, its num over its den (sums over sums), its quantile."""
+    values = {"sel": SIGNAL_SEL, "by": "model", "unit": "model", "w": window, "fresh": window}
+    running = f'group by (cluster, namespace, pod, model) (last_over_time(llm_requests_running{{{SIGNAL_SEL}, pod!=""'
+    for key, cluster in (("pods", ""), ("pods_unclustered", ', cluster=""'), ("pods_clustered", ', cluster!=""')):
+        values[key] = f"{running}{cluster}}}[{window}]))"
+    parts = {part: Template(text).substitute(values) for part, text in signal.queries}
+    if "num" in parts:
+        return ratio(parts["num"], parts["den"])
+    if "buckets" in parts:
+        return f"histogram_quantile({signal.q}, {parts['buckets']})"
+    return parts.get("value") or parts["presence"]
+
+
+def signal_title(signal: Signal) -> str:
+    return signal.help[:1].upper() + signal.help[1:]
+
+
+def headline(kind: Kind) -> Condition:
+    """The condition a drawn row's tile shows: the first that a value can light, needed ones first."""
+    clauses = sorted(kind.clauses, key=lambda clause: not clause.need)
+    drawable = [c for clause in clauses for c in clause.conditions if c.op in ("up", "down", "rise", "fall")]
+    drawable += [c for clause in clauses for c in clause.conditions if c.op in ("incident>=", "incident<=")]
+    if not drawable:
+        raise ValueError(f"kinds.yaml: {kind.name}: no condition a tile can show (up, down, rise, fall or incident)")
+    return drawable[0]
+
+
+def drawn_tile(kind: Kind, condition: Condition, signal: Signal, note: str, confirm: list) -> object:
+    now = signal_expr(signal, FRESH)
+    if condition.op in ("up", "down"):
+        expr, title, unit = change(now), f"{signal_title(signal)}: now / the hour before", "short"
+        lit, low = (condition.value, False) if condition.op == "up" else (1 / condition.value, True)
+    elif condition.op in ("rise", "fall"):
+        expr, title = f"(\n  {now}\n)\n- on (model)\n(\n  {before(now)}\n)", f"{signal_title(signal)}: change"
+        unit = UNITS.get(signal.unit, "short")
+        lit, low = (condition.value, False) if condition.op == "rise" else (-condition.value, True)
+    else:
+        expr, title, unit = now, f"{signal_title(signal)} (last {FRESH})", UNITS.get(signal.unit, "short")
+        lit, low = condition.value, condition.op == "incident<="
+    return tile(title, expr, unit, lit=lit, low=low, description=guide(kind, confirm, [], note))
+
+
+def drawn_row(kind: Kind, signals: dict[str, Signal]) -> list:
+    """A tile on the kind's headline condition, then one panel per signal its conditions read."""
+    conditions = [c for clause in kind.clauses for c in clause.conditions if c.signal in signals]
+    shown = list(dict.fromkeys(c.signal for c in conditions))
+    confirm = [(signal_title(signals[c.signal]), READINGS[c.op].format(c.value)) for c in conditions]
+    condition = headline(kind)
+    note = f"Drawn from triage/kinds.yaml: the tile is {condition.text} (orange where triage would count it)."
+    width = max(5, 20 // max(len(shown), 1))
+    return [drawn_tile(kind, condition, signals[condition.signal], note, confirm)] + [
+        timeseries(
+            signal_title(signals[name]),
+            [target(signal_expr(signals[name], RATE), "{{model}}")],
+            unit=UNITS.get(signals[name].unit, "short"),
+            width=width,
+            description=f"triage's {name} (triage/signals.yaml) per model.",
+        )
+        for name in shown
+    ]
+
+
+def which_slow(kinds: dict[str, Kind], signals: tuple[Signal, ...]):
+    """The dashboard for these kinds, in their order: each hand-made row where there is one, else a drawn one."""
+    by_name = {signal.name: signal for signal in signals}
+    panels = []
+    for kind in kinds.values():
+        panels.append(row(f"{kind.name}: {kind.summary}"))
+        panels += HAND_MADE[kind.name](kind) if kind.name in HAND_MADE else drawn_row(kind, by_name)
+    return make_dashboard(
+        uid="inferwatch-which-slow",
+        title="LLM: which kind of slow?",
+        description=f"One row per kind of slow ({', '.join(kinds)}); each row's first tile says which panels "
+        "confirm it and which rule it out. inferwatch.",
+        variables=engine_variables(),
+        panels=panels,
+    )
+
+
+dashboard = which_slow(load_kinds(), load_signals())

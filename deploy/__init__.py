@@ -3,13 +3,29 @@
     config = load_config("deploy.yaml")      # typed; SpecError lists every problem with file:line
     files = render(config, "kubernetes")     # {path: text}: manifests and kustomization.yaml, or compose
                                              # (`backend: victoriametrics`: VM operator CRs, or vmagent + vmalert)
-    inferwatch doctor --prometheus URL       # checks that every signal arrives (inferwatch.deploy._doctor)
+    results = run_checks(config, "http://prometheus:9090")   # `inferwatch doctor`: does every signal arrive?
+    print(summary(results))                  # `9 ok, 1 note, 1 skipped, 2 to fix`
 
 The default render (no config) is checked in under deploy/kubernetes/ and deploy/compose/, on VictoriaMetrics under
 deploy/kubernetes-victoriametrics/ and deploy/compose-victoriametrics/, and drift-checked by `inferwatch build --check`.
 """
 
+from inferwatch import _lazy
 from inferwatch.deploy._config import Config, load_config, parse_config
-from inferwatch.deploy._render import TARGETS, render, render_default
+from inferwatch.deploy._render import DEFAULT_FOLDERS, TARGETS, render, render_default
 
-__all__ = ["Config", "load_config", "parse_config", "render", "render_default", "TARGETS"]
+__all__ = [
+    "Config",
+    "load_config",
+    "parse_config",
+    "render",
+    "render_default",
+    "TARGETS",
+    "DEFAULT_FOLDERS",
+    "run_checks",
+    "summary",
+    "register",
+]
+
+# loaded on first use: the doctor reads Prometheus, which rendering never needs
+__getattr__ = _lazy.lazy_attributes(__name__, {"run_checks": "_doctor", "summary": "_doctor", "register": "_cli"})

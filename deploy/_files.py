@@ -591,7 +591,7 @@ def _longest_engine_interval(bundle: Bundle) -> float:
 
 def _name_findings(what: str, expr: str) -> list[Result]:
     """Metric names no engine release exposes, or that a release renamed (unless the successor is read too)."""
-    from inferwatch.dashboards._lint_promql import PanelContext, metric_names, query_findings
+    from inferwatch.dashboards import PanelContext, metric_names, query_findings
 
     out = []
     for kind, text in query_findings(expr, PanelContext(type="rule")):
@@ -605,7 +605,7 @@ def _name_findings(what: str, expr: str) -> list[Result]:
 
 def _window_findings(what: str, expr: str, longest: float) -> list[Result]:
     """A range window on engine series shorter than two scrapes: rate() and increase() read nothing."""
-    from inferwatch.dashboards._lint_promql import metric_names
+    from inferwatch.dashboards import metric_names
 
     windows = [seconds(w) for w in re.findall(r"\[\s*(\d+[smhdw])\s*[]:]", expr)]
     engine = any(n.startswith(_ENGINE_PREFIXES) for n in metric_names(expr))

@@ -7,16 +7,18 @@ source, rule groups, inhibit rules, dashboard JSON, the DCGM counters file).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from importlib.resources import files
 from pathlib import Path
 
 import yaml
 
 from inferwatch.deploy._config import Config
 from inferwatch.errors import InferwatchError, SpecError, collect
+from inferwatch.resources import data_path
 
 __all__ = ["Inputs", "RuleGroups", "gather_inputs", "DEPLOY_DIR"]
 
-DEPLOY_DIR = Path(__file__).resolve().parent
+DEPLOY_DIR = data_path("inferwatch.deploy")  # a clone's deploy/ (the Dockerfile is one up), or the installed package
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,9 @@ def _caps_group(config: Config) -> tuple[dict, ...]:
 
 
 def _slo_specs(config: Config) -> list[Path]:
-    from inferwatch.slo._tables import HERE as SLO_DIR
-
     if not config.slo_specs:
-        return [SLO_DIR / "defaults.yaml"] + ([SLO_DIR / "defaults-frontdoor.yaml"] if config.frontdoor.enabled else [])
+        embedded = ["defaults.yaml"] + (["defaults-frontdoor.yaml"] if config.frontdoor.enabled else [])
+        return [data_path("inferwatch.slo", name) for name in embedded]
     base = Path(config.file).parent if not config.file.startswith("<") else Path.cwd()
     return [base / spec for spec in config.slo_specs]
 
@@ -62,9 +63,7 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
     """Compile the config's SLO specs and collect the rest; `dashboards` defaults to the checked-in JSON (which
     `inferwatch build --check` keeps equal to what the dashboard sources generate), built anew with the config's
     own SLO specs when it names some, so the overview's latency tiles show their thresholds."""
-    from inferwatch.alerts import HERE as ALERTS_DIR
     from inferwatch.autoscale import compile_autoscaling, load_knobs
-    from inferwatch.dashboards import __file__ as dashboards_init
     from inferwatch.mappings import (
         load_mappings,
         recording_rules,
@@ -87,7 +86,7 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
         RuleGroups(f"inferwatch-slo-{rs.spec.service.replace('_', '-')}", "slo", tuple(rs.groups)) for rs in rulesets
     ]
     rules.append(RuleGroups("inferwatch-mappings", "mappings", tuple(recording_rules(mappings)["groups"])))
-    operational = yaml.safe_load((ALERTS_DIR / "operational.rules.yaml").read_text(encoding="utf-8"))
+    operational = yaml.safe_load(files("inferwatch.alerts").joinpath("operational.rules.yaml").read_text("utf-8"))
     rules.append(RuleGroups("inferwatch-operational", "alerts", tuple(operational["groups"])))
     if _caps_group(config):
         rules.append(RuleGroups("inferwatch-caps", "caps", _caps_group(config)))
@@ -101,12 +100,16 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
         )
     )
     if dashboards is None and config.slo_specs:  # the tiles show the thresholds the pager uses
-        from inferwatch.dashboards._build import build
+        from inferwatch.dashboards import build
 
         dashboards = build(specs=specs)
     if dashboards is None:
-        folder = Path(dashboards_init).parent
-        dashboards = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.json"))}
+        folder = files("inferwatch.dashboards")
+        dashboards = {
+            p.name: p.read_text(encoding="utf-8")
+            for p in sorted(folder.iterdir(), key=lambda p: p.name)
+            if p.name.endswith(".json")
+        }
     if not dashboards:
         raise InferwatchError("no dashboard JSON found next to inferwatch.dashboards; run `inferwatch build`")
     return Inputs(
@@ -115,5 +118,5 @@ def gather_inputs(config: Config, dashboards: dict[str, str] | None = None) -> I
         rules=tuple(rules),
         inhibit_rules=tuple(r for rs in rulesets for r in rs.inhibit_rules),
         dashboards=dict(dashboards),
-        dcgm_counters=(DEPLOY_DIR / "dcgm" / "counters.csv").read_text(encoding="utf-8"),
+        dcgm_counters=files("inferwatch.deploy").joinpath("dcgm", "counters.csv").read_text(encoding="utf-8"),
     )

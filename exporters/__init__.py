@@ -20,6 +20,7 @@ __all__ = [
     "parse_sample",
     "render",
     "split_families",
+    "register",
 ]
 
 
@@ -28,6 +29,7 @@ __all__ = [
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
         "_server": ("NormalizingExporter",),
         "_config": ("ExporterConfig", "Target", "load_config"),
         "_exposition": ("Family", "Sample", "format_sample", "parse_sample", "split_families"),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from inferwatch.errors import ExpositionError
+from inferwatch.promql import escape_label_value
 
 __all__ = [
     "blank_elisions",
@@ -163,12 +164,6 @@ def _excerpt(line: str) -> str:
     return repr(line if len(line) <= 80 else line[:77] + "...")
 
 
-def _escape(value: str) -> str:
-    if "\\" in value or '"' in value or "\n" in value:
-        value = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return value
-
-
 def format_value(value: float) -> str:
     """A float as the Python client writes it (repr, with +Inf/-Inf/NaN)."""
     if value != value:
@@ -189,7 +184,7 @@ def format_header(name: str, mtype: str, help_text: str) -> str:
 
 def format_sample(sample: Sample) -> str:
     """One sample line, newline included."""
-    labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels)
+    labels = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in sample.labels)
     head = f"{sample.name}{{{labels}}}" if labels else sample.name
     tail = f" {sample.timestamp}" if sample.timestamp is not None else ""
     return f"{head} {sample.value}{tail}\n"

@@ -40,9 +40,15 @@ __all__ = [
     "ProbeResult",
     "Prober",
     "probe_once",
+    "Goodput",
+    "GoodputError",
+    "default_goodput",
+    "load_goodput",
+    "register",
 ]
 
 _LAZY = {
+    "register": "_cli",
     **dict.fromkeys(
         [
             "FrontdoorConfig",
@@ -65,6 +71,7 @@ _LAZY = {
     "SSESplitter": "_sse",
     **dict.fromkeys(["Frontdoor", "make_app", "start", "serve", "FRONTDOOR"], "_proxy"),
     **dict.fromkeys(["ProbeConfig", "ProbeResult", "Prober", "probe_once"], "_probe"),
+    **dict.fromkeys(["Goodput", "GoodputError", "default_goodput", "load_goodput"], "_goodput"),
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from inferwatch.slo._tables import source_buckets
+from inferwatch.slo import source_buckets
 
 __all__ = ["FrontdoorMetrics", "LABELS", "REFUSED", "bounds", "worst_case_series"]
 

@@ -119,18 +119,18 @@ def build(
 
 def _assemble() -> None:
     """Every package's commands. `inferwatch --help` lists the commands in the order they are added, then the
-    groups in theirs. Each `_cli` module imports only typer and its flags; a command imports the library it
-    runs when it runs."""
-    from inferwatch.canary._cli import register as canary
-    from inferwatch.cost._cli import register as cost
-    from inferwatch.dashboards._cli import register as dashboards
-    from inferwatch.deploy._cli import register as deploy
-    from inferwatch.exporters._cli import register as exporters
-    from inferwatch.frontdoor._cli import register as frontdoor
-    from inferwatch.mappings._cli import register as mappings
-    from inferwatch.sim._cli import register as sim
-    from inferwatch.slo._cli import register as slo
-    from inferwatch.triage._cli import register as triage
+    groups in theirs. Each package's `register` (its `_cli` module) imports only typer and its flags; a command
+    imports the library it runs when it runs."""
+    from inferwatch.canary import register as canary
+    from inferwatch.cost import register as cost
+    from inferwatch.dashboards import register as dashboards
+    from inferwatch.deploy import register as deploy
+    from inferwatch.exporters import register as exporters
+    from inferwatch.frontdoor import register as frontdoor
+    from inferwatch.mappings import register as mappings
+    from inferwatch.sim import register as sim
+    from inferwatch.slo import register as slo
+    from inferwatch.triage import register as triage
 
     def root(app: typer.Typer) -> None:
         app.command(cls=Command)(build)

@@ -23,12 +23,14 @@ __all__ = [
     "relabel_configs",
     "renamed_by_relabel",
     "servicemonitor_relabelings",
+    "register",
 ]
 
 # loaded on first use: `inferwatch --help` registers the mappings commands without reading a mapping
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
         "_load": ("builtin_mapping_paths", "load_catalog", "load_mapping", "load_mappings", "select_source"),
         "_model": ("Catalog", "CatalogMetric", "Entry", "LabelRule", "SourceMapping", "sanitized"),
         "_render": (

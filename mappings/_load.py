@@ -18,10 +18,11 @@ from inferwatch.mappings._model import (
     LabelRule,
     SourceMapping,
 )
+from inferwatch.resources import data_path
 
 __all__ = ["HERE", "load_catalog", "load_mapping", "builtin_mapping_paths", "load_mappings", "select_source"]
 
-HERE = Path(__file__).resolve().parent
+HERE = data_path("inferwatch.mappings")  # catalog.yaml, sources/*.yaml, generated/ (written by `inferwatch build`)
 CATALOG_PATH = HERE / "catalog.yaml"
 SOURCES_DIR = HERE / "sources"
 

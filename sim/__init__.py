@@ -27,6 +27,7 @@ __all__ = [
     "scenarios",
     "with_scenario",
     "run_demo",
+    "register",
 ]
 
 # loaded on first use: the server and the load generator pull in aiohttp, which `inferwatch --help` and the
@@ -34,6 +35,7 @@ __all__ = [
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
         "_demo": ("run_demo",),
         "_engine": ("Engine", "Event", "Request"),
         "_load": ("LoadConfig", "LoadReport", "format_report", "percentile", "run_load"),

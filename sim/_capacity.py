@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 
-from inferwatch.frontdoor._goodput import Goodput
+from inferwatch.frontdoor import Goodput
 from inferwatch.sim._capacity_stats import RateStats, estimate, rate_stats
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 

@@ -13,7 +13,7 @@ import yaml
 
 from inferwatch import __version__
 from inferwatch.errors import InferwatchError
-from inferwatch.frontdoor._goodput import Goodput, default_goodput
+from inferwatch.frontdoor import Goodput, default_goodput
 from inferwatch.sim._capacity import Step, SweepConfig
 from inferwatch.sim._capacity_stats import estimate, rate_stats
 

@@ -91,7 +91,7 @@ def simulate(
     import logging
     from dataclasses import replace
 
-    from inferwatch.exporters._config import parse_listen
+    from inferwatch._urls import listen_address
     from inferwatch.sim import EngineParams, SimulatorConfig, releases, serve
 
     if engine not in ("vllm", "sglang"):
@@ -101,7 +101,7 @@ def simulate(
             f"--engine-version {engine_version}: simulated {engine} releases are {', '.join(releases(engine))}"
         )
     try:
-        host, port = parse_listen(listen)
+        host, port = listen_address(listen, "127.0.0.1:8000")
     except ValueError as err:
         raise InferwatchError(f"--listen: {err}") from None
     if max_num_queued_reqs < 0:

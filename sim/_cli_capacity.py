@@ -139,7 +139,7 @@ def sweep_command(
 
     from inferwatch._files import write_output
     from inferwatch._urls import openai_server_url
-    from inferwatch.frontdoor._goodput import default_goodput, load_goodput
+    from inferwatch.frontdoor import default_goodput, load_goodput
     from inferwatch.sim._capacity import SweepConfig, format_step, sweep
     from inferwatch.sim._capacity_report import (
         compare,

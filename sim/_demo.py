@@ -726,8 +726,7 @@ def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say, gpus: boo
     """The demo's last step: `inferwatch doctor` against its own stack, with a deploy.yaml saying what the demo
     runs (the normalizing exporter, which serves the caps; front-door SLOs when its rule files hold them; no
     Alertmanager; `gpus` False: no GPU exporter, as on a CPU engine). True when every check is ok or skipped."""
-    from inferwatch.deploy import load_config
-    from inferwatch.deploy._doctor import run_checks, summary
+    from inferwatch.deploy import load_config, run_checks, summary
 
     loaded = yaml.safe_load((folder / "prometheus.yml").read_text())["rule_files"]
     groups = [g["name"] for path in loaded for g in (yaml.safe_load(Path(path).read_text()) or {}).get("groups", [])]

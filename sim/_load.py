@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass, field
 import aiohttp
 
 from inferwatch.errors import InferwatchError
-from inferwatch.frontdoor import Facts, observe_stream, token_counts
-from inferwatch.frontdoor._outcome import classify
+from inferwatch.frontdoor import Facts, classify, observe_stream, token_counts
 from inferwatch.sim._engine import WORDS
 
 __all__ = ["LoadConfig", "LoadReport", "Sample", "run_load", "resolve_model", "percentile", "format_report"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from importlib.resources import files
 
 import yaml
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from inferwatch.errors import InferwatchError
-from inferwatch.sim._params import HERE
-from inferwatch.slo._tables import bucket_tables, version_tuple
+from inferwatch.slo import bucket_tables, version_tuple
 
 __all__ = ["EngineMetrics", "releases", "default_release"]
 
@@ -24,7 +24,7 @@ _TYPES = {"gauge": Gauge, "counter": Counter, "histogram": Histogram}
 
 @cache
 def _table() -> dict:
-    return yaml.safe_load((HERE / "releases.yaml").read_text(encoding="utf-8"))["engines"]
+    return yaml.safe_load(files("inferwatch.sim").joinpath("releases.yaml").read_text(encoding="utf-8"))["engines"]
 
 
 def releases(engine: str) -> list[str]:

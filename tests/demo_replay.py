@@ -178,7 +178,7 @@ def _increase(seg: dict[str, list[float | None]], metric: str, matchers, group: 
 def error_ratio(spec, objective, seg: dict[str, list[float | None]], group: dict[str, str]) -> float:
     """The objective's error ratio over the segment, from the recorded counters and the spec alone (never from the
     rules under test): bad events over all events."""
-    from inferwatch.slo._model import LatencySLI, Matcher
+    from inferwatch.slo import LatencySLI, Matcher
     from inferwatch.slo._selector import le_spellings
 
     sli = objective.sli
@@ -201,7 +201,7 @@ def page_detection_minutes(spec, objective, ratio: float) -> int:
     (the fastest page tier's detection, windows clean before), plus the minute the rules count in."""
     from fractions import Fraction
 
-    from inferwatch.slo._burn import tier_math
+    from inferwatch.slo import tier_math
 
     maths = [tier_math(spec, objective, tier) for tier in spec.tiers if tier.severity == "critical"]
     times = [t for t in (m.detection(Fraction(ratio)) for m in maths if m.fires) if t is not None]

@@ -19,8 +19,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from inferwatch.exporters import Normalizer, NormalizingExporter, split_families
-from inferwatch.exporters._config import ExporterConfig, Target
+from inferwatch.exporters import ExporterConfig, Normalizer, NormalizingExporter, Target, split_families
 
 CRLF = b"\r\n"
 

@@ -19,9 +19,8 @@ import yaml
 from conftest import ROOT, need
 from promtools import create_blocks, prometheus
 
-from inferwatch.canary import Settings, compare, parse_selector
+from inferwatch.canary import Settings, compare, parse_selector, render_templates
 from inferwatch.canary._stats import one_sided_p
-from inferwatch.canary._templates import render_templates
 from inferwatch.promapi import Client
 
 BOUNDS = [0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, math.inf]

@@ -28,7 +28,7 @@ import pytest
 from conftest import need
 from simtools import serve_app
 
-from inferwatch.frontdoor._goodput import default_goodput, load_goodput
+from inferwatch.frontdoor import default_goodput, load_goodput
 from inferwatch.sim import EngineParams, LoadConfig, SimulatorConfig, make_app
 from inferwatch.sim._capacity import Step, SweepConfig, next_rate, sweep
 from inferwatch.sim._capacity_report import compare, load_result, result, rule_file

@@ -91,6 +91,12 @@ def test_busy_port_is_one_line_and_nothing_claims_to_serve(args, busy_port):
     assert "serving" not in proc.stdout + proc.stderr
 
 
+def test_a_bad_listen_address_gives_the_simulators_own_example():
+    """simulate --listen read the exporter's parser, whose example was the exporter's port 9400."""
+    proc = run("simulate", "--listen", "localhost")
+    one_clear_line(proc, (1,), "--listen", "'localhost' is not HOST:PORT, e.g. 127.0.0.1:8000")
+
+
 BAD_URLS = [
     (["dashboards", "push", "--grafana-url", "not-a-url"], "--grafana-url"),
     (["exporter", "normalize", "--target", "not-a-url"], "--target"),

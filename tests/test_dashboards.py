@@ -17,11 +17,11 @@ import pytest
 import yaml
 from conftest import FIXTURES
 
-from inferwatch.dashboards._build import build
+from inferwatch.dashboards import build
 from inferwatch.dashboards._lint import lint_dashboard, lint_file
 from inferwatch.dashboards._push import push
 from inferwatch.errors import InferwatchError
-from inferwatch.slo._tables import bucket_tables, source_buckets
+from inferwatch.slo import bucket_tables, source_buckets
 
 SCHEMAS = FIXTURES / "schemas" / "grafana-foundation-sdk"
 ANCHORS = FIXTURES / "anchors" / "dashboards"

@@ -26,8 +26,7 @@ from conftest import EXPOSITIONS, REAL_CAPTURES, ROOT, need
 from promtools import free_port, prometheus, query, serve, wait_for
 from simtools import FAST, simulator
 
-from inferwatch.dashboards import PANEL_NEEDS, has_data, panel_needs, substitute_variables
-from inferwatch.dashboards._build import build
+from inferwatch.dashboards import PANEL_NEEDS, build, has_data, panel_needs, substitute_variables
 from inferwatch.sim import LoadConfig, run_load
 from inferwatch.sim._demo import _compress
 

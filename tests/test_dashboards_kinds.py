@@ -20,7 +20,7 @@ import pytest
 from test_dashboards_data import _substitute
 from triage_tools import FIXTURES, api, load_manifest, recorded_prometheus
 
-from inferwatch.dashboards._build import build
+from inferwatch.dashboards import build
 
 pytestmark = [
     pytest.mark.xdist_group("test_dashboards_kinds"),

@@ -3,22 +3,28 @@ output token doubles below 25 ms and vLLM's p95 (buckets 0.01, 0.025) does not m
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import threading
 
+import promql_parser
 import pytest
 from conftest import need
 from promtools import prometheus, query, serve, wait_for
 
-from inferwatch.dashboards._build import build
-from inferwatch.slo._tables import bucket_tables
+from inferwatch.dashboards import build, render_json
+from inferwatch.dashboards._lint import lint_dashboard
+from inferwatch.resources import data_path
+from inferwatch.slo import bucket_tables
+from inferwatch.triage import load_kinds, load_signals
 
 pytestmark = pytest.mark.xdist_group("test_dashboards_which_slow")
 
 TPOT = "llm_time_per_output_token_seconds"
 LABELS = 'namespace="ns", model="m", engine="vllm", pod="p"'
 PER_SCRAPE = 20  # requests finishing between two scrapes
+FRONT_DOOR = "Front door only (inferwatch frontdoor): "  # the front-door tiles' descriptions open with it
 
 
 def _reply(handler, lines: list[str]) -> None:
@@ -154,3 +160,70 @@ def test_missing_data_tiles_say_so_when_the_engine_goes(tmp_path):
             assert query(prom, answered) == []  # no data, not 100 %
             targets_up = _panel_queries("Targets up")
             assert float(query(prom, targets_up["exporter target"])[0]["value"][1]) == 0
+
+
+def _which_slow_module():
+    """The which-slow dashboard's source as a module, for its `which_slow(kinds, signals)` builder."""
+    path = data_path("inferwatch.dashboards", "which-slow.dashboard.py")
+    spec = importlib.util.spec_from_file_location("which_slow_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+COLD_REPLICA = """\
+version: 1
+kinds:
+  cold-replica:
+    summary: a new replica serves with an empty prefix cache
+    runbook: https://wiki.example.com/llm/cold-replica
+    next: Warm new replicas before they take traffic.
+    explains: [prefix-cache-loss]
+    when:
+      - {if: prefix_hit_ratio fall >= 0.3, weight: 2, need: true}
+      - {if: [ttft_mean up >= 1.3x, prefill_time_mean up >= 1.3x], weight: 1}
+"""
+
+
+def test_the_kinds_text_comes_from_kinds_yaml():
+    """Every kind of kinds.yaml has its row, in order, titled with its summary, its tile's guide opening with its
+    signature; the dashboard's own description lists them; no hand-made row is left for a kind triage lacks."""
+    kinds = load_kinds()
+    board = json.loads(build()["which-slow.json"])
+    rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
+    assert rows == [f"{k.name}: {k.summary}" for k in kinds.values()]
+    guides = [p["description"].removeprefix(FRONT_DOOR) for p in board["panels"] if p["type"] == "stat"]
+    assert guides == [
+        f"{k.name}: {k.signature}. Confirmed by: " + g.split(". Confirmed by: ")[1]
+        for k, g in zip(kinds.values(), guides, strict=True)
+    ]
+    assert f"One row per kind of slow ({', '.join(kinds)});" in board["description"]
+    assert set(_which_slow_module().HAND_MADE) <= set(kinds)
+
+
+def test_a_kind_added_to_kinds_yaml_gets_a_row_drawn_from_its_signals(tmp_path):
+    """triage/README.md's cold-replica, added as `--rules` adds it: a row of its own after the shipped ones (which
+    stay as they are), a tile that lights where triage would count its needed condition, a panel per signal,
+    every query linted and valid PromQL."""
+    (tmp_path / "rules.yaml").write_text(COLD_REPLICA)
+    kinds, signals = load_kinds([tmp_path / "rules.yaml"]), load_signals()
+    board = json.loads(render_json(_which_slow_module().which_slow(kinds, signals)))
+    shipped = json.loads(build()["which-slow.json"])
+    start = next(i for i, p in enumerate(board["panels"]) if p["title"].startswith("cold-replica"))
+    assert board["panels"][:start] == shipped["panels"]
+    assert "missing-data, cold-replica);" in board["description"]
+    row_, tile_, *panels = board["panels"][start:]
+    assert row_["title"] == "cold-replica: a new replica serves with an empty prefix cache"
+    helps = {s.name: s.help[:1].upper() + s.help[1:] for s in signals}
+    assert [p["title"] for p in panels] == [helps["prefix_hit_ratio"], helps["ttft_mean"], helps["prefill_time_mean"]]
+    assert tile_["type"] == "stat" and tile_["title"] == f"{helps['prefix_hit_ratio']}: change"
+    assert tile_["description"].startswith(
+        f'cold-replica: a new replica serves with an empty prefix cache. Confirmed by: "{helps["prefix_hit_ratio"]}" '
+        "falls by 0.3 or more; "
+    )
+    steps = tile_["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [(s["value"], s["color"]) for s in steps] == [(None, "orange"), (-0.3, "blue")]  # orange under -0.3
+    assert lint_dashboard(board) == lint_dashboard(shipped)
+    for panel in [tile_, *panels]:
+        for t in panel["targets"]:
+            promql_parser.parse(re.sub(r"\$(\w+)", lambda m: "5m" if m[1] == "__rate_interval" else ".*", t["expr"]))

@@ -140,7 +140,7 @@ def test_an_empty_config_is_the_embedded_default():
 
 def test_the_checked_in_render_is_the_default():
     rendered = render_default()
-    from inferwatch.deploy._render import DEFAULT_FOLDERS
+    from inferwatch.deploy import DEFAULT_FOLDERS
 
     on_disk = {
         str(p.relative_to(ROOT / "deploy")): p.read_text()

@@ -27,7 +27,7 @@ from simtools import FAST, serve_app
 from test_dashboards_data import _front_door_only, _has_data, _substitute
 from test_deploy_vm import _local
 
-from inferwatch.dashboards._build import build
+from inferwatch.dashboards import build
 from inferwatch.deploy import parse_config, render
 from inferwatch.deploy._victoriametrics import STORE_FLAGS, vmalert_flags
 from inferwatch.sim import LoadConfig, SimulatorConfig, make_app, run_load

@@ -15,6 +15,11 @@ PACKAGES = [
     "inferwatch.alerts",
     "inferwatch.deploy",
     "inferwatch.sim",
+    "inferwatch.frontdoor",
+    "inferwatch.triage",
+    "inferwatch.canary",
+    "inferwatch.cost",
+    "inferwatch.autoscale",
 ]
 
 

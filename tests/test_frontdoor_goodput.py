@@ -15,7 +15,7 @@ import yaml
 from aiohttp import web
 from test_frontdoor import _chunk, _serving, _sse, client, frontdoor, scrape, wait_for
 
-from inferwatch.frontdoor._goodput import GoodputError, default_goodput, load_goodput
+from inferwatch.frontdoor import GoodputError, default_goodput, load_goodput
 
 LABELS = ("m", "anonymous", "e:1")
 

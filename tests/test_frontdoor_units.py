@@ -31,9 +31,8 @@ from inferwatch.frontdoor import (
 )
 from inferwatch.frontdoor._accesslog import access_record
 from inferwatch.frontdoor._caller import LabelCap, caller_of
+from inferwatch.slo import parse_spec, source_buckets
 from inferwatch.slo._selector import parse_selector
-from inferwatch.slo._spec import parse_spec
-from inferwatch.slo._tables import source_buckets
 
 STREAM = (
     b': comment\r\n\r\ndata: {"choices":[{"index":0,"delta":{"content":"a\\nb"}}]}\n\n'
@@ -513,10 +512,12 @@ def test_the_front_door_defaults_mirror_the_engine_defaults_and_compile(tmp_path
 
     from conftest import need
 
+    from inferwatch.resources import data_path
     from inferwatch.slo import compile_spec, load_spec, render_files
-    from inferwatch.slo._tables import HERE
 
-    engine, frontdoor = load_spec(HERE / "defaults.yaml"), load_spec(HERE / "defaults-frontdoor.yaml")
+    engine, frontdoor = (
+        load_spec(data_path("inferwatch.slo", f)) for f in ("defaults.yaml", "defaults-frontdoor.yaml")
+    )
     assert frontdoor.source == "frontdoor" and frontdoor.group_by == engine.group_by
     assert [(o.name, o.target) for o in frontdoor.objectives] == [(o.name, o.target) for o in engine.objectives]
     assert [getattr(o.sli, "threshold", None) for o in frontdoor.objectives] == [

@@ -463,8 +463,7 @@ def test_load_exits_1_when_every_request_failed():
 def _finish_time(late: float, keep_pace: float) -> float:
     """When (on a virtual clock) the last of eight streamed requests finishes on an engine whose every sleep
     wakes `late` times as late as it asked, as on a host whose other work starves the event loop."""
-    from inferwatch.sim._engine import Engine
-    from inferwatch.sim._params import EngineParams
+    from inferwatch.sim import Engine, EngineParams
 
     now = [0.0]
     real_sleep = asyncio.sleep

@@ -32,7 +32,7 @@ from triage_tools import (
     used_series,
 )
 
-from inferwatch.dashboards._lint_promql import metric_names
+from inferwatch.dashboards import metric_names
 from inferwatch.triage import Connection, Window, load_signals, rate_window, signal_queries, summarise, to_json, triage
 from inferwatch.triage._fetch import _frame
 from inferwatch.triage._sources import family_of, translate

@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from inferwatch.errors import SpecError
-from inferwatch.triage import Reading, Window, judge, load_kinds, load_signals, parse_kinds, summarise
-from inferwatch.triage._judge import Finding
+from inferwatch.triage import Finding, Reading, Window, judge, load_kinds, load_signals, parse_kinds, summarise
 from inferwatch.triage._triage import _named
 
 SIGNALS = load_signals()

@@ -11,6 +11,8 @@ import pytest
 from inferwatch.errors import InferwatchError, SpecError
 from inferwatch.triage import (
     Connection,
+    Evidence,
+    Finding,
     Reading,
     Report,
     Verdict,
@@ -32,7 +34,6 @@ from inferwatch.triage import (
     summarise,
     to_json,
 )
-from inferwatch.triage._judge import Evidence, Finding
 
 SIGNALS = load_signals()
 NAMES = [s.name for s in SIGNALS]

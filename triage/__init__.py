@@ -50,9 +50,11 @@ __all__ = [
     "render_rich",
     "headline",
     "plot_report",
+    "register",
 ]
 
 _LAZY = {
+    "register": "_cli",
     **dict.fromkeys(["Signal", "load_signals", "signal_queries", "model_matcher"], "_signals"),
     **dict.fromkeys(["Condition", "Clause", "Kind", "parse_condition", "parse_kinds", "load_kinds"], "_rules"),
     **dict.fromkeys(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from inferwatch.errors import InferwatchError
+from inferwatch.promql import escape_label_value
 from inferwatch.triage._window import Window, iso
 
 __all__ = ["AlertIncident", "alert_incident", "LEAD", "LOOKBACK", "MIN_WINDOW"]
@@ -36,19 +37,15 @@ class AlertIncident(tuple):
 
 
 def _selector(name: str, matchers: list[str]) -> str:
-    parts = [f'alertname="{_quote(name)}"']
+    parts = [f'alertname="{escape_label_value(name)}"']
     for text in matchers:
         match = MATCHER.fullmatch(text)
         if match is None:
             raise InferwatchError(
                 f'--alert-match {text!r}: give a label matcher, e.g. model=llama-3-8b or namespace=~"team-.*"'
             )
-        parts.append(f'{match[1]}{match[2]}"{_quote(match[3])}"')
+        parts.append(f'{match[1]}{match[2]}"{escape_label_value(match[3])}"')
     return "{" + ", ".join(parts) + "}"
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def alert_incident(client, name: str, matchers: list[str], end: float) -> AlertIncident:

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
+from inferwatch.resources import data_path
 
 __all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "parse_kinds", "load_kinds"]
 
-KINDS_FILE = Path(__file__).resolve().parent / "kinds.yaml"
+KINDS_FILE = data_path("inferwatch.triage", "kinds.yaml")
 ANY = "*"
-KIND_KEYS = ("summary", "runbook", "next", "explains", "min_confidence", "when")
+KIND_KEYS = ("summary", "signature", "runbook", "next", "explains", "min_confidence", "when")
 CLAUSE_KEYS = ("if", "weight", "need", "unmeasured")
 _NUM = r"([0-9]*\.?[0-9]+)"
 _FORMS = [
@@ -65,6 +66,7 @@ class Kind:
     clauses: tuple[Clause, ...]
     explains: tuple[str, ...] = ()
     min_confidence: float = 0.6
+    signature: str = ""  # what the signals show, in words (the which-slow dashboard's row guide opens with it)
 
 
 def parse_condition(text: str, signals) -> Condition:
@@ -157,7 +159,7 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
     if isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 < minimum <= 1:
         problems.add(node, "min_confidence", f"{where}.min_confidence", f"{minimum!r}: a number in (0, 1]")
         minimum = default_min
-    text = {k: " ".join(str(node.get(k, "")).split()) for k in ("summary", "runbook", "next")}
+    text = {k: " ".join(str(node.get(k, "")).split()) for k in ("summary", "signature", "runbook", "next")}
     return Kind(
         name,
         text["summary"],
@@ -166,6 +168,7 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
         tuple(c for c in clauses if c),
         tuple(explains),
         float(minimum),
+        text["signature"],
     )
 
 

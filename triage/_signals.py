@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 from string import Template
 
 import yaml
 
+from inferwatch.promql import escape_label_value
+
 __all__ = ["Signal", "GROUPS", "DEPLOYMENT", "load_signals", "signal_queries", "model_matcher"]
 
-HERE = Path(__file__).resolve().parent
 # the plot's rows and the report's order
 GROUPS = ("load-queue", "latency", "tokens", "cache", "gpu", "outcomes", "freshness")
 SHAPES = ("value", "num", "buckets", "presence")
@@ -76,7 +77,7 @@ def _signal(entry: dict) -> Signal:
 @cache
 def load_signals() -> tuple[Signal, ...]:
     """The shipped signal table, in file order."""
-    doc = yaml.safe_load((HERE / "signals.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load(files("inferwatch.triage").joinpath("signals.yaml").read_text(encoding="utf-8"))
     return tuple(_signal(entry) for entry in doc["signals"])
 
 
@@ -86,7 +87,7 @@ def model_matcher(models: tuple[str, ...] | list[str]) -> str:
         return 'model!=""'
     import re
 
-    alternatives = "|".join(re.escape(m).replace("\\", "\\\\").replace('"', '\\"') for m in sorted(set(models)))
+    alternatives = "|".join(escape_label_value(re.escape(m)) for m in sorted(set(models)))
     return f'model=~"{alternatives}"'
 
 

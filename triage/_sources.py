@@ -23,6 +23,8 @@ import itertools
 import re
 from functools import cache
 
+from inferwatch.promql import escape_label_value
+
 __all__ = ["FAMILIES", "SOURCE_NAMES", "translate", "source_names", "family_of", "name_matcher"]
 
 # what a vocabulary name belongs to: its series are read from the vocabulary or from the sources, per family
@@ -82,7 +84,7 @@ def source_names(name: str) -> list[str]:
 
 def name_matcher(names) -> str:
     """`__name__=~"a|b"` for these metric names, each matched literally (regex- and string-escaped)."""
-    return '__name__=~"' + "|".join(re.escape(n).replace("\\", "\\\\") for n in dict.fromkeys(names)) + '"'
+    return '__name__=~"' + "|".join(escape_label_value(re.escape(n)) for n in dict.fromkeys(names)) + '"'
 
 
 def _unescape(value: str) -> str:

@@ -133,14 +133,14 @@ def merge_alertmanager(
       inferwatch deploy merge-alertmanager my-values.yaml --config deploy.yaml -o my-values.yaml
     """
     from inferwatch._files import write_file
-    from inferwatch._yaml import load_yaml_file, plain
     from inferwatch.deploy import load_config
     from inferwatch.deploy._alertmanager import merge_document
     from inferwatch.deploy._inputs import gather_inputs
     from inferwatch.deploy._workloads import dump
+    from inferwatch.yamlio import load_document
 
     deployed = load_config(config)
-    text = dump(merge_document(plain(load_yaml_file(file)), str(file), deployed, gather_inputs(deployed)))
+    text = dump(merge_document(load_document(file).data, str(file), deployed, gather_inputs(deployed)))
     if out is None:
         typer.echo(text, nl=False)
     else:

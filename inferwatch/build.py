@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.alerts import HAND_WRITTEN
 from inferwatch.alerts import HERE as ALERTS_DIR
 from inferwatch.alerts._runbooks import with_kinds_section
@@ -40,6 +39,7 @@ from inferwatch.mappings._load import HERE as MAPPINGS_DIR
 from inferwatch.slo import compile_spec, load_spec, render_files
 from inferwatch.slo._tables import HERE as SLO_DIR
 from inferwatch.triage import load_kinds
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["artifacts", "write_bundle", "refresh_sources", "check", "source_copies", "DEFAULT_SLO_SPEC", "dump_yaml"]
 

@@ -5,9 +5,9 @@ exactly, and a p90 interpolated inside a bucket is not exact in binary."""
 
 from __future__ import annotations
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.autoscale._rules import Knobs, _alerts, objectives
 from inferwatch.slo import Spec
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["promtool_test"]
 

@@ -16,9 +16,9 @@ from fractions import Fraction
 from importlib.resources import files
 from pathlib import Path
 
-from inferwatch._yaml import dump_yaml, safe_load
 from inferwatch.durations import format_duration, parse_duration
 from inferwatch.slo import LatencySLI, Spec
+from inferwatch.yamlio import dump_yaml, safe_load
 
 __all__ = ["Knobs", "load_knobs", "objectives", "compile_autoscaling", "render_autoscaling", "RECORDS", "ALERTS"]
 

@@ -8,21 +8,8 @@ from typing import Annotated
 import typer
 
 from inferwatch.clikit import Command
-from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
-from inferwatch.promapi_flags import (
-    BasicAuthOpt,
-    BearerTokenFileOpt,
-    BearerTokenOpt,
-    CaFileOpt,
-    CertOpt,
-    HeaderOpt,
-    InsecureOpt,
-    KeyOpt,
-    MaxBytesOpt,
-    ProxyOpt,
-    TimeoutOpt,
-)
-from inferwatch.promapi_flags import options as client_options
+from inferwatch.promapi import ClientOptions
+from inferwatch.promapi_flags import connection_flags
 
 __all__ = ["register"]
 
@@ -86,17 +73,8 @@ def canary(
         ),
     ] = 0.25,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    header: HeaderOpt = [],
-    bearer_token: BearerTokenOpt = None,
-    bearer_token_file: BearerTokenFileOpt = None,
-    basic_auth: BasicAuthOpt = None,
-    ca_file: CaFileOpt = None,
-    insecure: InsecureOpt = False,
-    cert: CertOpt = None,
-    key: KeyOpt = None,
-    proxy: ProxyOpt = None,
-    timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
-    max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"],
+    *,
+    client: ClientOptions,
 ):
     """Is the canary worse than the stable version? A gate for CI and rollouts.
 
@@ -132,12 +110,7 @@ def canary(
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--prometheus") from None
     end = parse_time(at, "--at") if at else None
-    client = Client(
-        url,
-        client_options(
-            header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy, timeout, max_bytes
-        ),
-    )
+    prom = Client(url, client)
     settings = Settings(
         window=window,
         alpha=alpha,
@@ -148,7 +121,7 @@ def canary(
     )
     try:
         report = compare(
-            client,
+            prom,
             model,
             parse_selector(canary_selector, "--canary"),
             parse_selector(stable_selector, "--stable"),
@@ -164,4 +137,4 @@ def canary(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(cls=Command)(canary)
+    app.command(cls=Command)(connection_flags(canary))

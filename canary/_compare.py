@@ -18,11 +18,11 @@ from importlib.resources import files
 
 import promql_parser
 
-from inferwatch._yaml import safe_load
 from inferwatch.canary._stats import bound_at_or_over, one_sided_p, share_over
 from inferwatch.errors import InferwatchError
 from inferwatch.slo import Matcher, Selector, builtin_sli
 from inferwatch.triage import bucket_quantile
+from inferwatch.yamlio import safe_load
 
 __all__ = ["Settings", "Finding", "Report", "compare", "parse_selector", "SelectorError", "signals"]
 

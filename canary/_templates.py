@@ -15,9 +15,9 @@ and gives the hashes as arguments; Flagger runs the canary as `<target>-<hash>-<
 
 from __future__ import annotations
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.canary._compare import Settings, _selector, parse_selector, signals
 from inferwatch.slo import Selector, builtin_sli
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["analysis_template", "metric_templates", "render_templates", "Z_ALPHA"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.cost._spec import CostSpec
 from inferwatch.promql import escape_label_value
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["RECORDS", "WINDOW", "compile_cost", "render_cost"]
 

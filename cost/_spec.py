@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from inferwatch._yaml import line_of, load_yaml_file, plain
 from inferwatch.errors import Problem, SpecError
+from inferwatch.yamlio import Positions, Problems, load_document
 
 __all__ = ["CostSpec", "LabelPrice", "load_cost", "parse_cost"]
 
@@ -35,85 +35,77 @@ class CostSpec:
 
 
 def load_cost(path) -> CostSpec:
-    return parse_cost(load_yaml_file(path), str(path))
+    loaded = load_document(path)
+    return parse_cost(loaded.data, loaded.file, loaded.positions)
 
 
-def _price(problems: list, doc, node, key, field: str) -> Fraction | None:
-    value = plain(node.get(key))
+def _price(problems: Problems, node, key, field: str) -> Fraction | None:
+    value = node.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        problems.append(
-            Problem(
-                doc,
-                line_of(node, key),
-                field,
-                f"{value!r} is no price: a number of currency units per GPU-hour, 0 or more, e.g. 2.49",
-            )
+        problems.add(
+            node,
+            field,
+            f"{value!r} is no price: a number of currency units per GPU-hour, 0 or more, e.g. 2.49",
+            key=key,
         )
         return None
     return Fraction(str(value))
 
 
-def parse_cost(doc, file: str = "<cost>") -> CostSpec:
+def parse_cost(doc, file: str = "<cost>", positions: Positions | None = None) -> CostSpec:
     """A CostSpec, or SpecError listing every problem (file, line, field, what would be valid)."""
-    problems: list[Problem] = []
+    problems = Problems(file, positions)
     if not isinstance(doc, dict):
         raise SpecError([Problem(file, None, "", "a cost file is a mapping with gpu_hour: {GPU model: price}")])
-    for key in doc:
-        if key not in _KEYS and not str(key).startswith("__"):
-            problems.append(Problem(file, line_of(doc, key), str(key), f"unknown key; use {', '.join(_KEYS)}"))
-    if plain(doc.get("version", 1)) != 1:
-        problems.append(Problem(file, line_of(doc, "version"), "version", "must be 1"))
-    currency = plain(doc.get("currency", "USD"))
+    problems.unknown_keys(doc, _KEYS)
+    if doc.get("version", 1) != 1:
+        problems.add(doc, "version", "must be 1")
+    currency = doc.get("currency", "USD")
     if not isinstance(currency, str) or not currency.strip():
-        problems.append(Problem(file, line_of(doc, "currency"), "currency", "a name such as USD or EUR"))
+        problems.add(doc, "currency", "a name such as USD or EUR")
     table = doc.get("gpu_hour")
     prices, default = [], None
-    if not isinstance(table, dict) or not [k for k in table if not str(k).startswith("__")]:
-        problems.append(
-            Problem(
-                file,
-                line_of(doc, "gpu_hour"),
-                "gpu_hour",
-                "a mapping of GPU model (the "
-                "gpu_model label) to its price per GPU-hour, e.g. {NVIDIA H100 80GB HBM3: 2.49}",
-            )
+    if not isinstance(table, dict) or not table:
+        problems.add(
+            doc,
+            "gpu_hour",
+            "a mapping of GPU model (the gpu_model label) to its price per GPU-hour, "
+            "e.g. {NVIDIA H100 80GB HBM3: 2.49}",
         )
     else:
-        for model in (k for k in table if not str(k).startswith("__")):
-            price = _price(problems, file, table, model, f"gpu_hour.{model}")
+        for model in table:
+            price = _price(problems, table, model, f"gpu_hour.{model}")
             if price is not None and model == "default":
                 default = price
             elif price is not None:
                 prices.append((str(model), price))
     rules = []
-    for i, item in enumerate(plain(doc.get("by_label")) and doc["by_label"] or ()):
+    by_label = doc.get("by_label") or ()
+    for i, item in enumerate(by_label):
         field = f"by_label[{i}]"
         if not isinstance(item, dict):
-            problems.append(Problem(file, line_of(doc, "by_label"), field, "{label, match, gpu_hour}"))
+            problems.add(by_label, field, "{label, match, gpu_hour}", key=i)
             continue
-        label, match = plain(item.get("label")), plain(item.get("match"))
+        label, match = item.get("label"), item.get("match")
         if not isinstance(label, str) or not _LABEL.match(label):
-            problems.append(Problem(file, line_of(item, "label"), field + ".label", f"{label!r} is no label name"))
+            problems.add(item, field + ".label", f"{label!r} is no label name")
         try:
             re.compile(str(match))
             if not isinstance(match, str):
                 raise re.error("not a string")
         except re.error as err:
-            problems.append(Problem(file, line_of(item, "match"), field + ".match", f"{match!r}: {err}"))
-        price = _price(problems, file, item, "gpu_hour", field + ".gpu_hour")
+            problems.add(item, field + ".match", f"{match!r}: {err}")
+        price = _price(problems, item, "gpu_hour", field + ".gpu_hour")
         if price is not None and isinstance(label, str) and isinstance(match, str):
             rules.append(LabelPrice(label, match, price))
     overhead = Fraction(0)
     if "overhead" in doc:
-        raw = str(plain(doc["overhead"])).strip()
+        raw = str(doc["overhead"]).strip()
         try:
             overhead = Fraction(raw[:-1]) / 100 if raw.endswith("%") else Fraction(raw)
             if overhead < 0:
                 raise ValueError
         except (ValueError, ZeroDivisionError):
-            problems.append(
-                Problem(file, line_of(doc, "overhead"), "overhead", f"{raw!r}: a share such as 15% or 0.15, 0 or more")
-            )
-    if problems:
-        raise SpecError(problems)
-    return CostSpec(file, currency.strip(), tuple(prices), default, tuple(rules), overhead)
+            problems.add(doc, "overhead", f"{raw!r}: a share such as 15% or 0.15, 0 or more")
+    problems.raise_if_any()
+    return CostSpec(file, str(currency).strip(), tuple(prices), default, tuple(rules), overhead)

@@ -51,11 +51,11 @@ def build(
       inferwatch dashboards build -o out/ --slo slos/chat.yaml
     """
     from inferwatch._files import output_dir, write_file
-    from inferwatch._yaml import dump_yaml
     from inferwatch.dashboards._build import build as build_all
     from inferwatch.dashboards._build import configmap
     from inferwatch.errors import SpecError, collect
     from inferwatch.slo import load_spec
+    from inferwatch.yamlio import dump_yaml
 
     loaded, problems = collect(load_spec, list(slo or []))
     if problems:

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from inferwatch._files import read_input
-from inferwatch._yaml import safe_load_all
+from inferwatch.yamlio import safe_load_all
 
 __all__ = ["read_dashboards", "from_v2", "SUFFIXES"]
 

@@ -6,21 +6,8 @@ from typing import Annotated
 import typer
 
 from inferwatch.clikit import Command, group
-from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
-from inferwatch.promapi_flags import (
-    BasicAuthOpt,
-    BearerTokenFileOpt,
-    BearerTokenOpt,
-    CaFileOpt,
-    CertOpt,
-    HeaderOpt,
-    InsecureOpt,
-    KeyOpt,
-    MaxBytesOpt,
-    ProxyOpt,
-    TimeoutOpt,
-)
-from inferwatch.promapi_flags import options as client_options
+from inferwatch.promapi import ClientOptions
+from inferwatch.promapi_flags import connection_flags
 
 __all__ = ["register"]
 
@@ -133,14 +120,14 @@ def merge_alertmanager(
       inferwatch deploy merge-alertmanager my-values.yaml --config deploy.yaml -o my-values.yaml
     """
     from inferwatch._files import write_file
-    from inferwatch._yaml import load_yaml_file, plain
     from inferwatch.deploy import load_config
     from inferwatch.deploy._alertmanager import merge_document
     from inferwatch.deploy._inputs import gather_inputs
     from inferwatch.deploy._workloads import dump
+    from inferwatch.yamlio import load_document
 
     deployed = load_config(config)
-    text = dump(merge_document(plain(load_yaml_file(file)), str(file), deployed, gather_inputs(deployed)))
+    text = dump(merge_document(load_document(file).data, str(file), deployed, gather_inputs(deployed)))
     if out is None:
         typer.echo(text, nl=False)
     else:
@@ -216,17 +203,8 @@ def doctor(
             help="This stack runs no Alertmanager (a laptop, the demo): report its absence as skipped, not missing.",
         ),
     ] = False,
-    header: HeaderOpt = [],
-    bearer_token: BearerTokenOpt = None,
-    bearer_token_file: BearerTokenFileOpt = None,
-    basic_auth: BasicAuthOpt = None,
-    ca_file: CaFileOpt = None,
-    insecure: InsecureOpt = False,
-    cert: CertOpt = None,
-    key: KeyOpt = None,
-    proxy: ProxyOpt = None,
-    timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
-    max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"],
+    *,
+    client: ClientOptions,
 ):
     """Check that every signal the dashboards, SLOs and triage need arrives, and their joins work: one line per
     check (ok, note, skipped and why, missing, wrong) with the fix; exit 1 when something is missing or wrong.
@@ -246,9 +224,6 @@ def doctor(
     from inferwatch.deploy._files import check_files
 
     urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager, scraper, ruler)
-    options = client_options(
-        header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy, timeout, max_bytes
-    )
     missing = [str(p) for p in file or [] if not p.exists()]
     if missing:
         raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
@@ -266,7 +241,7 @@ def doctor(
             urls.get("--grafana"),
             os.environ.get("GRAFANA_TOKEN"),
             alertmanager_expected=not no_alertmanager,
-            options=options,
+            options=client,
             scraper=urls.get("--scraper"),
             ruler=urls.get("--ruler"),
             external_metrics=external_metrics,
@@ -316,4 +291,4 @@ def _doctor_urls(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(deploy_app, name="deploy")
-    app.command("doctor", cls=Command)(doctor)
+    app.command("doctor", cls=Command)(connection_flags(doctor))

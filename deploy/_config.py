@@ -8,15 +8,14 @@ default deployment (what `deploy/kubernetes/` and `deploy/compose/` hold).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from inferwatch import __version__
-from inferwatch._yaml import LINE, line_of, load_yaml_file, plain
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
+from inferwatch.yamlio import Positions, Problems, load_document
 
 __all__ = [
     "Config",
@@ -180,26 +179,23 @@ class Config:
 class _Reader:
     """Reads one mapping node into a dataclass by its fields' types; problems go to a shared list."""
 
-    def __init__(self, file: str):
-        self.file = file
-        self.problems: list[Problem] = []
+    def __init__(self, file: str, positions: Positions | None = None):
+        self.collected = Problems(file, positions)
+        self.problems = self.collected.problems
 
     def problem(self, node, key, where: str, message: str) -> None:
-        self.problems.append(Problem(self.file, line_of(node, key) if isinstance(node, dict) else None, where, message))
+        self.collected.add(node if isinstance(node, dict) else None, where, message, key=key)
 
     def read(self, cls, node, where: str, **extra):
         if not isinstance(node, dict):
-            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {plain(node)!r}")
+            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {node!r}")
             return cls(**extra) if not _required(cls) - set(extra) else None
         names = [f.name for f in dataclasses.fields(cls) if f.name != "file"]
         values = dict(extra)
+        ignore = ("version",) if cls is Config else ()
+        self.collected.unknown_keys(node, names, where, ignore)
         for key, value in node.items():
-            if key == LINE or key == "version" and cls is Config:
-                continue
-            if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(names)
-                self.problem(node, key, f"{where}{key}", f"unknown key; {hint}")
+            if key in ignore or key not in names:
                 continue
             parsed = self.value(cls, key, value, node, f"{where}{key}")
             if parsed is not _BAD:
@@ -251,7 +247,7 @@ def _required(cls) -> set[str]:
 
 def _str(value) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"expected text, got {plain(value)!r}")
+        raise ValueError(f"expected text, got {value!r}")
     return value
 
 
@@ -268,7 +264,7 @@ def _matching(pattern: re.Pattern, what: str):
 def _one_of(choices):
     def check(value) -> str:
         if value not in choices:
-            raise ValueError(f"{plain(value)!r}: use one of {', '.join(choices)}")
+            raise ValueError(f"{value!r}: use one of {', '.join(choices)}")
         return value
 
     return check
@@ -276,20 +272,20 @@ def _one_of(choices):
 
 def _bool(value) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {plain(value)!r}")
+        raise ValueError(f"expected true or false, got {value!r}")
     return value
 
 
 def _count(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        raise ValueError(f"expected a whole number from 1 to 65535, got {plain(value)!r}")
+        raise ValueError(f"expected a whole number from 1 to 65535, got {value!r}")
     return value
 
 
 def _labels(value) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, dict) or not {k for k in value if k != LINE}:
-        raise ValueError(f"expected a mapping of labels, e.g. {{app: vllm}}, got {plain(value)!r}")
-    pairs = tuple(sorted((str(k), str(v)) for k, v in value.items() if k != LINE))
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"expected a mapping of labels, e.g. {{app: vllm}}, got {value!r}")
+    pairs = tuple(sorted((str(k), str(v)) for k, v in value.items()))
     for key, val in pairs:
         if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(val):
             raise ValueError(f"{key}: {val!r} is not a Kubernetes label")
@@ -298,8 +294,8 @@ def _labels(value) -> tuple[tuple[str, str], ...]:
 
 def _caps(value) -> tuple[tuple[str, int], ...]:
     if not isinstance(value, dict):
-        raise ValueError(f"expected a mapping of model: cap, e.g. {{llama-3-8b: 256}}, got {plain(value)!r}")
-    pairs = tuple(sorted((str(k), v) for k, v in value.items() if k != LINE))
+        raise ValueError(f"expected a mapping of model: cap, e.g. {{llama-3-8b: 256}}, got {value!r}")
+    pairs = tuple(sorted((str(k), v) for k, v in value.items()))
     for model, cap in pairs:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ValueError(f"{model}: the cap must be a whole number of requests, got {cap!r}")
@@ -308,7 +304,7 @@ def _caps(value) -> tuple[tuple[str, int], ...]:
 
 def _urls(value) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(u, str) and _URL.match(u) for u in value):
-        raise ValueError(f"expected a list of http:// URLs, got {plain(value)!r}")
+        raise ValueError(f"expected a list of http:// URLs, got {value!r}")
     return tuple(value)
 
 
@@ -350,7 +346,7 @@ def _interval(value) -> str:
 
 def _specs(value) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        raise ValueError(f"expected a list of SLO spec files, got {plain(value)!r}")
+        raise ValueError(f"expected a list of SLO spec files, got {value!r}")
     return tuple(value)
 
 
@@ -397,13 +393,14 @@ _CHECKS = {
 _TYPE_CHECKS = {"str": _str, "bool": _bool, "int": _count, "str | None": _str}
 
 
-def parse_config(data, file: str = "<config>") -> Config:
-    """A loaded YAML document into a Config; a SpecError lists every problem."""
-    reader = _Reader(file)
+def parse_config(data, file: str = "<config>", positions: Positions | None = None) -> Config:
+    """A loaded YAML document (and where load_document found each part) into a Config; a SpecError lists every
+    problem."""
+    reader = _Reader(file, positions)
     if not isinstance(data, dict):
         raise SpecError([Problem(file, None, "", "expected a mapping with `version: 1`")])
     if data.get("version") != 1:
-        reader.problem(data, "version", "version", f"{plain(data.get('version'))!r}: this inferwatch reads version 1")
+        reader.problem(data, "version", "version", f"{data.get('version')!r}: this inferwatch reads version 1")
     config = reader.read(Config, data, "", file=file)
     if config is not None:
         _cross_checks(config, data, reader)
@@ -453,4 +450,5 @@ def load_config(path: Path | str | None) -> Config:
     """The config in `path`, or the embedded defaults when None."""
     if path is None:
         return Config()
-    return parse_config(load_yaml_file(path), str(path))
+    loaded = load_document(path)
+    return parse_config(loaded.data, loaded.file, loaded.positions)

@@ -93,7 +93,7 @@ def _documents(path: Path, bundle: Bundle) -> list[tuple[str, object]]:
     """(where, document) for each YAML document of `path` (`where` names the document when there are several);
     what cannot be read is said in `bundle.results`."""
     from inferwatch._files import read_input
-    from inferwatch._yaml import safe_load_all
+    from inferwatch.yamlio import safe_load_all
 
     try:
         text = read_input(path).decode("utf-8")  # missing, a folder, over the cap: InputError, exit 2

@@ -25,7 +25,7 @@ def yaml_or_none(text):
     YAML, so the caller says what it could not read instead of raising."""
     import yaml
 
-    from inferwatch._yaml import safe_load
+    from inferwatch.yamlio import safe_load
 
     if not isinstance(text, str):
         return None

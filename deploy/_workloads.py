@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from inferwatch._yaml import dump_yaml
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["dump", "labels", "container", "pod_spec", "deployment", "service", "UID"]
 

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from inferwatch import durations
 from inferwatch._urls import http_url, listen_address
-from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
+from inferwatch.yamlio import Problems, load_document
 
 __all__ = [
     "Target",
@@ -140,26 +140,23 @@ def parse_cap(text: str) -> tuple[str, float]:
 
 def load_config(path: str) -> ExporterConfig:
     """Read an exporter config file; every problem is reported at once."""
-    doc = load_yaml_file(path)
-    problems: list[Problem] = []
-
-    def bad(node, fld, msg):
-        problems.append(Problem(path, line_of(node), fld, msg))
+    loaded = load_document(path)
+    doc, problems = loaded.data, Problems(path, loaded.positions)
+    bad = problems.add
 
     if not isinstance(doc, dict):
         raise SpecError([Problem(path, None, "", "expected a mapping with `targets` (see README)")])
-    for key in doc:
-        if key != LINE and key not in CONFIG_KEYS:
-            bad(doc, str(key), f"unknown key (valid: {', '.join(CONFIG_KEYS)})")
+    problems.unknown_keys(doc, CONFIG_KEYS)
     config = ExporterConfig()
     targets = []
-    for i, item in enumerate(doc.get("targets") or []):
+    items = doc.get("targets") or []
+    for i, item in enumerate(items):
         url = item.get("url") if isinstance(item, dict) else item
         text = f"{item['name']}={url}" if isinstance(item, dict) and item.get("name") else url
         try:
             targets.append(parse_target(str(text)))
         except ValueError as err:
-            bad(item if isinstance(item, dict) else doc, f"targets[{i}]", str(err))
+            bad(items, f"targets[{i}]", str(err), key=i)
     config = replace(config, targets=tuple(targets))
     try:
         if "listen" in doc:
@@ -178,10 +175,8 @@ def load_config(path: str) -> ExporterConfig:
         caps = {}
     parsed_caps = []
     for model, cap in caps.items():
-        if model == LINE:
-            continue
         if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0:
-            bad(caps, f"max_running_requests.{model}", f"expected a positive number, got {cap!r}")
+            bad(caps, f"max_running_requests.{model}", f"expected a positive number, got {cap!r}", key=model)
         else:
             parsed_caps.append((str(model), float(cap)))
     config = replace(config, max_running_requests=tuple(parsed_caps))
@@ -211,8 +206,7 @@ def load_config(path: str) -> ExporterConfig:
         bad(doc, "mappings", "expected a list of mapping files")
         mappings = []
     config = replace(config, mappings=tuple(str(m) for m in mappings))
-    if problems:
-        raise SpecError(problems)
+    problems.raise_if_any()
     return config
 
 

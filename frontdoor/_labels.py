@@ -12,10 +12,6 @@ callers are the operator's own, all of them known.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
 from inferwatch.frontdoor._caller import ANONYMOUS, LONGEST, OTHER, api_key, encodable, hashed_key
 
 __all__ = ["Models", "Callers", "UNKNOWN", "load_keys"]
@@ -91,10 +87,13 @@ class Callers:
 def load_keys(path: str) -> dict[str, str]:
     """API key -> caller from a YAML file of `CALLER: KEY` or `CALLER: [KEY, ...]`; ValueError names the file and
     the entry at fault."""
+    from inferwatch.errors import InferwatchError
+    from inferwatch.yamlio import load_document
+
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: cannot read: {getattr(err, 'strerror', None) or err}") from None
+        doc = load_document(path).data
+    except InferwatchError as err:  # unreadable, over the input cap, not UTF-8, invalid YAML: it says where
+        raise ValueError(str(err)) from None
     if not isinstance(doc, dict) or not doc:
         raise ValueError(f"{path}: expected a mapping of caller names to API keys, e.g. `search: sk-...`")
     keys: dict[str, str] = {}

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.alerts import HAND_WRITTEN, with_kinds_section
 from inferwatch.autoscale import load_knobs, promtool_test, render_autoscaling
 from inferwatch.dashboards import build as build_dashboards
@@ -34,6 +33,7 @@ from inferwatch.mappings import load_mappings, recording_rules, relabel_configs,
 from inferwatch.resources import data_path
 from inferwatch.slo import compile_spec, load_spec, render_files
 from inferwatch.triage import load_kinds
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["artifacts", "write_bundle", "refresh_sources", "check", "source_copies", "DEFAULT_SLO_SPEC", "dump_yaml"]
 

@@ -34,17 +34,21 @@ class InputError(InferwatchError):
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong in a file: where, which field, what."""
+    """One thing wrong in a file: where (line and column, 1-based, when known), which field (a path such as
+    `objectives[0].threshold`), what, and what would be valid."""
 
     file: str
     line: int | None
     field: str
     message: str
+    column: int | None = None
+    valid: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
         field = f" {self.field}:" if self.field else ""
-        return f"{where}:{field} {self.message}"
+        valid = f" (valid: {', '.join(map(str, self.valid))})" if self.valid else ""
+        return f"{where}:{field} {self.message}{valid}"
 
 
 class SpecError(InferwatchError):

@@ -1,5 +1,5 @@
-"""One client for Prometheus-like HTTP APIs (Prometheus, VictoriaMetrics, Alertmanager, Grafana), shared by triage and
-doctor.
+"""One client for Prometheus-like HTTP APIs (Prometheus, VictoriaMetrics, Alertmanager, Grafana), shared by triage,
+doctor and canary.
 
 Every call is bounded whatever the server does: one total deadline per call (connect, headers and body; a body
 trickled byte by byte is cut at the deadline, not per read), a cap on the body after decompression (a small gzip
@@ -9,7 +9,7 @@ the endpoint and what was wrong; nothing else escapes.
 
 Auth (headers, bearer token or token file, basic auth), TLS (CA file, insecure, client certificate) and proxies
 (the environment's, or one given) are one `ClientOptions`, built from the same flags on every command
-(`inferwatch._promapi_cli`).
+(`inferwatch.promapi_flags`, written once there).
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""The flags of every command that calls a Prometheus-like API (triage, doctor): the same names, help and checks,
-turned into one `ClientOptions`. A command lists them in its signature (`HeaderOpt`, ...) and calls `options()`."""
+"""The flags of every command that calls a Prometheus-like API (triage, doctor, canary): the same names, help and
+checks, turned into one `ClientOptions`. Written once here: a command takes `client: ClientOptions` as its last
+parameter and is decorated with `@connection_flags`, which shows these flags in its place."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -24,6 +28,7 @@ __all__ = [
     "MaxBytesOpt",
     "options",
     "parse_header",
+    "connection_flags",
 ]
 
 _PANEL = "Connection (auth, TLS, proxy, limits)"
@@ -194,3 +199,42 @@ def options(
         timeout=timeout,
         max_bytes=max_bytes,
     )
+
+
+# the flags in the order --help lists them: (parameter name, its typer annotation, its default)
+FLAGS: tuple[tuple[str, Any, Any], ...] = (
+    ("header", HeaderOpt, []),
+    ("bearer_token", BearerTokenOpt, None),
+    ("bearer_token_file", BearerTokenFileOpt, None),
+    ("basic_auth", BasicAuthOpt, None),
+    ("ca_file", CaFileOpt, None),
+    ("insecure", InsecureOpt, False),
+    ("cert", CertOpt, None),
+    ("key", KeyOpt, None),
+    ("proxy", ProxyOpt, None),
+    ("timeout", TimeoutOpt, DEFAULTS["timeout"]),
+    ("max_bytes", MaxBytesOpt, DEFAULTS["max_bytes"]),
+)
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def connection_flags(command: _Command) -> _Command:
+    """`command(..., client: ClientOptions)` as typer sees it: `client` replaced by FLAGS, whose values become
+    the ClientOptions it is called with (a wrong flag is a usage error naming it). Public Python only: the
+    wrapper's `__signature__`, which typer reads as `inspect.signature` does."""
+    signature = inspect.signature(command, eval_str=True)  # typer reads the annotations as objects
+    if list(signature.parameters)[-1:] != ["client"]:
+        raise TypeError(f"{command.__name__} takes `client: ClientOptions` as its last parameter")
+    kept = [p for p in signature.parameters.values() if p.name != "client"]
+    flags = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+        for name, kind, default in FLAGS
+    ]
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        values = {name: kwargs.pop(name, default) for name, _, default in FLAGS}
+        return command(*args, **kwargs, client=options(**values))
+
+    run.__signature__ = signature.replace(parameters=[*kept, *flags])  # type: ignore[attr-defined]
+    return run  # type: ignore[return-value]

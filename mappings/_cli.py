@@ -63,8 +63,8 @@ def mappings_relabel(
       inferwatch mappings relabel > relabel.yaml
       inferwatch mappings relabel --format servicemonitor --source vllm
     """
-    from inferwatch._yaml import dump_yaml
     from inferwatch.mappings import relabel_configs, servicemonitor_relabelings
+    from inferwatch.yamlio import dump_yaml
 
     _, mappings = selected_mappings(mapping, source)
     if fmt == "prometheus":
@@ -84,8 +84,8 @@ def mappings_rules(source: SourceOpt = None, mapping: MappingOpt = []):
       inferwatch mappings rules > inferwatch-mappings.rules.yaml
       inferwatch mappings rules --source vllm
     """
-    from inferwatch._yaml import dump_yaml
     from inferwatch.mappings import recording_rules
+    from inferwatch.yamlio import dump_yaml
 
     _, mappings = selected_mappings(mapping, source)
     typer.echo(dump_yaml(recording_rules(mappings)), nl=False)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import InferwatchError, Problem, SpecError
 from inferwatch.mappings._model import (
     METRIC_TYPES,
@@ -19,6 +18,7 @@ from inferwatch.mappings._model import (
     SourceMapping,
 )
 from inferwatch.resources import data_path
+from inferwatch.yamlio import Problems, load_document
 
 __all__ = ["HERE", "load_catalog", "load_mapping", "builtin_mapping_paths", "load_mappings", "select_source"]
 
@@ -48,30 +48,7 @@ CATALOG_KEYS = ("name", "type", "unit", "concept", "help")
 BOUND_LABELS = {"le": ("histogram", "bucket bound", "buckets"), "quantile": ("summary", "quantile", "quantiles")}
 
 
-class _Collector:
-    """Gathers problems for one file so they are reported together."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.problems: list[Problem] = []
-
-    def add(self, node: Any, field: str, message: str, key: str | None = None) -> None:
-        self.problems.append(Problem(self.path, line_of(node, key) or line_of(node), field, message))
-
-    def unknown_keys(self, node: dict, allowed: tuple[str, ...], field: str) -> None:
-        for key in node:
-            if key == LINE or key in allowed:
-                continue
-            hint = difflib.get_close_matches(str(key), allowed, n=1)
-            also = f"; did you mean '{hint[0]}'?" if hint else ""
-            self.add(node, f"{field}{key}", f"unknown key{also} (valid: {', '.join(allowed)})")
-
-    def raise_if_any(self) -> None:
-        if self.problems:
-            raise SpecError(self.problems)
-
-
-def _names(value: Any, col: _Collector, node: Any, field: str, pattern: re.Pattern, what: str) -> tuple[str, ...]:
+def _names(value: Any, col: Problems, node: Any, field: str, pattern: re.Pattern, what: str) -> tuple[str, ...]:
     """A string or list of strings, each matching `pattern`."""
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
@@ -84,7 +61,7 @@ def _names(value: Any, col: _Collector, node: Any, field: str, pattern: re.Patte
     return tuple(items)
 
 
-def _written_bounds(value: Any, col: _Collector, field: str) -> None:
+def _written_bounds(value: Any, col: Problems, field: str) -> None:
     """`le` or `quantile` as a label a mapping writes (a `set_labels` key, a `labels` target): refused."""
     for key in value if isinstance(value, dict) else ():
         if key in BOUND_LABELS:
@@ -99,7 +76,7 @@ def _written_bounds(value: Any, col: _Collector, field: str) -> None:
 
 
 def _removed_bounds(
-    removed: dict[str, str], entries: list[tuple[str, str]], col: _Collector, node: Any, field: str
+    removed: dict[str, str], entries: list[tuple[str, str]], col: Problems, node: Any, field: str
 ) -> None:
     """`le` or `quantile` taken off (`removed`: label -> what is done to it) an entry of the type that needs it.
 
@@ -114,7 +91,7 @@ def _removed_bounds(
             )
 
 
-def _matched_bounds(value: Any, name: str, mtype: str, col: _Collector, field: str) -> None:
+def _matched_bounds(value: Any, name: str, mtype: str, col: Problems, field: str) -> None:
     """`le` or `quantile` in the `match` of an entry of the type that needs it: refused. The filter keeps some
     buckets (quantiles) and none of `_sum` and `_count`, which carry no such label: a partial family that
     Prometheus accepts without a word."""
@@ -131,7 +108,7 @@ def _matched_bounds(value: Any, name: str, mtype: str, col: _Collector, field: s
             )
 
 
-def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[LabelRule, ...]:
+def _label_rules(value: Any, col: Problems, node: Any, field: str) -> tuple[LabelRule, ...]:
     _written_bounds(value, col, field)
     if value is None:
         return ()
@@ -140,8 +117,6 @@ def _label_rules(value: Any, col: _Collector, node: Any, field: str) -> tuple[La
         return ()
     rules = []
     for target, candidates in value.items():
-        if target == LINE:
-            continue
         if not LABEL_NAME.match(str(target)):
             col.add(value, f"{field}.{target}", "is not a valid label name")
             continue
@@ -156,7 +131,7 @@ def _renamed_away(rule: LabelRule) -> dict[str, str]:
     return {c: f"renaming {c} to {rule.target}" for c in rule.candidates if c != rule.target}
 
 
-def _ignored(value: Any, col: _Collector, node: Any) -> tuple[tuple[str, str], ...]:
+def _ignored(value: Any, col: Problems, node: Any) -> tuple[tuple[str, str], ...]:
     """Source family -> why it is left out: a family a real engine exposes that carries no meaning for the
     vocabulary, so a new one can be told from one nobody looked at."""
     if value is None:
@@ -166,8 +141,6 @@ def _ignored(value: Any, col: _Collector, node: Any) -> tuple[tuple[str, str], .
         return ()
     pairs = []
     for name, reason in value.items():
-        if name == LINE:
-            continue
         if not isinstance(reason, str) or not reason.strip():
             col.add(value, f"ignored.{name}", "needs the reason it is left out, as text")
             continue
@@ -175,7 +148,7 @@ def _ignored(value: Any, col: _Collector, node: Any) -> tuple[tuple[str, str], .
     return tuple(pairs)
 
 
-def _string_map(value: Any, col: _Collector, node: Any, field: str, writes: bool = True) -> tuple[tuple[str, str], ...]:
+def _string_map(value: Any, col: Problems, node: Any, field: str, writes: bool = True) -> tuple[tuple[str, str], ...]:
     """Label name -> value; `writes`: the labels are set on series (so `le` and `quantile` are refused)."""
     if writes:
         _written_bounds(value, col, field)
@@ -186,8 +159,6 @@ def _string_map(value: Any, col: _Collector, node: Any, field: str, writes: bool
         return ()
     pairs = []
     for key, val in value.items():
-        if key == LINE:
-            continue
         if not LABEL_NAME.match(str(key)):
             col.add(value, f"{field}.{key}", "is not a valid label name")
         elif not isinstance(val, (str, int, float)) or isinstance(val, bool):
@@ -209,7 +180,7 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _factor(node: dict, key: str, col: _Collector, field: str) -> float | None:
+def _factor(node: dict, key: str, col: Problems, field: str) -> float | None:
     if node.get(key) is None:
         return None
     value = _number(node[key])
@@ -219,7 +190,7 @@ def _factor(node: dict, key: str, col: _Collector, field: str) -> float | None:
     return value
 
 
-def _bit(node: dict, mtype: str, scaled: bool, col: _Collector, field: str) -> int | None:
+def _bit(node: dict, mtype: str, scaled: bool, col: Problems, field: str) -> int | None:
     """`bit: 0x4`: the value of one bit of an integer bitmask (a power of two, as C headers write flags)."""
     value = node.get("bit")
     if value is None:
@@ -236,8 +207,8 @@ def _bit(node: dict, mtype: str, scaled: bool, col: _Collector, field: str) -> i
 
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     """Load the common vocabulary."""
-    col = _Collector(str(path))
-    doc = load_yaml_file(path)
+    loaded = load_document(path)
+    col, doc = Problems(loaded.file, loaded.positions), loaded.data
     metrics: dict[str, CatalogMetric] = {}
     items = doc.get("metrics") if isinstance(doc, dict) else None
     if not isinstance(items, list):
@@ -263,7 +234,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     return Catalog(metrics)
 
 
-def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None:
+def _entry(item: Any, i: int, catalog: Catalog, col: Problems) -> Entry | None:
     field = f"metrics[{i}]."
     if not isinstance(item, dict):
         col.add(item, field, "expected a mapping with at least `name` and `from`")
@@ -314,15 +285,15 @@ def _entry(item: Any, i: int, catalog: Catalog, col: _Collector) -> Entry | None
         set_labels=_string_map(item.get("set_labels"), col, item, label + "set_labels"),
         bit=bit,
         note=note,
-        line=line_of(item),
+        line=col.line(item),
     )
 
 
 def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) -> SourceMapping:
     """Load and validate one mapping file; every problem is reported at once."""
     path = str(path)
-    col = _Collector(path)
-    doc = load_yaml_file(path, text)
+    loaded = load_document(path, text)
+    col, doc = Problems(path, loaded.positions), loaded.data
     if not isinstance(doc, dict):
         col.add(doc, "", "expected a mapping with `version`, `source` and `metrics` (see mappings/README.md)")
         col.raise_if_any()
@@ -374,7 +345,7 @@ def load_mapping(path: Path | str, catalog: Catalog, text: str | None = None) ->
     )
 
 
-def _check_entries(entries: list[Entry], col: _Collector) -> None:
+def _check_entries(entries: list[Entry], col: Problems) -> None:
     """Cross-entry rules: one entry per common name and label filter or fixed labels."""
     seen: dict[tuple[str, tuple, tuple], Entry] = {}
     for entry in entries:
@@ -383,7 +354,7 @@ def _check_entries(entries: list[Entry], col: _Collector) -> None:
             first = seen[key]
             col.problems.append(
                 Problem(
-                    col.path,
+                    col.file,
                     entry.line,
                     f"metrics ({entry.name})",
                     f"maps {entry.name} a second time (first at line {first.line}); "

@@ -193,8 +193,8 @@ def import_(
       inferwatch slo import multifile.yaml --out-dir specs/
       inferwatch slo import openslo.yaml
     """
-    from inferwatch._yaml import dump_yaml
     from inferwatch.slo import import_file
+    from inferwatch.yamlio import dump_yaml
 
     if out is not None and out_dir is not None:
         raise InferwatchError("--out and --out-dir: give one (--out-dir writes one spec per service)")

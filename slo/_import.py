@@ -45,7 +45,7 @@ def import_file(path) -> ImportResult:
 def import_text(text: str, origin: str = "<input>") -> ImportResult:
     notes = Notes(origin)
     try:
-        docs = load_documents(text, origin)
+        docs = load_documents(text, origin, notes)
     except Refused as refused:
         raise SpecError(refused.problems) from None
     if not docs:

@@ -13,11 +13,10 @@ import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-import yaml
-
-from inferwatch._yaml import Bounded
-from inferwatch.errors import Problem
+from inferwatch.errors import Problem, SpecError
 from inferwatch.slo._spec import RESERVED_LABELS
+from inferwatch.yamlio import Positions
+from inferwatch.yamlio import load_documents as load_yaml_documents
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -25,7 +24,6 @@ __all__ = [
     "Notes",
     "Refused",
     "load_documents",
-    "line_of",
     "name_of",
     "label_map",
     "annotation_map",
@@ -45,30 +43,6 @@ _LABEL_TEMPLATE = re.compile(r"\s*\$labels\.[a-zA-Z_][a-zA-Z0-9_]*\s*\Z")
 MIN_DAYS, MAX_DAYS, DEFAULT_DAYS = 7, 90, 28
 
 
-class _Map(dict):
-    """A loaded mapping that knows its line and the lines of its keys."""
-
-    line: int | None = None
-    key_lines: dict = {}
-
-
-class _Loader(Bounded, yaml.SafeLoader):  # aliases and depth bounded before construction
-    def construct_yaml_map(self, node):
-        data = _Map()
-        data.line = node.start_mark.line + 1
-        data.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
-        yield data
-        data.update(self.construct_mapping(node))
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
-
-
-def line_of(node, key: str | None = None) -> int | None:
-    lines = getattr(node, "key_lines", {})
-    return lines.get(key, getattr(node, "line", None)) if key is not None else getattr(node, "line", None)
-
-
 class Refused(Exception):
     """A document (or one objective of it) cannot be imported; `problems` say why."""
 
@@ -85,10 +59,12 @@ class Notes:
         self.file = file
         self.items: list[Problem] = []
         self.checks: list[Problem] = []
+        self.positions: list[Positions] = []  # one per document of the file, set by load_documents
 
     def problem(self, node, field: str, message: str) -> Problem:
         key = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1]) if field else None
-        return Problem(self.file, line_of(node, key), field, message)
+        found = next((p.position(node, key) for p in self.positions if p.path_of(node) is not None), None)
+        return Problem(self.file, found.line if found else None, field, message, column=found.column if found else None)
 
     def add(self, node, field: str, message: str) -> None:
         self.items.append(self.problem(node, field, message))
@@ -113,20 +89,18 @@ class Draft:
     labels: dict = dataclasses.field(default_factory=dict)  # `field` is the attribute above
 
 
-def load_documents(text: str, file: str) -> list[tuple[str, object]]:
+def load_documents(text: str, file: str, notes: Notes | None = None) -> list[tuple[str, object]]:
     """Every document of a YAML stream as (field path, document): a top-level list (the form of OpenSLO's
     go-sdk and oslo) or a Kubernetes `kind: List` counts as its items, `[0]`, `[1]`, ...; each note also
-    carries its line, so documents need no other name."""
+    carries its line, so documents need no other name. `notes` learn where each part of the documents is."""
     try:
-        raw = list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a SafeLoader subclass
-    except RecursionError:
-        raise Refused([Problem(file, None, "", "invalid YAML: nested too deeply to be a spec")]) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        reason = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise Refused([Problem(file, mark.line + 1 if mark else None, "", f"invalid YAML: {reason}")]) from None
-    docs = []
-    for doc in raw:
+        loaded = load_yaml_documents(file, text)
+    except SpecError as err:  # a syntax error, a duplicate key (nested too deep or an alias bomb: InputError)
+        raise Refused(err.problems) from None
+    if notes is not None:
+        notes.positions = [d.positions for d in loaded]
+    docs: list[tuple[str, object]] = []
+    for doc in (d.data for d in loaded):
         if isinstance(doc, list):
             docs += [(f"[{j}]", item) for j, item in enumerate(doc)]
         elif isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.slo._promtest import promtool_tests
 from inferwatch.slo._rules import RuleSet
 from inferwatch.slo._series import SeriesError
+from inferwatch.yamlio import dump_yaml
 
 __all__ = ["FORMATS", "render_files", "rule_file_name", "TESTS_DIR", "ALERTMANAGER_DIR"]
 

@@ -10,7 +10,6 @@ import difflib
 import re
 from fractions import Fraction
 
-from inferwatch._yaml import LINE, line_of, load_yaml_file, plain
 from inferwatch.durations import format_duration, parse_duration
 from inferwatch.errors import Problem, SpecError
 from inferwatch.slo._buckets import threshold_problem
@@ -18,6 +17,7 @@ from inferwatch.slo._model import EngineRef, LatencySLI, Matcher, Objective, Rat
 from inferwatch.slo._selector import parse_selector
 from inferwatch.slo._tables import bucket_tables, builtin_slis, default_tiers
 from inferwatch.slo._values import label_name_problem, matcher_problem, show, text_problem, value_problem
+from inferwatch.yamlio import Positions, Problems, load_document
 
 __all__ = ["load_spec", "parse_spec", "SPEC_KEYS", "OBJECTIVE_KEYS"]
 
@@ -72,35 +72,15 @@ _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 _LABEL_TEMPLATE = re.compile(r"\$labels\.[a-zA-Z_][a-zA-Z0-9_]*\Z")
 
 
-class _Collector:
-    """Gathers problems for one file; `check` records one and returns False."""
-
-    def __init__(self, file: str):
-        self.file = file
-        self.problems: list[Problem] = []
-
-    def add(self, node, field: str, message: str) -> None:
-        """Record a problem at the line of the field's own key when the YAML has it."""
-        key = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
-        message = re.sub(rf",? ?'{LINE}': \d+(, )?", "", message)  # never show the loader's bookkeeping
-        self.problems.append(Problem(self.file, line_of(node, key), field, message))
-
-    def unknown_keys(self, node: dict, allowed, where: str) -> None:
-        for key in node:
-            if key == LINE or key in allowed:
-                continue
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
-            self.add(node, f"{where}{key}", f"unknown key{hint}")
-
-
 def load_spec(path) -> Spec:
     """Parse and validate one spec file; SpecError lists every problem."""
-    return parse_spec(load_yaml_file(path), str(path))
+    loaded = load_document(path)
+    return parse_spec(loaded.data, loaded.file, loaded.positions)
 
 
-def parse_spec(doc, file: str = "<spec>") -> Spec:
-    c = _Collector(file)
+def parse_spec(doc, file: str = "<spec>", positions: Positions | None = None) -> Spec:
+    """A loaded spec (plain data, `positions` where load_document found each part) into a Spec."""
+    c = Problems(file, positions)
     if not isinstance(doc, dict):
         raise SpecError([Problem(file, None, "", "an SLO spec is a mapping with service, window and objectives")])
     c.unknown_keys(doc, SPEC_KEYS, "")
@@ -148,7 +128,7 @@ def parse_spec(doc, file: str = "<spec>") -> Spec:
     )
 
 
-def _name(c: _Collector, node: dict, key: str, field: str) -> str:
+def _name(c: Problems, node: dict, key: str, field: str) -> str:
     value = node.get(key)
     if value is None:
         c.add(node, field, "missing; give a short name such as chat")
@@ -167,7 +147,7 @@ def _name(c: _Collector, node: dict, key: str, field: str) -> str:
     return value
 
 
-def _optional_text(c: _Collector, node: dict, key: str, field: str | None = None) -> str:
+def _optional_text(c: Problems, node: dict, key: str, field: str | None = None) -> str:
     if key not in node:
         return ""
     problem = text_problem(node[key])
@@ -177,7 +157,7 @@ def _optional_text(c: _Collector, node: dict, key: str, field: str | None = None
     return str(node[key])
 
 
-def _runbook(c: _Collector, node: dict, inherited: str, field: str = "runbook_url") -> str:
+def _runbook(c: Problems, node: dict, inherited: str, field: str = "runbook_url") -> str:
     if "runbook_url" not in node:
         return inherited
     url = _optional_text(c, node, "runbook_url", field)
@@ -187,7 +167,7 @@ def _runbook(c: _Collector, node: dict, inherited: str, field: str = "runbook_ur
     return url
 
 
-def _reserved(c: _Collector, node: dict, field: str, labels: dict[str, str], group_by=()) -> None:
+def _reserved(c: Problems, node: dict, field: str, labels: dict[str, str], group_by=()) -> None:
     """Alert labels the compiler sets, or that would overwrite a group's own value."""
     where = node.get("labels")
     for name in sorted(RESERVED_LABELS & set(labels)):
@@ -200,10 +180,10 @@ def _reserved(c: _Collector, node: dict, field: str, labels: dict[str, str], gro
         )
 
 
-def _window(c: _Collector, doc: dict) -> Fraction:
+def _window(c: Problems, doc: dict) -> Fraction:
     raw = doc.get("window", "28d")
     try:
-        window = parse_duration(plain(raw), units="d w")
+        window = parse_duration(raw, units="d w")
     except ValueError:
         c.add(doc, "window", f"{show(raw)} is not a window such as 28d or 4w")
         return parse_duration("28d")
@@ -221,7 +201,7 @@ def _window(c: _Collector, doc: dict) -> Fraction:
 
 
 def _string_map(
-    c: _Collector, node: dict, key: str, multiline: bool = False, field: str | None = None, empty: bool = False
+    c: Problems, node: dict, key: str, multiline: bool = False, field: str | None = None, empty: bool = False
 ) -> dict[str, str]:
     """label_name: text pairs; text is a string or a whole number, on one line unless `multiline`, and not
     empty unless `empty` (Prometheus drops an alert's labels and annotations whose value is empty)."""
@@ -232,8 +212,6 @@ def _string_map(
         return {}
     out = {}
     for name, item in value.items():
-        if name == LINE:
-            continue
         problem = label_name_problem(name) or value_problem(item, multiline, empty)
         if problem:
             c.add(value, f"{field}.{name}", problem)
@@ -242,7 +220,7 @@ def _string_map(
     return out
 
 
-def _selector_map(c: _Collector, node: dict, key: str, field: str | None = None) -> tuple[Matcher, ...]:
+def _selector_map(c: Problems, node: dict, key: str, field: str | None = None) -> tuple[Matcher, ...]:
     """A `selector:` mapping: equality matchers added to every series of the SLI; `le` is the threshold's."""
     field = field or key
     pairs = _string_map(c, node, key, field=field, empty=True)  # `model: ""` selects series without a model
@@ -257,7 +235,7 @@ def _selector_map(c: _Collector, node: dict, key: str, field: str | None = None)
     return tuple(Matcher(k, "=", v) for k, v in pairs.items())
 
 
-def _engines(c: _Collector, doc: dict) -> tuple[EngineRef, ...]:
+def _engines(c: Problems, doc: dict) -> tuple[EngineRef, ...]:
     raw = doc.get("engines", ["vllm", "sglang"])
     if not isinstance(raw, list):
         c.add(doc, "engines", "must be a list such as [vllm, sglang] or [vllm@0.10.2]")
@@ -277,7 +255,7 @@ def _engines(c: _Collector, doc: dict) -> tuple[EngineRef, ...]:
     return tuple(engines)
 
 
-def _group_by(c: _Collector, doc: dict) -> tuple[str, ...]:
+def _group_by(c: Problems, doc: dict) -> tuple[str, ...]:
     raw = doc.get("group_by", [])
     if not isinstance(raw, list):
         c.add(doc, "group_by", "must be a list of labels such as [model]")
@@ -318,7 +296,7 @@ def _group_by(c: _Collector, doc: dict) -> tuple[str, ...]:
     return tuple(good)
 
 
-def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
+def _alerting(c: Problems, doc: dict) -> tuple[int, Fraction]:
     node = doc.get("alerting") or {}
     if not isinstance(node, dict):
         c.add(doc, "alerting", "must be a mapping")
@@ -330,7 +308,7 @@ def _alerting(c: _Collector, doc: dict) -> tuple[int, Fraction]:
         min_bad = 1
     raw = node.get("missing_data_for", "2m")
     try:
-        missing_for = parse_duration(plain(raw), units="s m h")
+        missing_for = parse_duration(raw, units="s m h")
     except ValueError:
         c.add(node, "alerting.missing_data_for", f"{show(raw)} is not a duration such as 2m or 90s")
         return min_bad, Fraction(120)
@@ -349,7 +327,7 @@ def _tiers(window: Fraction) -> tuple[Tier, ...]:
     return tuple(t for t in default_tiers() if t.long < window)
 
 
-def _target(c: _Collector, node: dict, field: str) -> Fraction:
+def _target(c: Problems, node: dict, field: str) -> Fraction:
     raw = node.get("target")
     if raw is None:
         c.add(node, field, "missing; give the share of good events, e.g. 99% or 0.99")
@@ -386,13 +364,13 @@ def _target(c: _Collector, node: dict, field: str) -> Fraction:
     return Fraction(99, 100)
 
 
-def _threshold(c: _Collector, node: dict, field: str) -> Fraction:
+def _threshold(c: Problems, node: dict, field: str) -> Fraction:
     raw = node.get("threshold")
     if raw is None:
         c.add(node, field, "missing; a latency SLI needs a threshold such as 1s or 100ms")
         return Fraction(1)
     try:
-        threshold = parse_duration(plain(raw), units="ms s m")
+        threshold = parse_duration(raw, units="ms s m")
     except ValueError:
         c.add(node, field, f"{show(raw)} is not a threshold such as 1s, 500ms or 0.1 (seconds)")
         return Fraction(1)
@@ -402,7 +380,7 @@ def _threshold(c: _Collector, node: dict, field: str) -> Fraction:
     return threshold
 
 
-def _selector(c: _Collector, node: dict, key: str, field: str):
+def _selector(c: Problems, node: dict, key: str, field: str):
     raw = node.get(key)
     if not isinstance(raw, str):
         c.add(node, field, 'must be a selector such as llm_requests_finished_total{finished_reason="stop"}')
@@ -415,7 +393,7 @@ def _selector(c: _Collector, node: dict, key: str, field: str):
     return selector if _matchers_ok(c, node, field, selector, allow_le=True) else None
 
 
-def _matchers_ok(c: _Collector, node: dict, field: str, selector, allow_le: bool) -> bool:
+def _matchers_ok(c: Problems, node: dict, field: str, selector, allow_le: bool) -> bool:
     for m in selector.matchers:
         problem = matcher_problem(m, allow_le)
         if problem:
@@ -424,7 +402,7 @@ def _matchers_ok(c: _Collector, node: dict, field: str, selector, allow_le: bool
     return True
 
 
-def _annotations(c: _Collector, node: dict, field: str, inherited: dict[str, str]) -> dict[str, str]:
+def _annotations(c: Problems, node: dict, field: str, inherited: dict[str, str]) -> dict[str, str]:
     merged = dict(inherited)
     merged.update(_string_map(c, node, "annotations", multiline=True, field=f"{field}.annotations"))
     for key, text in merged.items():
@@ -446,7 +424,7 @@ def _annotations(c: _Collector, node: dict, field: str, inherited: dict[str, str
 
 
 def _objectives(
-    c: _Collector, doc: dict, source: str, engines, annotations, runbook_url, group_by, selector
+    c: Problems, doc: dict, source: str, engines, annotations, runbook_url, group_by, selector
 ) -> tuple[Objective, ...]:
     raw = doc.get("objectives")
     if not isinstance(raw, list) or not raw:
@@ -484,7 +462,7 @@ def _objectives(
     return tuple(objectives)
 
 
-def _contradiction(c: _Collector, node: dict, field: str, selector: tuple[Matcher, ...], sli, group_by) -> None:
+def _contradiction(c: Problems, node: dict, field: str, selector: tuple[Matcher, ...], sli, group_by) -> None:
     """Two equality matchers on one label (the spec's selector, the objective's, the SLI's) match nothing; a
     ratio whose good or bad events fix a group_by label to another value than its total never meets it."""
     parts = (
@@ -515,7 +493,7 @@ def _contradiction(c: _Collector, node: dict, field: str, selector: tuple[Matche
                 return
 
 
-def _sli(c: _Collector, node: dict, field: str, source: str, engines):
+def _sli(c: Problems, node: dict, field: str, source: str, engines):
     builtins = builtin_slis()[source]
     kind = node.get("sli")
     known = tuple(builtins) + CUSTOM_SLIS
@@ -532,7 +510,7 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
         )
         return "invalid", None
     if not isinstance(kind, str) or kind not in known:
-        close = difflib.get_close_matches(str(plain(kind)), known, n=1)
+        close = difflib.get_close_matches(str(kind), known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         c.add(
             node,
@@ -568,7 +546,7 @@ def _sli(c: _Collector, node: dict, field: str, source: str, engines):
     return kind, _ratio_sli(c, node, field, definition, extra, kind in builtins)
 
 
-def _builtin_definition(c: _Collector, node: dict, field: str, kind: str, builtin: dict) -> dict:
+def _builtin_definition(c: Problems, node: dict, field: str, kind: str, builtin: dict) -> dict:
     """A built-in SLI's definition, with its `length_is_bad` variant where the objective opts in: a stop at the
     length limit is the client's budget (answered, by default), bad only where a team says so."""
     definition = {k: v for k, v in builtin.items() if k != "length_is_bad"}
@@ -631,14 +609,14 @@ def _ratio_sli(c, node, field, definition, extra, builtin: bool) -> RatioSLI | N
     raw_bad = ratio.get("bad")
     if raw_bad is not None:
         items = raw_bad if isinstance(raw_bad, list) else [raw_bad]
-        bad = tuple(_selector(c, {"bad": item, LINE: line_of(node)}, "bad", where("bad")) for item in items)
+        bad = tuple(_selector(c, _stand_in(c, {"bad": item}, node), "bad", where("bad")) for item in items)
     if (good is None) == (bad is None):
         c.add(node, field, "a ratio SLI needs total and exactly one of good or bad")
         return None
     # built-in only: events that are neither good nor bad (SGLang counts a client's disconnect as an abort)
     exclude = (
         tuple(
-            _selector(c, {"exclude": item, LINE: line_of(node)}, "exclude", where("exclude"))
+            _selector(c, _stand_in(c, {"exclude": item}, node), "exclude", where("exclude"))
             for item in ratio.get("exclude") or ()
         )
         if builtin
@@ -654,6 +632,12 @@ def _ratio_sli(c, node, field, definition, extra, builtin: bool) -> RatioSLI | N
         means=definition.get("means", f"events of {total.metric} that were good"),
         exclude=tuple(add(e) for e in exclude),
     )
+
+
+def _stand_in(c: Problems, made: dict, node: dict) -> dict:
+    """A mapping made up around one item, reported at the line of the objective it belongs to."""
+    c.positions.same_place(made, node)
+    return made
 
 
 def builtin_sli(kind: str, source: str = "engine") -> RatioSLI:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-from inferwatch._yaml import plain
 from inferwatch.slo._model import Matcher
 
 __all__ = ["show", "text_problem", "value_problem", "label_name_problem", "matcher_problem", "regex_problem"]
@@ -21,7 +20,7 @@ _CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")  # tab
 
 
 def show(value) -> str:
-    return repr(plain(value))
+    return repr(value)
 
 
 def text_problem(value) -> str | None:

@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from promtools import prometheus, query, serve  # noqa: E402
 from slo_fleet import SERIES, Fleet, api, create_blocks, live_handler  # noqa: E402
 
-from inferwatch._yaml import dump_yaml  # noqa: E402
 from inferwatch.slo import compile_spec, parse_spec, render_files  # noqa: E402
+from inferwatch.yamlio import dump_yaml  # noqa: E402
 
 TARGETS = {"responsive": 0.999, "fast-enough": 0.99, "answered": 0.995}
 SPEC = {

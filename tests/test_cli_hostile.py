@@ -232,7 +232,7 @@ def test_long_output_name_and_full_stdout_are_one_line(tmp_path):
 
 
 def test_yaml_bounds_count_what_aliases_expand_to():
-    from inferwatch._yaml import TooLarge, safe_load
+    from inferwatch.yamlio import TooLarge, safe_load
 
     with pytest.raises(TooLarge, match="expands to more than"):
         safe_load(_bomb())

@@ -112,18 +112,19 @@ BAD = [
 @pytest.mark.parametrize("text, message", BAD, ids=[m[:40] for _, m in BAD])
 def test_a_bad_config_names_file_line_and_field(text, message):
     with pytest.raises(SpecError) as err:
-        from inferwatch._yaml import load_yaml_file
+        from inferwatch.yamlio import load_document
 
-        parse_config(load_yaml_file("cfg.yaml", text), "cfg.yaml")
+        loaded = load_document("cfg.yaml", text)
+        parse_config(loaded.data, loaded.file, loaded.positions)
     assert message in str(err.value)
 
 
 def test_every_problem_is_reported_at_once():
-    from inferwatch._yaml import load_yaml_file
+    from inferwatch.yamlio import load_document
 
     with pytest.raises(SpecError) as err:
-        text = "version: 1\nrelease: 'a b'\nscrape_mode: x\nfrontdoor: {replicas: 0}\n"
-        parse_config(load_yaml_file("cfg.yaml", text), "cfg.yaml")
+        loaded = load_document("cfg.yaml", "version: 1\nrelease: 'a b'\nscrape_mode: x\nfrontdoor: {replicas: 0}\n")
+        parse_config(loaded.data, loaded.file, loaded.positions)
     assert [p.field for p in err.value.problems] == ["release", "scrape_mode", "frontdoor.replicas"]
 
 

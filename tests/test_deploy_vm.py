@@ -72,12 +72,13 @@ def _vmalert(files: list[Path], *flags: str) -> subprocess.CompletedProcess:
 
 
 def test_backend_is_checked_like_every_key():
-    from inferwatch._yaml import load_yaml_file
     from inferwatch.errors import SpecError
+    from inferwatch.yamlio import load_document
 
     assert parse_config(VM, "d.yaml").backend == "victoriametrics"
     with pytest.raises(SpecError) as err:
-        parse_config(load_yaml_file("d.yaml", "version: 1\nbackend: thanos\nvictoriametrics: {url: vm}\n"), "d.yaml")
+        loaded = load_document("d.yaml", "version: 1\nbackend: thanos\nvictoriametrics: {url: vm}\n")
+        parse_config(loaded.data, loaded.file, loaded.positions)
     assert "d.yaml:2: backend: 'thanos': use one of prometheus, victoriametrics" in str(err.value)
     assert "d.yaml:3: victoriametrics.url: 'vm' is not an http:// or https:// URL" in str(err.value)
 

@@ -188,4 +188,4 @@ def test_config_file_errors_name_file_and_field(tmp_path):
     )
     assert proc.returncode == 1
     assert f"{cfg}:4: max_running_requests.llama: expected a positive number" in proc.stderr
-    assert f"{cfg}:1: timeoutt: unknown key" in proc.stderr
+    assert f"{cfg}:5: timeoutt: unknown key" in proc.stderr

@@ -1,6 +1,6 @@
-"""triage and doctor against a hostile Prometheus, Alertmanager and Grafana (tests/fakes/hostile_api.py): every
-broken answer ends in one line naming the endpoint and what was wrong, exit 1, no traceback, no hang, bounded
-memory.
+"""triage, canary and doctor against a hostile Prometheus, Alertmanager and Grafana (tests/fakes/hostile_api.py):
+every broken answer ends in one line naming the endpoint and what was wrong, exit 1 (canary: 2), no traceback, no
+hang, bounded memory.
 
 Stated bounds, asserted here:
 - time: one call ends within its --timeout + 2 s (measured on the client alone, whose own work is trivial; a
@@ -8,7 +8,7 @@ Stated bounds, asserted here:
   fake's 120 s stall);
 - memory: a command's peak RSS stays under MEMORY_MB whatever the answer (before: 7.9 GB on a gzip bomb), the
   concurrent queries of triage included;
-- output: one error line for triage, one failed check per broken endpoint for doctor.
+- output: one error line for triage and canary, one failed check per broken endpoint for doctor.
 The broad matrix runs in-process (inferwatch.cli.main, every mode); the time and memory bounds run in a fresh
 process for the modes that stress them.
 """
@@ -51,6 +51,17 @@ def test_triage_says_which_endpoint_answered_what(mode, capsys, monkeypatch):
     with hostile_server(mode) as url:
         code, out, err = _main(capsys, monkeypatch, "triage", "--prometheus", url, "--since", "10m", *_limits())
     assert code == 1, (mode, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {url}/api/v1/query"), (mode, err)
+    assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_canary_says_which_endpoint_answered_what(mode, capsys, monkeypatch):
+    canary = ("--model", "m", "--canary", 'version="v2"', "--stable", 'version="v1"')
+    with hostile_server(mode) as url:
+        code, out, err = _main(capsys, monkeypatch, "canary", "--prometheus", url, *canary, *_limits())
+    assert code == 2, (mode, out, err)  # 2: Prometheus cannot be used (never a verdict from a broken answer)
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {url}/api/v1/query"), (mode, err)
     assert "Traceback" not in err and out == ""
@@ -155,14 +166,18 @@ def _command(*argv: str) -> tuple[subprocess.CompletedProcess, float]:
 
 
 @pytest.mark.parametrize("mode", ["gzip_bomb", "huge_body", "trickle_body", "silent", "deep_json", "metric_null"])
-@pytest.mark.parametrize("command", ["triage", "doctor"])
+@pytest.mark.parametrize("command", ["triage", "doctor", "canary"])
 def test_commands_are_bounded_in_time_and_memory(command, mode):
     """Default --max-bytes: the 1 GiB bomb and the endless body stop at the cap."""
-    args = ("--since", "10m") if command == "triage" else ("--no-alertmanager",)
+    args = {
+        "triage": ("--since", "10m"),
+        "doctor": ("--no-alertmanager",),
+        "canary": ("--model", "m", "--canary", 'version="v2"', "--stable", 'version="v1"'),
+    }[command]
     with hostile_server(mode, NOT_BUILDINFO if command == "doctor" else (lambda path: True)) as url:
         done, peak_mb = _command(command, "--prometheus", url, "--timeout", str(CMD_TIMEOUT), *args)
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done
-    assert url in (done.stderr if command == "triage" else done.stdout), done
+    assert done.returncode == (2 if command == "canary" else 1) and "Traceback" not in done.stderr, done
+    assert url in (done.stdout if command == "doctor" else done.stderr), done
     assert peak_mb < MEMORY_MB, (mode, peak_mb)
 
 

@@ -23,10 +23,10 @@ metrics:
 """
 
 BAD = [
-    # (change to GOOD, line, field, words)
+    # (change to GOOD, line of the field's own key, field, words)
     (
         ("from: tgi_queue_size", "fro: tgi_queue_size"),
-        6,
+        7,
         "metrics[0] (llm_requests_waiting).fro",
         "unknown key; did you mean 'from'?",
     ),
@@ -40,33 +40,33 @@ BAD = [
     (('detect: ["tgi_"]\n', ""), 1, "detect", "required"),
     (
         ("    from: tgi_queue_size", "    from: tgi_queue_size\n    multiply: -3"),
-        6,
+        8,
         "metrics[0] (llm_requests_waiting).multiply",
         "positive number",
     ),
     (
         ("    from: tgi_queue_size", "    from: 'tgi queue'"),
-        6,
+        7,
         "metrics[0] (llm_requests_waiting).from",
         "not a valid metric name",
     ),
-    (("source: tgi", "source: TGI!"), 1, "source", "short lower-case id"),
-    (("metrics:", "metrix:"), 1, "metrix", "unknown key; did you mean 'metrics'?"),
+    (("source: tgi", "source: TGI!"), 2, "source", "short lower-case id"),
+    (("metrics:", "metrix:"), 5, "metrix", "unknown key; did you mean 'metrics'?"),
     (
         ("    from: tgi_queue_size", "    from: tgi_queue_size\n    bit: 3"),
-        6,
+        8,
         "metrics[0] (llm_requests_waiting).bit",
         "a power of two such as 0x4",
     ),
     (
         ("    from: tgi_queue_size", "    from: tgi_queue_size\n    bit: 0x4\n    divide: 100"),
-        6,
+        8,
         "metrics[0] (llm_requests_waiting).bit",
         "either bit or multiply/divide",
     ),
     (
         ("llm_requests_waiting\n    from: tgi_queue_size", "llm_preemptions_total\n    from: tgi_x\n    bit: 0x4"),
-        6,
+        8,
         "metrics[0] (llm_preemptions_total).bit",
         "a gauge; this name is a counter",
     ),
@@ -295,7 +295,7 @@ BOUNDS = [
     ),
     (
         HIST + "    drop_labels: [le]\n",
-        8,
+        10,
         "metrics[1] (llm_request_duration_seconds).drop_labels",
         "dropping le breaks histogram llm_request_duration_seconds: its buckets would collide as one series",
     ),

@@ -12,9 +12,9 @@ import yaml
 from conftest import EXPOSITIONS, all_expositions, need
 from promtools import prometheus, query, serve, wait_for
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.exporters import Normalizer, split_families
 from inferwatch.mappings import recording_rules, relabel_configs
+from inferwatch.yamlio import dump_yaml
 
 # its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
 pytestmark = pytest.mark.xdist_group("test_prometheus")

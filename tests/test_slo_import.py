@@ -15,7 +15,6 @@ import pytest
 import yaml
 from conftest import FIXTURES, need
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.errors import SpecError
 from inferwatch.slo import (
     check_rule_files,
@@ -28,6 +27,7 @@ from inferwatch.slo import (
 )
 from inferwatch.slo._import import import_text
 from inferwatch.slo._import_promql import QueryError, bad_sli, events_sli, good_sli
+from inferwatch.yamlio import dump_yaml
 
 CORPUS = FIXTURES / "slo" / "real-world"
 SLOTH, OPENSLO, GO_SDK, OSLO = (CORPUS / d for d in ("sloth", "openslo", "go-sdk", "oslo"))

@@ -16,10 +16,10 @@ import pytest
 import yaml
 from conftest import FIXTURES, need
 
-from inferwatch._yaml import dump_yaml
 from inferwatch.slo import compile_spec, import_file, parse_spec, render_files, tier_math
 from inferwatch.slo._oracle import Counts
 from inferwatch.slo._series import Segment, input_series, per_minute
+from inferwatch.yamlio import dump_yaml
 
 SLOTH = FIXTURES / "anchors" / "sloth"
 HEALTHY = 365  # minutes: Sloth's 6h windows are full before the incident

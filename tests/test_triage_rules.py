@@ -389,10 +389,10 @@ def test_a_bad_rules_file_names_file_line_and_field(tmp_path, body, where):
 
 
 def test_every_default_kind_parses_without_the_defaults():
-    from inferwatch._yaml import load_yaml_file
     from inferwatch.triage._rules import KINDS_FILE
+    from inferwatch.yamlio import load_document
 
-    assert list(parse_kinds(load_yaml_file(KINDS_FILE), "kinds.yaml", NAMES)) == KIND_NAMES
+    assert list(parse_kinds(load_document(KINDS_FILE).data, "kinds.yaml", NAMES)) == KIND_NAMES
 
 
 def test_json_shape():

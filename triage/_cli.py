@@ -9,21 +9,8 @@ from typing import Annotated
 import typer
 
 from inferwatch.clikit import Command
-from inferwatch.promapi_flags import DEFAULTS as CLIENT_DEFAULTS
-from inferwatch.promapi_flags import (
-    BasicAuthOpt,
-    BearerTokenFileOpt,
-    BearerTokenOpt,
-    CaFileOpt,
-    CertOpt,
-    HeaderOpt,
-    InsecureOpt,
-    KeyOpt,
-    MaxBytesOpt,
-    ProxyOpt,
-    TimeoutOpt,
-)
-from inferwatch.promapi_flags import options as client_options
+from inferwatch.promapi import ClientOptions
+from inferwatch.promapi_flags import connection_flags
 
 __all__ = ["register"]
 
@@ -87,17 +74,8 @@ def triage(
             metavar="LABEL=VALUE", help="With --alert: pick the alert's instance by label (repeatable; =, !=, =~, !~)."
         ),
     ] = [],
-    header: HeaderOpt = [],
-    bearer_token: BearerTokenOpt = None,
-    bearer_token_file: BearerTokenFileOpt = None,
-    basic_auth: BasicAuthOpt = None,
-    ca_file: CaFileOpt = None,
-    insecure: InsecureOpt = False,
-    cert: CertOpt = None,
-    key: KeyOpt = None,
-    proxy: ProxyOpt = None,
-    timeout: TimeoutOpt = CLIENT_DEFAULTS["timeout"],
-    max_bytes: MaxBytesOpt = CLIENT_DEFAULTS["max_bytes"],
+    *,
+    client: ClientOptions,
 ):
     """Name the kind of slow from Prometheus: each model's incident against a baseline, with evidence.
 
@@ -129,12 +107,7 @@ def triage(
         url = http_url(prometheus, "http://localhost:9090")
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--prometheus") from None
-    conn = Connection(
-        url,
-        client_options(
-            header, bearer_token, bearer_token_file, basic_auth, ca_file, insecure, cert, key, proxy, timeout, max_bytes
-        ),
-    )
+    conn = Connection(url, client)
     if alert is not None:
         from inferwatch.triage._alert import alert_incident
         from inferwatch.triage._fetch import connect
@@ -164,4 +137,4 @@ def triage(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(cls=Command)(triage)
+    app.command(cls=Command)(connection_flags(triage))

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferwatch._yaml import LINE, line_of, load_yaml_file
 from inferwatch.errors import Problem, SpecError
 from inferwatch.resources import data_path
+from inferwatch.yamlio import Positions, Problems, load_document
 
 __all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "parse_kinds", "load_kinds"]
 
@@ -88,23 +88,10 @@ def parse_condition(text: str, signals) -> Condition:
     raise ValueError(f"{text!r} is not a condition; write {SYNTAX}")
 
 
-class _Problems:
-    def __init__(self, file: str):
-        self.file, self.items = file, list[Problem]()
-
-    def add(self, node, key, field: str, message: str) -> None:
-        self.items.append(Problem(self.file, line_of(node, key), field, message))
-
-    def unknown_keys(self, node: dict, allowed, where: str) -> None:
-        for key in node:
-            if key != LINE and key not in allowed:
-                self.add(node, key, f"{where}{key}", f"unknown key; known keys: {', '.join(allowed)}")
-
-
-def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | None:
+def _clause(item, signals, where: str, problems: Problems, parent) -> Clause | None:
     node = item if isinstance(item, dict) else {"if": item}
     if not isinstance(item, (dict, str)):
-        problems.add(parent, None, where, "a condition is a line of text or a mapping with if, weight, need")
+        problems.add(parent, where, "a condition is a line of text or a mapping with if, weight, need", key=None)
         return None
     problems.unknown_keys(node, CLAUSE_KEYS, f"{where}.")
     texts = node.get("if")
@@ -116,22 +103,21 @@ def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | 
         except ValueError as err:
             problems.add(
                 node if isinstance(item, dict) else parent,
-                "if",
                 f"{where}.if" + (f"[{i}]" if len(texts) > 1 else ""),
                 str(err),
             )
     weight = node.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-        problems.add(node, "weight", f"{where}.weight", f"{weight!r}: a weight is a number above 0")
+        problems.add(node, f"{where}.weight", f"{weight!r}: a weight is a number above 0")
         weight = 1
     need = node.get("need", False)
     if not isinstance(need, bool):
-        problems.add(node, "need", f"{where}.need", f"{need!r}: need is true or false")
+        problems.add(node, f"{where}.need", f"{need!r}: need is true or false")
     unmeasured = node.get("unmeasured")
     if unmeasured is not None and (
         isinstance(unmeasured, bool) or not isinstance(unmeasured, (int, float)) or not 0 <= unmeasured <= 1
     ):
-        problems.add(node, "unmeasured", f"{where}.unmeasured", f"{unmeasured!r}: a score in [0, 1]")
+        problems.add(node, f"{where}.unmeasured", f"{unmeasured!r}: a score in [0, 1]")
         unmeasured = None
     return (
         Clause(tuple(conditions), float(weight), bool(need), None if unmeasured is None else float(unmeasured))
@@ -140,24 +126,24 @@ def _clause(item, signals, where: str, problems: _Problems, parent) -> Clause | 
     )
 
 
-def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> Kind | None:
+def _kind(name: str, node, signals, problems: Problems, default_min: float) -> Kind | None:
     where = f"kinds.{name}"
     if not isinstance(node, dict):
-        problems.add(node, None, where, "a kind is a mapping with summary, runbook, next, explains and when")
+        problems.add(node, where, "a kind is a mapping with summary, runbook, next, explains and when", key=None)
         return None
     problems.unknown_keys(node, KIND_KEYS, f"{where}.")
     when = node.get("when")
     if not isinstance(when, list) or not when:
-        problems.add(node, "when", f"{where}.when", "give a list of conditions, e.g. - ttft_mean up >= 1.5x")
+        problems.add(node, f"{where}.when", "give a list of conditions, e.g. - ttft_mean up >= 1.5x")
         when = []
     clauses = [_clause(item, signals, f"{where}.when[{i}]", problems, node) for i, item in enumerate(when)]
     explains = node.get("explains") or []
     if not isinstance(explains, list) or not all(isinstance(e, str) for e in explains):
-        problems.add(node, "explains", f"{where}.explains", "a list of kind names")
+        problems.add(node, f"{where}.explains", "a list of kind names")
         explains = []
     minimum = node.get("min_confidence", default_min)
     if isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 < minimum <= 1:
-        problems.add(node, "min_confidence", f"{where}.min_confidence", f"{minimum!r}: a number in (0, 1]")
+        problems.add(node, f"{where}.min_confidence", f"{minimum!r}: a number in (0, 1]")
         minimum = default_min
     text = {k: " ".join(str(node.get(k, "")).split()) for k in ("summary", "signature", "runbook", "next")}
     return Kind(
@@ -172,19 +158,19 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
     )
 
 
-def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) -> dict[str, Kind]:
+def parse_kinds(
+    doc, file: str, signals, base: dict[str, Kind] | None = None, positions: Positions | None = None
+) -> dict[str, Kind]:
     """A kinds document over `base` (the defaults): kinds added or replaced by name, `name: null` drops one."""
-    problems = _Problems(file)
+    problems = Problems(file, positions)
     if not isinstance(doc, dict) or not isinstance(doc.get("kinds"), dict):
         raise SpecError([Problem(file, None, "kinds", "a rules file is a mapping with `kinds:` (see kinds.yaml)")])
     problems.unknown_keys(doc, ("version", "min_confidence", "kinds"), "")
     if doc.get("version", 1) != 1:
-        problems.add(doc, "version", "version", f"{doc['version']!r}: only version 1 exists")
+        problems.add(doc, "version", f"{doc['version']!r}: only version 1 exists")
     default_min = doc.get("min_confidence", 0.6)
     kinds = dict(base or {})
     for name, node in doc["kinds"].items():
-        if name == LINE:
-            continue
         if node is None:
             kinds.pop(name, None)
             continue
@@ -194,14 +180,8 @@ def parse_kinds(doc, file: str, signals, base: dict[str, Kind] | None = None) ->
     for kind in kinds.values():
         for other in kind.explains:
             if other not in kinds:
-                problems.add(
-                    doc["kinds"].get(kind.name, {}),
-                    "explains",
-                    f"kinds.{kind.name}.explains",
-                    f"unknown kind {other!r}",
-                )
-    if problems.items:
-        raise SpecError(problems.items)
+                problems.add(doc["kinds"].get(kind.name, {}), f"kinds.{kind.name}.explains", f"unknown kind {other!r}")
+    problems.raise_if_any()
     return kinds
 
 
@@ -210,7 +190,8 @@ def load_kinds(extra: Sequence[str | Path] = (), signals=None) -> dict[str, Kind
     from inferwatch.triage._signals import load_signals
 
     names = [s.name for s in (signals or load_signals())]
-    kinds = parse_kinds(load_yaml_file(KINDS_FILE), str(KINDS_FILE), names)
-    for path in extra:
-        kinds = parse_kinds(load_yaml_file(path), str(path), names, kinds)
+    kinds: dict[str, Kind] = {}
+    for path in (KINDS_FILE, *extra):
+        loaded = load_document(path)
+        kinds = parse_kinds(loaded.data, loaded.file, names, kinds, loaded.positions)
     return kinds

@@ -287,6 +287,9 @@ class Fleet:
 class _Server(ThreadingHTTPServer):
     request_queue_size = 4096  # a thousand scrape loops connect at once at start; the default 5 drops their SYNs
 
+    def handle_error(self, request, client_address):
+        """A connection Prometheus reset mid-request (a scrape past its timeout): its `up` says so, no traceback."""
+
 
 def _gpus(template: str, node: int, pods: list[str]) -> str:
     """A node's dcgm-exporter: the one-GPU template once per GPU, each with its index, UUID, node and pod."""

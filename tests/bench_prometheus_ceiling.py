@@ -16,7 +16,9 @@ cost is then charged at the group's real interval. Printed, and written with `--
 - samples ingested a second, Prometheus' CPU (cores) and this process' (the fleet's server), load average;
 - resident memory and Go heap in use (the peak seen), head chunks;
 - each rule group's evaluation time (median and max over the run) against its real interval, the worst group,
-  the evaluation duty (the sum of time / interval: cores the rules keep busy), missed iterations;
+  the evaluation duty (the sum of time / interval: cores the rules keep busy), missed iterations, and the samples
+  each group reads a second (its rules as instant queries with `stats=all`: a cost the machine's load does not
+  move, where evaluation times on a shared machine do);
 - scrape durations by job (mean and max);
 - the four dashboards' panel queries as Grafana runs them (range queries at a 30 s step, variables at All,
   $__rate_interval 1m) with Prometheus' own timings (`stats=all`), over the run's span, and scaled to the
@@ -113,6 +115,7 @@ def _timed_range(base: str, expr: str, start: float, end: float) -> dict:
     return {
         "seconds": stats.get("timings", {}).get("evalTotalTime", time.perf_counter() - started),
         "samples": stats.get("samples", {}).get("totalQueryableSamples"),
+        "peak_samples": stats.get("samples", {}).get("peakSamples"),
         "series": len(answer["data"]["result"]),
     }
 
@@ -143,11 +146,30 @@ def dashboard_queries(base: str, span: float, budget: float) -> dict:
             "errors": [p for p in panels if "error" in p],
             "span_s": seconds,
             "est_3h_s": seconds * 3 * 3600 / max(span, 1),
+            "samples": sum(p.get("samples") or 0 for p in panels),
+            "est_3h_samples": sum(p.get("samples") or 0 for p in panels) * 3 * 3600 / max(span, 1),
+            "peak_samples": max((p.get("peak_samples") or 0 for p in panels), default=0),
             "slowest": slowest["panel"] if slowest else None,
             "slowest_s": slowest.get("seconds") if slowest else None,
             "panels": panels,
         }
     return boards
+
+
+def rule_samples(base: str, files: list[Path]) -> dict[str, int]:
+    """{group: samples its rules read in one evaluation}: each rule's expression once as an instant query with
+    Prometheus' own count (`stats=all`, totalQueryableSamples). Unlike evaluation time, this does not move with the
+    machine's load: which groups cost the most, by the work they do."""
+    out = {}
+    for path in files:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            total = 0
+            for rule in group["rules"]:
+                params = urllib.parse.urlencode({"query": rule["expr"], "stats": "all"})
+                stats = _get(base, "/api/v1/query?" + params)["data"].get("stats", {})
+                total += stats.get("samples", {}).get("totalQueryableSamples", 0)
+            out[group["name"]] = total
+    return out
 
 
 def _query(base: str, expr: str) -> list[dict]:
@@ -250,6 +272,7 @@ def measure(
                 lambda: _by_job(base, f"max_over_time(scrape_duration_seconds{window})", "max"),
             )
             series = _attempt(failed, "series composition", lambda: composition(base, fleet))
+            read = _attempt(failed, "samples the rules read", lambda: rule_samples(base, files))
             firing = _attempt(
                 failed,
                 "firing alerts",
@@ -272,6 +295,8 @@ def measure(
             "median_s": statistics.median(times) if times else None,
             "max_s": max(times) if times else None,
             "duty": statistics.median(times) / real if times else None,
+            "samples_per_evaluation": read.get(name),
+            "samples_read_per_s": read[name] / real if name in read else None,
         }
     evaluated = {k: v for k, v in groups.items() if v["evaluations"]}
     rules = sorted(
@@ -311,6 +336,7 @@ def measure(
         "rss_mib_peak": peak["process_resident_memory_bytes"] / 2**20,
         "heap_inuse_mib_peak": peak["go_memstats_heap_inuse_bytes"] / 2**20,
         "rule_duty": sum(g["duty"] for g in evaluated.values()),
+        "rule_samples_read_per_s": sum(read.values()) and sum(g["samples_read_per_s"] or 0 for g in groups.values()),
         "worst_group": worst,
         "worst_group_max_s": groups[worst]["max_s"] if worst else None,
         "worst_group_interval_s": groups[worst]["interval_s"] if worst else None,
@@ -381,6 +407,7 @@ def print_result(r: dict, groups: int) -> None:
         ("RSS peak (MiB)", f"{r['rss_mib_peak']:,.0f}"),
         ("Go heap in use peak (MiB)", f"{r['heap_inuse_mib_peak']:,.0f}"),
         ("rule duty (cores)", f"{r['rule_duty']:.4f}"),
+        ("samples the rules read a second", f"{r['rule_samples_read_per_s']:,.0f}"),
         (
             "worst group (max s / interval s)",
             f"{r['worst_group']} {r['worst_group_max_s']:.3f} / {r['worst_group_interval_s']:g}"
@@ -403,19 +430,25 @@ def print_result(r: dict, groups: int) -> None:
         rows.append(
             (
                 f"dashboard {name}",
-                f"{board['queries']} queries over the run {board['span_s']:.3f} s "
-                f"(3 h of data est. {board['est_3h_s']:.1f} s); slowest {board['slowest']!r} "
+                f"{board['queries']} queries over the run {board['span_s']:.3f} s, {board['samples']:,} samples "
+                f"(3 h of data est. {board['est_3h_s']:.1f} s, {board['est_3h_samples']:,.0f} samples; peak in one "
+                f"query {board['peak_samples']:,}); slowest {board['slowest']!r} "
                 f"{board['slowest_s'] or 0:.3f} s; errors {len(board['errors'])}",
             )
         )
     for key, value in rows:
         print(f"  {key:42} {value}")
-    costly = sorted(((k, g) for k, g in r["groups"].items() if g["evaluations"]), key=lambda kv: -kv[1]["duty"])[
-        :groups
-    ]
-    print(f"  {'rule group':42} {'median s':>9} {'max s':>9} {'interval':>9} {'duty':>9}")
+    costly = sorted(
+        ((k, g) for k, g in r["groups"].items() if g["evaluations"]),
+        key=lambda kv: (-(kv[1]["samples_read_per_s"] or 0), -kv[1]["duty"]),
+    )[:groups]
+    print(f"  {'rule group':42} {'median s':>9} {'max s':>9} {'interval':>9} {'duty':>9} {'samples/s':>10}")
     for name, g in costly:
-        print(f"  {name:42} {g['median_s']:9.4f} {g['max_s']:9.4f} {g['interval_s']:9g} {g['duty']:9.5f}")
+        read = g["samples_read_per_s"]
+        print(
+            f"  {name:42} {g['median_s']:9.4f} {g['max_s']:9.4f} {g['interval_s']:9g} {g['duty']:9.5f} "
+            f"{read if read is not None else float('nan'):10,.0f}"
+        )
     print(f"  {'costliest rules':62} {'median s':>9} {'duty':>9}")
     for rule in r["rules"][:groups]:
         print(f"  {rule['group'] + ' / ' + rule['rule']:62} {rule['median_s']:9.4f} {rule['duty']:9.5f}")
@@ -436,6 +469,7 @@ SUMMARY = (
     ("rss_mib_peak", "{:,.0f}"),
     ("heap_inuse_mib_peak", "{:,.0f}"),
     ("rule_duty", "{:.4f}"),
+    ("rule_samples_read_per_s", "{:,.0f}"),
     ("worst_group_max_s", "{:.3f}"),
     ("iterations_missed", "{:.0f}"),
 )

@@ -203,12 +203,12 @@ def _rejection(url: str, model: str) -> Outcome:
     against --max-num-queued-reqs: with 2 slots and 4 queued, 2 run, 2 wait, the 5th is refused.
 
     The engine's fullness is read from the holders' own streams, not from its gauges: a busy engine's /metrics took
-    1.6 s to answer on a quiet machine, as long as a 900-token answer there, so the gauges that saw the engine full
-    described an engine whose first holders had finished by the time the probe came (it was admitted, on every
-    try). The probe goes as soon as every holder was admitted (its status came) and RUNNING of them stream, a few
-    tokens into answers of HOLD; when it is answered, every holder must still be open and short of its end by a
-    third of HOLD, or the event runs again (`again`): then the engine may no longer have been full. A probe refused
-    is a fact whatever the timing: vLLM counted QUEUED requests in flight."""
+    1.6 s to answer (at load 8), about as long as a 900-token answer on a quiet machine, so the gauges that saw the
+    engine full described an engine whose first holders had finished by the time the probe came (it was admitted,
+    on every try). The probe goes as soon as every holder was admitted (its status came) and RUNNING of them
+    stream, a few tokens into answers of HOLD; when it is answered, every holder must still be open and short of
+    its end by a third of HOLD, or the event runs again (`again`): then the engine may no longer have been full. A
+    probe refused is a fact whatever the timing: vLLM counted QUEUED requests in flight."""
     out = Outcome()
     holders = [_Stream(url, model, max_tokens=HOLD, ignore_eos=True) for _ in range(QUEUED)]
     _until(

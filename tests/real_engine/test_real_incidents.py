@@ -63,7 +63,7 @@ QUIET_S = 30  # how long "nothing fires" is watched: 5 compressed minutes, the l
 # can have data here (the GPU and speculative-decoding alerts have none)
 MIN_INCIDENT_S = 20  # an incident runs at least this long, so triage has events to compare
 MIN_ANSWERS = 20  # and each phase until its clients had this many answers: triage's least events (10-20), on a
-# fast machine and a busy one alike (at load 45 one client's answers came a few a second, not dozens)
+# fast machine and a busy one alike (a fixed length held a busy machine's phase to a handful of long answers)
 ANSWER_TOKENS = 400  # a healthy or queueing request's answer: long beside a client's turnaround (below)
 WORDS = "the request queue alert fires when engine cache model token prefix".split()
 REPORT: dict[str, Outcome] = {}

@@ -45,7 +45,8 @@ import yaml
 from conftest import ROOT, need
 from engines import PRESSURE_FLAGS, SHARED_FLAGS, engine_url, pressure_url  # noqa: F401 - the fixtures
 from harness import MODEL_NAME, free_port
-from promtools import compress_durations, prometheus, query, wait_for
+from promtools import compress_durations, prometheus, wait_for
+from promtools import query as _query
 from test_dashboards_data import fast_slo_rules
 
 from inferwatch.sim._demo import FOR_SCALE
@@ -175,6 +176,18 @@ class Outcome:
     facts: dict[str, float] = field(default_factory=dict)
     statuses: dict = field(default_factory=dict)
     window: tuple[float, float] = (0.0, 0.0)
+
+
+def query(prom: str, expr: str) -> list[dict]:
+    """promtools.query, asked again while Prometheus does not answer within its 10 s (PATIENCE in all): at load 40
+    here one poll of ALERTS timed out and failed every incident of the run."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        try:
+            return _query(prom, expr)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
 
 
 def _alert_name(labels: dict) -> str:

@@ -74,6 +74,12 @@ def pytest_addoption(parser):
         "cached venv: tests/real_engine/harness.py)",
     )
     group.addoption(
+        "--real-incidents",
+        action="store_true",
+        help="with --real-engine or --engine-url, also run the real incidents (test_real_incidents.py: "
+        "their alerts' detection times and triage's verdicts); minutes",
+    )
+    group.addoption(
         "--engine-url",
         metavar="URL",
         help="run the real_engine tests against this running vLLM (a GPU one, say) instead of starting "
@@ -82,9 +88,17 @@ def pytest_addoption(parser):
 
 
 def _deselect_real_engine(config, items) -> None:
-    """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step."""
+    """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step; the
+    real incidents only with --real-incidents as well."""
     wanted = config.getoption("--real-engine") or config.getoption("--engine-url")
-    dropped = [item for item in items if item.get_closest_marker("real_engine") and not wanted]
+    dropped = [
+        item
+        for item in items
+        if item.get_closest_marker("real_engine")
+        and not wanted
+        or item.get_closest_marker("real_incidents")
+        and not config.getoption("--real-incidents")
+    ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         gone = set(map(id, dropped))

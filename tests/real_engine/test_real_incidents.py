@@ -52,7 +52,9 @@ from test_dashboards_data import fast_slo_rules
 from inferwatch.sim._demo import FOR_SCALE
 from inferwatch.triage import Connection, Window, triage
 
-pytestmark = pytest.mark.real_engine
+# not in .ci/run's step: on this shared 2-core box at load 26-43 the engine's scrapes ran past 5 s (a quarter of
+# them came in the rejections' phase), LLMEngineTargetDown fired instead of LLMQueueSaturated (README)
+pytestmark = [pytest.mark.real_engine, pytest.mark.real_incidents]
 
 FACTOR = FOR_SCALE  # the demo's compression: ten minutes of alerting in one
 PATIENCE = 300  # seconds of real time for any condition: a deadline, never a measure of speed

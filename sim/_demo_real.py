@@ -40,11 +40,15 @@ from inferwatch.sim._demo import (
 )
 from inferwatch.sim._load import LoadConfig, run_load
 
-__all__ = ["run_real_demo", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
+__all__ = ["run_real_demo", "prometheus_config", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
 
 CAP = 2  # --max-num-seqs: a handful of clients queue on two CPU cores
-SCRAPE_TIMEOUT = "4s"  # a busy CPU engine's /metrics can take seconds
-EXPORTER_TIMEOUT = "3s"  # the engine's answer, inside SCRAPE_TIMEOUT
+# A busy CPU engine's /metrics takes seconds (its API server streams every token in Python): 3 s at the start of
+# queueing here. Each scrape gets its whole interval (Prometheus' timeout may not exceed it), and the exporter's
+# fetch the interval less the time to answer: a shorter deadline lost the engine's samples for whole stretches
+# (a 3 s exporter timeout), and the queue alert, which averages them, never fired.
+SCRAPE = "5s"
+EXPORTER_TIMEOUT = "4s"  # the engine's answer, inside SCRAPE (the exporter keeps 0.5 s to answer)
 # the alert the queueing phase promises (and --headless requires)
 REAL_EXPECTED = [{"alertname": "LLMQueueSaturated"}]
 
@@ -63,19 +67,24 @@ class RealPhase:
 
 # The load is sized to the engine by how many requests are in flight, not by a rate: a CPU engine's speed is the
 # machine's, and an open rate it cannot serve (8 a second here) grew the queue without bound until the engine's
-# /metrics answered too late for its scrapes and the queue alert never fired. Arrivals come faster than any CPU
-# engine answers, so the in-flight bound holds the queue: 4 * CAP in flight is CAP running and the rest waiting,
-# on a fast machine and a slow one. (CAP + 3 was not enough on an idle machine: answers of 256 tokens took 0.7 s
-# there, and the load generator's and front door's turnaround between one answer and the next request left the
-# queue under one request on average at times, under the alert's bar.)
+# /metrics answered too late for its scrapes and the queue alert never fired. In the queueing phase a request
+# goes as soon as one is answered (CLOSED_LOOP: arrivals no engine keeps up with), so the in-flight bound alone
+# holds the queue: 4 * CAP in flight is CAP running and the rest waiting, on a fast machine and a slow one.
+# (CAP + 3 was not enough on an idle machine: answers of 256 tokens took 0.7 s there, and the load generator's and
+# front door's turnaround between one answer and the next request left the queue under one request on average at
+# times, under the alert's bar.)
 IN_FLIGHT = 4 * CAP
+CLOSED_LOOP = 1000.0  # requests per second: an arrival always finds every slot taken and waits for an answer
+# --short ends the queueing phase once its alert fired (about a minute here); this is a deadline, not a measure
+# of speed: where it passes, the alert is reported MISSED
+QUEUEING_PATIENCE = 300
 REAL_SCRIPT = [
     RealPhase("normal", 60, 15, 0.5, 32, 1, "light load: one request at a time, under the cap, nothing waits"),
     RealPhase(
         "queueing",
         150,
-        120,
-        8.0,
+        QUEUEING_PATIENCE,
+        CLOSED_LOOP,
         512,
         IN_FLIGHT,
         f"more clients than --max-num-seqs {CAP} ({IN_FLIGHT} requests at once): requests wait at the cap "
@@ -194,6 +203,19 @@ async def _drive(door: str, model: str, prom: str, short: bool, say) -> set:
     return fired
 
 
+def prometheus_config(rule_files: list, exporter: str, frontdoor: str) -> dict:
+    """The demo's Prometheus: the exporter (the engine's series and the cap) and the front door, every scrape
+    given its whole interval (SCRAPE), the compressed rules evaluated every 2 s."""
+    return {
+        "global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "2s"},
+        "rule_files": rule_files,
+        "scrape_configs": [
+            {"job_name": "inferwatch-exporter", "honor_labels": True, "static_configs": [{"targets": [exporter]}]},
+            {"job_name": "inferwatch-frontdoor", "static_configs": [{"targets": [frontdoor]}]},
+        ],
+    }
+
+
 def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
     from inferwatch.sim import _real_vllm as real
 
@@ -246,20 +268,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                 f"{model}={CAP}",
             ],
         )
-        config = {
-            "global": {"scrape_interval": "2s", "scrape_timeout": "2s", "evaluation_interval": "2s"},
-            "rule_files": _rule_files(folder),
-            "scrape_configs": [
-                {
-                    "job_name": "inferwatch-exporter",
-                    "honor_labels": True,
-                    "scrape_interval": "5s",
-                    "scrape_timeout": SCRAPE_TIMEOUT,
-                    "static_configs": [{"targets": [f"127.0.0.1:{ports['exporter']}"]}],
-                },
-                {"job_name": "inferwatch-frontdoor", "static_configs": [{"targets": [f"127.0.0.1:{ports['admin']}"]}]},
-            ],
-        }
+        config = prometheus_config(_rule_files(folder), f"127.0.0.1:{ports['exporter']}", f"127.0.0.1:{ports['admin']}")
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         procs.start(
             "prometheus",

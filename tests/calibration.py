@@ -14,6 +14,7 @@ test_real_calibration.py (both, live) and tests/record_calibration.py (records t
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -146,30 +147,85 @@ def _hold(url: str, model: str, outcome: Outcome, n: int, tokens: int) -> tuple[
     return [pool.submit(_chat, url, model, outcome, max_tokens=tokens, ignore_eos=True) for _ in range(n)], pool
 
 
-def _rejection(url: str, model: str) -> Outcome:
-    """The engine full (seen on the gauges), then one request more: refused. vLLM 0.32 counts running and waiting
-    requests together against --max-num-queued-reqs: with 2 slots and 4 queued, 2 run, 2 wait, the 5th is refused.
+class _Stream:
+    """One streamed chat request, read in a thread of its own: its HTTP status once it came (`answered` set then),
+    the tokens it has streamed so far (vLLM's running usage where it sends one, else one per chunk, as the
+    simulator streams), and its usage once it ended (`ended` set then)."""
 
-    The gauges lag the engine, and on a fast machine the first holders can finish between the read that saw the
-    engine full and the probe's arrival: a probe answered 200 after a holder was answered may have found the engine
-    no longer full, and the event runs again (`again`); one answered while every holder still ran is a fact."""
+    def __init__(self, url: str, model: str, **body):
+        self.status: int | None = None
+        self.tokens = 0
+        self.usage: dict | None = None
+        self.answered, self.ended = threading.Event(), threading.Event()
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": PROMPT}],
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            **body,
+        }
+        self._thread = threading.Thread(target=self._read, args=(url, body), daemon=True)
+        self._thread.start()
+
+    def _read(self, url: str, body: dict) -> None:
+        request = urllib.request.Request(
+            url + "/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=PATIENCE) as response:
+                self.status = response.status
+                self.answered.set()
+                for line in response:
+                    if not line.startswith(b"data: {"):
+                        continue
+                    chunk = json.loads(line[len(b"data: ") :])
+                    if chunk.get("usage"):
+                        self.usage = chunk["usage"]
+                        self.tokens = self.usage.get("completion_tokens", self.tokens)
+                    elif chunk.get("choices"):
+                        self.tokens += 1
+        except urllib.error.HTTPError as err:
+            self.status = err.code
+        finally:
+            self.answered.set()
+            self.ended.set()
+
+    def result(self, outcome: Outcome) -> None:
+        """Waits for the end, then files the status (and the usage of one answered whole) in `outcome`."""
+        self._thread.join(PATIENCE)
+        outcome.statuses.append(self.status or 0)
+        if self.status == 200 and self.usage:
+            outcome.usages.append(self.usage)
+
+
+def _rejection(url: str, model: str) -> Outcome:
+    """The engine full, then one request more: refused. vLLM 0.32 counts running and waiting requests together
+    against --max-num-queued-reqs: with 2 slots and 4 queued, 2 run, 2 wait, the 5th is refused.
+
+    The engine's fullness is read from the holders' own streams, not from its gauges: a busy engine's /metrics took
+    1.6 s to answer (at load 8), about as long as a 900-token answer on a quiet machine, so the gauges that saw the
+    engine full described an engine whose first holders had finished by the time the probe came (it was admitted,
+    on every try). The probe goes as soon as every holder was admitted (its status came) and RUNNING of them
+    stream, a few tokens into answers of HOLD; when it is answered, every holder must still be open and short of
+    its end by a third of HOLD, or the event runs again (`again`): then the engine may no longer have been full. A
+    probe refused is a fact whatever the timing: vLLM counted QUEUED requests in flight."""
     out = Outcome()
-    futures, pool = _hold(url, model, out, QUEUED, HOLD)
-    # every holder in the engine (or one already answered: then the statuses compared below say what went wrong)
+    holders = [_Stream(url, model, max_tokens=HOLD, ignore_eos=True) for _ in range(QUEUED)]
     _until(
         lambda: (
-            any(f.done() for f in futures)
-            or (t := metrics(url))
-            and _gauge(t, "vllm:num_requests_running") + _gauge(t, "vllm:num_requests_waiting") >= QUEUED
+            any(h.ended.is_set() for h in holders)  # one refused or ended early: the statuses say what went wrong
+            or all(h.answered.is_set() for h in holders)
+            and sum(h.tokens > 0 for h in holders) >= RUNNING
         ),
-        "the engine full",
+        f"{QUEUED} requests admitted and {RUNNING} of them streaming",
     )
-    _chat(url, model, out, max_tokens=5, ignore_eos=True)
-    if out.statuses[-1] == 200 and any(f.done() for f in futures):
-        out.again = "the probe was admitted after a holder was answered: the engine may no longer have been full"
-    for future in futures:
-        future.result()
-    pool.shutdown()
+    probe = _Stream(url, model, max_tokens=5, ignore_eos=True)
+    probe.answered.wait(PATIENCE)
+    full = not any(h.ended.is_set() for h in holders) and max(h.tokens for h in holders) < HOLD - HOLD // 3
+    for stream in (*holders, probe):
+        stream.result(out)
+    if probe.status == 200 and not full:
+        out.again = "the probe was answered when a holder was near its end or ended: the engine may not have been full"
     return out
 
 

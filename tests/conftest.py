@@ -77,7 +77,7 @@ def pytest_addoption(parser):
         "--real-incidents",
         action="store_true",
         help="with --real-engine or --engine-url, also run the real incidents (test_real_incidents.py: "
-        "their alerts' detection times and triage's verdicts) and the real-engine demo (test_real_demo.py); minutes",
+        "their alerts' detection times and triage's verdicts); minutes",
     )
     group.addoption(
         "--engine-url",

@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 
+from inferwatch.exporters._config import parse_duration as seconds
+from inferwatch.exporters._server import scrape_deadline
 from inferwatch.sim import scenarios
-from inferwatch.sim._demo_real import NOT_SHOWN, SHOWN
+from inferwatch.sim._demo_real import CAP, EXPORTER_TIMEOUT, NOT_SHOWN, REAL_SCRIPT, SCRAPE, SHOWN, prometheus_config
 
 
 def _demo(tmp_path, *args, **env):
@@ -52,3 +54,21 @@ def test_without_the_package_index_it_refuses_before_installing(tmp_path):
 def test_every_demo_scenario_is_said_shown_or_not_on_a_real_engine():
     assert sorted(SHOWN) + sorted(NOT_SHOWN) and not set(SHOWN) & set(NOT_SHOWN)
     assert sorted(set(SHOWN) | set(NOT_SHOWN)) == sorted(scenarios())
+
+
+def test_every_scrape_of_the_real_demo_gets_its_whole_interval():
+    """A busy CPU engine's /metrics takes seconds: a scrape deadline under its interval (2 s, and an exporter
+    timeout of 3 s) lost the engine's samples in the queueing phase, and the queue alert, which averages them,
+    never fired. Each job's timeout is its interval, and the exporter's fetch ends before the scrape's deadline."""
+    config = prometheus_config([], "127.0.0.1:1", "127.0.0.1:2")
+    for job in config["scrape_configs"]:
+        interval = seconds(job.get("scrape_interval", config["global"]["scrape_interval"]))
+        assert seconds(job.get("scrape_timeout", config["global"]["scrape_timeout"])) == interval, job
+    assert scrape_deadline(seconds(EXPORTER_TIMEOUT), str(seconds(SCRAPE))) == seconds(EXPORTER_TIMEOUT) + 0.5
+
+
+def test_the_real_demo_queueing_keeps_its_queue_whatever_the_engine_speed():
+    """Closed loop: arrivals no engine keeps up with (one a millisecond), bounded in flight; an open rate (8 a
+    second) would leave a fast engine's queue empty between arrivals, and grow a slow one's without bound."""
+    queueing = next(p for p in REAL_SCRIPT if p.shows)
+    assert queueing.in_flight >= CAP + 2 and queueing.rate >= 1000 and queueing.max_tokens >= 256

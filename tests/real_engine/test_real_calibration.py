@@ -17,11 +17,6 @@ from engines import PRESSURE_FLAGS, SHARED_FLAGS, engine_url, pressure_url  # no
 from test_sim_calibration import RECORDED, differences, shape_differences
 
 pytestmark = pytest.mark.real_engine
-# The rejection event compares counters event by event; on a quiet machine the real engine admitted the fifth
-# request on every retry (its holders were answered first) while the simulator refused it, in a clean .ci/run at
-# the end of stop 32. Until the event holds its queue for certain, the two live comparisons run only with
-# --real-incidents; the families, labels and buckets check stays in .ci/run, as does the fast suite's comparison
-# with the checked-in recording (tests/test_sim_calibration.py).
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +39,6 @@ def runs(engine_url, pressure_url, request):  # noqa: F811 - the fixtures above
     return {"real": real, "simulated": simulated, "real_metrics": real_metrics, "simulated_metrics": simulated_metrics}
 
 
-@pytest.mark.real_incidents  # the rejection event's timing: see the note above
 def test_the_simulator_moves_its_counters_as_the_real_engine(runs):
     assert set(runs["real"]) == set(calibration.EVENTS)
     assert calibration.compare(runs["real"], runs["simulated"], differences()) == []
@@ -55,7 +49,6 @@ def test_the_simulator_has_the_real_families_labels_and_buckets(runs):
     assert shape_differences(real, calibration.shapes(runs["simulated_metrics"]), differences()) == {}
 
 
-@pytest.mark.real_incidents  # the rejection event's timing: see the note above
 def test_the_recording_is_what_the_real_engine_does(runs):
     """The fast suite's recorded deltas, against this run: a changed engine (or script) needs a new recording."""
     recorded = json.loads((RECORDED / "deltas.json").read_text())

@@ -10,8 +10,7 @@ import sys
 import pytest
 from engines import engine_url, shared_flags  # noqa: F401 - fixtures: the engine installed, or the step skipped
 
-# not in .ci/run's step: its queueing phase missed LLMQueueSaturated in a clean .ci/run here (README)
-pytestmark = [pytest.mark.real_engine, pytest.mark.real_incidents]
+pytestmark = pytest.mark.real_engine
 
 
 def test_the_real_demo_fires_the_queueing_alert(engine_url, shared_flags, tmp_path):  # noqa: F811

@@ -396,6 +396,16 @@ def start_stack(binary: str, folder: Path, procs: _Processes, rule_files: list[s
     return Stack(prom, doors, bases, engines, f"127.0.0.1:{ports['exporter']}", config["scrape_configs"])
 
 
+def keep_serving(procs: _Processes, say) -> None:
+    """Keep the stack up for the user until Ctrl-C (or until one of its processes exits: an error naming it)."""
+    try:
+        while True:
+            time.sleep(1)
+            procs.check()
+    except KeyboardInterrupt:
+        say("\nstopping every process the demo started")
+
+
 def start_prometheus(binary: str, folder: Path, procs: _Processes, config: dict, port: int) -> str:
     """Write `config` to folder/prometheus.yml and start Prometheus on it (data in folder/data); its base URL."""
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -713,12 +723,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                 f'(curl -X POST {bases[VLLM_MODEL]}/admin/scenario -d \'{{"scenario": "errors"}}\'). '
                 "Press Ctrl-C to stop everything."
             )
-            try:
-                while True:
-                    time.sleep(1)
-                    procs.check()
-            except KeyboardInterrupt:
-                say("\nstopping every process the demo started")
+            keep_serving(procs, say)
         return not missing and live and healthy
 
 

@@ -52,7 +52,7 @@ def run_canary_demo(headless: bool = False, short: bool = False, workdir: str | 
 
 
 def _run(binary: str, headless: bool, short: bool, workdir: str | None, say: Callable[[str], None]) -> bool:
-    from inferwatch.sim._demo import _Processes, work_folder
+    from inferwatch.sim._demo import _Processes, keep_serving, work_folder
 
     with ExitStack() as stack:
         folder = work_folder(stack, workdir, "inferwatch-demo-canary-")
@@ -72,12 +72,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None, say: Cal
                 f"--canary 'version=\"v3\"' --stable 'version=\"v1\"' --window 5m` as the load ages out of the "
                 "window. Press Ctrl-C to stop everything."
             )
-            try:
-                while True:
-                    time.sleep(1)
-                    procs.check()
-            except KeyboardInterrupt:
-                say("\nstopping every process the demo started")
+            keep_serving(procs, say)
         return ok
 
 

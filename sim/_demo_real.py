@@ -34,6 +34,7 @@ from inferwatch.sim._demo import (
     _triage_lines,
     _wait_ready,
     free_port,
+    keep_serving,
     prometheus_binary,
     until_interrupted,
     work_folder,
@@ -309,10 +310,5 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                 f"\nThe stack keeps running: open {prom} and try `ALERTS` or `llm_requests_waiting`; load the engine "
                 f"with `inferwatch load --target {door} --rate 8`. Press Ctrl-C to stop everything."
             )
-            try:
-                while True:
-                    time.sleep(1)
-                    procs.check()
-            except KeyboardInterrupt:
-                say("\nstopping every process the demo started")
+            keep_serving(procs, say)
         return not missing and healthy

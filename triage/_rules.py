@@ -18,7 +18,7 @@ __all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "pars
 
 KINDS_FILE = Path(__file__).resolve().parent / "kinds.yaml"
 ANY = "*"
-KIND_KEYS = ("summary", "runbook", "next", "explains", "min_confidence", "when")
+KIND_KEYS = ("summary", "runbook", "next", "explains", "min_confidence", "when", "alone")
 CLAUSE_KEYS = ("if", "weight", "need", "unmeasured")
 _NUM = r"([0-9]*\.?[0-9]+)"
 _FORMS = [
@@ -65,6 +65,7 @@ class Kind:
     clauses: tuple[Clause, ...]
     explains: tuple[str, ...] = ()
     min_confidence: float = 0.6
+    alone: tuple[Clause, ...] = ()  # conditions on the incident alone: a state bad in itself, whatever the baseline
 
 
 def parse_condition(text: str, signals) -> Condition:
@@ -149,6 +150,19 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
         problems.add(node, "when", f"{where}.when", "give a list of conditions, e.g. - ttft_mean up >= 1.5x")
         when = []
     clauses = [_clause(item, signals, f"{where}.when[{i}]", problems, node) for i, item in enumerate(when)]
+    alone = node.get("alone") or []
+    if not isinstance(alone, list):
+        problems.add(node, "alone", f"{where}.alone", "give a list of conditions, e.g. - waiting incident >= 1")
+        alone = []
+    bad = [_clause(item, signals, f"{where}.alone[{i}]", problems, node) for i, item in enumerate(alone)]
+    for i, clause in enumerate(bad):
+        if clause and any(not c.op.startswith("incident") for c in clause.conditions):
+            problems.add(
+                node,
+                "alone",
+                f"{where}.alone[{i}]",
+                "a state bad in itself reads the incident alone: SIGNAL incident >= X or <= X",
+            )
     explains = node.get("explains") or []
     if not isinstance(explains, list) or not all(isinstance(e, str) for e in explains):
         problems.add(node, "explains", f"{where}.explains", "a list of kind names")
@@ -166,6 +180,7 @@ def _kind(name: str, node, signals, problems: _Problems, default_min: float) -> 
         tuple(c for c in clauses if c),
         tuple(explains),
         float(minimum),
+        tuple(c for c in bad if c),
     )
 
 

@@ -1,4 +1,4 @@
-"""`inferwatch triage` on the generated incident library (tests/incident_library.py): 33 labelled cases shaped
+"""`inferwatch triage` on the generated incident library (tests/incident_library.py): 37 labelled cases shaped
 the way production looks, played into real Prometheus servers through `promtool tsdb create-blocks-from
 openmetrics`, judged with `--baseline auto`.
 

@@ -71,12 +71,18 @@ def _minutes(seconds) -> int:
     return math.ceil(Fraction(seconds) / BASE)
 
 
-_ACTION = re.compile(re.escape(LITERAL_BRACES) + r"|\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
+_ACTION = re.compile(
+    re.escape(LITERAL_BRACES) + r"|\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}|(\{\{\s*\$externalURL\s*\}\})"
+)
+# the Prometheus URL the tests render in the triage command (`$externalURL`): each test group sets it
+EXTERNAL_URL = "http://prometheus:9090"
 
 
 def _expand(text: str, labels: dict[str, str]) -> str:
-    """What Prometheus renders: the only actions in generated rules are $labels and literal braces."""
-    return _ACTION.sub(lambda m: "{{" if m.group(1) is None else labels.get(m.group(1), ""), text)
+    """What Prometheus renders: the only actions in generated rules are $labels, $externalURL and literal braces."""
+    return _ACTION.sub(
+        lambda m: EXTERNAL_URL if m.group(2) else ("{{" if m.group(1) is None else labels.get(m.group(1), "")), text
+    )
 
 
 class _Objective:
@@ -122,6 +128,7 @@ class _Objective:
         case = {
             "name": f"{self.spec.service}/{self.objective.name}: {name}",
             "interval": "1m",
+            "external_url": EXTERNAL_URL,
             "input_series": input_series(self.spec, self.objective, segments, sources, stale) + list(extra),
             "alert_rule_test": checks,
         }
@@ -335,6 +342,7 @@ class _Objective:
         never = {
             "name": f"{self.spec.service}/{self.objective.name}: no series at all fires LLMSLIDataMissing",
             "interval": "1m",
+            "external_url": EXTERNAL_URL,
             "input_series": [{"series": series_name("up", engine), "values": "1x10"}],
             "alert_rule_test": [self._missing_check(wait - 1), self._missing_check(wait, ident)],
         }

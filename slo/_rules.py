@@ -41,6 +41,7 @@ and the alerts, and a long-window group evaluated every 10 minutes.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -72,6 +73,7 @@ __all__ = [
     "folded_guard",
     "guarded_windows",
     "reads_counts_inline",
+    "triage_command",
 ]
 
 BURN_ALERT = "LLMErrorBudgetBurn"
@@ -419,15 +421,32 @@ def _group_phrase(spec: Spec) -> str:
     return "".join(f" {label}={{{{ $labels.{label} }}}}" for label in spec.group_by)
 
 
-def _triage_hint(spec: Spec, window: str) -> str:
-    """How to ask `inferwatch triage` about this group over the long window; `--model` only where the group
-    (or the selector) names one."""
-    if "model" in spec.group_by:
-        model = " --model {{ $labels.model }}"
-    else:
-        fixed = next((m.value for m in spec.selector if m.label == "model" and m.op == "="), None)
-        model = f" --model {literal(fixed)}" if fixed else ""
-    return f"inferwatch triage --prometheus <your Prometheus URL>{model} --since {window}"
+def triage_command(alert: str, matchers: list[tuple[str, str]]) -> str:
+    """The `inferwatch triage --alert` command an alert's annotation carries, to be pasted as it is: this
+    Prometheus (`$externalURL`, its --web.external-url; where a Thanos or Mimir ruler evaluates the rules, give
+    the URL it is queried at instead), the alert's name, and a label matcher for each label that tells this alert
+    from the others (`VALUE` may be a `{{ $labels.x }}` template), each shell-quoted."""
+    picks = "".join(f" --alert-match {_shell_template(label, value)}" for label, value in matchers)
+    return f"inferwatch triage --prometheus {{{{ $externalURL }}}} --alert {alert}{picks}"
+
+
+def _shell_template(label: str, value: str) -> str:
+    """`'label=value'` for the shell: a template value is single-quoted as it stands (Prometheus fills it in),
+    a literal one is quoted by shlex and its braces kept from the template engine."""
+    if value.startswith("{{ $labels."):
+        return f"'{label}={value}'"
+    return literal(shlex.quote(f"{label}={value}"))
+
+
+def _triage_hint(spec: Spec, objective: Objective, tier: str) -> str:
+    """How to ask `inferwatch triage` about this alert: its name and the labels that pick it (the spec's service,
+    the objective, the tier, and the group's labels)."""
+    fixed = [("service", spec.service), ("slo", objective.name), ("tier", tier)]
+    command = triage_command(BURN_ALERT, fixed + [(label, f"{{{{ $labels.{label} }}}}") for label in spec.group_by])
+    if "model" not in spec.group_by:  # the alert names no model: the one the selector fixes, else every model
+        model = next((m.value for m in spec.selector if m.label == "model" and m.op == "="), None)
+        command += f" --model {literal(shlex.quote(model))}" if model else ""
+    return command
 
 
 def _rounded(factor) -> str:
@@ -477,7 +496,7 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
             f"{decimal(m.threshold * 100)}% of events were bad (burn rate over {_rounded(m.factor)}x): "
             f"{decimal(m.tier.budget_percent)}% of the error budget is gone in {long_w}, all of it in "
             f"{window_name(m.exhaustion)}. What kind of slow or broken: "
-            f"`{_triage_hint(spec, long_w)}`."
+            f"`{_triage_hint(spec, objective, m.tier.name)}`."
         ),
         "runbook_url": runbook_url(objective.runbook_url, BURN_ALERT),
     }

@@ -107,6 +107,8 @@ class Case:
     gone: tuple[float, float] | None = None  # engine series unscraped over this span (seconds from T0)
     history: float = 0.0  # extra seconds of data before the hour before (a slow drift's)
     no_yesterday: bool = False  # a deployment younger than a day
+    born: float | None = None  # seconds from T0 when the deployment started: no series before (younger than an hour)
+    patience: float | None = None  # seconds a client waits in the queue before it gives up (None: forever)
     expect_pod: int | None = None
     forbid: tuple[str, ...] = ()
     drift: tuple[str, float, float] = ()  # (parameter, hours before T0 it starts, factor at T0): a slow drift
@@ -207,6 +209,8 @@ def _engine(case: Case, t: np.ndarray, dt: float, p: dict, rng) -> dict[str, np.
             running[k] = slot_list[k]
             served = slot_list[k] / service_list[k]
             waiting = max(0.0, waiting + (rate[k] - served) * dt)
+            if case.patience is not None:  # clients who waited longer than their patience left: a steady queue
+                waiting = min(waiting, served * case.patience)
         else:
             running[k], served = rate[k] * service_list[k], rate[k]
         waiting_at[k], served_at[k] = waiting, served
@@ -273,6 +277,8 @@ def _keep(case: Case, t: np.ndarray) -> np.ndarray:
     keep = near | day
     if case.gone is not None:
         keep &= ~((t >= T0 + case.gone[0]) & (t < T0 + case.gone[1]))
+    if case.born is not None:
+        keep &= t >= T0 + case.born
     return keep
 
 
@@ -686,6 +692,40 @@ def library(seed: int = 0) -> list[Case]:
     )
     # engine series gone while the front door serves
     add("missing-data", "missing-data", gone=(_draw(rng, 120, 600), 1e9), door=True)
+    # states bad in themselves, the baseline no better (drawn after the classes above, which stay as they were):
+    # an incident running through the whole hour before on a deployment younger than a day, a queue and a full
+    # KV cache, and a deployment born into its incident (traffic moved onto it), younger than any baseline. Clients
+    # give up after a while, so the queue holds steady instead of growing: the hour before looks as bad as now
+    before = lambda: -_draw(rng, 5400, 9000)  # noqa: E731 - an onset before the hour before began
+    patience = lambda: _draw(rng, 10, 40)  # noqa: E731 - seconds a client waits before it gives up
+    add(
+        "absolute",
+        "queueing",
+        no_yesterday=True,
+        load=0.55,
+        incidents=(Incident(start=before(), rate=_draw(rng, 1.05, 1.2) / 0.55),),
+        patience=patience(),
+    )
+    add(
+        "absolute",
+        "kv-pressure",
+        no_yesterday=True,
+        load=0.5,
+        incidents=(Incident(start=before(), kv=1 / (2 * f()), output=1.3),),
+        patience=patience(),
+    )
+    born = -_draw(rng, 120, 900)
+    add(
+        "absolute",
+        "queueing",
+        no_yesterday=True,
+        born=born,
+        load=0.55,
+        incidents=(Incident(start=born, ramp=30, rate=_draw(rng, 1.2, 1.4) / 0.55),),
+        patience=patience(),
+    )
+    # busy but healthy, as young: under its cap, nothing waiting
+    add("healthy", (), no_yesterday=True, born=-_draw(rng, 300, 1200), load=_draw(rng, 0.6, 0.68), forbid=("*",))
     return cases
 
 

@@ -372,7 +372,7 @@ TRICKY = {
         },
     ],
 }
-ALLOWED_ACTION = re.compile(r'\{\{ "\{\{" \}\}|\{\{ \$labels\.[a-zA-Z_][a-zA-Z0-9_]* \}\}')
+ALLOWED_ACTION = re.compile(r'\{\{ "\{\{" \}\}|\{\{ \$labels\.[a-zA-Z_][a-zA-Z0-9_]* \}\}|\{\{ \$externalURL \}\}')
 
 
 def test_prometheus_operator_names_are_kubernetes_names():
@@ -382,9 +382,26 @@ def test_prometheus_operator_names_are_kubernetes_names():
     assert manifest["metadata"]["name"] == "inferwatch-slo-chat-v2"
 
 
+def test_burn_alerts_carry_the_triage_command_that_picks_them():
+    """`inferwatch triage --alert` with a matcher for each label that tells this alert from the others (service,
+    objective, tier and the group's labels), the Prometheus that evaluated it, and no window of its own (issue 28:
+    `--since 6h` spanned time before the model existed); tests/test_triage_alert.py runs it pasted. A spec whose
+    selector fixes the model (the example's) names it with --model: its alerts carry no model label."""
+    for spec, model in ((ROOT / "slo" / "defaults.yaml", "--alert-match 'model={{ $labels.model }}'"), (CHAT, "")):
+        for rule in _rules(load_spec(spec)):
+            if rule.get("alert") != "LLMErrorBudgetBurn":
+                continue
+            labels = rule["labels"]
+            picks = f"--alert-match service={labels['service']} --alert-match slo={labels['slo']} "
+            picks += f"--alert-match tier={labels['tier']} " + (model or "--model llama-3-70b")
+            command = f"`inferwatch triage --prometheus {{{{ $externalURL }}}} --alert LLMErrorBudgetBurn {picks}`"
+            assert command in rule["annotations"]["description"]
+
+
 def test_user_text_never_runs_as_a_template():
     """Selector values, labels and runbook URLs print themselves: the only actions left are $labels (ours and the
-    user's annotations) and literal braces, so {{ query `up` }} can never run when an alert renders."""
+    user's annotations), $externalURL (the triage command's Prometheus) and literal braces, so {{ query `up` }}
+    can never run when an alert renders."""
     rules = _rules(parse_spec(TRICKY, "tricky.yaml"))
     texts = [v for r in rules if "alert" in r for v in (*r["labels"].values(), *r["annotations"].values())]
     assert any("query" in t for t in texts)

@@ -252,6 +252,53 @@ def test_where_the_time_goes_ranks_slow_decode_against_the_queue_it_causes():
     assert kinds_of(readings(), decoding) == ["slow-decode"]
 
 
+def test_states_bad_in_themselves_name_a_kind_when_the_baseline_was_no_better():
+    """At the cap with requests waiting, or the KV cache full while they wait: a kind even when the baseline
+    already held the incident, or there is none (a deployment younger than any baseline); ranked at ALONE_CAP."""
+    from inferwatch.triage._judge import ALONE_CAP
+
+    queue = readings(waiting=12, queue_share=0.7, cap_usage=0.975, queue_time_mean=8, ttft_mean=11, e2e_mean=15)
+    for base in (queue, {}):
+        found = judge(KINDS, base, queue, FLOORS)
+        assert [f.kind for f in found] == ["queueing"] and found[0].confidence == ALONE_CAP
+        assert {e.signal for e in found[0].evidence} >= {"waiting", "queue_share", "cap_usage"}
+    full = readings(kv_full_share=0.95, kv_usage=0.97, waiting=5, queue_share=0.4, preemptions_per_request=0.1)
+    assert kinds_of(full, full)[:2] == ["kv-pressure", "queueing"]
+    # an SLO page firing stands in for the cap where the engine exports none
+    paged = {k: v for k, v in queue.items() if k != "cap_usage"}
+    assert judge(KINDS, paged, {**paged, "paging": Reading(1.0)}, FLOORS)[0].confidence == ALONE_CAP
+    assert judge(KINDS, paged, {**paged, "paging": Reading(0.0)}, FLOORS)[0].confidence < ALONE_CAP
+
+
+def test_a_busy_model_under_its_cap_with_nothing_waiting_is_not_bad_in_itself():
+    busy = readings(running=30, cap_usage=0.85, waiting=0.2, queue_share=0.01, kv_usage=0.8, kv_full_share=0.1)
+    assert kinds_of(busy, busy) == [] and kinds_of({}, busy) == []
+    # at the cap with nobody waiting: full, not saturated
+    assert kinds_of({}, readings(cap_usage=1.0, waiting=0, queue_share=0.0)) == []
+
+
+def test_a_stall_whose_growing_batch_props_sm_activity_up_is_read_per_unit_of_gpu_util():
+    """A host-side stall raises GPU-Util while the batch growing behind it keeps SM activity within 1.5x: the SMs'
+    work per unit of GPU-Util still halves, and names gpu-not-computing over the queue it causes."""
+    gpu = {"gpu_util": 0.9, "sm_active": 0.41, "tensor_active": 0.23, "dram_active": 0.26, "gpu_power": 410}
+    base = readings(**gpu, sm_per_busy=0.46, tensor_per_busy=0.26, sm_clock=1.98e9, generation_throughput=2400)
+    stalled = dict(gpu_util=0.98, sm_active=0.31, tensor_active=0.17, dram_active=0.2, gpu_power=335)
+    inc = readings(**stalled, sm_per_busy=0.31, tensor_per_busy=0.18, sm_clock=1.98e9, generation_throughput=1600)
+    queue = dict(waiting=60, queue_time_mean=40, ttft_mean=40, queue_share=0.9, tpot_mean=0.037, itl_mean=0.037)
+    found = kinds_of(base, {**inc, **{k: Reading(float(v)) for k, v in queue.items()}})
+    assert found[0] == "gpu-not-computing" and "queueing" in found
+    # each activity alone moved less than 1.5x: without the ratio the stall reads as the queue it causes
+    inc = {k: v for k, v in inc.items() if not k.endswith("_per_busy")}
+    base = {k: v for k, v in base.items() if not k.endswith("_per_busy")}
+    assert kinds_of(base, {**inc, **{k: Reading(float(v)) for k, v in queue.items()}})[0] == "queueing"
+
+
+def test_prefix_cache_loss_over_the_prompt_token_counter_where_no_query_counter_is_exported():
+    base = {k: v for k, v in readings(prefix_hit_ratio_counted=0.76).items() if k != "prefix_hit_ratio"}
+    inc = {k: v for k, v in readings(prefix_hit_ratio_counted=0.05, ttft_mean=0.8).items() if k != "prefix_hit_ratio"}
+    assert kinds_of(base, inc)[:1] == ["prefix-cache-loss"]
+
+
 def test_a_kind_whose_needed_signal_was_not_measured_does_not_hold():
     inc = readings(tpot_mean=0.09, itl_mean=0.09, e2e_mean=11)
     assert kinds_of(readings(), inc) == ["slow-decode"]
@@ -375,6 +422,10 @@ def test_rules_files_add_replace_and_drop_kinds(tmp_path):
         (
             "kinds:\n  mine:\n    explains: [nope]\n    when: [ttft_mean up >= 2x]\n",
             "kinds.mine.explains: unknown kind",
+        ),
+        (
+            "kinds:\n  mine:\n    when: [ttft_mean up >= 2x]\n    alone: [ttft_mean up >= 2x]\n",
+            "kinds.mine.alone[0]: a state bad in itself reads the incident alone",
         ),
         ("kinds: [1]\n", "mine.yaml: kinds:"),
         ("kinds: {a: [\n", "mine.yaml:2: invalid YAML"),

@@ -13,9 +13,13 @@ from dataclasses import dataclass, replace
 from inferwatch.triage._rules import ANY, Condition, Kind
 from inferwatch.triage._summary import ABSENT, Reading
 
-__all__ = ["Evidence", "Finding", "score", "judge_kind", "judge", "EXPLAINED_CAP"]
+__all__ = ["Evidence", "Finding", "score", "judge_kind", "judge", "EXPLAINED_CAP", "ALONE_CAP"]
 
 EXPLAINED_CAP = 0.9  # an explained kind ranks at most at this share of its cause's confidence
+# a state bad in itself (kinds.yaml `alone`) says users suffer but not what changed: it names the kind even when
+# the baseline was no better (it already held the incident, or the deployment is younger than any baseline), ranked
+# below a cause whose change the data shows clearly
+ALONE_CAP = 0.8
 NEED = 0.5  # a `need: true` condition must score at least this (halfway to its threshold)
 MISSING_SHARE = 0.1  # a signal is missing when its share of steps with data falls by more than this
 
@@ -120,13 +124,14 @@ def _missing(base: dict[str, Reading], inc: dict[str, Reading]) -> list[Evidence
     ]
 
 
-def judge_kind(
-    kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
-) -> Finding | None:
-    """The kind's finding when it holds on these readings, else None."""
+def _clauses(
+    clauses, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
+) -> tuple[float, list[Evidence]] | None:
+    """The weighted mean score of the measured clauses and their evidence; None when a `need` clause fails or
+    less than half the weight was measured."""
     total = known = earned = 0.0
     evidence: list[Evidence] = []
-    for clause in kind.clauses:
+    for clause in clauses:
         total += clause.weight
         best: tuple[float, list[Evidence]] | None = None
         for cond in clause.conditions:
@@ -160,19 +165,37 @@ def judge_kind(
         evidence.extend(e for e in best[1] if e not in evidence)  # a condition two clauses share: once
     if not known or known < total / 2:
         return None
-    confidence = earned / known
-    if confidence < kind.min_confidence:
+    return earned / known, evidence
+
+
+def judge_kind(
+    kind: Kind, base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float], alone: bool = True
+) -> Finding | None:
+    """The kind's finding when it holds on these readings, else None: its change from the baseline (`when`),
+    or (`alone`, when asked) a state bad in itself in the incident, at most ALONE_CAP, whichever scores more."""
+    found = _clauses(kind.clauses, base, inc, floors)
+    if alone and kind.alone:
+        bad = _clauses(kind.alone, base, inc, floors)
+        if bad is not None and (found is None or min(bad[0], ALONE_CAP) > found[0]):
+            found = (min(bad[0], ALONE_CAP), bad[1])
+    if found is None or found[0] < kind.min_confidence:
         return None
+    confidence, evidence = found
     return Finding(
         kind.name, round(confidence, 3), tuple(evidence), kind.summary, kind.runbook, kind.next, kind.explains
     )
 
 
 def judge(
-    kinds: dict[str, Kind], base: dict[str, Reading], inc: dict[str, Reading], floors: dict[str, float]
+    kinds: dict[str, Kind],
+    base: dict[str, Reading],
+    inc: dict[str, Reading],
+    floors: dict[str, float],
+    alone: bool = True,
 ) -> list[Finding]:
-    """Every kind that holds, causes first: sorted by confidence after capping explained kinds below their cause."""
-    held = {name: f for name in kinds if (f := judge_kind(kinds[name], base, inc, floors)) is not None}
+    """Every kind that holds, causes first: sorted by confidence after capping explained kinds below their cause.
+    `alone=False` judges changes only (a replica against its peers: one at the cap like the others is no finding)."""
+    held = {name: f for name in kinds if (f := judge_kind(kinds[name], base, inc, floors, alone)) is not None}
     out = []
     for name, finding in held.items():
         causes = tuple(c for c in held if name in held[c].explains and c != name)

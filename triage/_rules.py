@@ -19,7 +19,7 @@ __all__ = ["Condition", "Clause", "Kind", "KINDS_FILE", "parse_condition", "pars
 
 KINDS_FILE = data_path("inferwatch.triage", "kinds.yaml")
 ANY = "*"
-KIND_KEYS = ("summary", "signature", "runbook", "next", "explains", "min_confidence", "when")
+KIND_KEYS = ("summary", "signature", "runbook", "next", "explains", "min_confidence", "when", "alone")
 CLAUSE_KEYS = ("if", "weight", "need", "unmeasured")
 _NUM = r"([0-9]*\.?[0-9]+)"
 _FORMS = [
@@ -67,6 +67,7 @@ class Kind:
     explains: tuple[str, ...] = ()
     min_confidence: float = 0.6
     signature: str = ""  # what the signals show, in words (the which-slow dashboard's row guide opens with it)
+    alone: tuple[Clause, ...] = ()  # conditions on the incident alone: a state bad in itself, whatever the baseline
 
 
 def parse_condition(text: str, signals) -> Condition:
@@ -137,6 +138,18 @@ def _kind(name: str, node, signals, problems: Problems, default_min: float) -> K
         problems.add(node, f"{where}.when", "give a list of conditions, e.g. - ttft_mean up >= 1.5x")
         when = []
     clauses = [_clause(item, signals, f"{where}.when[{i}]", problems, node) for i, item in enumerate(when)]
+    alone = node.get("alone") or []
+    if not isinstance(alone, list):
+        problems.add(node, f"{where}.alone", "give a list of conditions, e.g. - waiting incident >= 1")
+        alone = []
+    bad = [_clause(item, signals, f"{where}.alone[{i}]", problems, node) for i, item in enumerate(alone)]
+    for i, clause in enumerate(bad):
+        if clause and any(not c.op.startswith("incident") for c in clause.conditions):
+            problems.add(
+                node,
+                f"{where}.alone[{i}]",
+                "a state bad in itself reads the incident alone: SIGNAL incident >= X or <= X",
+            )
     explains = node.get("explains") or []
     if not isinstance(explains, list) or not all(isinstance(e, str) for e in explains):
         problems.add(node, f"{where}.explains", "a list of kind names")
@@ -155,6 +168,7 @@ def _kind(name: str, node, signals, problems: Problems, default_min: float) -> K
         tuple(explains),
         float(minimum),
         text["signature"],
+        tuple(c for c in bad if c),
     )
 
 

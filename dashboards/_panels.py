@@ -77,6 +77,21 @@ def ratio(numerator: str, denominator: str) -> str:
     return f"{numerator}\n/\n({denominator} > 0)"
 
 
+def spec_acceptance_targets(sel: Selector) -> list[core.Target]:
+    """Speculative decoding's acceptance, as both engines report it: vLLM's counters as a windowed ratio per model,
+    and SGLang's own acceptance gauge per engine (its last batch; never averaged across engines)."""
+    return [
+        target(
+            ratio(
+                rate_sum(sel, "llm_spec_decode_accepted_tokens_total"),
+                rate_sum(sel, "llm_spec_decode_draft_tokens_total"),
+            ),
+            "{{model}}",
+        ),
+        target(f"max by (model, pod) ({sel('llm_spec_decode_acceptance_ratio')})", "{{model}} {{pod}} (gauge)"),
+    ]
+
+
 def mean(sel: Selector, histogram: str, by: str = "model", extra: str = "", window: str = RATE) -> str:
     """A histogram's mean over the window: the rate of `_sum` over the rate of `_count`, each summed first (a sum
     over a sum), no data at zero traffic. Exact whatever the buckets, so it belongs beside every quantile of a

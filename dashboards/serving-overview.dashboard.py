@@ -19,6 +19,7 @@ from inferwatch.dashboards import (
     rate_sum,
     ratio,
     row,
+    spec_acceptance_targets,
     stat,
     target,
     textbox,
@@ -320,16 +321,7 @@ dashboard = dashboard(
         ),
         timeseries(
             "Speculative decoding acceptance",
-            [
-                target(
-                    ratio(
-                        rate_sum(sel, "llm_spec_decode_accepted_tokens_total"),
-                        rate_sum(sel, "llm_spec_decode_draft_tokens_total"),
-                    ),
-                    "{{model}}",
-                ),
-                target(f"max by (model, pod) ({sel('llm_spec_decode_acceptance_ratio')})", "{{model}} {{pod}} (gauge)"),
-            ],
+            spec_acceptance_targets(sel),
             unit="percentunit",
             max_value=1,
             description="Accepted draft tokens over proposed ones: a windowed ratio of vLLM's counters, and SGLang's "

@@ -24,6 +24,7 @@ from inferwatch.dashboards import (
     rate_sum,
     ratio,
     row,
+    spec_acceptance_targets,
     stat,
     target,
     timeseries,
@@ -488,16 +489,7 @@ def _spec_decode_collapse(kind: Kind) -> list:
         ),
         timeseries(
             "Speculative-decoding acceptance",
-            [
-                target(
-                    ratio(
-                        rate_sum(sel, "llm_spec_decode_accepted_tokens_total"),
-                        rate_sum(sel, "llm_spec_decode_draft_tokens_total"),
-                    ),
-                    "{{model}}",
-                ),
-                target(f"max by (model, pod) ({sel('llm_spec_decode_acceptance_ratio')})", "{{model}} {{pod}} (gauge)"),
-            ],
+            spec_acceptance_targets(sel),
             unit="percentunit",
             max_value=1,
             width=7,

@@ -74,10 +74,10 @@ def pytest_addoption(parser):
         "cached venv: tests/real_engine/harness.py)",
     )
     group.addoption(
-        "--real-incidents",
+        "--real-demo",
         action="store_true",
-        help="with --real-engine or --engine-url, also run the real incidents (test_real_incidents.py: "
-        "their alerts' detection times and triage's verdicts); minutes",
+        help="with --real-engine, also run `inferwatch demo --engine vllm-real` (test_real_demo.py: not in "
+        ".ci/run, see the README); minutes",
     )
     group.addoption(
         "--engine-url",
@@ -89,15 +89,15 @@ def pytest_addoption(parser):
 
 def _deselect_real_engine(config, items) -> None:
     """The real-engine tests run only when asked for (--real-engine or --engine-url): .ci/run's second step; the
-    real incidents only with --real-incidents as well."""
+    real demo only with --real-demo as well."""
     wanted = config.getoption("--real-engine") or config.getoption("--engine-url")
     dropped = [
         item
         for item in items
         if item.get_closest_marker("real_engine")
         and not wanted
-        or item.get_closest_marker("real_incidents")
-        and not config.getoption("--real-incidents")
+        or item.get_closest_marker("real_demo")
+        and not config.getoption("--real-demo")
     ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

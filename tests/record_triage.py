@@ -284,14 +284,16 @@ def export(prom: str, start: float, end: float) -> list[dict]:
     return out
 
 
-def write(out: Path, series: list[dict], manifest: dict) -> None:
+def write(out: Path, series: list[dict], manifest: dict, recorder: str = "tests/record_triage.py") -> None:
+    """The recording (gzip without a timestamp, so a rerun of the same samples writes the same bytes) and its
+    manifest into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     body = "\n".join(json.dumps(s, separators=(",", ":"), sort_keys=True) for s in series) + "\n"
     header = json.dumps({"format": FORMAT, "series": len(series)}) + "\n"
     with gzip.GzipFile(out / manifest["recording"], "wb", compresslevel=9, mtime=0) as f:
         f.write((header + body).encode())
     (out / "manifest.yaml").write_text(
-        "# Incidents recorded by tests/record_triage.py (times: Unix seconds), replayed by tests/triage_tools.py.\n"
+        f"# Incidents recorded by {recorder} (times: Unix seconds), replayed by tests/triage_tools.py.\n"
         + yaml.safe_dump(manifest, sort_keys=False)
     )
 

@@ -58,15 +58,20 @@ def serving(server: ThreadingHTTPServer):
         server.server_close()
 
 
+# How long any wait of the tests may last: a deadline for a busy CI machine (load 40 here made Prometheus answer a
+# query after 10 s and start after 30), never a measure of speed; a test that passes never waits for it.
+PATIENCE = 120
+
+
 def query(base: str, expr: str) -> list[dict]:
     url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(url, timeout=10) as resp:
+    with urllib.request.urlopen(url, timeout=PATIENCE) as resp:
         data = json.load(resp)
     assert data["status"] == "success", data
     return data["data"]["result"]
 
 
-def wait_ready(base: str, path: str, proc: subprocess.Popen, log: Path, timeout: float = 30) -> None:
+def wait_ready(base: str, path: str, proc: subprocess.Popen, log: Path, timeout: float = PATIENCE) -> None:
     deadline = time.time() + timeout
     while True:
         try:
@@ -118,7 +123,8 @@ def prometheus(binary: str, config: dict, workdir: Path, flags: tuple[str, ...] 
         yield base
 
 
-def wait_for(predicate, timeout: float = 30, step: float = 0.3):
+def wait_for(predicate, timeout: float = PATIENCE, step: float = 0.3):
+    """`predicate()`'s first truthy value, asked every `step` seconds until `timeout` (a deadline)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         value = predicate()

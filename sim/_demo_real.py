@@ -44,6 +44,10 @@ from inferwatch.sim._load import LoadConfig, run_load
 __all__ = ["run_real_demo", "prometheus_config", "SHOWN", "NOT_SHOWN", "REAL_SCRIPT", "REAL_EXPECTED"]
 
 CAP = 2  # --max-num-seqs: a handful of clients queue on two CPU cores
+# The model's size (sim/_tiny_model.py, SHAPES): big enough that the engine core, not vLLM's API server streaming
+# the tokens, is what limits; with the tests' smaller model a quiet machine's engine drained its queue into the
+# API server's, `waiting` came and went, and LLMQueueSaturated never fired
+SHAPE = "demo"
 # A busy CPU engine's /metrics takes seconds (its API server streams every token in Python): 3 s at the start of
 # queueing here. Each scrape gets its whole interval (Prometheus' timeout may not exceed it), and the exporter's
 # fetch the interval less the time to answer: a shorter deadline lost the engine's samples for whole stretches
@@ -70,10 +74,9 @@ class RealPhase:
 # machine's, and an open rate it cannot serve (8 a second here) grew the queue without bound until the engine's
 # /metrics answered too late for its scrapes and the queue alert never fired. In the queueing phase a request
 # goes as soon as one is answered (CLOSED_LOOP: arrivals no engine keeps up with), so the in-flight bound alone
-# holds the queue: 4 * CAP in flight is CAP running and the rest waiting, on a fast machine and a slow one.
-# (CAP + 3 was not enough on an idle machine: answers of 256 tokens took 0.7 s there, and the load generator's and
-# front door's turnaround between one answer and the next request left the queue under one request on average at
-# times, under the alert's bar.)
+# holds the queue: 4 * CAP in flight is CAP running and the rest waiting, on a fast machine and a slow one, as long
+# as the engine core is what limits (SHAPE above: on the smaller model the API server was, and the queue at the
+# engine came and went however many requests were in flight).
 IN_FLIGHT = 4 * CAP
 CLOSED_LOOP = 1000.0  # requests per second: an arrival always finds every slot taken and waits for an answer
 # --short ends the queueing phase once its alert fired (about a minute here); this is a deadline, not a measure
@@ -86,7 +89,7 @@ REAL_SCRIPT = [
         150,
         QUEUEING_PATIENCE,
         CLOSED_LOOP,
-        512,
+        256,
         IN_FLIGHT,
         f"more clients than --max-num-seqs {CAP} ({IN_FLIGHT} requests at once): requests wait at the cap "
         "before their first token; LLMQueueSaturated fires",
@@ -232,7 +235,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
             say(line)
         say(f"starting vllm serve (20-60 s on two cores{'' if real.installed() else ', after installing it'})")
         sys.stdout.flush()
-        engine = real.Engine(("--max-num-seqs", str(CAP)), log_path=folder / "vllm.log")
+        engine = real.Engine(("--max-num-seqs", str(CAP)), shape=SHAPE, log_path=folder / "vllm.log")
         stack.callback(engine.stop)
         engine.start(log=say)
         procs = _Processes(folder)

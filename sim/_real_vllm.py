@@ -102,11 +102,11 @@ def install(log=print, allowed: bool = True) -> Path:
     return python
 
 
-def model(python: Path) -> Path:
-    """The tiny model's folder, built once per venv."""
-    out = home() / "tiny-llama"
+def model(python: Path, shape: str = "tiny") -> Path:
+    """The folder of the tiny model of this shape (sim/_tiny_model.py, SHAPES), built once per venv."""
+    out = home() / ("tiny-llama" if shape == "tiny" else f"tiny-llama-{shape}")
     if not (out / "model.safetensors").exists():
-        _run([python, HERE / "_tiny_model.py", out], "building the tiny model", 600)
+        _run([python, HERE / "_tiny_model.py", out, "--shape", shape], f"building the {shape} model", 600)
     return out
 
 
@@ -130,6 +130,7 @@ class Engine:
     ("--max-num-seqs", "2", "--num-gpu-blocks-override", "12", "--no-enable-prefix-caching")."""
 
     flags: tuple[str, ...] = ()
+    shape: str = "tiny"  # of the model: sim/_tiny_model.py, SHAPES
     max_model_len: int = 1024
     ready_within: float = 900  # seconds; a loaded 2-core machine took 22-47 s, rarely minutes
     log_path: Path | None = None
@@ -138,7 +139,7 @@ class Engine:
 
     def start(self, log=print, allow_install: bool = True) -> Engine:
         python = install(log, allow_install)
-        folder = model(python)
+        folder = model(python, self.shape)
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = self.log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"real-vllm-{port}.log"

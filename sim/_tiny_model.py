@@ -2,12 +2,13 @@
 
 Run with the real-engine venv's python (it has torch, tokenizers and transformers):
 
-    python tiny_model.py OUT [--seed 0]
+    python tiny_model.py OUT [--seed 0] [--shape tiny|demo]
 
 The tokenizer learns from inferwatch's own Markdown (a clone's, or the READMEs an installed package ships), the
 weights are random from a fixed seed: the model writes nonsense, quickly, which is all an engine's metrics need.
-ChatML template, so /v1/chat/completions works. About 10 s and 15 MB. Run as a script by inferwatch.sim._real_vllm
-(never imported by inferwatch: torch and transformers live only in the engine's venv).
+ChatML template, so /v1/chat/completions works. About 10 s and 15 MB (the demo shape: 20 s, 85 MB). Run as a
+script by inferwatch.sim._real_vllm (never imported by inferwatch: torch and transformers live only in the
+engine's venv).
 """
 
 from __future__ import annotations
@@ -28,7 +29,16 @@ CHAT_TEMPLATE = (
     "{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}{% endif %}{% endfor %}{% endif %}"
     "{{ '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-SHAPE = {"vocab": 4096, "hidden": 256, "layers": 2, "heads": 4, "context": 2048}
+# The model's sizes, by name. `tiny` (the real-engine tests): a decode step costs the engine core so little that
+# vLLM's API server, detokenizing and streaming every token in Python on the same two cores, is what limits it;
+# then requests leave the engine's queue for the API server's, and `waiting` drops to 0 while 8 clients wait on
+# 2 slots (measured: 0 in 11-18 % of samples, running 1.6-1.9 of 2, /metrics answering in over a second). `demo`
+# (the real demo, whose point is a queue at the engine): a step costs ~30x as much, the engine core is what
+# limits, and the same 8 clients held waiting at 6.00 and running at 2.00 in every sample (100-140 tokens/s).
+SHAPES = {
+    "tiny": {"vocab": 4096, "hidden": 256, "layers": 2, "heads": 4, "context": 2048},  # ~15 MB
+    "demo": {"vocab": 4096, "hidden": 768, "layers": 6, "heads": 12, "context": 2048},  # ~85 MB
+}
 
 
 def corpus():
@@ -37,7 +47,8 @@ def corpus():
             yield from (line for line in path.read_text(errors="replace").splitlines() if line.strip())
 
 
-def build(out: Path, seed: int) -> None:
+def build(out: Path, seed: int, shape: str = "tiny") -> None:
+    size = SHAPES[shape]
     out.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -45,7 +56,7 @@ def build(out: Path, seed: int) -> None:
     tok.train_from_iterator(
         corpus(),
         trainer=trainers.BpeTrainer(
-            vocab_size=SHAPE["vocab"],
+            vocab_size=size["vocab"],
             special_tokens=SPECIALS,
             show_progress=False,
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
@@ -57,7 +68,7 @@ def build(out: Path, seed: int) -> None:
         bos_token="<|begin_of_text|>",
         eos_token="<|im_end|>",
         pad_token="<|pad|>",
-        model_max_length=SHAPE["context"],
+        model_max_length=size["context"],
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
@@ -69,12 +80,12 @@ def build(out: Path, seed: int) -> None:
     model = LlamaForCausalLM(
         LlamaConfig(
             vocab_size=len(fast),
-            hidden_size=SHAPE["hidden"],
-            intermediate_size=2 * SHAPE["hidden"],
-            num_hidden_layers=SHAPE["layers"],
-            num_attention_heads=SHAPE["heads"],
-            num_key_value_heads=SHAPE["heads"],
-            max_position_embeddings=SHAPE["context"],
+            hidden_size=size["hidden"],
+            intermediate_size=2 * size["hidden"],
+            num_hidden_layers=size["layers"],
+            num_attention_heads=size["heads"],
+            num_key_value_heads=size["heads"],
+            max_position_embeddings=size["context"],
             tie_word_embeddings=False,
             bos_token_id=fast.bos_token_id,
             eos_token_id=fast.eos_token_id,
@@ -89,6 +100,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
     args = parser.parse_args()
-    build(args.out, args.seed)
+    build(args.out, args.seed, args.shape)
     print(f"tiny model in {args.out}")

@@ -76,8 +76,8 @@ def pytest_addoption(parser):
     group.addoption(
         "--real-demo",
         action="store_true",
-        help="with --real-engine, also run `inferwatch demo --engine vllm-real` (test_real_demo.py: not in "
-        ".ci/run, see the README); minutes",
+        help="with --real-engine, also run `inferwatch demo --engine vllm-real` (test_real_demo.py: .ci/run's "
+        "step of its own); minutes",
     )
     group.addoption(
         "--engine-url",

@@ -10,9 +10,11 @@ body never stalls /healthz or the other scrapes.
 
 Every scrape has a deadline: the exporter's timeout, or Prometheus' own
 (`X-Prometheus-Scrape-Timeout-Seconds`) less a margin. Targets not ready by
-then are served as timed out in that response; their fetch goes on and its
-outcome serves the next scrape. The health series of a response describe
-the outcomes served in that same response.
+then are served as timed out in that response; their fetch goes on (bounded
+by the target's own timeout): a scrape that comes while it is in flight, or
+within `min_interval` of its start, is served its outcome, and every outcome
+is counted and logged. The health series of a response describe the outcomes
+served in that same response.
 """
 
 from __future__ import annotations

@@ -11,13 +11,14 @@ deploy/kubernetes-victoriametrics/ and deploy/compose-victoriametrics/, and drif
 """
 
 from inferwatch import _lazy
-from inferwatch.deploy._config import Config, load_config, parse_config
+from inferwatch.deploy._config import Config, load_config, parse_config, reference_table
 from inferwatch.deploy._render import DEFAULT_FOLDERS, TARGETS, render, render_default
 
 __all__ = [
     "Config",
     "load_config",
     "parse_config",
+    "reference_table",
     "render",
     "render_default",
     "TARGETS",

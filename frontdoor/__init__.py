@@ -12,6 +12,7 @@ from inferwatch import _lazy
 
 __all__ = [
     "FrontdoorConfig",
+    "FrontdoorOptions",
     "Upstream",
     "Limits",
     "parse_listen",
@@ -49,6 +50,7 @@ __all__ = [
 
 _LAZY = {
     "register": "_cli",
+    "FrontdoorOptions": "_options",
     **dict.fromkeys(
         [
             "FrontdoorConfig",

@@ -183,7 +183,10 @@ def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Ca
     reads them as if written out; the command receives them in `given`. Only Python's public `__signature__`."""
 
     def decorate(command):
-        own = [p for p in inspect.signature(command).parameters.values() if p.kind is not p.VAR_KEYWORD]
+        # eval_str: a module with `from __future__ import annotations` writes them as text, and typer does not
+        # evaluate a signature it is given
+        own = inspect.signature(command, eval_str=True).parameters.values()
+        own = [p for p in own if p.kind is not p.VAR_KEYWORD]
         flags = [_parameter(n, from_file) for n in options_of(model) if n.flag]
         first = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name not in after]
         last = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name in after]

@@ -62,8 +62,8 @@ def exporter_normalize(
 ):
     """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics.
 
-    Every flag but --config and --log-level is also a key of --config
-    (README.md, "Exporter options").
+    Every flag but --config and --log-level is also a key of the --config file
+    (README.md lists them): flags replace its values and add to its lists.
 
     \b
     Examples:

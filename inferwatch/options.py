@@ -7,9 +7,9 @@ the command's typer flags, its YAML keys, their validation and its README refere
                                 shown="5s")
 
     @app.command()
-    @flags_of(Config)                      # --timeout DURATION, and every other field's flag
-    def serve(config: Path | None = None, **given): ...
-        cfg = from_flags(Config, given, load_yaml(Config, config) if config else Config())
+    @flags_of(Config, from_file=True)      # --timeout DURATION [5s], and every other field's flag
+    def serve(config: Path | None = None, **given):
+        cfg = from_flags(Config, given, load_yaml(Config, config) if config else None)
 
 A field's flag is `--name-with-dashes` and its YAML key its name unless the Option says otherwise; `flag=None`
 or `key=None` leaves one out, with the reason in `only` (the reference table prints it). `parse` turns a flag's
@@ -18,8 +18,8 @@ is a tuple: each flag adds an item, and its YAML key is a list (or, with `pairs`
 entries are the items). Flags override the file's scalars and add to its lists.
 
 Only the standard library and typer at import: every command's `_cli.py` builds its flags from its model when
-`inferwatch --help` starts, so a model module imports its parsers lazily (inside them) and YAML is read here only
-when a file is.
+`inferwatch --help` starts, so a model's module stays light (heavier parsers import inside themselves) and YAML is
+imported here only when a file is read.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ __all__ = [
     "Option",
     "option",
     "options_of",
-    "flag_of",
     "flags_of",
     "from_flags",
     "load_yaml",
@@ -115,14 +114,6 @@ def options_of(model) -> list[_Named]:
         key = f.name if meta.key == "" else meta.key
         found.append(_Named(f.name, meta, f.default, flag, key))
     return found
-
-
-def flag_of(model, name: str) -> str:
-    """The flag of field `name` (or its YAML key, for a key that has no flag)."""
-    for named in options_of(model):
-        if named.name == name:
-            return named.flag or str(named.key)
-    raise KeyError(name)
 
 
 def _shown(named: _Named) -> str:

@@ -195,3 +195,12 @@ def test_a_model_says_which_side_an_option_is_missing_from():
     assert read_yaml(Small, {"names": ["a"], "only_yaml": 4}, "x.yaml") == Small(("a",), 4)
     with pytest.raises(Exception, match="only_flag: unknown key"):
         read_yaml(Small, {"only_flag": True}, "x.yaml")
+
+
+def test_the_readmes_exporter_yaml_example_loads(tmp_path):
+    """README.md's `--config exporter.yaml` example uses only keys of the model, each with a valid value."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("`--config exporter.yaml`:\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    cfg = tmp_path / "exporter.yaml"
+    cfg.write_text(example)
+    assert load_config(str(cfg)).max_connections == 100

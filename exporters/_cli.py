@@ -9,6 +9,7 @@ import typer
 
 from inferwatch.clikit import Command, bad_flag, check_log_level, group
 from inferwatch.exporters._config import ExporterConfig
+from inferwatch.exporters._gpu_options import GpuOptions
 from inferwatch.mapping_flags import MappingOpt, SourceOpt, selected_mappings
 from inferwatch.options import flags_of
 
@@ -98,67 +99,10 @@ def exporter_normalize(
 
 
 @exporter_app.command("gpu", cls=Command)
+@flags_of(GpuOptions, after=("log_level",))
 def exporter_gpu(
-    listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9401",
-    interval: Annotated[
-        str, typer.Option(metavar="DURATION", help="Sampling period (the GPM window), 100ms to 1h.")
-    ] = "1s",
-    backend: Annotated[
-        str, typer.Option(metavar="BACKEND", help="nvml (the GPUs of this host) or simulated.")
-    ] = "nvml",
-    hostname: Annotated[
-        str | None, typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, else this host's name].")
-    ] = None,
-    pod_list: Annotated[
-        str | None, typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods answer) naming pods by UID.")
-    ] = None,
-    kubelet_pods_dir: Annotated[
-        str, typer.Option(metavar="DIR", help="The kubelet's pod folders.")
-    ] = "/var/lib/kubelet/pods",
-    proc_root: Annotated[str, typer.Option(metavar="DIR", help="The host's /proc (mounted in a container).")] = "/proc",
-    pod_resources_socket: Annotated[
-        str,
-        typer.Option(
-            metavar="PATH",
-            help="The kubelet's PodResources API socket: GPU -> pod, tried before the processes "
-            "(/proc); '' turns it off.",
-        ),
-    ] = "/var/lib/kubelet/pod-resources/kubelet.sock",
-    gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
-    follow: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` server whose load the GPUs follow."),
-    ] = None,
-    scenario: Annotated[
-        str,
-        typer.Option(
-            metavar="SCENARIO",
-            help="Simulated: normal or stall (GPU-Util high, SMs idle); switch with POST /admin/scenario.",
-        ),
-    ] = "normal",
-    workload: Annotated[
-        str | None, typer.Option(metavar="NS/POD[/CONTAINER]", help="Simulated: the pod the GPUs are labelled with.")
-    ] = None,
-    stale_after: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DURATION",
-            help="A sampling pass older than this is served as down (gpu_exporter_up 0, no "
-            "GPU values), never as live [default: 2 intervals + 5s].",
-        ),
-    ] = None,
-    idle_timeout: Annotated[
-        str, typer.Option(metavar="DURATION", help="An idle client connection is closed after this.")
-    ] = "10s",
-    max_connections: Annotated[
-        int,
-        typer.Option(
-            metavar="N",
-            help="Client connections served at once; more are closed at once and counted in "
-            'inferwatch_gpu_exporter_errors_total{kind="connections_refused"}.',
-        ),
-    ] = 64,
     log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info",
+    **flags: Any,
 ):
     """Serve the common GPU vocabulary from NVML (or simulated GPUs), labelled with the pod using each GPU.
 
@@ -168,29 +112,15 @@ def exporter_gpu(
       inferwatch exporter gpu --backend simulated --gpus 2 --follow localhost:8000 --workload demo/vllm-0
       curl -X POST localhost:9401/admin/scenario -d '{"scenario": "stall"}'
     """
+    import dataclasses
     import logging
 
     from inferwatch.exporters.gpu._config import BadOption, build_exporter, gpu_config
+    from inferwatch.options import from_flags
 
     level = check_log_level(log_level)
     try:
-        config = gpu_config(
-            listen,
-            interval,
-            backend,
-            gpus,
-            follow,
-            scenario,
-            hostname,
-            workload,
-            proc_root,
-            kubelet_pods_dir,
-            pod_list,
-            stale_after,
-            idle_timeout,
-            max_connections,
-            pod_resources_socket,
-        )
+        config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
     except BadOption as err:
         bad_flag(err.flag, err)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

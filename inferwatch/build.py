@@ -182,12 +182,15 @@ def reference_sections() -> dict[Path, dict[str, str]]:
     """{markdown file: {section name: table}}: the generated options tables, each from its command's options model
     (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
     from inferwatch.deploy import reference_table as deploy_table
-    from inferwatch.exporters import ExporterConfig
+    from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions
     from inferwatch.options import reference_table
 
     return {
-        MAPPINGS_DIR.parent / "README.md": {"exporter-options": reference_table(ExporterConfig)},
+        MAPPINGS_DIR.parent / "README.md": {
+            "exporter-options": reference_table(ExporterConfig),
+            "gpu-exporter-options": reference_table(GpuOptions, keys=False),
+        },
         data_path("inferwatch.frontdoor") / "README.md": {
             "frontdoor-options": reference_table(FrontdoorOptions, keys=False)
         },

@@ -204,3 +204,15 @@ def test_the_readmes_exporter_yaml_example_loads(tmp_path):
     cfg = tmp_path / "exporter.yaml"
     cfg.write_text(example)
     assert load_config(str(cfg)).max_connections == 100
+
+
+def test_the_gpu_exporters_flags_reach_its_config():
+    """`exporter gpu`'s model holds the flags as given; gpu_config checks them, with the same defaults."""
+    from inferwatch.exporters import GpuOptions
+    from inferwatch.exporters.gpu._config import gpu_config
+
+    assert gpu_config(**dataclasses.asdict(GpuOptions())) == gpu_config()
+    flags = given_flags("exporter gpu", ["--backend", "simulated", "--gpus", "2", "--max-connections", "5"])
+    flags.pop("log_level")
+    config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
+    assert (config.backend, config.gpus, config.max_connections, config.port) == ("simulated", 2, 5, 9401)

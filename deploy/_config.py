@@ -1,5 +1,8 @@
 """The deploy config (`deploy.yaml`, version 1) into frozen dataclasses, every problem with its file:line: field.
 
+Each key is a dataclass field whose option (inferwatch/options.py) holds its help and its check: the reader below
+and deploy/README.md's table of every key (`reference_table`, written by `inferwatch build`) are made from them.
+
 Unknown keys are errors, so a typo never silently drops a setting; a missing
 key takes the default of the dataclass, so `{version: 1}` is the embedded
 default deployment (what `deploy/kubernetes/` and `deploy/compose/` hold).
@@ -163,11 +166,11 @@ def _path(value) -> str:
 
 
 _DNS_CHECK = _matching(_DNS, "a Kubernetes name (lower-case letters, digits and -, at most 63)")
-_RELEASE = _matching(_LABEL_VALUE, "a label value")
+_LABEL_VALUE_CHECK = _matching(_LABEL_VALUE, "a label value")
 _PORT_NAME = _matching(re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"), "a port name ('' to scrape port_number)")
 
 
-def key(default: Any = dataclasses.MISSING, help: str = "", **names: Any) -> Any:
+def _key(default: Any = dataclasses.MISSING, help: str = "", **names: Any) -> Any:
     """A key of deploy.yaml (no flag: `inferwatch deploy render` reads the file), checked by `parse` when given,
     else by its type (_TYPE_CHECKS); its row of deploy/README.md's table is made from the same help."""
     return option(default, help, flag=None, **names)
@@ -177,39 +180,39 @@ def key(default: Any = dataclasses.MISSING, help: str = "", **names: Any) -> Any
 class Engine:
     """One fleet of engine pods, found by label; `role_label` names the pod label that says prefill or decode."""
 
-    name: str = key(help="The fleet's name (a Kubernetes name), unique among the engines.", parse=_DNS_CHECK)
-    engine: str = key("vllm", "Which engine it runs: " + " or ".join(ENGINES) + ".", parse=_one_of(ENGINES))
-    namespace: str = key("llm", "Where its pods run.", parse=_DNS_CHECK)
-    selector: tuple[tuple[str, str], ...] = key(
+    name: str = _key(help="The fleet's name (a Kubernetes name), unique among the engines.", parse=_DNS_CHECK)
+    engine: str = _key("vllm", "Which engine it runs: " + " or ".join(ENGINES) + ".", parse=_one_of(ENGINES))
+    namespace: str = _key("llm", "Where its pods run.", parse=_DNS_CHECK)
+    selector: tuple[tuple[str, str], ...] = _key(
         (), "The labels of its pods, e.g. {app: llama}.", parse=_labels, shown="required"
     )
-    port: str = key(
+    port: str = _key(
         "http",
-        "The container port named where /metrics is served (the API port); '' to use port_number.",
+        "The name of the container port /metrics is served on (the API port); '' to use port_number.",
         parse=_PORT_NAME,
     )
-    port_number: int = key(8000, "The API port, for URLs in exporter mode and compose.")
-    path: str = key("/metrics", "The metrics path.", parse=_path)
-    role_label: str | None = key(
+    port_number: int = _key(8000, "The API port, for URLs in exporter mode and compose.")
+    path: str = _key("/metrics", "The metrics path.", parse=_path)
+    role_label: str | None = _key(
         None,
         "The pod label that says prefill or decode in a disaggregated setup, e.g. llm-d.ai/role.",
         parse=_matching(_LABEL_KEY, "a label name"),
     )
-    urls: tuple[str, ...] = key(
+    urls: tuple[str, ...] = _key(
         (), "Where to scrape, one /metrics URL per replica: for scrape_mode exporter and compose.", parse=_urls
     )
-    max_running_requests: tuple[tuple[str, int], ...] = key(
+    max_running_requests: tuple[tuple[str, int], ...] = _key(
         (),
         "model: cap, the concurrency cap no engine exports, as a recording rule, e.g. {llama-3-70b: 256}.",
         parse=_caps,
     )
-    workload: str = key(
+    workload: str = _key(
         "",
         "scrape_mode sidecar: the workload to patch, KIND/NAME with KIND deployment, statefulset or daemonset.",
         parse=_matching(_WORKLOAD, "KIND/NAME with KIND deployment, statefulset or daemonset"),
         shown="deployment/NAME",
     )
-    model: str = key(
+    model: str = _key(
         "",
         "The model it serves (its `model` label): with a deployment workload, what autoscaling scales.",
         parse=_matching(_LABEL_VALUE, "a model name as the engine's `model` label has it"),
@@ -220,43 +223,43 @@ class Engine:
 class Dcgm:
     """The GPU operator's dcgm-exporter: our counters ConfigMap and its scrape (honorLabels)."""
 
-    enabled: bool = key(True, "Render our counters ConfigMap (profiling fields on) and the scrape of dcgm-exporter.")
-    namespace: str = key("gpu-operator", "Where dcgm-exporter runs.", parse=_DNS_CHECK)
-    selector: tuple[tuple[str, str], ...] = key(
+    enabled: bool = _key(True, "Render our counters ConfigMap (profiling fields on) and the scrape of dcgm-exporter.")
+    namespace: str = _key("gpu-operator", "Where dcgm-exporter runs.", parse=_DNS_CHECK)
+    selector: tuple[tuple[str, str], ...] = _key(
         (("app", "nvidia-dcgm-exporter"),), "The labels of its Service.", parse=_labels
     )
-    port: str = key("gpu-metrics", "Its Service's port name.")
+    port: str = _key("gpu-metrics", "Its Service's port name.")
 
 
 @dataclass(frozen=True)
 class Nvml:
     """inferwatch's own NVML GPU exporter as a DaemonSet on GPU nodes (for clusters without DCGM)."""
 
-    enabled: bool = key(
+    enabled: bool = _key(
         False, "Run our NVML GPU exporter as a DaemonSet on GPU nodes (root without capabilities, not privileged)."
     )
-    node_selector: tuple[tuple[str, str], ...] = key(
+    node_selector: tuple[tuple[str, str], ...] = _key(
         (("nvidia.com/gpu.present", "true"),), "The nodes it runs on.", parse=_labels
     )
-    runtime_class: str = key("nvidia", "The RuntimeClass that gives it the GPUs.", parse=_DNS_CHECK)
+    runtime_class: str = _key("nvidia", "The RuntimeClass that gives it the GPUs.", parse=_DNS_CHECK)
 
 
 @dataclass(frozen=True)
 class FrontDoor:
     """The metering proxy, a Deployment and Service in front of one engine Service."""
 
-    enabled: bool = key(True, "Render the front door: a Deployment and Service in front of one engine Service.")
-    namespace: str = key("llm", "Where it runs.", parse=_DNS_CHECK)
-    upstream: str = key("http://vllm.llm.svc:8000", "The engine Service it proxies.", parse=_url_or_empty)
-    replicas: int = key(2, "How many replicas run.")
+    enabled: bool = _key(True, "Render the front door: a Deployment and Service in front of one engine Service.")
+    namespace: str = _key("llm", "Where it runs.", parse=_DNS_CHECK)
+    upstream: str = _key("http://vllm.llm.svc:8000", "The engine Service it proxies.", parse=_url_or_empty)
+    replicas: int = _key(2, "How many replicas run.")
 
 
 @dataclass(frozen=True)
 class Alerting:
     """Receivers: pages (severity critical) and tickets (severity warning); empty URLs leave them silent."""
 
-    page_webhook: str = key("", "Where pages (severity critical) go; '' leaves them silent.", parse=_url_or_empty)
-    ticket_webhook: str = key("", "Where tickets (severity warning) go; '' leaves them silent.", parse=_url_or_empty)
+    page_webhook: str = _key("", "Where pages (severity critical) go; '' leaves them silent.", parse=_url_or_empty)
+    ticket_webhook: str = _key("", "Where tickets (severity warning) go; '' leaves them silent.", parse=_url_or_empty)
 
 
 @dataclass(frozen=True)
@@ -264,8 +267,8 @@ class Compose:
     """The laptop target: stand-in engines (`inferwatch simulate`) or the engines' `urls`. Our image is built from
     the clone's Dockerfile (`build`, relative to the rendered folder) unless `image:` names one you pushed."""
 
-    simulate: bool = key(True, "Stand-in engines from `inferwatch simulate`; false: the engines' urls.")
-    build: str = key(  # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
+    simulate: bool = _key(True, "Stand-in engines from `inferwatch simulate`; false: the engines' urls.")
+    build: str = _key(  # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
         "",
         "The folder holding inferwatch's Dockerfile, relative to the rendered folder; '' for this clone's root "
         "(unless image: names one you pushed).",
@@ -276,12 +279,12 @@ class Compose:
 class Cluster:
     """Many clusters into one store: this cluster's name and where its Prometheus remote-writes."""
 
-    name: str = key(
+    name: str = _key(
         "",
         "This cluster's name, its `cluster` label in the central store (give both keys or neither).",
-        parse=_RELEASE,
+        parse=_LABEL_VALUE_CHECK,
     )
-    remote_write_url: str = key(
+    remote_write_url: str = _key(
         "",
         "Where this cluster's Prometheus remote-writes; the rules then run centrally (central/rules/).",
         parse=_url_or_empty,
@@ -294,12 +297,12 @@ class VictoriaMetrics:
     Alertmanager it notifies. The defaults are the services of the victoria-metrics-k8s-stack chart installed as
     `vmks` in `monitoring` (the release name its docs use); compose runs its own and ignores these."""
 
-    url: str = key(
+    url: str = _key(
         "http://vmsingle-vmks-victoria-metrics-k8s-stack.monitoring.svc:8428",
         "backend victoriametrics on Kubernetes: the store our VMAlert reads and writes its records to.",
         parse=_url,
     )
-    alertmanager_url: str = key(
+    alertmanager_url: str = _key(
         "http://vmalertmanager-vmks-victoria-metrics-k8s-stack.monitoring.svc:9093",
         "The Alertmanager our VMAlert notifies.",
         parse=_url,
@@ -312,13 +315,13 @@ class Autoscaling:
     autoscale/ (llm_autoscale:scaling_signal, waiting requests): none (the rules and alerts only), a KEDA
     ScaledObject, or an HPA on prometheus-adapter's external metrics. The knobs: autoscale/knobs.yaml."""
 
-    via: str = key(
+    via: str = _key(
         "none",
         "What scales each engine with a model and a deployment workload: none (the rules and alerts only), keda "
         "(a ScaledObject) or hpa (an HPA and prometheus-adapter values).",
         parse=_one_of(("none", "keda", "hpa")),
     )
-    prometheus_url: str = key("http://prometheus-operated.monitoring.svc:9090", "What KEDA queries.", parse=_url)
+    prometheus_url: str = _key("http://prometheus-operated.monitoring.svc:9090", "What KEDA queries.", parse=_url)
 
 
 _DEFAULT_ENGINES = (
@@ -342,35 +345,35 @@ _DEFAULT_ENGINES = (
 @dataclass(frozen=True)
 class Config:
     file: str = "<embedded defaults>"
-    namespace: str = key("monitoring", "Where monitors, rules, dashboards and our exporters go.", parse=_DNS_CHECK)
-    release: str = key(
+    namespace: str = _key("monitoring", "Where monitors, rules, dashboards and our exporters go.", parse=_DNS_CHECK)
+    release: str = _key(
         "kube-prometheus-stack",
         "The `release` label the stack's Prometheus selects monitors and rules by.",
-        parse=_RELEASE,
+        parse=_LABEL_VALUE_CHECK,
     )
-    image: str = key(  # not published: build it (deploy/README.md), or compose builds it
+    image: str = _key(  # not published: build it (deploy/README.md), or compose builds it
         DEFAULT_IMAGE, "The inferwatch image, pinned by a tag or digest (never latest).", parse=_image
     )
-    backend: str = key(
+    backend: str = _key(
         "prometheus",
         "Who scrapes, stores and evaluates the rules: prometheus, or victoriametrics (the VM operator's CRs; "
         "vmagent, VictoriaMetrics and vmalert in compose).",
         parse=_one_of(BACKENDS),
     )
-    scrape_mode: str = key(
+    scrape_mode: str = _key(
         "relabel",
         "relabel: PodMonitors with the mappings' metricRelabelings; exporter: the normalizing exporter as one "
         "Deployment; sidecar: the exporter patched into each engine workload.",
         parse=_one_of(SCRAPE_MODES),
     )
-    scrape_interval: str = key(
+    scrape_interval: str = _key(
         "15s", "How often engines and GPUs are scraped, at most 30s (the SLO rules count per minute).", parse=_interval
     )
-    grafana_folder: str = key("inferwatch", "The Grafana folder the dashboards go to.")
-    slo_specs: tuple[str, ...] = key(
+    grafana_folder: str = _key("inferwatch", "The Grafana folder the dashboards go to.")
+    slo_specs: tuple[str, ...] = _key(
         (), "SLO spec files, relative to the config.", parse=_specs, shown="slo/defaults*.yaml"
     )
-    engines: tuple[Engine, ...] = key(
+    engines: tuple[Engine, ...] = _key(
         _DEFAULT_ENGINES,
         "The engine fleets, a non-empty list of the engines[] keys below.",
         shown="vllm and sglang in llm",

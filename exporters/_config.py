@@ -164,7 +164,10 @@ class ExporterConfig:
         expected="a mapping of model name to cap, e.g. {llama-3-70b: 256}",
     )
     source: str | None = option(
-        None, "Use this mapping only (vllm, sglang, dcgm or a user's).", metavar="SOURCE", parse=str
+        None,
+        "Use this mapping only (vllm, sglang, dcgm or a user's).",
+        metavar="SOURCE",
+        parse=lambda value: None if value is None else str(value),  # YAML's `source:` (null): every mapping
     )
     drop_unmapped: bool = option(False, "Serve only mapped metrics.", kind=bool)
     target_label: str = option(

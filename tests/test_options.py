@@ -216,3 +216,10 @@ def test_the_gpu_exporters_flags_reach_its_config():
     flags.pop("log_level")
     config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
     assert (config.backend, config.gpus, config.max_connections, config.port) == ("simulated", 2, 5, 9401)
+
+
+def test_an_empty_yaml_value_is_the_default(tmp_path):
+    cfg = tmp_path / "exporter.yaml"
+    cfg.write_text("targets: [a:1]\nsource:\nmappings:\nmax_running_requests:\ntarget_label:\n")
+    config = load_config(str(cfg))
+    assert (config.source, config.mappings, config.max_running_requests, config.target_label) == (None, (), (), "")

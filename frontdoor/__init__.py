@@ -13,6 +13,7 @@ from inferwatch import _lazy
 __all__ = [
     "FrontdoorConfig",
     "FrontdoorOptions",
+    "ProbeOptions",
     "Upstream",
     "Limits",
     "parse_listen",
@@ -51,6 +52,7 @@ __all__ = [
 _LAZY = {
     "register": "_cli",
     "FrontdoorOptions": "_options",
+    "ProbeOptions": "_options",
     **dict.fromkeys(
         [
             "FrontdoorConfig",

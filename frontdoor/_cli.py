@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from inferwatch.clikit import Command, check_log_level
-from inferwatch.frontdoor._options import FrontdoorOptions
+from inferwatch.frontdoor._options import FrontdoorOptions, ProbeOptions
 from inferwatch.options import flags_of
 
 __all__ = ["register"]
@@ -141,20 +141,10 @@ def _otlp(given: FrontdoorOptions):
     return OtlpConfig(url, given.otlp_interval, given.otlp_resource, given.otlp_provider)
 
 
+@flags_of(ProbeOptions, after=("log_level",))
 def probe(
-    target: Annotated[
-        str,
-        typer.Option(
-            metavar="URL",
-            help=("An OpenAI-compatible server (or a front door): http://HOST:PORT, its /v1 URL, or HOST:PORT."),
-        ),
-    ],
-    model: Annotated[list[str], typer.Option(metavar="NAME", help="A model to probe (repeatable).")],
-    every: Annotated[str, typer.Option(metavar="DURATION", help="How often to probe each model.")] = "30s",
-    timeout: Annotated[str, typer.Option(metavar="DURATION", help="Bound on one probe, connect included.")] = "30s",
-    max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each probe.")] = 128,
-    listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9402",
     log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info",
+    **flags: Any,
 ):
     """Send a short streamed request to each model on a schedule; export llm_probe_* on /metrics.
 
@@ -171,27 +161,19 @@ def probe(
     """
     import logging
 
-    from inferwatch.frontdoor._config import parse_base_url, parse_listen, parse_seconds
     from inferwatch.frontdoor._probe import ProbeConfig
+    from inferwatch.options import from_flags
 
     level = check_log_level(log_level)
-    try:
-        url = parse_base_url(target)
-    except ValueError:
-        raise typer.BadParameter(
-            f"{target!r} is not an http(s) URL or HOST:PORT, e.g. http://127.0.0.1:8000", param_hint="--target"
-        ) from None
-    if not model or any(not m.strip() for m in model):
-        raise typer.BadParameter("give each model by name, e.g. --model llama-3-8b", param_hint="--model")
-    if max_tokens < 1:
-        raise typer.BadParameter(f"{max_tokens}: must be 1 or more", param_hint="--max-tokens")
-    host, port = _parsed(parse_listen, listen, "--listen")
+    given = from_flags(ProbeOptions, flags)
+    url, every = given.target, flags["every"]
+    host, port = given.listen
     config = ProbeConfig(
         url,
-        tuple(dict.fromkeys(model)),
-        every=_parsed(parse_seconds, every, "--every"),
-        timeout=_parsed(parse_seconds, timeout, "--timeout"),
-        max_tokens=max_tokens,
+        tuple(dict.fromkeys(given.model)),
+        every=given.every,
+        timeout=given.timeout,
+        max_tokens=given.max_tokens,
         api_key=os.environ.get("INFERWATCH_PROBE_API_KEY") or None,
         host=host,
         port=port,

@@ -1,17 +1,26 @@
-"""`inferwatch frontdoor`'s options model: one field per flag, each with its help and its parser, from which the
-flags, their checks and frontdoor/README.md's table are made (inferwatch/options.py). Light to import:
-`inferwatch --help` builds the flags from it; the rest of the configuration (FrontdoorConfig) is in _config.py."""
+"""The options models of `inferwatch frontdoor` and `inferwatch probe`: one field per flag, each with its help and
+its parser, from which the flags, their checks and frontdoor/README.md's table are made (inferwatch/options.py).
+Light to import: `inferwatch --help` builds the flags from it; the rest of the configuration (FrontdoorConfig) is
+in _config.py."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 
 from inferwatch import durations
 from inferwatch._urls import listen_address
 from inferwatch.options import option
 
-__all__ = ["FrontdoorOptions", "parse_listen", "parse_size", "parse_seconds", "parse_refresh", "DEFAULT_MAX_BODY"]
+__all__ = [
+    "FrontdoorOptions",
+    "ProbeOptions",
+    "parse_listen",
+    "parse_size",
+    "parse_seconds",
+    "parse_refresh",
+    "DEFAULT_MAX_BODY",
+]
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\Z", re.I)
@@ -261,4 +270,42 @@ class FrontdoorOptions:
         "gen_ai.provider.name of the OTLP metrics: the engine behind the front door (vllm, sglang, ...).",
         metavar="NAME",
         parse=_provider,
+    )
+
+
+def _probe_target(text: str) -> str:
+    from inferwatch._urls import openai_server_url
+
+    try:
+        return openai_server_url(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an http(s) URL or HOST:PORT, e.g. http://127.0.0.1:8000") from None
+
+
+def _model_name(text: str) -> str:
+    if not text.strip():
+        raise ValueError("give each model by name, e.g. --model llama-3-8b")
+    return text
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """`inferwatch probe`'s flags, each checked by its own parser."""
+
+    target: str = option(
+        MISSING,
+        help="An OpenAI-compatible server (or a front door): http://HOST:PORT, its /v1 URL, or HOST:PORT.",
+        metavar="URL",
+        parse=_probe_target,
+    )
+    model: tuple[str, ...] = option(
+        MISSING, help="A model to probe (repeatable).", metavar="NAME", repeatable=True, parse=_model_name
+    )
+    every: float = option(30.0, "How often to probe each model.", metavar="DURATION", parse=parse_seconds, shown="30s")
+    timeout: float = option(
+        30.0, "Bound on one probe, connect included.", metavar="DURATION", parse=parse_seconds, shown="30s"
+    )
+    max_tokens: int = option(128, "max_tokens of each probe.", metavar="N", kind=int, parse=_at_least(1))
+    listen: tuple[str, int] = option(
+        ("0.0.0.0", 9402), "Where to serve /metrics.", metavar="HOST:PORT", parse=parse_listen, shown="0.0.0.0:9402"
     )

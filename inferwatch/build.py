@@ -183,7 +183,7 @@ def reference_sections() -> dict[Path, dict[str, str]]:
     (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
     from inferwatch.deploy import reference_table as deploy_table
     from inferwatch.exporters import ExporterConfig, GpuOptions
-    from inferwatch.frontdoor import FrontdoorOptions
+    from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
 
     return {
@@ -192,7 +192,8 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "gpu-exporter-options": reference_table(GpuOptions, keys=False),
         },
         data_path("inferwatch.frontdoor") / "README.md": {
-            "frontdoor-options": reference_table(FrontdoorOptions, keys=False)
+            "frontdoor-options": reference_table(FrontdoorOptions, keys=False),
+            "probe-options": reference_table(ProbeOptions, keys=False),
         },
         DEPLOY_DIR / "README.md": {"deploy-keys": deploy_table()},
     }

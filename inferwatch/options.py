@@ -144,18 +144,19 @@ def _parameter(named: _Named, from_file: bool) -> inspect.Parameter:
     if from_file and shown:
         help_text = f"{help_text.rstrip('.')} [{shown}]."
     decls = [d for d in (named.flag, meta.short) if d]
+    required = named.default is dataclasses.MISSING  # typer's `...`: click says `Missing option` itself
     if meta.kind is bool:
         info = typer.Option(*decls, help=help_text)
         annotation: Any = bool
         default: Any = False if from_file else bool(named.default)
     elif meta.repeatable:
         info = typer.Option(*decls, metavar=meta.metavar, help=help_text)
-        annotation, default = list[meta.kind], []  # type: ignore[name-defined]
+        annotation, default = list[meta.kind], ... if required else []  # type: ignore[name-defined]
     else:
-        show = not from_file and bool(shown) and named.default is not None
+        show = not from_file and bool(shown) and not required and named.default is not None
         info = typer.Option(*decls, metavar=meta.metavar, help=help_text, show_default=show)
-        annotation = meta.kind | None
-        default = None if from_file or named.default is None else _raw_default(named)
+        annotation = meta.kind if required else meta.kind | None
+        default = ... if required else None if from_file or named.default is None else _raw_default(named)
     return inspect.Parameter(
         named.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, info]
     )
@@ -193,7 +194,6 @@ def from_flags(model: type[T], given: Mapping[str, Any], base: T | None = None, 
     from inferwatch.clikit import bad_flag
 
     bad = bad or bad_flag
-    values = base if base is not None else model()
     changes: dict[str, Any] = {}
     for named in options_of(model):
         if not named.flag or named.name not in given:
@@ -202,7 +202,8 @@ def from_flags(model: type[T], given: Mapping[str, Any], base: T | None = None, 
         try:
             if named.option.repeatable:
                 if value:
-                    changes[named.name] = getattr(values, named.name) + tuple(named.parse(v) for v in value)
+                    before = getattr(base, named.name) if base is not None else ()
+                    changes[named.name] = before + tuple(named.parse(v) for v in value)
             elif named.option.kind is bool:
                 if value:
                     changes[named.name] = True
@@ -210,7 +211,7 @@ def from_flags(model: type[T], given: Mapping[str, Any], base: T | None = None, 
                 changes[named.name] = named.parse(value)
         except ValueError as err:
             bad(named.flag, err)
-    return dataclasses.replace(values, **changes)  # type: ignore[type-var]
+    return dataclasses.replace(base, **changes) if base is not None else model(**changes)  # type: ignore[type-var]
 
 
 def load_yaml(model: type[T], path: Path | str, expected: str = "a mapping of options") -> T:

@@ -16,7 +16,7 @@ from inferwatch import build
 from inferwatch.deploy import Config, parse_config
 from inferwatch.deploy import reference_table as deploy_table
 from inferwatch.exporters import ExporterConfig, load_config
-from inferwatch.frontdoor import FrontdoorOptions
+from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
 from inferwatch.options import (
     from_flags,
     option,
@@ -86,11 +86,13 @@ def test_exporter_flags_add_to_the_files_lists_and_replace_its_values(tmp_path):
 
 def test_the_documented_defaults_are_the_models():
     """Each default the help and the tables print parses to the field's default."""
-    for model in (ExporterConfig, FrontdoorOptions):
+    for model in (ExporterConfig, FrontdoorOptions, ProbeOptions):
         for named in options_of(model):
             if named.option.shown and named.option.parse:
                 assert named.parse(named.option.shown) == named.default, (model.__name__, named.name)
     assert from_flags(FrontdoorOptions, given_flags("frontdoor", [])) == FrontdoorOptions()
+    probe = given_flags("probe", ["--target", "a:1", "--model", "m"])
+    assert from_flags(ProbeOptions, probe) == ProbeOptions("http://a:1", ("m",))
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -61,7 +61,8 @@ class Option(NamedTuple):
     (a mapping {name, url} for NAME=URL); pairs: the YAML is a mapping, each `key: value` one item (item gets
     the pair); expected: the YAML shape in a problem ("a list of mapping files"); flag, short, key: the names
     (None: not given that way, `only` says why); kind: the flag's type for typer (bool: a switch, int: typer
-    counts; default str); shown: the default as the help and table write it ('' for none). A NamedTuple, not a
+    counts; default str); shown: the default as the help and table write it ('' for none); repeatable: a tuple,
+    one item per flag given, a list (or with `pairs` a mapping) in YAML. A NamedTuple, not a
     dataclass: every command's options are made when `inferwatch --help` starts, and a class is cheaper made."""
 
     help: str
@@ -239,6 +240,8 @@ def read_yaml(model: type[T], doc, file: str, positions=None, expected: str = "a
             found = _yaml_value(n, doc, problems)
             if found is not _BAD:
                 values[n.name] = found
+        elif n.default is dataclasses.MISSING:
+            problems.add(doc, str(n.key), f"required: {n.option.help}", key=None)
     problems.raise_if_any()
     return model(**values)
 

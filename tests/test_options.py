@@ -197,6 +197,8 @@ def test_a_model_says_which_side_an_option_is_missing_from():
     assert read_yaml(Small, {"names": ["a"], "only_yaml": 4}, "x.yaml") == Small(("a",), 4)
     with pytest.raises(Exception, match="only_flag: unknown key"):
         read_yaml(Small, {"only_flag": True}, "x.yaml")
+    with pytest.raises(Exception, match=r"x.yaml: target: required: An OpenAI-compatible server"):
+        read_yaml(ProbeOptions, {"model": ["m"]}, "x.yaml")
 
 
 def test_the_readmes_exporter_yaml_example_loads(tmp_path):

@@ -95,6 +95,11 @@ class _Named(NamedTuple):
     def parse_item(self, value):
         return self.option.item(value) if self.option.item else self.parse(value)
 
+    @property
+    def default_text(self) -> str:
+        """The default as the help and the tables write it."""
+        return _shown(self)
+
 
 def option(default: Any = None, help: str = "", **names: Any) -> Any:
     """A dataclass field of a command's model: its default and its Option (see Option for the names)."""

@@ -227,3 +227,15 @@ def test_an_empty_yaml_value_is_the_default(tmp_path):
     cfg.write_text("targets: [a:1]\nsource:\nmappings:\nmax_running_requests:\ntarget_label:\n")
     config = load_config(str(cfg))
     assert (config.source, config.mappings, config.max_running_requests, config.target_label) == (None, (), (), "")
+
+
+def test_hand_written_tables_give_the_models_defaults():
+    """A prose table that names a flag and its default (frontdoor/README.md's client limits) says the model's."""
+    import re
+
+    text = (ROOT / "frontdoor" / "README.md").read_text(encoding="utf-8")
+    shown = {n.flag: n.default_text for n in options_of(FrontdoorOptions)}
+    rows = re.findall(r"^\s*\| `(--[a-z-]+)` \| ([^|`]+?) \|", text, re.M)
+    assert len(rows) >= 6, rows
+    for flag, default in rows:
+        assert shown[flag] == default, (flag, default, shown[flag])

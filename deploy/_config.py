@@ -14,13 +14,15 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferwatch import __version__
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 from inferwatch.options import option, options_of, reference_rows, table_head
-from inferwatch.yamlio import Positions, Problems, load_document
+
+if TYPE_CHECKING:
+    from inferwatch.yamlio import Positions
 
 __all__ = [
     "Config",
@@ -171,9 +173,10 @@ _PORT_NAME = _matching(re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"), "
 
 
 def _key(default: Any = dataclasses.MISSING, help: str = "", **names: Any) -> Any:
-    """A key of deploy.yaml (no flag: `inferwatch deploy render` reads the file), checked by `parse` when given,
-    else by its type (_TYPE_CHECKS); its row of deploy/README.md's table is made from the same help."""
-    return option(default, help, flag=None, **names)
+    """A key of deploy.yaml (a flag of `inferwatch deploy render` too only where `flag` names one), checked by
+    `parse` when given, else by its type (_TYPE_CHECKS); its row of deploy/README.md's table is made from the same
+    help."""
+    return option(default, help, **{"flag": None, **names})
 
 
 @dataclass(frozen=True)
@@ -359,6 +362,8 @@ class Config:
         "Who scrapes, stores and evaluates the rules: prometheus, or victoriametrics (the VM operator's CRs; "
         "vmagent, VictoriaMetrics and vmalert in compose).",
         parse=_one_of(BACKENDS),
+        flag="--backend",
+        metavar="BACKEND",
     )
     scrape_mode: str = _key(
         "relabel",
@@ -416,6 +421,8 @@ class _Reader:
     """Reads one mapping node into a dataclass by its fields' types; problems go to a shared list."""
 
     def __init__(self, file: str, positions: Positions | None = None):
+        from inferwatch.yamlio import Problems
+
         self.collected = Problems(file, positions)
         self.problems = self.collected.problems
 
@@ -536,5 +543,7 @@ def load_config(path: Path | str | None) -> Config:
     """The config in `path`, or the embedded defaults when None."""
     if path is None:
         return Config()
+    from inferwatch.yamlio import load_document  # here: `inferwatch --help` reads --backend's option from this module
+
     loaded = load_document(path)
     return parse_config(loaded.data, loaded.file, loaded.positions)

@@ -324,6 +324,8 @@ def reference_rows(model, flags: bool = True, keys: bool = True, prefix: str = "
         what = named.option.help
         if named.option.only:
             what += f" ({'flag' if named.flag else 'YAML'} only: {named.option.only})"
+        if named.flag and not flags:  # a table of keys: the key that is a flag too says so
+            what += f" Also the flag `{named.flag}`."
         cells.append(what)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines

@@ -239,3 +239,13 @@ def test_hand_written_tables_give_the_models_defaults():
     assert len(rows) >= 6, rows
     for flag, default in rows:
         assert shown[flag] == default, (flag, default, shown[flag])
+
+
+def test_deploy_backend_is_a_key_and_a_flag():
+    from_file = parse_config({"version": 1, "backend": "victoriametrics"})
+    flags = given_flags("deploy render", ["-o", "out", "--backend", "victoriametrics"])
+    for own in ("out", "config", "target"):
+        flags.pop(own)
+    assert from_flags(Config, flags, Config()) == dataclasses.replace(from_file, file=Config().file)
+    proc = run("deploy", "render", "-o", "out", "--backend", "nope")
+    assert proc.returncode == 1 and proc.stderr == "error: --backend 'nope': use one of prometheus, victoriametrics\n"

@@ -11,13 +11,12 @@ deploy/kubernetes-victoriametrics/ and deploy/compose-victoriametrics/, and drif
 """
 
 from inferwatch import _lazy
-from inferwatch.deploy._config import Config, load_config, parse_config
-from inferwatch.deploy._render import DEFAULT_FOLDERS, TARGETS, render, render_default
 
 __all__ = [
     "Config",
     "load_config",
     "parse_config",
+    "reference_table",
     "render",
     "render_default",
     "TARGETS",
@@ -27,5 +26,15 @@ __all__ = [
     "register",
 ]
 
-# loaded on first use: the doctor reads Prometheus, which rendering never needs
-__getattr__ = _lazy.lazy_attributes(__name__, {"run_checks": "_doctor", "summary": "_doctor", "register": "_cli"})
+# loaded on first use: the doctor reads Prometheus, which rendering never needs, and `inferwatch --help` needs only
+# `register` (not YAML, nor the renderers)
+__getattr__ = _lazy.lazy_attributes(
+    __name__,
+    {
+        **dict.fromkeys(("Config", "load_config", "parse_config", "reference_table"), "_config"),
+        **dict.fromkeys(("render", "render_default", "TARGETS", "DEFAULT_FOLDERS"), "_render"),
+        "run_checks": "_doctor",
+        "summary": "_doctor",
+        "register": "_cli",
+    },
+)

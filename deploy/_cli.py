@@ -1,11 +1,13 @@
 """`inferwatch deploy render` and `inferwatch doctor`: flags and files only; the library does the work."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from inferwatch.clikit import Command, group
+from inferwatch.deploy._config import Config
+from inferwatch.options import flags_of
 from inferwatch.promapi import ClientOptions
 from inferwatch.promapi_flags import connection_flags
 
@@ -25,6 +27,7 @@ ConfigOpt = Annotated[
 
 
 @deploy_app.command("render", cls=Command)
+@flags_of(Config, from_file=True)
 def render(
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="DIR", show_default=False, help="Output folder (created if missing).")
@@ -39,16 +42,7 @@ def render(
             "VictoriaMetrics operator) or compose.",
         ),
     ] = "kubernetes",
-    backend: Annotated[
-        str | None,
-        typer.Option(
-            metavar="BACKEND",
-            show_default=False,
-            help="prometheus or victoriametrics (vmagent, "
-            "VictoriaMetrics, vmalert); default: the config's "
-            "`backend`, else prometheus.",
-        ),
-    ] = None,
+    **flags: Any,
 ):
     """Render manifests for kube-prometheus-stack or the VictoriaMetrics operator (or a compose stack) from one
     config.
@@ -60,21 +54,18 @@ def render(
       inferwatch deploy render --target compose -o stack/ && (cd stack && docker compose up)
       inferwatch deploy render --target compose --backend victoriametrics -o stack/
     """
-    from dataclasses import replace
-
     from inferwatch._files import output_dir, write_file
     from inferwatch.deploy import TARGETS, load_config
     from inferwatch.deploy import render as render_files
-    from inferwatch.deploy._config import BACKENDS
     from inferwatch.errors import InferwatchError
+    from inferwatch.options import from_flags
+
+    def refuse(flag: str, err: Exception):
+        raise InferwatchError(f"{flag} {err}")
 
     if target not in TARGETS:
         raise InferwatchError(f"--target {target!r}: use {' or '.join(TARGETS)}")
-    if backend is not None and backend not in BACKENDS:
-        raise InferwatchError(f"--backend {backend!r}: use {' or '.join(BACKENDS)}")
-    deployed = load_config(config)
-    if backend is not None:
-        deployed = replace(deployed, backend=backend)
+    deployed = from_flags(Config, flags, load_config(config), bad=refuse)  # --backend over the file's `backend`
     if target == "compose":
         from inferwatch.deploy._compose import for_folder
 

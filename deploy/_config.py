@@ -1,5 +1,8 @@
 """The deploy config (`deploy.yaml`, version 1) into frozen dataclasses, every problem with its file:line: field.
 
+Each key is a dataclass field whose option (inferwatch/options.py) holds its help and its check: the reader below
+and deploy/README.md's table of every key (`reference_table`, written by `inferwatch build`) are made from them.
+
 Unknown keys are errors, so a typo never silently drops a setting; a missing
 key takes the default of the dataclass, so `{version: 1}` is the embedded
 default deployment (what `deploy/kubernetes/` and `deploy/compose/` hold).
@@ -11,11 +14,15 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from inferwatch import __version__
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
-from inferwatch.yamlio import Positions, Problems, load_document
+from inferwatch.options import option, options_of, reference_rows, table_head
+
+if TYPE_CHECKING:
+    from inferwatch.yamlio import Positions
 
 __all__ = [
     "Config",
@@ -29,6 +36,7 @@ __all__ = [
     "VictoriaMetrics",
     "load_config",
     "parse_config",
+    "reference_table",
     "ENGINES",
     "SCRAPE_MODES",
     "BACKENDS",
@@ -45,204 +53,6 @@ _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 _IMAGE = re.compile(r"[a-z0-9./_-]+(:[A-Za-z0-9_.-]+)?(@sha256:[0-9a-f]{64})?\Z")
 _WORKLOAD = re.compile(r"(deployment|statefulset|daemonset)/[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 _URL = re.compile(r"https?://[^\s/]+(/\S*)?\Z")
-
-
-@dataclass(frozen=True)
-class Engine:
-    """One fleet of engine pods, found by label; `role_label` names the pod label that says prefill or decode."""
-
-    name: str
-    engine: str = "vllm"
-    namespace: str = "llm"
-    selector: tuple[tuple[str, str], ...] = ()
-    port: str = "http"  # container port name ('' for port_number); /metrics is on the API port
-    port_number: int = 8000  # for URLs in exporter mode and compose
-    path: str = "/metrics"
-    role_label: str | None = None
-    urls: tuple[str, ...] = ()  # exporter mode and compose: where to scrape, one URL per replica
-    max_running_requests: tuple[tuple[str, int], ...] = ()  # model -> cap; no engine exports it
-    workload: str = ""  # sidecar mode: the workload to patch, e.g. deployment/vllm [deployment/NAME]
-    model: str = ""  # the model it serves: with a deployment workload, what autoscaling scales
-
-
-@dataclass(frozen=True)
-class Dcgm:
-    """The GPU operator's dcgm-exporter: our counters ConfigMap and its scrape (honorLabels)."""
-
-    enabled: bool = True
-    namespace: str = "gpu-operator"
-    selector: tuple[tuple[str, str], ...] = (("app", "nvidia-dcgm-exporter"),)
-    port: str = "gpu-metrics"
-
-
-@dataclass(frozen=True)
-class Nvml:
-    """inferwatch's own NVML GPU exporter as a DaemonSet on GPU nodes (for clusters without DCGM)."""
-
-    enabled: bool = False
-    node_selector: tuple[tuple[str, str], ...] = (("nvidia.com/gpu.present", "true"),)
-    runtime_class: str = "nvidia"
-
-
-@dataclass(frozen=True)
-class FrontDoor:
-    """The metering proxy, a Deployment and Service in front of one engine Service."""
-
-    enabled: bool = True
-    namespace: str = "llm"
-    upstream: str = "http://vllm.llm.svc:8000"
-    replicas: int = 2
-
-
-@dataclass(frozen=True)
-class Alerting:
-    """Receivers: pages (severity critical) and tickets (severity warning); empty URLs leave them silent."""
-
-    page_webhook: str = ""
-    ticket_webhook: str = ""
-
-
-@dataclass(frozen=True)
-class Compose:
-    """The laptop target: stand-in engines (`inferwatch simulate`) or the engines' `urls`. Our image is built from
-    the clone's Dockerfile (`build`, relative to the rendered folder) unless `image:` names one you pushed."""
-
-    simulate: bool = True
-    build: str = ""  # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """Many clusters into one store: this cluster's name and where its Prometheus remote-writes."""
-
-    name: str = ""
-    remote_write_url: str = ""
-
-
-@dataclass(frozen=True)
-class VictoriaMetrics:
-    """backend: victoriametrics on Kubernetes: the store our VMAlert reads and writes its records to, and the
-    Alertmanager it notifies. The defaults are the services of the victoria-metrics-k8s-stack chart installed as
-    `vmks` in `monitoring` (the release name its docs use); compose runs its own and ignores these."""
-
-    url: str = "http://vmsingle-vmks-victoria-metrics-k8s-stack.monitoring.svc:8428"
-    alertmanager_url: str = "http://vmalertmanager-vmks-victoria-metrics-k8s-stack.monitoring.svc:9093"
-
-
-@dataclass(frozen=True)
-class Autoscaling:
-    """What scales each engine with a `model` and a `workload: deployment/NAME` on the signals of
-    autoscale/ (llm_autoscale:scaling_signal, waiting requests): none (the rules and alerts only), a KEDA
-    ScaledObject, or an HPA on prometheus-adapter's external metrics. The knobs: autoscale/knobs.yaml."""
-
-    via: str = "none"
-    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"  # what KEDA queries
-
-
-@dataclass(frozen=True)
-class Config:
-    file: str = "<embedded defaults>"
-    namespace: str = "monitoring"
-    release: str = "kube-prometheus-stack"
-    image: str = DEFAULT_IMAGE  # not published: build it (deploy/README.md), or compose builds it
-    backend: str = "prometheus"  # or victoriametrics: vmagent, VictoriaMetrics, vmalert (operator CRs)
-    scrape_mode: str = "relabel"
-    scrape_interval: str = "15s"
-    grafana_folder: str = "inferwatch"
-    slo_specs: tuple[str, ...] = ()  # files, relative to the config; default: slo/defaults*.yaml
-    engines: tuple[Engine, ...] = (
-        Engine(
-            "vllm",
-            "vllm",
-            selector=(("app.kubernetes.io/name", "vllm"),),
-            urls=("http://vllm.llm.svc:8000/metrics",),
-            max_running_requests=(("llama-3-8b", 256),),
-        ),
-        Engine(
-            "sglang",
-            "sglang",
-            selector=(("app.kubernetes.io/name", "sglang"),),
-            port_number=30000,
-            urls=("http://sglang.llm.svc:30000/metrics",),
-        ),
-    )
-    dcgm: Dcgm = Dcgm()
-    nvml: Nvml = Nvml()
-    frontdoor: FrontDoor = FrontDoor()
-    alerting: Alerting = Alerting()
-    compose: Compose = Compose()
-    cluster: Cluster = Cluster()
-    victoriametrics: VictoriaMetrics = VictoriaMetrics()
-    autoscaling: Autoscaling = Autoscaling()
-
-
-class _Reader:
-    """Reads one mapping node into a dataclass by its fields' types; problems go to a shared list."""
-
-    def __init__(self, file: str, positions: Positions | None = None):
-        self.collected = Problems(file, positions)
-        self.problems = self.collected.problems
-
-    def problem(self, node, key, where: str, message: str) -> None:
-        self.collected.add(node if isinstance(node, dict) else None, where, message, key=key)
-
-    def read(self, cls, node, where: str, **extra):
-        if not isinstance(node, dict):
-            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {node!r}")
-            return cls(**extra) if not _required(cls) - set(extra) else None
-        names = [f.name for f in dataclasses.fields(cls) if f.name != "file"]
-        values = dict(extra)
-        ignore = ("version",) if cls is Config else ()
-        self.collected.unknown_keys(node, names, where, ignore)
-        for key, value in node.items():
-            if key in ignore or key not in names:
-                continue
-            parsed = self.value(cls, key, value, node, f"{where}{key}")
-            if parsed is not _BAD:
-                values[key] = parsed
-        missing = _required(cls) - set(values)
-        for key in sorted(missing):
-            self.problem(node, None, f"{where}{key}", "required")
-        return None if missing else cls(**values)
-
-    def value(self, cls, key, value, node, where):
-        kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
-        nested = {
-            "Dcgm": Dcgm,
-            "Nvml": Nvml,
-            "FrontDoor": FrontDoor,
-            "Alerting": Alerting,
-            "Cluster": Cluster,
-            "Compose": Compose,
-            "VictoriaMetrics": VictoriaMetrics,
-            "Autoscaling": Autoscaling,
-        }
-        if kind in nested:
-            result = self.read(nested[kind], value, where + ".")
-            return _BAD if result is None else result
-        if kind == "tuple[Engine, ...]":
-            if not isinstance(value, list) or not value:
-                self.problem(node, key, where, "expected a non-empty list of engines")
-                return _BAD
-            engines = [self.read(Engine, item, f"{where}[{i}].") for i, item in enumerate(value)]
-            return _BAD if None in engines else tuple(engines)
-        check = _CHECKS.get((cls.__name__, key)) or _CHECKS.get(("*", key)) or _TYPE_CHECKS[kind]
-        try:
-            return check(value)
-        except (ValueError, TypeError) as err:
-            self.problem(node, key, where, str(err))
-            return _BAD
-
-
-_BAD = object()
-
-
-def _required(cls) -> set[str]:
-    return {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
 
 
 def _str(value) -> str:
@@ -358,38 +168,321 @@ def _path(value) -> str:
 
 
 _DNS_CHECK = _matching(_DNS, "a Kubernetes name (lower-case letters, digits and -, at most 63)")
-_CHECKS = {
-    ("*", "name"): _DNS_CHECK,
-    ("*", "namespace"): _DNS_CHECK,
-    ("Engine", "engine"): _one_of(ENGINES),
-    ("Config", "scrape_mode"): _one_of(SCRAPE_MODES),
-    ("Config", "backend"): _one_of(BACKENDS),
-    ("Config", "image"): _image,
-    ("Config", "scrape_interval"): _interval,
-    ("Config", "release"): _matching(_LABEL_VALUE, "a label value"),
-    ("Config", "slo_specs"): _specs,
-    ("*", "selector"): _labels,
-    ("Nvml", "node_selector"): _labels,
-    ("Engine", "urls"): _urls,
-    ("Engine", "max_running_requests"): _caps,
-    ("Engine", "path"): _path,
-    ("Engine", "port"): _matching(
-        re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"), "a port name ('' to scrape port_number)"
+_LABEL_VALUE_CHECK = _matching(_LABEL_VALUE, "a label value")
+_PORT_NAME = _matching(re.compile(r"([a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?)?\Z"), "a port name ('' to scrape port_number)")
+
+
+def _key(default: Any = dataclasses.MISSING, help: str = "", **names: Any) -> Any:
+    """A key of deploy.yaml (a flag of `inferwatch deploy render` too only where `flag` names one), checked by
+    `parse` when given, else by its type (_TYPE_CHECKS); its row of deploy/README.md's table is made from the same
+    help."""
+    return option(default, help, **{"flag": None, **names})
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One fleet of engine pods, found by label; `role_label` names the pod label that says prefill or decode."""
+
+    name: str = _key(help="The fleet's name (a Kubernetes name), unique among the engines.", parse=_DNS_CHECK)
+    engine: str = _key("vllm", "Which engine it runs: " + " or ".join(ENGINES) + ".", parse=_one_of(ENGINES))
+    namespace: str = _key("llm", "Where its pods run.", parse=_DNS_CHECK)
+    selector: tuple[tuple[str, str], ...] = _key(
+        (), "The labels of its pods, e.g. {app: llama}.", parse=_labels, shown="required"
+    )
+    port: str = _key(
+        "http",
+        "The name of the container port /metrics is served on (the API port); '' to use port_number.",
+        parse=_PORT_NAME,
+    )
+    port_number: int = _key(8000, "The API port, for URLs in exporter mode and compose.")
+    path: str = _key("/metrics", "The metrics path.", parse=_path)
+    role_label: str | None = _key(
+        None,
+        "The pod label that says prefill or decode in a disaggregated setup, e.g. llm-d.ai/role.",
+        parse=_matching(_LABEL_KEY, "a label name"),
+    )
+    urls: tuple[str, ...] = _key(
+        (), "Where to scrape, one /metrics URL per replica: for scrape_mode exporter and compose.", parse=_urls
+    )
+    max_running_requests: tuple[tuple[str, int], ...] = _key(
+        (),
+        "model: cap, the concurrency cap no engine exports, as a recording rule, e.g. {llama-3-70b: 256}.",
+        parse=_caps,
+    )
+    workload: str = _key(
+        "",
+        "scrape_mode sidecar: the workload to patch, KIND/NAME with KIND deployment, statefulset or daemonset.",
+        parse=_matching(_WORKLOAD, "KIND/NAME with KIND deployment, statefulset or daemonset"),
+        shown="deployment/NAME",
+    )
+    model: str = _key(
+        "",
+        "The model it serves (its `model` label): with a deployment workload, what autoscaling scales.",
+        parse=_matching(_LABEL_VALUE, "a model name as the engine's `model` label has it"),
+    )
+
+
+@dataclass(frozen=True)
+class Dcgm:
+    """The GPU operator's dcgm-exporter: our counters ConfigMap and its scrape (honorLabels)."""
+
+    enabled: bool = _key(True, "Render our counters ConfigMap (profiling fields on) and the scrape of dcgm-exporter.")
+    namespace: str = _key("gpu-operator", "Where dcgm-exporter runs.", parse=_DNS_CHECK)
+    selector: tuple[tuple[str, str], ...] = _key(
+        (("app", "nvidia-dcgm-exporter"),), "The labels of its Service.", parse=_labels
+    )
+    port: str = _key("gpu-metrics", "Its Service's port name.")
+
+
+@dataclass(frozen=True)
+class Nvml:
+    """inferwatch's own NVML GPU exporter as a DaemonSet on GPU nodes (for clusters without DCGM)."""
+
+    enabled: bool = _key(
+        False, "Run our NVML GPU exporter as a DaemonSet on GPU nodes (root without capabilities, not privileged)."
+    )
+    node_selector: tuple[tuple[str, str], ...] = _key(
+        (("nvidia.com/gpu.present", "true"),), "The nodes it runs on.", parse=_labels
+    )
+    runtime_class: str = _key("nvidia", "The RuntimeClass that gives it the GPUs.", parse=_DNS_CHECK)
+
+
+@dataclass(frozen=True)
+class FrontDoor:
+    """The metering proxy, a Deployment and Service in front of one engine Service."""
+
+    enabled: bool = _key(True, "Render the front door: a Deployment and Service in front of one engine Service.")
+    namespace: str = _key("llm", "Where it runs.", parse=_DNS_CHECK)
+    upstream: str = _key("http://vllm.llm.svc:8000", "The engine Service it proxies.", parse=_url_or_empty)
+    replicas: int = _key(2, "How many replicas run.")
+
+
+@dataclass(frozen=True)
+class Alerting:
+    """Receivers: pages (severity critical) and tickets (severity warning); empty URLs leave them silent."""
+
+    page_webhook: str = _key("", "Where pages (severity critical) go; '' leaves them silent.", parse=_url_or_empty)
+    ticket_webhook: str = _key("", "Where tickets (severity warning) go; '' leaves them silent.", parse=_url_or_empty)
+
+
+@dataclass(frozen=True)
+class Compose:
+    """The laptop target: stand-in engines (`inferwatch simulate`) or the engines' `urls`. Our image is built from
+    the clone's Dockerfile (`build`, relative to the rendered folder) unless `image:` names one you pushed."""
+
+    simulate: bool = _key(True, "Stand-in engines from `inferwatch simulate`; false: the engines' urls.")
+    build: str = _key(  # the folder holding inferwatch's Dockerfile; "" = the clone's root (see _compose)
+        "",
+        "The folder holding inferwatch's Dockerfile, relative to the rendered folder; '' for this clone's root "
+        "(unless image: names one you pushed).",
+    )
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Many clusters into one store: this cluster's name and where its Prometheus remote-writes."""
+
+    name: str = _key(
+        "",
+        "This cluster's name, its `cluster` label in the central store (give both keys or neither).",
+        parse=_LABEL_VALUE_CHECK,
+    )
+    remote_write_url: str = _key(
+        "",
+        "Where this cluster's Prometheus remote-writes; the rules then run centrally (central/rules/).",
+        parse=_url_or_empty,
+    )
+
+
+@dataclass(frozen=True)
+class VictoriaMetrics:
+    """backend: victoriametrics on Kubernetes: the store our VMAlert reads and writes its records to, and the
+    Alertmanager it notifies. The defaults are the services of the victoria-metrics-k8s-stack chart installed as
+    `vmks` in `monitoring` (the release name its docs use); compose runs its own and ignores these."""
+
+    url: str = _key(
+        "http://vmsingle-vmks-victoria-metrics-k8s-stack.monitoring.svc:8428",
+        "backend victoriametrics on Kubernetes: the store our VMAlert reads and writes its records to.",
+        parse=_url,
+    )
+    alertmanager_url: str = _key(
+        "http://vmalertmanager-vmks-victoria-metrics-k8s-stack.monitoring.svc:9093",
+        "The Alertmanager our VMAlert notifies.",
+        parse=_url,
+    )
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """What scales each engine with a `model` and a `workload: deployment/NAME` on the signals of
+    autoscale/ (llm_autoscale:scaling_signal, waiting requests): none (the rules and alerts only), a KEDA
+    ScaledObject, or an HPA on prometheus-adapter's external metrics. The knobs: autoscale/knobs.yaml."""
+
+    via: str = _key(
+        "none",
+        "What scales each engine with a model and a deployment workload: none (the rules and alerts only), keda "
+        "(a ScaledObject) or hpa (an HPA and prometheus-adapter values).",
+        parse=_one_of(("none", "keda", "hpa")),
+    )
+    prometheus_url: str = _key("http://prometheus-operated.monitoring.svc:9090", "What KEDA queries.", parse=_url)
+
+
+_DEFAULT_ENGINES = (
+    Engine(
+        "vllm",
+        "vllm",
+        selector=(("app.kubernetes.io/name", "vllm"),),
+        urls=("http://vllm.llm.svc:8000/metrics",),
+        max_running_requests=(("llama-3-8b", 256),),
     ),
-    ("Engine", "workload"): _matching(_WORKLOAD, "KIND/NAME with KIND deployment, statefulset or daemonset"),
-    ("Engine", "role_label"): _matching(_LABEL_KEY, "a label name"),
-    ("FrontDoor", "upstream"): _url_or_empty,
-    ("Alerting", "page_webhook"): _url_or_empty,
-    ("Alerting", "ticket_webhook"): _url_or_empty,
-    ("Cluster", "remote_write_url"): _url_or_empty,
-    ("Nvml", "runtime_class"): _DNS_CHECK,
-    ("Cluster", "name"): _matching(_LABEL_VALUE, "a label value"),
-    ("VictoriaMetrics", "url"): _url,
-    ("VictoriaMetrics", "alertmanager_url"): _url,
-    ("Autoscaling", "via"): _one_of(("none", "keda", "hpa")),
-    ("Autoscaling", "prometheus_url"): _url,
-    ("Engine", "model"): _matching(_LABEL_VALUE, "a model name as the engine's `model` label has it"),
+    Engine(
+        "sglang",
+        "sglang",
+        selector=(("app.kubernetes.io/name", "sglang"),),
+        port_number=30000,
+        urls=("http://sglang.llm.svc:30000/metrics",),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    file: str = "<embedded defaults>"
+    namespace: str = _key("monitoring", "Where monitors, rules, dashboards and our exporters go.", parse=_DNS_CHECK)
+    release: str = _key(
+        "kube-prometheus-stack",
+        "The `release` label the stack's Prometheus selects monitors and rules by.",
+        parse=_LABEL_VALUE_CHECK,
+    )
+    image: str = _key(  # not published: build it (deploy/README.md), or compose builds it
+        DEFAULT_IMAGE, "The inferwatch image, pinned by a tag or digest (never latest).", parse=_image
+    )
+    backend: str = _key(
+        "prometheus",
+        "Who scrapes, stores and evaluates the rules: prometheus, or victoriametrics (the VM operator's CRs; "
+        "vmagent, VictoriaMetrics and vmalert in compose).",
+        parse=_one_of(BACKENDS),
+        flag="--backend",
+        metavar="BACKEND",
+    )
+    scrape_mode: str = _key(
+        "relabel",
+        "relabel: PodMonitors with the mappings' metricRelabelings; exporter: the normalizing exporter as one "
+        "Deployment; sidecar: the exporter patched into each engine workload.",
+        parse=_one_of(SCRAPE_MODES),
+    )
+    scrape_interval: str = _key(
+        "15s", "How often engines and GPUs are scraped, at most 30s (the SLO rules count per minute).", parse=_interval
+    )
+    grafana_folder: str = _key("inferwatch", "The Grafana folder the dashboards go to.")
+    slo_specs: tuple[str, ...] = _key(
+        (), "SLO spec files, relative to the config.", parse=_specs, shown="slo/defaults*.yaml"
+    )
+    engines: tuple[Engine, ...] = _key(
+        _DEFAULT_ENGINES,
+        "The engine fleets, a non-empty list of the engines[] keys below.",
+        shown="vllm and sglang in llm",
+    )
+    dcgm: Dcgm = Dcgm()
+    nvml: Nvml = Nvml()
+    frontdoor: FrontDoor = FrontDoor()
+    alerting: Alerting = Alerting()
+    compose: Compose = Compose()
+    cluster: Cluster = Cluster()
+    victoriametrics: VictoriaMetrics = VictoriaMetrics()
+    autoscaling: Autoscaling = Autoscaling()
+
+
+# the sections of Config: each field's key is the section's name, with the keys of its dataclass under it
+_SECTIONS = {
+    "Dcgm": Dcgm,
+    "Nvml": Nvml,
+    "FrontDoor": FrontDoor,
+    "Alerting": Alerting,
+    "Cluster": Cluster,
+    "Compose": Compose,
+    "VictoriaMetrics": VictoriaMetrics,
+    "Autoscaling": Autoscaling,
 }
+
+
+def reference_table() -> str:
+    """deploy/README.md's table of every key, from the dataclasses' options."""
+    rows = ["| `version` | `required` | `1`: the config format this inferwatch reads. |"]
+    rows += reference_rows(Config, flags=False)
+    rows += reference_rows(Engine, flags=False, prefix="engines[].")
+    for f in dataclasses.fields(Config):
+        if f.type in _SECTIONS:
+            rows += reference_rows(_SECTIONS[f.type], flags=False, prefix=f"{f.name}.")
+    return "\n".join(table_head(flags=False) + rows)
+
+
+class _Reader:
+    """Reads one mapping node into a dataclass by its fields' types; problems go to a shared list."""
+
+    def __init__(self, file: str, positions: Positions | None = None):
+        from inferwatch.yamlio import Problems
+
+        self.collected = Problems(file, positions)
+        self.problems = self.collected.problems
+
+    def problem(self, node, key, where: str, message: str) -> None:
+        self.collected.add(node if isinstance(node, dict) else None, where, message, key=key)
+
+    def read(self, cls, node, where: str, **extra):
+        if not isinstance(node, dict):
+            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {node!r}")
+            return cls(**extra) if not _required(cls) - set(extra) else None
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "file"]
+        values = dict(extra)
+        ignore = ("version",) if cls is Config else ()
+        self.collected.unknown_keys(node, names, where, ignore)
+        for key, value in node.items():
+            if key in ignore or key not in names:
+                continue
+            parsed = self.value(cls, key, value, node, f"{where}{key}")
+            if parsed is not _BAD:
+                values[key] = parsed
+        missing = _required(cls) - set(values)
+        for key in sorted(missing):
+            self.problem(node, None, f"{where}{key}", "required")
+        return None if missing else cls(**values)
+
+    def value(self, cls, key, value, node, where):
+        kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
+        if kind in _SECTIONS:
+            result = self.read(_SECTIONS[kind], value, where + ".")
+            return _BAD if result is None else result
+        if kind == "tuple[Engine, ...]":
+            if not isinstance(value, list) or not value:
+                self.problem(node, key, where, "expected a non-empty list of engines")
+                return _BAD
+            engines = [self.read(Engine, item, f"{where}[{i}].") for i, item in enumerate(value)]
+            return _BAD if None in engines else tuple(engines)
+        check = _check(cls, key) or _TYPE_CHECKS[kind]
+        try:
+            return check(value)
+        except (ValueError, TypeError) as err:
+            self.problem(node, key, where, str(err))
+            return _BAD
+
+
+_BAD = object()
+
+
+def _check(cls, name: str):
+    """The key's own check (its option's parse), if it has one."""
+    return next((n.option.parse for n in options_of(cls) if n.name == name), None)
+
+
+def _required(cls) -> set[str]:
+    return {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+
+
 _TYPE_CHECKS = {"str": _str, "bool": _bool, "int": _count, "str | None": _str}
 
 
@@ -450,5 +543,7 @@ def load_config(path: Path | str | None) -> Config:
     """The config in `path`, or the embedded defaults when None."""
     if path is None:
         return Config()
+    from inferwatch.yamlio import load_document  # here: `inferwatch --help` reads --backend's option from this module
+
     loaded = load_document(path)
     return parse_config(loaded.data, loaded.file, loaded.positions)

@@ -7,6 +7,7 @@ from inferwatch import _lazy
 
 __all__ = [
     "ExporterConfig",
+    "GpuOptions",
     "NormalizingExporter",
     "Target",
     "load_config",
@@ -32,6 +33,7 @@ _LAZY = {
         "_cli": ("register",),
         "_server": ("NormalizingExporter",),
         "_config": ("ExporterConfig", "Target", "load_config"),
+        "_gpu_options": ("GpuOptions",),
         "_exposition": ("Family", "Sample", "format_sample", "parse_sample", "split_families"),
         "_normalize": ("NormalizeResult", "Normalizer", "OutFamily", "add_label", "render"),
     }.items()

@@ -8,7 +8,10 @@ from typing import Annotated, Any
 import typer
 
 from inferwatch.clikit import Command, bad_flag, check_log_level, group
+from inferwatch.exporters._config import ExporterConfig
+from inferwatch.exporters._gpu_options import GpuOptions
 from inferwatch.mapping_flags import MappingOpt, SourceOpt, selected_mappings
+from inferwatch.options import flags_of
 
 __all__ = ["register"]
 
@@ -52,52 +55,16 @@ def normalize(
 
 
 @exporter_app.command("normalize", cls=Command)
+@flags_of(ExporterConfig, from_file=True, after=("log_level",))
 def exporter_normalize(
-    target: Annotated[
-        list[str],
-        typer.Option(
-            metavar="[NAME=]URL", help="URL or HOST:PORT of a /metrics endpoint, optionally NAME=... (repeatable)."
-        ),
-    ] = [],
-    listen: Annotated[
-        str | None, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics [0.0.0.0:9400].")
-    ] = None,
-    timeout: Annotated[
-        str | None, typer.Option(metavar="DURATION", help="Per-target scrape timeout, e.g. 5s [5s].")
-    ] = None,
-    max_running_requests: Annotated[
-        list[str],
-        typer.Option(metavar="MODEL=N", help="The concurrency cap, served as llm_max_running_requests (repeatable)."),
-    ] = [],
     config: Annotated[Path | None, typer.Option(metavar="FILE", help="YAML config file; flags add to it.")] = None,
-    source: SourceOpt = None,
-    drop_unmapped: Annotated[bool, typer.Option("--drop-unmapped", help="Serve only mapped metrics.")] = False,
-    target_label: Annotated[
-        str | None, typer.Option(metavar="LABEL", help="Label naming the target on every series; '' for none [target].")
-    ] = None,
-    min_interval: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DURATION", help="Fetch each target at most this often; concurrent scrapes share it [1s]."
-        ),
-    ] = None,
-    max_labels: Annotated[
-        str | None,
-        typer.Option(
-            metavar="N", help="Drop samples with more labels than this (a counted error); 0 for no limit [64]."
-        ),
-    ] = None,
-    max_body: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SIZE",
-            help="Largest body read from a target, inflated, e.g. 64MiB; a larger one is a too_large error [16MiB].",
-        ),
-    ] = None,
-    mapping: MappingOpt = [],
     log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info",
+    **flags: Any,
 ):
     """Scrape engines and exporters when scraped, normalize, and serve the union on /metrics.
+
+    Every flag but --config and --log-level is also a key of the --config file
+    (README.md lists them): flags replace its values and add to its lists.
 
     \b
     Examples:
@@ -107,63 +74,13 @@ def exporter_normalize(
       inferwatch exporter normalize --config exporter.yaml
     """
     import logging
-    from dataclasses import replace
 
     from inferwatch.exporters import Normalizer, NormalizingExporter
-    from inferwatch.exporters._config import (
-        ExporterConfig,
-        load_config,
-        parse_cap,
-        parse_duration,
-        parse_listen,
-        parse_max_body,
-        parse_max_labels,
-        parse_target,
-        parse_target_label,
-    )
+    from inferwatch.exporters._config import load_config
+    from inferwatch.options import from_flags
 
     logging.basicConfig(level=check_log_level(log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    cfg = load_config(str(config)) if config else ExporterConfig()
-    try:
-        targets = tuple(parse_target(t) for t in target)
-    except ValueError as err:
-        bad_flag("--target", err)
-    try:
-        caps = tuple(parse_cap(c) for c in max_running_requests)
-    except ValueError as err:
-        bad_flag("--max-running-requests", err)
-    cfg = replace(
-        cfg,
-        targets=cfg.targets + targets,
-        max_running_requests=cfg.max_running_requests + caps,
-        mappings=cfg.mappings + tuple(str(m) for m in mapping),
-        drop_unmapped=cfg.drop_unmapped or drop_unmapped,
-    )
-    if listen is not None:
-        try:
-            host, port = parse_listen(listen)
-        except ValueError as err:
-            bad_flag("--listen", err)
-        cfg = replace(cfg, host=host, port=port)
-    if timeout is not None:
-        try:
-            cfg = replace(cfg, timeout=parse_duration(timeout))
-        except ValueError as err:
-            bad_flag("--timeout", err)
-    if source is not None:
-        cfg = replace(cfg, source=source)
-    for flag, key, value, parse in (
-        ("--target-label", "target_label", target_label, parse_target_label),
-        ("--min-interval", "min_interval", min_interval, parse_duration),
-        ("--max-labels", "max_labels", max_labels, parse_max_labels),
-        ("--max-body", "max_body", max_body, parse_max_body),
-    ):
-        if value is not None:
-            try:
-                changes: dict[str, Any] = {key: parse(value)}
-                cfg = replace(cfg, **changes)
-            except ValueError as err:
-                bad_flag(flag, err)
+    cfg = from_flags(ExporterConfig, flags, load_config(str(config)) if config else None)
     if not cfg.targets:
         bad_flag("--target", "give at least one target (or `targets:` in --config)")
     names = [t.name for t in cfg.targets]
@@ -182,67 +99,10 @@ def exporter_normalize(
 
 
 @exporter_app.command("gpu", cls=Command)
+@flags_of(GpuOptions, after=("log_level",))
 def exporter_gpu(
-    listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics.")] = "0.0.0.0:9401",
-    interval: Annotated[
-        str, typer.Option(metavar="DURATION", help="Sampling period (the GPM window), 100ms to 1h.")
-    ] = "1s",
-    backend: Annotated[
-        str, typer.Option(metavar="BACKEND", help="nvml (the GPUs of this host) or simulated.")
-    ] = "nvml",
-    hostname: Annotated[
-        str | None, typer.Option(metavar="NAME", help="The hostname label [$NODE_NAME, else this host's name].")
-    ] = None,
-    pod_list: Annotated[
-        str | None, typer.Option(metavar="FILE|URL", help="A kubelet PodList (its /pods answer) naming pods by UID.")
-    ] = None,
-    kubelet_pods_dir: Annotated[
-        str, typer.Option(metavar="DIR", help="The kubelet's pod folders.")
-    ] = "/var/lib/kubelet/pods",
-    proc_root: Annotated[str, typer.Option(metavar="DIR", help="The host's /proc (mounted in a container).")] = "/proc",
-    pod_resources_socket: Annotated[
-        str,
-        typer.Option(
-            metavar="PATH",
-            help="The kubelet's PodResources API socket: GPU -> pod, tried before the processes "
-            "(/proc); '' turns it off.",
-        ),
-    ] = "/var/lib/kubelet/pod-resources/kubelet.sock",
-    gpus: Annotated[int, typer.Option(metavar="N", help="Simulated: how many GPUs.")] = 1,
-    follow: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="Simulated: an `inferwatch simulate` server whose load the GPUs follow."),
-    ] = None,
-    scenario: Annotated[
-        str,
-        typer.Option(
-            metavar="SCENARIO",
-            help="Simulated: normal or stall (GPU-Util high, SMs idle); switch with POST /admin/scenario.",
-        ),
-    ] = "normal",
-    workload: Annotated[
-        str | None, typer.Option(metavar="NS/POD[/CONTAINER]", help="Simulated: the pod the GPUs are labelled with.")
-    ] = None,
-    stale_after: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DURATION",
-            help="A sampling pass older than this is served as down (gpu_exporter_up 0, no "
-            "GPU values), never as live [default: 2 intervals + 5s].",
-        ),
-    ] = None,
-    idle_timeout: Annotated[
-        str, typer.Option(metavar="DURATION", help="An idle client connection is closed after this.")
-    ] = "10s",
-    max_connections: Annotated[
-        int,
-        typer.Option(
-            metavar="N",
-            help="Client connections served at once; more are closed at once and counted in "
-            'inferwatch_gpu_exporter_errors_total{kind="connections_refused"}.',
-        ),
-    ] = 64,
     log_level: Annotated[str, typer.Option(metavar="LEVEL", help="debug, info, warning or error.")] = "info",
+    **flags: Any,
 ):
     """Serve the common GPU vocabulary from NVML (or simulated GPUs), labelled with the pod using each GPU.
 
@@ -252,29 +112,15 @@ def exporter_gpu(
       inferwatch exporter gpu --backend simulated --gpus 2 --follow localhost:8000 --workload demo/vllm-0
       curl -X POST localhost:9401/admin/scenario -d '{"scenario": "stall"}'
     """
+    import dataclasses
     import logging
 
     from inferwatch.exporters.gpu._config import BadOption, build_exporter, gpu_config
+    from inferwatch.options import from_flags
 
     level = check_log_level(log_level)
     try:
-        config = gpu_config(
-            listen,
-            interval,
-            backend,
-            gpus,
-            follow,
-            scenario,
-            hostname,
-            workload,
-            proc_root,
-            kubelet_pods_dir,
-            pod_list,
-            stale_after,
-            idle_timeout,
-            max_connections,
-            pod_resources_socket,
-        )
+        config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
     except BadOption as err:
         bad_flag(err.flag, err)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,16 +1,15 @@
-"""Configuration of the normalizing exporter: flags and an optional YAML file, validated at the edge."""
+"""Configuration of the normalizing exporter: one options model (ExporterConfig) for its flags and its YAML file,
+validated at the edge. Light to import: `inferwatch --help` builds the flags from it."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from inferwatch import durations
 from inferwatch._urls import http_url, listen_address
-from inferwatch.errors import Problem, SpecError
-from inferwatch.yamlio import Problems, load_document
+from inferwatch.options import load_yaml, option
 
 __all__ = [
     "Target",
@@ -22,24 +21,11 @@ __all__ = [
     "parse_target_label",
     "parse_max_labels",
     "parse_max_body",
+    "parse_connections",
     "load_config",
     "MAX_BODY_BYTES",
 ]
 
-CONFIG_KEYS = (
-    "listen",
-    "timeout",
-    "targets",
-    "max_running_requests",
-    "source",
-    "drop_unmapped",
-    "target_label",
-    "mappings",
-    "min_interval",
-    "max_labels",
-    "max_connections",
-    "max_body",
-)
 MAX_BODY_BYTES = 16 * 1024 * 1024  # the default of --max-body: one target's body, inflated
 _MIN_BODY_BYTES = 1024  # below this no exposition fits: `--max-body 16` meant 16MiB, not 16 bytes
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -53,23 +39,6 @@ class Target:
 
     name: str
     url: str
-
-
-@dataclass(frozen=True)
-class ExporterConfig:
-    targets: tuple[Target, ...] = ()
-    host: str = "0.0.0.0"
-    port: int = 9400
-    timeout: float = 5.0
-    max_running_requests: tuple[tuple[str, float], ...] = ()
-    source: str | None = None
-    drop_unmapped: bool = False
-    target_label: str = "target"
-    mappings: tuple[str, ...] = field(default=())
-    min_interval: float = 1.0  # at most one fetch per target this often, shared by concurrent scrapes
-    max_labels: int = 64  # labels per sample, like Prometheus' label_limit; 0 for no limit
-    max_connections: int = 100  # open connections to targets, all together
-    max_body: int = MAX_BODY_BYTES  # bytes of one target's body, inflated; a larger one is a too_large error
 
 
 def parse_target(text: str) -> Target:
@@ -138,80 +107,121 @@ def parse_cap(text: str) -> tuple[str, float]:
     return model, value
 
 
-def load_config(path: str) -> ExporterConfig:
-    """Read an exporter config file; every problem is reported at once."""
-    loaded = load_document(path)
-    doc, problems = loaded.data, Problems(path, loaded.positions)
-    bad = problems.add
-
-    if not isinstance(doc, dict):
-        raise SpecError([Problem(path, None, "", "expected a mapping with `targets` (see README)")])
-    problems.unknown_keys(doc, CONFIG_KEYS)
-    config = ExporterConfig()
-    targets = []
-    items = doc.get("targets") or []
-    for i, item in enumerate(items):
-        url = item.get("url") if isinstance(item, dict) else item
-        text = f"{item['name']}={url}" if isinstance(item, dict) and item.get("name") else url
-        try:
-            targets.append(parse_target(str(text)))
-        except ValueError as err:
-            bad(items, f"targets[{i}]", str(err), key=i)
-    config = replace(config, targets=tuple(targets))
-    try:
-        if "listen" in doc:
-            host, port = parse_listen(doc["listen"])
-            config = replace(config, host=host, port=port)
-    except ValueError as err:
-        bad(doc, "listen", str(err))
-    try:
-        if "timeout" in doc:
-            config = replace(config, timeout=parse_duration(doc["timeout"]))
-    except ValueError as err:
-        bad(doc, "timeout", str(err))
-    caps = doc.get("max_running_requests") or {}
-    if not isinstance(caps, dict):
-        bad(doc, "max_running_requests", "expected a mapping of model name to cap, e.g. {llama-3-70b: 256}")
-        caps = {}
-    parsed_caps = []
-    for model, cap in caps.items():
-        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0:
-            bad(caps, f"max_running_requests.{model}", f"expected a positive number, got {cap!r}", key=model)
-        else:
-            parsed_caps.append((str(model), float(cap)))
-    config = replace(config, max_running_requests=tuple(parsed_caps))
-    if "source" in doc:
-        config = replace(config, source=str(doc["source"]))
-    if "drop_unmapped" in doc:
-        config = replace(config, drop_unmapped=bool(doc["drop_unmapped"]))
-    if "target_label" in doc:
-        try:
-            config = replace(config, target_label=parse_target_label(str(doc["target_label"] or "")))
-        except ValueError as err:
-            bad(doc, "target_label", str(err))
-    for key, parse in (
-        ("min_interval", parse_duration),
-        ("max_labels", parse_max_labels),
-        ("max_connections", _parse_connections),
-        ("max_body", parse_max_body),
-    ):
-        if key in doc:
-            try:
-                changed: dict[str, Any] = {key: parse(doc[key])}  # one field, named by the table above
-                config = replace(config, **changed)
-            except ValueError as err:
-                bad(doc, key, str(err))
-    mappings = doc.get("mappings") or []
-    if not isinstance(mappings, list):
-        bad(doc, "mappings", "expected a list of mapping files")
-        mappings = []
-    config = replace(config, mappings=tuple(str(m) for m in mappings))
-    problems.raise_if_any()
-    return config
+def _yaml_target(item) -> Target:
+    """A target in YAML: `URL`, or `{name: NAME, url: URL}`."""
+    url = item.get("url") if isinstance(item, dict) else item
+    return parse_target(f"{item['name']}={url}" if isinstance(item, dict) and item.get("name") else str(url))
 
 
-def _parse_connections(value) -> int:
+def _yaml_cap(model, cap) -> tuple[str, float]:
+    """`MODEL: N` of `max_running_requests:` in YAML."""
+    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0:
+        raise ValueError(f"expected a positive number, got {cap!r}")
+    return str(model), float(cap)
+
+
+def _target_label(value) -> str:
+    return parse_target_label(str(value or ""))  # YAML's `target_label:` (null) is '' too
+
+
+def parse_connections(value) -> int:
+    """A whole number >= 1 for --max-connections."""
     number = parse_max_labels(value)
     if number < 1:
         raise ValueError(f"{value!r} is not a whole number >= 1, e.g. 100")
     return number
+
+
+@dataclass(frozen=True)
+class ExporterConfig:
+    """`inferwatch exporter normalize`'s options model: each field is a flag and a key of `--config` (the flags'
+    names and help, the keys, their checks and README.md's table are all made from it; inferwatch/options.py)."""
+
+    targets: tuple[Target, ...] = option(
+        (),
+        "URL or HOST:PORT of a /metrics endpoint, optionally NAME=... (repeatable).",
+        flag="--target",
+        metavar="[NAME=]URL",
+        repeatable=True,
+        parse=parse_target,
+        item=_yaml_target,
+        expected="a list of targets, URL or {name: NAME, url: URL}",
+    )
+    listen: tuple[str, int] = option(
+        ("0.0.0.0", 9400), "Where to serve /metrics.", metavar="HOST:PORT", parse=parse_listen, shown="0.0.0.0:9400"
+    )
+    timeout: float = option(
+        5.0, "Per-target scrape timeout, e.g. 5s.", metavar="DURATION", parse=parse_duration, shown="5s"
+    )
+    max_running_requests: tuple[tuple[str, float], ...] = option(
+        (),
+        "The concurrency cap, served as llm_max_running_requests (repeatable).",
+        metavar="MODEL=N",
+        repeatable=True,
+        pairs=True,
+        parse=parse_cap,
+        item=lambda pair: _yaml_cap(*pair),
+        expected="a mapping of model name to cap, e.g. {llama-3-70b: 256}",
+    )
+    source: str | None = option(
+        None,
+        "Use this mapping only (vllm, sglang, dcgm or a user's).",
+        metavar="SOURCE",
+        parse=lambda value: None if value is None else str(value),  # YAML's `source:` (null): every mapping
+    )
+    drop_unmapped: bool = option(False, "Serve only mapped metrics.", kind=bool)
+    target_label: str = option(
+        "target",
+        "Label naming the target on every series; '' for none.",
+        metavar="LABEL",
+        parse=_target_label,
+    )
+    min_interval: float = option(
+        1.0,  # at most one fetch per target this often, shared by concurrent scrapes
+        "Fetch each target at most this often; concurrent scrapes share it.",
+        metavar="DURATION",
+        parse=parse_duration,
+        shown="1s",
+    )
+    max_labels: int = option(
+        64,  # labels per sample, like Prometheus' label_limit
+        "Drop samples with more labels than this (a counted error); 0 for no limit.",
+        metavar="N",
+        parse=parse_max_labels,
+    )
+    max_connections: int = option(
+        100,
+        "Open connections to the targets, all together.",
+        metavar="N",
+        parse=parse_connections,
+    )
+    max_body: int = option(
+        MAX_BODY_BYTES,
+        "Largest body read from a target, inflated, e.g. 64MiB; a larger one is a too_large error.",
+        metavar="SIZE",
+        parse=parse_max_body,
+        shown="16MiB",
+    )
+    mappings: tuple[str, ...] = option(
+        (),
+        "Extra mapping file (repeatable).",
+        flag="--mapping",
+        short="-m",
+        metavar="FILE",
+        repeatable=True,
+        parse=str,
+        expected="a list of mapping files",
+    )
+
+    @property
+    def host(self) -> str:
+        return self.listen[0]
+
+    @property
+    def port(self) -> int:
+        return self.listen[1]
+
+
+def load_config(path: str) -> ExporterConfig:
+    """Read an exporter config file (the keys of ExporterConfig); every problem is reported at once."""
+    return load_yaml(ExporterConfig, path, "a mapping with `targets` (see README)")

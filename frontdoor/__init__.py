@@ -12,6 +12,8 @@ from inferwatch import _lazy
 
 __all__ = [
     "FrontdoorConfig",
+    "FrontdoorOptions",
+    "ProbeOptions",
     "Upstream",
     "Limits",
     "parse_listen",
@@ -49,6 +51,8 @@ __all__ = [
 
 _LAZY = {
     "register": "_cli",
+    "FrontdoorOptions": "_options",
+    "ProbeOptions": "_options",
     **dict.fromkeys(
         [
             "FrontdoorConfig",

@@ -1,16 +1,24 @@
-"""The front door's configuration: flags parsed at the edge into one frozen value, with one-line errors."""
+"""The front door's configuration: its flags (FrontdoorOptions, frontdoor/_options.py) parsed at the edge into one
+frozen FrontdoorConfig, with one-line errors."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from inferwatch import durations
-from inferwatch._urls import listen_address, openai_server_url
-from inferwatch.frontdoor._goodput import Goodput
-from inferwatch.frontdoor._otel import OtlpConfig
+from inferwatch._urls import openai_server_url
+from inferwatch.frontdoor._options import (
+    DEFAULT_MAX_BODY,
+    parse_listen,
+    parse_seconds,
+    parse_size,
+)
 from inferwatch.frontdoor._paths import DEFAULT_ALLOWED
+
+if TYPE_CHECKING:
+    from inferwatch.frontdoor._goodput import Goodput
+    from inferwatch.frontdoor._otel import OtlpConfig
 
 __all__ = [
     "Upstream",
@@ -23,22 +31,6 @@ __all__ = [
     "parse_base_url",
     "DEFAULT_MAX_BODY",
 ]
-
-DEFAULT_MAX_BODY = 32 * 1024 * 1024
-_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\Z", re.I)
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 10**6,
-    "mb": 10**6,
-    "mib": 1024**2,
-    "g": 10**9,
-    "gb": 10**9,
-    "gib": 1024**3,
-}
 
 
 @dataclass(frozen=True)
@@ -131,21 +123,3 @@ def parse_upstreams(texts: list[str]) -> tuple[Upstream | None, tuple[tuple[str,
     if default is None and not routes:
         raise ValueError("give at least one, e.g. --upstream http://127.0.0.1:8000")
     return default, tuple(routes.items())
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `[::1]:PORT`."""
-    return listen_address(text, "0.0.0.0:8080")
-
-
-def parse_size(text: str) -> int:
-    """Bytes from `32MiB`, `100MB`, `1048576`."""
-    match = _SIZE.match(str(text).strip())
-    if not match or float(match.group(1)) * _UNITS[match.group(2).lower()] < 1:
-        raise ValueError(f"{text!r} is not a size such as 32MiB, 100MB or 1048576")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
-
-
-def parse_seconds(text: str) -> float:
-    """Seconds from `10s`, `500ms`, `5m` or a bare number."""
-    return float(durations.parse_duration(text, units="ms s m h"))

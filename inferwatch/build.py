@@ -18,7 +18,9 @@ the ones that drifted from what the code generates now.
     build/deploy/compose/             the same for `--target compose`
     build/deploy/*-victoriametrics/   both again with `backend: victoriametrics` (VM operator; vmagent, vmalert)
 
-Not in the bundle but kept in step by `build`: alerts/RUNBOOKS.md's "Kinds of slow", from triage/kinds.yaml.
+Not in the bundle but kept in step by `build`: alerts/RUNBOOKS.md's "Kinds of slow", from triage/kinds.yaml, and
+the options reference tables of README.md, frontdoor/README.md and deploy/README.md, from each command's options
+model (`reference_sections()`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from inferwatch.slo import compile_spec, load_spec, render_files
 from inferwatch.triage import load_kinds
 from inferwatch.yamlio import dump_yaml
 
-__all__ = ["artifacts", "write_bundle", "refresh_sources", "check", "source_copies", "DEFAULT_SLO_SPEC", "dump_yaml"]
+__all__ = [
+    "artifacts",
+    "write_bundle",
+    "refresh_sources",
+    "check",
+    "source_copies",
+    "reference_sections",
+    "DEFAULT_SLO_SPEC",
+    "dump_yaml",
+]
 
 # the packages' folders, where the checked-in copies live beside their sources
 ALERTS_DIR = data_path("inferwatch.alerts")
@@ -167,6 +178,47 @@ def _in_checkout() -> bool:
     return (root / "pyproject.toml").is_file() and (root / ".git").exists()
 
 
+def reference_sections() -> dict[Path, dict[str, str]]:
+    """{markdown file: {section name: table}}: the generated options tables, each from its command's options model
+    (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
+    from inferwatch.deploy import reference_table as deploy_table
+    from inferwatch.exporters import ExporterConfig, GpuOptions
+    from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
+    from inferwatch.options import reference_table
+
+    return {
+        MAPPINGS_DIR.parent / "README.md": {
+            "exporter-options": reference_table(ExporterConfig),
+            "gpu-exporter-options": reference_table(GpuOptions, keys=False),
+        },
+        data_path("inferwatch.frontdoor") / "README.md": {
+            "frontdoor-options": reference_table(FrontdoorOptions, keys=False),
+            "probe-options": reference_table(ProbeOptions, keys=False),
+        },
+        DEPLOY_DIR / "README.md": {"deploy-keys": deploy_table()},
+    }
+
+
+def _stale_sections() -> list[tuple[Path, str]]:
+    """(file, its text with every generated section as the models make it now) for each that differs."""
+    from inferwatch.errors import InferwatchError
+    from inferwatch.options import with_section
+
+    stale = []
+    for path, sections in reference_sections().items():
+        if not path.is_file():
+            continue  # an installed package carries no top-level README
+        text = wanted = path.read_text(encoding="utf-8")
+        for name, body in sections.items():
+            try:
+                wanted = with_section(wanted, name, body, str(path))
+            except ValueError as err:
+                raise InferwatchError(str(err)) from None
+        if wanted != text:
+            stale.append((path, wanted))
+    return stale
+
+
 def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     """(stale: checked-in copy and what the code generates now, orphans: generated files the code no longer
     produces: default-SLO files in alerts/ (and alerts/frontdoor/) of a removed objective, dashboard JSON without
@@ -192,6 +244,7 @@ def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     text = runbooks.read_text(encoding="utf-8")
     if (wanted := with_kinds_section(text, load_kinds())) != text:
         stale.append((runbooks, wanted))
+    stale.extend(_stale_sections())
     return stale, sorted(generated - set(copies.values()))
 
 

@@ -28,8 +28,10 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (  # no
 from simtools import simulator  # noqa: E402
 from test_frontdoor import client, frontdoor, scrape, wait_for  # noqa: E402
 
+from inferwatch.frontdoor import FrontdoorOptions  # noqa: E402
 from inferwatch.frontdoor._cli import _otlp  # noqa: E402
 from inferwatch.frontdoor._otel import OtlpConfig, otlp_metrics_url  # noqa: E402
+from inferwatch.options import from_flags  # noqa: E402
 
 # docs/gen-ai/gen-ai-metrics.md at open-telemetry/semantic-conventions v1.41.1: name -> (unit, bucket bounds)
 SPEC = {
@@ -208,7 +210,7 @@ def test_the_environment_alone_turns_the_export_on_and_the_last_export_comes_at_
         # the standard variable, a base URL: the SDK adds /v1/metrics; and an hour between exports: none yet
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
         monkeypatch.delenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", raising=False)
-        config = _otlp(None, "1h", [], "sglang")
+        config = _otlp(from_flags(FrontdoorOptions, {"otlp_interval": "1h", "otlp_provider": "sglang"}))
         assert config == OtlpConfig(None, 3600.0, (), "sglang")
         with frontdoor(engine, otlp=config) as (url, _):
             client(url).chat.completions.create(model="m", max_tokens=4, messages=[{"role": "user", "content": "x"}])

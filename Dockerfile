@@ -8,9 +8,11 @@
 # inspect python:3.11.10-slim-bookworm).
 
 FROM python:3.11.10-slim-bookworm AS build
-# the optional extras the image carries: otel, so `inferwatch frontdoor --otlp-endpoint` works in the image
-# (--build-arg EXTRAS= leaves it out)
-ARG EXTRAS=otel
+# the extras the image carries (pyproject.toml: one per role): by default those of every command the rendered
+# manifests and the compose stack run: the normalizing exporter, the front door with its OTLP export, the GPU
+# exporter, the simulator; no pandas, matplotlib or grafanalib. An image for one role takes only its own, e.g.
+# --build-arg EXTRAS=exporter (the normalizing exporter alone); EXTRAS= is the core (normalize, doctor, slo)
+ARG EXTRAS=exporter,frontdoor,gpu,sim,otel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY . .

@@ -25,7 +25,26 @@ def _argument_name(param) -> str:
 class Command(typer.core.TyperCommand):
     """A command whose help spells arguments as click does, in the user's words: `FILE...` when required and
     `[FILE]` when optional on the usage line, `FILE` in the list; typer would write `{FILE}...` and
-    `FILE <list[Path]>`. Give it to every command: `@app.command(cls=Command)`."""
+    `FILE <list[Path]>`; and which names the optional extra it needs when that is not installed. Give it to every
+    command: `@app.command(cls=Command)`."""
+
+    def invoke(self, ctx):
+        """Run the command, first refusing it in one line when an optional extra it needs is not installed
+        (inferwatch/extras.py)."""
+        from inferwatch import extras
+
+        words, level = [], ctx
+        while level.parent is not None:  # the words after `inferwatch`, whatever the program is called
+            words.append(level.info_name)
+            level = level.parent
+        command = " ".join(reversed(words))
+        extras.check(command)
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as err:
+            if (missing := extras.explain(err, command)) is not None:
+                raise missing from None
+            raise
 
     def collect_usage_pieces(self, ctx) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []

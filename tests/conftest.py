@@ -57,14 +57,6 @@ def need(tool: str) -> str:
     return path
 
 
-def _scope(item) -> str:
-    """xdist's unit of work under --dist loadgroup: the item's xdist_group, else the item alone."""
-    names = sorted(
-        {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
-    )
-    return "_".join(names) if names else item.nodeid
-
-
 def pytest_addoption(parser):
     group = parser.getgroup("inferwatch")
     group.addoption(
@@ -105,49 +97,61 @@ def _deselect_real_engine(config, items) -> None:
         items[:] = [item for item in items if id(item) not in gone]
 
 
-def pytest_collection_modifyitems(config, items):
-    """Order the work units for xdist's workers (each unit is a whole xdist_group or one test); xdist keeps this
-    order because pyproject's addopts turn its own reordering off (`--no-loadscope-reorder`: it would sort the
-    units by their number of tests, putting every one-test slow run behind all the grouped modules).
+# Each test file is one unit of work for xdist's workers (`--dist loadfile` in pyproject's addopts), so a module
+# fixture (a real Prometheus, a whole render) starts once, on one worker. The workers take the files in the order
+# given here (`--no-loadscope-reorder`: xdist would sort them by their number of tests): the longest first, by
+# the seconds each took in a recorded run (tests/durations.txt), files not recorded yet before them, so the
+# workers finish together. The table only orders; a stale one makes the suite a little slower, never wrong.
+# INFERWATCH_RECORD_DURATIONS=1 rewrites it from the run (the files it ran; the others keep their seconds).
+DURATIONS = ROOT / "tests" / "durations.txt"
+RECORD_DURATIONS = os.environ.get("INFERWATCH_RECORD_DURATIONS") == "1"
 
-    The suite is CPU-bound on two cores, except for the slow end-to-end runs, which mostly wait on real
-    processes (the demo, the multicluster run: ~105 s each at a few CPU seconds). Half the workers start with
-    them; the other half start with the single tests that run promtool (marked promtool), the CPU-bound part of
-    the suite, largest first (the slow property test, ~45 CPU seconds in two promtool processes), so both cores
-    are busy from the start. (The largest groups used to start there: their fixtures wait on Prometheus scrapes
-    while the slow runs wait too, leaving a core idle; collected last, the promtool tests ran four at once on two
-    cores at the end.)
-    xdist queues one more unit behind every worker at once, so right behind each slow run comes one of the last
-    single tests collected (quick pure-Python ones: a group would wait there for the slow run). Then the groups,
-    largest first, and the other single tests: small units at the end keep the workers finishing together.
-    """
+
+def _unit(nodeid: str, slow: bool) -> str:
+    """A file's part in one of the two runs: the fast suite, or the tests marked slow (`-m slow`)."""
+    return ("slow " if slow else "fast ") + nodeid.split("::", 1)[0]
+
+
+def read_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """`SECONDS fast|slow FILE` lines (# comments) as {"fast FILE": seconds}."""
+    table = {}
+    for line in path.read_text().splitlines() if path.exists() else ():
+        if line.strip() and not line.startswith("#"):
+            seconds, unit = line.split(None, 1)
+            table[unit.strip()] = float(seconds)
+    return table
+
+
+def pytest_collection_modifyitems(config, items):
     _deselect_real_engine(config, items)
-    workers = getattr(config, "workerinput", {}).get("workercount", 0)
-    units: dict[str, list] = {}
-    for item in items:
-        units.setdefault(_scope(item), []).append(item)
-    waiting, heavy, groups, singles = [], [], [], []
-    for unit in units.values():
-        promtool = len(unit) == 1 and unit[0].get_closest_marker("promtool") is not None
-        if any(i.get_closest_marker("slow") for i in unit) and promtool:
-            heavy.insert(0, unit)  # a slow test that computes rather than waits: the first of them
-        elif any(i.get_closest_marker("slow") for i in unit):
-            waiting.append(unit)
-        elif len(unit) > 1:
-            groups.append(unit)
-        else:
-            (heavy if promtool else singles).append(unit)
-    groups.sort(key=len, reverse=True)
-    first = min(len(waiting), max(1, workers // 2))
-    start = max(0, workers - first)
-    fillers = singles[len(singles) - first :]
-    order = (
-        waiting[:first]
-        + heavy[:start]
-        + fillers
-        + waiting[first:]
-        + heavy[start:]
-        + groups
-        + singles[: len(singles) - first]
-    )
-    items[:] = [item for unit in order for item in unit]
+    recorded = read_durations()
+    unknown = max(recorded.values(), default=0.0) + 1.0
+    items.sort(key=lambda item: -recorded.get(_unit(item.nodeid, item.get_closest_marker("slow") is not None), unknown))
+    if RECORD_DURATIONS:  # the report says which run a test is in (its keywords would also match an id "slow")
+        for item in items:
+            if item.get_closest_marker("slow"):
+                item.user_properties.append(("inferwatch_run", "slow"))
+
+
+_spent: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Each file's seconds (setup, call and teardown of its tests), on the process that runs the session (with
+    xdist, the controller, from every worker's reports)."""
+    if RECORD_DURATIONS:
+        unit = _unit(report.nodeid, ("inferwatch_run", "slow") in map(tuple, report.user_properties))
+        _spent[unit] = _spent.get(unit, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    if not RECORD_DURATIONS or hasattr(session.config, "workerinput") or not _spent:
+        return
+    table = {unit: s for unit, s in {**read_durations(), **_spent}.items() if (ROOT / unit.split(" ", 1)[1]).exists()}
+    lines = [f"{seconds:8.1f} {unit}" for unit, seconds in sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))]
+    header = [
+        "# Seconds each test file took (setup, call, teardown) in a recorded run, the fast suite's tests and the",
+        "# slow ones apart; tests/conftest.py hands the files to the xdist workers longest first. Rewritten by",
+        "# INFERWATCH_RECORD_DURATIONS=1 python -m pytest (and -m slow): only the files that ran change.",
+    ]
+    DURATIONS.write_text("\n".join(header + lines) + "\n")

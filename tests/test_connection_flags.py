@@ -17,8 +17,6 @@ from inferwatch.promapi import ApiError, Client, ClientOptions
 from inferwatch.promapi_flags import FLAGS
 from inferwatch.sim._demo import free_port
 
-pytestmark = pytest.mark.xdist_group("connection-flags")  # one guarded Prometheus for the module
-
 COMMANDS = ("triage", "canary", "doctor")
 CANARY = ("--model", "m", "--canary", 'version="v2"', "--stable", 'version="v1"')
 ARGS = {"triage": ("--since", "10m"), "canary": CANARY, "doctor": ("--no-alertmanager",)}

@@ -30,9 +30,6 @@ from inferwatch.dashboards import PANEL_NEEDS, build, has_data, panel_needs, sub
 from inferwatch.sim import LoadConfig, run_load
 from inferwatch.sim._demo import _compress
 
-# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
-pytestmark = pytest.mark.xdist_group("test_dashboards_data")
-
 MODELS = {"vllm": "llama-3-8b", "sglang": "qwen3-8b"}
 DCGM = [
     REAL_CAPTURES / "dcgm-exporter-4.4.1-4.6.0-lke-ai-conformance.txt",

@@ -23,7 +23,6 @@ from triage_tools import FIXTURES, api, load_manifest, recorded_prometheus
 from inferwatch.dashboards import build
 
 pytestmark = [
-    pytest.mark.xdist_group("test_dashboards_kinds"),
     pytest.mark.skipif(not (FIXTURES / "manifest.yaml").exists(), reason="no recording yet"),
 ]
 

@@ -19,8 +19,6 @@ from inferwatch.resources import data_path
 from inferwatch.slo import bucket_tables
 from inferwatch.triage import load_kinds, load_signals
 
-pytestmark = pytest.mark.xdist_group("test_dashboards_which_slow")
-
 TPOT = "llm_time_per_output_token_seconds"
 LABELS = 'namespace="ns", model="m", engine="vllm", pod="p"'
 PER_SCRAPE = 20  # requests finishing between two scrapes

@@ -19,9 +19,6 @@ from deploytools import alertmanager, validate_manifest
 from inferwatch.deploy import Config, parse_config, render, render_default
 from inferwatch.errors import SpecError
 
-# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
-pytestmark = pytest.mark.xdist_group("test_deploy")
-
 FULL = """\
 version: 1
 namespace: observability

@@ -30,8 +30,6 @@ from inferwatch.deploy._victoriametrics import VMALERT_EXTRA_ARGS
 from inferwatch.durations import parse_duration
 from inferwatch.sim._demo import free_port
 
-pytestmark = pytest.mark.xdist_group("test_deploy_vm")
-
 VM = {"version": 1, "backend": "victoriametrics"}
 MULTI = {
     **VM,

@@ -1,16 +1,21 @@
 """The Dockerfile of the image the rendered manifests name, read as text (no docker here to build it): a pinned
-python:3.11 slim base, a numeric non-root user equal to the manifests' runAsUser, `inferwatch` as entrypoint."""
+python:3.11 slim base, a numeric non-root user equal to the manifests' runAsUser, `inferwatch` as entrypoint, and
+the extras of the commands the manifests run."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-import tomllib
+from dataclasses import replace
 
+import yaml
 from conftest import ROOT
+from test_deploy import FULL
 
+from inferwatch.deploy import parse_config, render
 from inferwatch.deploy._workloads import UID
+from inferwatch.extras import EXTRAS, ROLES
 
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -57,13 +62,58 @@ def test_the_build_context_leaves_out_the_venv_and_git():
     assert {".git", ".venv", "tests"} <= set(ignored)
 
 
-def test_the_image_carries_every_optional_extra_by_default():
-    """The front door's OTLP export is an extra: an image without it fails `--otlp-endpoint` in the cluster."""
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    shipped = set(extras) - {"test"}
+def _default_extras() -> set[str]:
     default = next(args for op, args in _instructions() if op == "ARG" and args.startswith("EXTRAS="))
-    assert set(default.removeprefix("EXTRAS=").split(",")) == shipped
-    for extras_arg in ("otel", ""):  # what the shell in the RUN line makes of the argument
+    return set(default.removeprefix("EXTRAS=").split(","))
+
+
+def _commands_the_manifests_run() -> list[list[str]]:
+    """The argument lists of every container or service that runs the inferwatch image, for a config with every
+    part on (tests/test_deploy.py's FULL), rendered for Kubernetes and for compose with simulated engines."""
+    config = parse_config(yaml.safe_load(FULL), "full.yaml")
+    found = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if node.get("image") == config.image:
+                words = [*(node.get("command") or []), *(node.get("args") or [])]
+                found.append(words[1:] if words[:1] == ["inferwatch"] else words)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for target, cfg in (
+        ("kubernetes", config),
+        ("compose", replace(config, compose=replace(config.compose, simulate=True))),
+    ):
+        for name, text in render(cfg, target).items():
+            if name.endswith((".yaml", ".yml")):
+                for doc in yaml.safe_load_all(text):
+                    walk(doc)
+    return found
+
+
+def test_the_image_carries_the_extras_of_every_command_the_manifests_run_and_no_more():
+    """A role's command without its extra stops at once (inferwatch/extras.py): an image missing one fails in the
+    cluster. Triage and the build (pandas, matplotlib, grafanalib) run where the user is, not in the image."""
+    commands = _commands_the_manifests_run()
+    assert {words[0] for words in commands} >= {"exporter", "frontdoor", "simulate"}, commands
+    needed = set()
+    for words in commands:
+        role = next((" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in ROLES), None)
+        needed |= set(ROLES.get(role, ()))
+        if words[:2] == ["exporter", "gpu"]:
+            needed.add("gpu")  # the NVML backend (checked as it starts, not by ROLES)
+        if words[:1] == ["frontdoor"]:
+            needed.add("otel")  # --otlp-endpoint: a flag the user adds to the rendered manifest
+    assert needed == _default_extras()
+    assert set(EXTRAS) - needed == {"triage", "build"}
+
+
+def test_the_extras_argument_makes_the_install_spec():
+    for extras_arg in ("exporter", "exporter,otel", ""):  # what the shell in the RUN line makes of the argument
         spec = subprocess.run(
             ["sh", "-c", 'echo ".${EXTRAS:+[$EXTRAS]}"'], env={"EXTRAS": extras_arg}, capture_output=True, text=True
         ).stdout.strip()

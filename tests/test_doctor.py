@@ -17,9 +17,6 @@ from promtools import prometheus, query, serve, wait_for
 from inferwatch.deploy import render
 from inferwatch.deploy._config import Alerting, Config, FrontDoor
 
-# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
-pytestmark = pytest.mark.xdist_group("test_doctor")
-
 CONFIG = "version: 1\nfrontdoor: {enabled: false}\n"
 MODEL = "llama-3-8b"
 

@@ -28,8 +28,6 @@ from inferwatch.deploy._config import Alerting, Config, Dcgm, FrontDoor
 from inferwatch.deploy._doctor import run_checks
 from inferwatch.sim._demo import free_port
 
-pytestmark = pytest.mark.xdist_group("test_doctor_backends")
-
 MODEL = "llama-3-8b"  # the model the embedded defaults' cap names
 CONFIG = Config(
     frontdoor=FrontDoor(enabled=False),

@@ -20,8 +20,6 @@ from inferwatch.deploy._doctor import run_checks
 from inferwatch.deploy._files import check_files
 from inferwatch.deploy._relabel import apply, snake
 
-pytestmark = pytest.mark.xdist_group("test_doctor_real_configs")
-
 REAL = FIXTURES / "real-configs"
 RELABELINGS = "without the inferwatch relabelings"
 RELEASE = "lack release: kube-prometheus-stack"

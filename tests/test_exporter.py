@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -13,12 +14,13 @@ from promtools import free_port, serve, wait_for
 
 from inferwatch.exporters import split_families
 
-# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
-pytestmark = pytest.mark.xdist_group("test_exporter")
+_RELEASE = threading.Event()  # set when the module's exporter is gone
 
 
 def _hang(handler):
-    time.sleep(5)
+    """A target that never answers while the exporter runs: longer than any --timeout, whatever the machine's
+    speed (a fixed sleep would be a bet that the exporter gives up first)."""
+    _RELEASE.wait()
 
 
 def _garbage(handler):
@@ -72,6 +74,7 @@ def exporter():
         finally:
             proc.terminate()
             proc.wait(10)
+            _RELEASE.set()
 
 
 def _get(url):

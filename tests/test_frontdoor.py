@@ -640,7 +640,7 @@ def test_a_client_slower_than_the_idle_timeout_is_not_an_upstream_timeout():
             {"Content-Type": "application/json"},
         )
         response = connection.getresponse()
-        time.sleep(0.6)
+        time.sleep(0.6)  # the case itself: a client idle for three idle timeouts (no event to wait on)
         body = response.read()
         connection.close()
         assert len(body) > 32 << 20 and body.endswith(b"data: [DONE]\n\n")

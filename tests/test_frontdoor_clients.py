@@ -22,8 +22,6 @@ from test_frontdoor import ASK, METRICS, STEADY, client, frontdoor, outcomes, sc
 
 from inferwatch.sim import SimulatorConfig, make_app
 
-pytestmark = pytest.mark.xdist_group("frontdoor_clients")
-
 IDLE = 1.0  # the front door's idle timeout: also how long a stalled request body is waited for
 ORIGIN = "http://app.example"
 

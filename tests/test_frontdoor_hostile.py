@@ -22,8 +22,6 @@ from inferwatch.frontdoor._labels import Callers, Models, load_keys
 from inferwatch.frontdoor._metrics import worst_case_series
 from inferwatch.frontdoor._paths import allowed, normalized, parse_allowed
 
-pytestmark = pytest.mark.xdist_group("frontdoor_hostile")
-
 REAL_KEY, REAL_MODEL = "sk-real", "real-model"
 ASK = {"messages": [{"role": "user", "content": "hi"}]}
 

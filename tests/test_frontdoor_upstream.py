@@ -606,7 +606,7 @@ def _hold(door_url: str) -> float:
     """A client that reads a byte, then nothing for 0.3 s (the front door's relay pauses), then leaves; when."""
     with door_socket(door_url, rcvbuf=4096) as sock:
         sock.recv(1)
-        time.sleep(0.3)
+        time.sleep(0.3)  # the case itself: a client that stops reading; the relay's pause is not seen from outside
         left = time.monotonic()
     return left
 
@@ -645,7 +645,7 @@ def test_a_client_that_leaves_while_sending_its_request_is_counted_and_never_rea
                 b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b'Content-Length: 100000\r\n\r\n{"model": "m", '
             )
-            time.sleep(0.05)
+            time.sleep(0.05)  # for the head to be read: a handler waiting for the body shows nothing outside
         counted(door_url, {("cancelled", "499"): 1})
         assert (engine.connections, engine.requests) == (0, 0)
 

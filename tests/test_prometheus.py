@@ -16,9 +16,6 @@ from inferwatch.exporters import Normalizer, split_families
 from inferwatch.mappings import recording_rules, relabel_configs
 from inferwatch.yamlio import dump_yaml
 
-# its module fixture is costly (real processes, or a whole render): one xdist worker runs the module, so it runs once
-pytestmark = pytest.mark.xdist_group("test_prometheus")
-
 # plus dcgm-exporter edge values kept out of all_expositions() (a custom CSV with both clock-event names, every
 # reason bit, none, a bit above the nine known ones, DCGM blanks): the bit arithmetic is checked here, in all three
 FIXTURES = all_expositions() + sorted((EXPOSITIONS / "dcgm-edges").glob("*.txt"))

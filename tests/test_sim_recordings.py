@@ -9,8 +9,6 @@ import time
 import pytest
 from triage_tools import FIXTURES, SIGNALS, load_manifest, recorded_prometheus, window_means
 
-pytestmark = pytest.mark.xdist_group("triage-recording")
-
 # kind -> (signal, test, bound): "x>" the incident over the baseline above bound, "x<" below it, ">" / "<" the
 # incident's own value; loose on purpose (a re-recording moves the numbers), tight enough to name the kind
 EXPECTED = {

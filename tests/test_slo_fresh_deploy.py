@@ -18,8 +18,6 @@ from conftest import ROOT, need
 from promtools import prometheus, query, serve, wait_for
 from slo_fleet import Fleet, api, create_blocks, live_handler
 
-pytestmark = pytest.mark.xdist_group("slo_fresh_deploy")
-
 HEALTHY = ["chat-a", "chat-b", "code-c", "embed-d"]
 INCIDENT = "broken-e"
 BUDGETS = {"responsive": 0.01, "fast-enough": 0.05, "answered": 0.005}  # slo/defaults.yaml

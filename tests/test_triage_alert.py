@@ -20,7 +20,7 @@ from triage_tools import NEEDS_PROMETHEUS, series_of, series_prometheus
 
 from inferwatch.triage._window import iso
 
-pytestmark = [pytest.mark.xdist_group("triage-alert"), NEEDS_PROMETHEUS]
+pytestmark = NEEDS_PROMETHEUS
 
 CASES = {c.cls + ":" + "/".join(c.expect): c for c in library(0)}
 QUEUE, DECODE = CASES["kind:queueing"], CASES["kind:slow-decode"]

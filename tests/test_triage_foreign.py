@@ -37,7 +37,7 @@ from inferwatch.triage import Connection, Window, load_signals, rate_window, sig
 from inferwatch.triage._fetch import _frame
 from inferwatch.triage._sources import family_of, translate
 
-pytestmark = [pytest.mark.xdist_group("triage-foreign"), NEEDS_PROMETHEUS]
+pytestmark = NEEDS_PROMETHEUS
 
 MANIFEST = load_manifest()
 EXPECTED = MANIFEST["models"]

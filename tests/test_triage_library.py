@@ -16,7 +16,7 @@ from incident_library import CLASSES, library
 from library_score import result, served, table, verdicts
 from triage_tools import NEEDS_PROMETHEUS
 
-pytestmark = [pytest.mark.xdist_group("triage-library"), NEEDS_PROMETHEUS]
+pytestmark = NEEDS_PROMETHEUS
 
 BAR = 0.9  # the issue's: at least 90 % right top kind on incidents the team has not seen
 # the classes whose every case must be right: what on-call suffered most (issue 28, §1)

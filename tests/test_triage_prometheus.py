@@ -16,7 +16,7 @@ from triage_tools import NEEDS_PROMETHEUS
 from inferwatch.errors import InferwatchError
 from inferwatch.triage import Connection, Window, triage
 
-pytestmark = [pytest.mark.xdist_group("triage-prometheus"), NEEDS_PROMETHEUS]
+pytestmark = NEEDS_PROMETHEUS
 
 NOW = time.time() // 60 * 60 - 600
 INCIDENT = Window(NOW - 1200, NOW)

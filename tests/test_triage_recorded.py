@@ -15,7 +15,6 @@ import pytest
 from triage_tools import FIXTURES, load_manifest, recorded_prometheus
 
 pytestmark = [
-    pytest.mark.xdist_group("triage-recorded"),
     pytest.mark.skipif(not (FIXTURES / "manifest.yaml").exists(), reason="no recording yet"),
 ]
 

@@ -32,7 +32,7 @@ from inferwatch.mappings import sanitized
 from inferwatch.triage import Connection, load_signals, plot_report, render_text, to_json, triage
 from inferwatch.triage._plot import _series
 
-pytestmark = [pytest.mark.xdist_group("triage-shapes"), NEEDS_PROMETHEUS]
+pytestmark = NEEDS_PROMETHEUS
 
 MANIFEST = load_manifest()
 KINDS = MANIFEST["models"]

@@ -104,6 +104,14 @@ class PodResourcesClient:
     _asked: float = float("-inf")
     _problem: str | None = None  # the kind of the last failure, said once
 
+    def __post_init__(self) -> None:
+        # gRPC core's own INFO lines (a GOAWAY on each kubelet restart) would interleave with the exporter's
+        # log, where every failure is already said once: keep it to its errors unless the user set otherwise.
+        # Imported here, as the exporter starts, not first in the sampler thread: without grpcio the command
+        # stops with the gpu extra's one line (inferwatch/extras.py), not a failed pass after pass
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+        import grpc  # noqa: F401  # grpcio: gRPC over HTTP/2 is not code this project should write
+
     def devices(self) -> dict[str, tuple[Workload, ...]] | None:
         now = self.clock()
         if now - self._asked < self.ttl:
@@ -130,10 +138,7 @@ class PodResourcesClient:
         return self._index
 
     def _list(self) -> dict:
-        # gRPC core's own INFO lines (a GOAWAY on each kubelet restart) would interleave with the exporter's
-        # log, where every failure is already said once: keep it to its errors unless the user set otherwise
-        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-        import grpc  # grpcio: gRPC over HTTP/2 is not code this project should write
+        import grpc  # loaded by __post_init__
 
         if not os.path.exists(self.socket_path):
             raise _Failed("absent", "no such socket")

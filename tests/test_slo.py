@@ -460,10 +460,11 @@ TEMPLATED = {
 
 @pytest.mark.promtool
 def test_annotation_templates_render_every_label_the_alert_has(tmp_path):
-    """Prometheus renders `$labels` from the alert expression's labels only (service, slo, group_by): a label the
-    rule sets (tier, the user's team, alertname) or one the SLI's selectors fix (namespace="prod", as Pyrra puts
-    it on its alerts) is written out; one the alerts never carry (pod) renders empty and is warned of by name.
-    promtool renders the alerts for real: a slow burn's tickets and every missing-data case see these exact URLs."""
+    """Prometheus renders `$labels` from the alert expression's labels only (group_by; a page reading its windows
+    from the raw counters carries no service or slo): a label the rule sets (service, tier, the user's team,
+    alertname) or one the SLI's selectors fix (namespace="prod", as Pyrra puts it on its alerts) is written out;
+    one the alerts never carry (pod) renders empty and is warned of by name. promtool renders the alerts for real:
+    an outage's pages, a slow burn's tickets and every missing-data case see these exact URLs."""
     need("promtool")
     spec = parse_spec(TEMPLATED, "templated.yaml")
     files, warnings = render_files(compile_spec(spec))
@@ -475,15 +476,16 @@ def test_annotation_templates_render_every_label_the_alert_has(tmp_path):
     _write(tmp_path, files)
     test_file = tmp_path / "tests" / "web.errors.test.yaml"
     doc = yaml.safe_load(test_file.read_text())
-    # a slow burn (ticket tiers) and the missing-data cases: 2 s of promtool, where the whole file takes 12 s
+    # an outage (pages), a slow burn (ticket tiers) and the missing-data cases: a few s of promtool, not the file's 12
     cases = [
         c
         for c in doc["tests"]
-        if "opens a ticket" in c["name"]
+        if "total outage fires page_fast" in c["name"]
+        or "opens a ticket" in c["name"]
         or "fire LLMSLIDataMissing" in c["name"]
         or "fires LLMSLIDataMissing" in c["name"]
     ]
-    assert len(cases) == 5
+    assert len(cases) == 6
     test_file.write_text(yaml.safe_dump({**doc, "tests": cases}))
     url = "https://g/d?ns=prod&model={}&tier={}&team=infra {{{{&svc=web&alert={}&pod="
     rendered = {
@@ -495,6 +497,7 @@ def test_annotation_templates_render_every_label_the_alert_has(tmp_path):
         for a in c["exp_alerts"]
     }
     assert {k[0] for k in rendered} == {"LLMErrorBudgetBurn", "LLMSLIDataMissing"}
+    assert {k[2] for k in rendered} >= {"page_fast", "ticket_fast"}
     assert ("LLMSLIDataMissing", "", "") in rendered  # no series at all: no group is known
     for (alert, model, tier), dashboard in rendered.items():
         assert dashboard == url.format(model, tier, alert)

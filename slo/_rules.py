@@ -83,6 +83,7 @@ BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
 DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RUNBOOKS.md"
 MISSING_LOOKBACK = "1h"  # a vanished source or group is named this long; then it is just "absent"
+MISSING_SECONDS = Fraction(3600)  # the same, in seconds
 HISTORY_LOOKBACK = "1h"  # a tier's history guard takes any sample this long before its history
 FRESH_SECONDS = 90  # the 5m-rate fallback counts a series only while its last sample is this recent:
 # one 1m scrape interval plus slack for a late scrape
@@ -567,8 +568,14 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
 
 
 def _missing_alert(spec: Spec, objective: Objective) -> dict:
-    total = _ref(spec, objective, TOTAL_1M)
-    good = _ref(spec, objective, GOOD_1M)
+    """Reads no record of its own evaluation, as the pages (`reads_counts_inline`): this minute's counts are
+    computed here (on Prometheus the values of the records beside them), the earlier minutes' read through
+    `offset` half a minute, so a ruler that sees a record one evaluation late (vmalert) pages on the same data."""
+    total, good = _total_expr(spec, objective), _good_expr(spec, objective)
+    earlier = (
+        f"max_over_time({_ref(spec, objective, TOTAL_1M)}[{format_duration(MISSING_SECONDS - BASE / 2)}] "
+        f"offset {format_duration(BASE / 2)})"
+    )
     raw = _total_selector(spec, objective).render()
     by = f"group by ({', '.join(dict.fromkeys([*spec.group_by, 'job', 'instance', 'target']))})"
     # the sources that served the SLI within the hour and serve it no more, from the raw series
@@ -578,10 +585,10 @@ def _missing_alert(spec: Spec, objective: Objective) -> dict:
     # selector's equality labels, so the alert keeps the labels it always had
     expr = (
         f"group(absent_over_time({raw}[{MISSING_LOOKBACK}]))\n"
-        f"or ({total} unless {good})\n"
+        f"or ((\n  {total}\n) unless {_on(spec)} (\n  {good}\n))\n"
         f"or ({gone}\n    and on (job, instance) (up == 0))\n"
         f"or ({gone}\n    and on (job, instance, target) (inferwatch_exporter_target_up == 0))\n"
-        f"or (max_over_time({total}[{MISSING_LOOKBACK}]) unless {total})"
+        f"or ({earlier} unless {_on(spec)} (\n  {total}\n))"
     )
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: SLI data missing",

@@ -21,9 +21,9 @@ and the alerts, and a long-window group evaluated every 10 minutes.
    over the SLO window (`llm_slo:sli:ratio`, dashboards only) is summed every 10 minutes. A window without
    events records nothing rather than NaN.
 3. Burn-rate alerts, one per tier (`LLMErrorBudgetBurn`), each needing enough
-   events in its long window that `min_bad_events` bad requests cannot fire it. The page tiers sum their
-   windows from the per-minute counts themselves (one hop of records: on vmalert, which sees a record one
-   evaluation late, a page comes one evaluation after Prometheus', not two). Where the long window is no
+   events in its long window that `min_bad_events` bad requests cannot fire it. The page tiers compute their
+   windows themselves and read no record of the same evaluation (`reads_counts_inline`): on vmalert, which sees
+   a record one evaluation late, a page reads the same data as on Prometheus. Where the long window is no
    tier's short window, the guard is the window ratio's own denominator (`>= N`, recorded and raw alike: no
    ratio at all below N events), so the alert sums nothing inline; elsewhere (6h) the alert sums the
    per-minute counts of its long window. A tier with a `history` in tiers.yaml (the tickets: 2h) fires only for
@@ -32,8 +32,9 @@ and the alerts, and a long-window group evaluated every 10 minutes.
    good-event series (a latency threshold with no bucket), a target that
    served the SLI now failing its scrape, or a group whose series vanished.
 5. Label templates. An annotation's `{{ $labels.X }}` is rendered by Prometheus from the labels of the alert's
-   expression only (service, slo and the group_by labels), not from the rule's own labels. So where X is a label
-   the rule sets (tier, severity, the user's labels, alertname) or one that every series of the SLI holds at one
+   expression only (the group_by labels; a page read from the raw counters carries no service or slo), not from
+   the rule's own labels. So where X is a label the rule sets (service, slo, tier, severity, the user's labels,
+   alertname) or one that every series of the SLI holds at one
    value (an equality matcher of its total, which Pyrra puts on its alerts), the value is written out; any
    other X would render empty and is a warning.
 """
@@ -73,6 +74,8 @@ __all__ = [
     "folded_guard",
     "guarded_windows",
     "reads_counts_inline",
+    "records_read_now",
+    "record_hops",
     "triage_command",
 ]
 
@@ -80,6 +83,7 @@ BURN_ALERT = "LLMErrorBudgetBurn"
 MISSING_ALERT = "LLMSLIDataMissing"
 DEFAULT_RUNBOOKS = "https://github.com/inferwatch/inferwatch/blob/main/alerts/RUNBOOKS.md"
 MISSING_LOOKBACK = "1h"  # a vanished source or group is named this long; then it is just "absent"
+MISSING_SECONDS = Fraction(3600)  # the same, in seconds
 HISTORY_LOOKBACK = "1h"  # a tier's history guard takes any sample this long before its history
 FRESH_SECONDS = 90  # the 5m-rate fallback counts a series only while its last sample is this recent:
 # one 1m scrape interval plus slack for a late scrape
@@ -395,23 +399,66 @@ def ratio_ref(spec: Spec, objective: Objective, seconds) -> str:
 
 
 def reads_counts_inline(tier) -> bool:
-    """A tier whose windows all fall back to the raw counters inline (both up to 6h: the page tiers) sums the
-    per-minute counts in its own expression instead of reading the window ratios recorded beside it. A ruler
-    that evaluates each rule on what the previous ones wrote only once it is stored (vmalert: remote write,
-    then the query API) sees a record one evaluation late; counts -> ratio -> alert would make that two. So a
-    page reads one hop of records on every ruler: on Prometheus the counts of the same evaluation, on vmalert
-    those of the one before (one interval later). Slower tiers read the ratios (two hops: they wait hours
-    anyway)."""
+    """A tier whose windows all fall back to the raw counters inline (both up to 6h: the page tiers) computes its
+    windows in its own expression, reading no record of the same evaluation: the recorded per-minute counts of
+    the minutes before this one (`offset` half a minute: this evaluation's own count is left out on every
+    ruler), this minute's count from the raw counters beside them, and, while the counts do not cover the
+    window yet, the raw window itself. A ruler that evaluates each rule on what the previous ones wrote only
+    once it is stored (vmalert: remote write, then the query API) sees a record one evaluation late; a page
+    reads the same data there as on Prometheus, so it comes at most one interval apart (the rulers' phases).
+    Slower tiers read the recorded window ratios (two hops: they wait hours anyway)."""
     return raw_fallback_inline(tier.long) and raw_fallback_inline(tier.short)
 
 
+def records_read_now(expr: str, records) -> set[str]:
+    """The names among `records` that `expr` reads at its own evaluation's instant: each one a record written in
+    the same evaluation on Prometheus and one evaluation late on vmalert (a hop). A read through `offset` takes
+    earlier evaluations' records, the same on both."""
+    read = set()
+    for name in records:
+        pattern = re.escape(name) + r"(?![\w:])(?:\{[^}]*\})?(?:\[[^\]]*\])?(\s+offset\b)?"
+        if any(match.group(1) is None for match in re.finditer(pattern, expr)):
+            read.add(name)
+    return read
+
+
+def record_hops(expr: str, records: dict[str, str]) -> int:
+    """How many records deep `expr` reads at its own instant, `records` being its group's {record: expression}:
+    the evaluations a ruler that sees a record one evaluation late (vmalert) lags behind Prometheus on it."""
+    return max((1 + record_hops(records[name], records) for name in records_read_now(expr, records)), default=0)
+
+
+def _fresh_sum(spec: Spec, objective: Objective, name: str, now: str, seconds, alone: bool = False) -> str:
+    """A window's events, W/1m minutes, as fresh on every ruler as the raw counters: the recorded counts of the
+    W/1m - 1 minutes before this one (`[W-1m] offset 30s`, which leaves out a count stamped now on Prometheus and
+    takes the previous evaluation's whatever its jitter) plus this minute's count computed here; a group with no
+    count now (its series vanished) keeps its recorded minutes, as the recorded window does; `alone`: a group with
+    no earlier record (the first minute after a deployment) has this minute's count (the ratios need no such case:
+    they read these sums only once the counts cover the window)."""
+    recorded = (
+        f"sum_over_time({_ref(spec, objective, name)}[{format_duration(seconds - BASE)}] "
+        f"offset {format_duration(BASE / 2)})"
+    )
+    first = f"\n  or {_on(spec)} (\n  {now}\n)" if alone else ""
+    return f"({recorded} + {_on(spec)} (\n  {now}\n)\n  or {_on(spec)} {recorded}{first})"
+
+
+def _fresh_ratio(spec: Spec, objective: Objective, seconds) -> str:
+    """The window's error ratio from fresh sums (`_fresh_sum`): on Prometheus exactly the recorded ratio of this
+    evaluation, sums over sums."""
+    good = _fresh_sum(spec, objective, GOOD_1M, _good_expr(spec, objective), seconds)
+    total = _fresh_sum(spec, objective, TOTAL_1M, _total_expr(spec, objective), seconds)
+    return f"clamp(1 - {good}\n  / ({total} {_enough(spec, objective, seconds)}), 0, 1)"
+
+
 def _alert_ratio(spec: Spec, objective: Objective, seconds, inline: bool) -> str:
-    """The window's error ratio as an alert reads it: the recorded ratio, or (inline) the ratio summed here
-    from the per-minute counts where they cover the window, else the recorded ratio (its raw fallback)."""
+    """The window's error ratio as an alert reads it: the recorded ratio, or (inline) the fresh ratio where the
+    per-minute counts cover the window, else the raw counters' ratio, both computed here: on Prometheus the values
+    the window's record holds in the same evaluation."""
     if not inline:
         return ratio_ref(spec, objective, seconds)
-    recorded = f"{_recorded_ratio(spec, objective, seconds)}\n  and {_on(spec)} {_covered(spec, objective, seconds)}"
-    return f"(\n  {recorded}\n  or {_on(spec)} {ratio_ref(spec, objective, seconds)}\n)"
+    fresh = f"{_fresh_ratio(spec, objective, seconds)}\n  and {_on(spec)} {_covered(spec, objective, seconds)}"
+    return f"(\n  {fresh}\n  or {_on(spec)}\n  {_raw_ratio(spec, objective, seconds)}\n)"
 
 
 # --- stage 3: burn-rate alerts -----------------------------------------------------------------------------
@@ -478,13 +525,18 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
     long_w, short_w = window_name(m.tier.long), window_name(m.tier.short)
     threshold = decimal(m.threshold)
     inline = reads_counts_inline(m.tier)
+    both = f"and {_on(spec)}" if inline else "and"  # inline, a window read from the raw counters has no service/slo
     expr = (
         f"{_alert_ratio(spec, objective, m.tier.long, inline)} > {threshold}\n"
-        f"and {_alert_ratio(spec, objective, m.tier.short, inline)} > {threshold}"
+        f"{both} {_alert_ratio(spec, objective, m.tier.short, inline)} > {threshold}"
     )
     guard = folded_guard(spec, objective, m.tier.long)
     if guard is None or guard < m.min_events:  # not folded into the long window's ratio: summed here
-        expr += f"\nand sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}]) >= {m.min_events}"
+        if inline:
+            total = _fresh_sum(spec, objective, TOTAL_1M, _total_expr(spec, objective), m.tier.long, alone=True)
+        else:
+            total = f"sum_over_time({_ref(spec, objective, TOTAL_1M)}[{_span(m.tier.long)}])"
+        expr += f"\n{both} {total} >= {m.min_events}"
     if m.history:
         expr += f"\n{_history_guard(spec, objective, m)}"
     annotations = {
@@ -516,8 +568,14 @@ def _burn_alert(spec: Spec, objective: Objective, m: TierMath) -> dict:
 
 
 def _missing_alert(spec: Spec, objective: Objective) -> dict:
-    total = _ref(spec, objective, TOTAL_1M)
-    good = _ref(spec, objective, GOOD_1M)
+    """Reads no record of its own evaluation, as the pages (`reads_counts_inline`): this minute's counts are
+    computed here (on Prometheus the values of the records beside them), the earlier minutes' read through
+    `offset` half a minute, so a ruler that sees a record one evaluation late (vmalert) pages on the same data."""
+    total, good = _total_expr(spec, objective), _good_expr(spec, objective)
+    earlier = (
+        f"max_over_time({_ref(spec, objective, TOTAL_1M)}[{format_duration(MISSING_SECONDS - BASE / 2)}] "
+        f"offset {format_duration(BASE / 2)})"
+    )
     raw = _total_selector(spec, objective).render()
     by = f"group by ({', '.join(dict.fromkeys([*spec.group_by, 'job', 'instance', 'target']))})"
     # the sources that served the SLI within the hour and serve it no more, from the raw series
@@ -527,10 +585,10 @@ def _missing_alert(spec: Spec, objective: Objective) -> dict:
     # selector's equality labels, so the alert keeps the labels it always had
     expr = (
         f"group(absent_over_time({raw}[{MISSING_LOOKBACK}]))\n"
-        f"or ({total} unless {good})\n"
+        f"or ((\n  {total}\n) unless {_on(spec)} (\n  {good}\n))\n"
         f"or ({gone}\n    and on (job, instance) (up == 0))\n"
         f"or ({gone}\n    and on (job, instance, target) (inferwatch_exporter_target_up == 0))\n"
-        f"or (max_over_time({total}[{MISSING_LOOKBACK}]) unless {total})"
+        f"or ({earlier} unless {_on(spec)} (\n  {total}\n))"
     )
     annotations = {
         "summary": f"{spec.service}/{objective.name}{_group_phrase(spec)}: SLI data missing",
@@ -585,7 +643,7 @@ def _write_out_labels(spec: Spec, objective: Objective, alerts: list[dict]) -> l
     """Write out each annotation's `{{ $labels.X }}` whose X the alert's expression does not carry but whose
     value is known: a label the rule sets (Prometheus sets those after rendering the annotations) or one fixed
     by the SLI's selectors. Warns of the X that render empty on every alert of the objective."""
-    carried = {BURN_ALERT: {"service", "slo", *spec.group_by}, MISSING_ALERT: set(spec.group_by)}
+    carried = {BURN_ALERT: set(spec.group_by), MISSING_ALERT: set(spec.group_by)}
     fixed = {k: literal(v) for k, v in _fixed_labels(spec, objective).items()}
     written: set[tuple[str, str]] = set()  # (annotation, label) written out on at least one alert
     unknown: set[tuple[str, str]] = set()  # (annotation, label) left to render empty on at least one alert

@@ -55,6 +55,7 @@ from inferwatch.sim._demo import (
     start_stack,
 )
 from inferwatch.sim._load import LoadConfig, run_load
+from inferwatch.slo._rules import record_hops
 
 SCRAPE_S = 2  # the demo's scrape interval, for Prometheus and vmagent alike
 EVAL_S = 2  # the demo's evaluation_interval: the groups without an interval of their own (operational, mappings)
@@ -70,8 +71,9 @@ BASELINE_S = 30  # healthy load first: triage's baseline
 OPERATIONAL_SCALE = 20
 
 # The alerts' extra delay on vmalert that slo/README.md ("On VictoriaMetrics") states: a rule reads a record of its
-# own group one evaluation late, and the two rulers evaluate at unrelated moments of the interval, so an alert
-# reading `hops` records comes between one interval before and hops + 1 intervals after Prometheus'.
+# own group's same evaluation one evaluation late, and the two rulers evaluate at unrelated moments of the interval,
+# so an alert reading `hops` records deep (slo._rules.records_read_now; 0 for the SLO pages, which read earlier
+# evaluations' records only) comes between one interval before and hops + 1 intervals after Prometheus'.
 # On top: the scrapes (vmagent and Prometheus scrape at moments of their own), vmalert's remote-write flush and the
 # store's search latency (-remoteWrite.flushInterval, -search.latencyOffset: 1 s each here) and this test's polling.
 SLACK_S = SCRAPE_S + 1 + 1 + 2 * POLL_S
@@ -230,26 +232,28 @@ class Load:
         self.thread.join(10)
 
 
-def _delays(paths: list[str]) -> dict[str, tuple[int, float]]:
-    """{alert name: (records of its own group it reads, its group's interval in s)}: what its extra delay on vmalert
-    is made of."""
+def _delays(paths: list[str]) -> dict[tuple[str, str], tuple[int, float]]:
+    """{(alert name, tier): (how many records of its own group deep it reads at its own instant, its group's interval
+    in s)}: what its extra delay on vmalert is made of (the SLO pages read none, tickets two)."""
     from inferwatch.durations import parse_duration
 
-    out: dict[str, tuple[int, float]] = {}
+    out: dict[tuple[str, str], tuple[int, float]] = {}
     for path in paths:
         for group in yaml.safe_load(Path(path).read_text())["groups"]:
             interval = parse_duration(group["interval"]) if "interval" in group else EVAL_S
-            records = [r["record"] for r in group["rules"] if "record" in r]
+            records = {r["record"]: r["expr"] for r in group["rules"] if "record" in r}
             for rule in group["rules"]:
                 if "alert" in rule:
-                    hops = int(any(r in rule["expr"] for r in records))
-                    out[rule["alert"]] = max(out.get(rule["alert"], (0, 0.0)), (hops, interval))
+                    hops = record_hops(rule["expr"], records)
+                    name = (rule["alert"], rule.get("labels", {}).get("tier", ""))
+                    out[name] = max(out.get(name, (0, 0.0)), (hops, interval))
     return out
 
 
-def _allowed(delays: dict[str, tuple[int, float]], key: tuple) -> tuple[float, float]:
+def _allowed(delays: dict[tuple[str, str], tuple[int, float]], key: tuple) -> tuple[float, float]:
     """(how much earlier, how much later) vmalert may fire `key` than Prometheus, in seconds."""
-    hops, interval = delays[dict(key)["alertname"]]
+    labels = dict(key)
+    hops, interval = delays[labels["alertname"], labels.get("tier", "")]
     return interval + SLACK_S, (hops + 1) * interval + SLACK_S
 
 

@@ -103,7 +103,9 @@ SCRIPT = [
     Phase(
         "normal",
         60,
-        25,
+        # long enough, before the queue, for the page's triage to take as its baseline (the window the alert gives
+        # spans the stack's whole life: the normal time before the onset is the only baseline there is)
+        40,
         {VLLM_MODEL: "normal", SGLANG_MODEL: "normal"},
         "both engines healthy: note running against the cap, KV cache and TTFT",
     ),
@@ -522,7 +524,9 @@ async def _drive(
 ) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]], dict[str, list[str]]]:
     """Load through the front doors (base_urls), scenarios set on the engines (engine_urls); in --short (`short`)
     a phase ends once the alerts it shows have fired during it. When PAGE fires, its annotation's triage command
-    runs as pasted at the end of that phase; the last item is what it named ({model: kinds}, empty if not run)."""
+    runs as pasted at the end of that phase (its scenario still on: the first minute of a queue reads as the
+    slower steps that cause it, the queue's share of request time still low); the last item is what it named
+    ({model: kinds}, empty if it did not run)."""
     # arrivals until the script ends (the loads are cancelled then): triage between phases takes time of its own
     total = sum(script_seconds) + LOAD_SLACK_S
     samples: dict[str, list[Sample]] = {m: [] for m in base_urls}
@@ -538,7 +542,7 @@ async def _drive(
     seen: dict[tuple, str] = {}
     fired: set = set()
     windows: dict[str, tuple[float, float]] = {}
-    command, paging, paged = None, None, None
+    command, paged = None, None
     started = time.monotonic()
     for phase, seconds in zip(SCRIPT, script_seconds, strict=True):
         if not seconds:
@@ -568,10 +572,8 @@ async def _drive(
             for line in await asyncio.to_thread(_status, prom, samples, now):
                 say(line)
             seen = _note_alerts(await asyncio.to_thread(_alerts, prom), seen, fired, fired_here, say)
-            if command is None and _matches(PAGE, fired_here):  # on-call pastes the page's command now
+            if command is None and _matches(PAGE, fired_here):  # the page's command, as its annotation says it
                 command = await asyncio.to_thread(page_command, prom, PAGE)
-                if command is not None:
-                    paging = asyncio.ensure_future(asyncio.to_thread(triage_from_page, command))
             if _phase_shown(phase, short, fired_here, say):
                 break
         windows[phase.name] = (windows[phase.name][0], time.monotonic())
@@ -580,8 +582,8 @@ async def _drive(
         else:  # the incident judged by `inferwatch triage` against the normal phase
             for line in await asyncio.to_thread(_triage_lines, prom, normal, (wall_start, time.time())):
                 say(line)
-        if paging is not None and paged is None:  # what the page's own command answered, run as it paged
-            paged = await paging
+        if command is not None and paged is None:  # on-call pastes it as the phase ends, the incident still on
+            paged = await asyncio.to_thread(triage_from_page, command)
             for line in paged.lines:
                 say(line)
     for load in loads:

@@ -57,6 +57,8 @@ def find_onset(t: np.ndarray, x: np.ndarray, floor: float) -> float | None:
     if stat[best] < ONSET_T or diff[best] < math.log(ONSET_RATIO):
         return None
     split = int(k[best])
+    if split == MIN_SEGMENT:  # at the search's edge: the rise may begin before any before could be seen
+        return None
     before = y[:split]
     normal = before.mean() + NORMAL_BAND * max(before.std(), 1e-3)
     j = split

@@ -9,7 +9,7 @@ from itertools import pairwise
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
 from inferwatch.triage._judge import MISSING_SHARE, Evidence, Finding, judge
-from inferwatch.triage._onset import Onset, onsets
+from inferwatch.triage._onset import MIN_SEGMENT, Onset, onsets
 from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names, translate
@@ -38,8 +38,9 @@ CORE_SERIES = (
 # why a model's baseline ends where it does: before the onset its series show (_onset)
 BEFORE_ONSET = "ends before the onset"  # the window held the incident's start
 INSIDE_ONSET = "the incident's time before the onset"  # no earlier data: a deployment younger than the window
-# the least baseline left once cut at an onset, in steps and in rate windows: else the cut is not made
-MIN_BASELINE_STEPS, MIN_BASELINE_RATES = 10, 2
+# the least baseline left once cut at an onset, in rate windows (and in steps: as many as a level needs in the
+# change point, MIN_SEGMENT): else the cut is not made
+MIN_BASELINE_RATES = 2
 # the families that can be read under the sources' own names
 ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
 
@@ -321,7 +322,7 @@ def _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step: float,
         return {}
     found = onsets(span, signals, since)
     readings = {0: base, 2: rest[0] if rest else None}
-    least = max(MIN_BASELINE_STEPS * step, MIN_BASELINE_RATES * lookback)
+    least = max(MIN_SEGMENT * step, MIN_BASELINE_RATES * lookback)
     felt = [s.name for s in signals if s.felt]
     out = {}
     for model, onset in found.items():

@@ -11,6 +11,9 @@ have data. To fit in minutes, Prometheus evaluates
 the SLO rules every 10 s and waits a tenth of each alert's `for:` (and of the
 GPU alert's averaging window). In `--short`, a phase that shows an alert ends at
 the first poll after that alert fired (at the latest after its short length).
+When the incident pages, the `inferwatch triage` command of the page's
+annotation runs as pasted (_demo_page.py); `--headless` fails unless it names
+the incident's kind.
 It ends by asking the overview's goodput, cost and autoscaling rows whether they are
 live (_demo_rows.py) and by running doctor on its own stack. `--canary` plays another
 story instead (_demo_canary.py). Every process it started is stopped on exit or Ctrl-C.

@@ -38,9 +38,6 @@ CORE_SERIES = (
 # why a model's baseline ends where it does: before the onset its series show (_onset)
 BEFORE_ONSET = "ends before the onset"  # the window held the incident's start
 INSIDE_ONSET = "the incident's time before the onset"  # no earlier data: a deployment younger than the window
-# the least baseline left once cut at an onset, in rate windows (and in steps: as many as a level needs in the
-# change point, MIN_SEGMENT): else the cut is not made
-MIN_BASELINE_RATES = 2
 # the families that can be read under the sources' own names
 ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
 
@@ -322,7 +319,9 @@ def _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step: float,
         return {}
     found = onsets(span, signals, since)
     readings = {0: base, 2: rest[0] if rest else None}
-    least = max(MIN_SEGMENT * step, MIN_BASELINE_RATES * lookback)
+    # the least baseline left once cut, else no cut: a rate window, then as many steps of rates as a level needs
+    # in the change point
+    least = lookback + MIN_SEGMENT * step
     felt = [s.name for s in signals if s.felt]
     out = {}
     for model, onset in found.items():

@@ -435,7 +435,8 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
         client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2, chosen.end], raw
     )
     # a baseline without any data does not set the step: the incident's own time before its onset may serve
-    step = choose_step(incident, *([chosen] if filled else []), *([fallback] if fallback else []))
+    windows = (chosen, incident, *([fallback] if fallback else []))
+    step = choose_step(incident, *([chosen] if filled else []), *([fallback] if fallback else []), fetched=windows)
     rate = rate_window(step, interval, min(incident.seconds, chosen.seconds))
     lookback = float(rate.rstrip("s"))
     fresh = f"{math.ceil(FRESH_SCRAPES * interval)}s"
@@ -445,7 +446,6 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
         warnings.append(
             f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-vocabulary series"
         )
-    windows = (chosen, incident, *([fallback] if fallback else []))
     frames = fetch_windows(client, conn.url, queries, windows, step, warnings)
     frames, units = split_deployments(frames)
     base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows, strict=True))

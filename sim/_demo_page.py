@@ -16,7 +16,7 @@ import urllib.request
 __all__ = ["page_command", "triage_from_page", "PageVerdict", "COMMAND"]
 
 COMMAND = re.compile(r"`(inferwatch triage [^`]*)`")  # how an annotation quotes the command
-TIMEOUT_S = 120.0  # one triage of a few minutes of data; a wedged child must not hang the demo
+TIMEOUT_S = 300.0  # one triage of a few minutes of data takes seconds; a wedged child must not hang the demo
 
 
 def page_command(prom: str, labels: dict[str, str]) -> str | None:

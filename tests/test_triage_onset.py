@@ -16,7 +16,7 @@ from incident_library import INCIDENT, Case, Incident, case_series
 from triage_tools import NEEDS_PROMETHEUS, series_prometheus
 
 from inferwatch.triage._onset import find_onset
-from inferwatch.triage._triage import INSIDE_ONSET
+from inferwatch.triage._triage import BEFORE_ONSET, INSIDE_ONSET
 from inferwatch.triage._window import iso
 
 T = np.arange(0.0, 3900.0, 30.0)
@@ -101,3 +101,44 @@ def test_a_deployment_born_in_its_window_is_judged_against_its_time_before_the_o
     assert model["baseline"]["why"] == INSIDE_ONSET and model["baseline"]["start"] >= iso(INCIDENT[0] + BORN)
     assert model["baseline"]["end"] == model["incident"]["start"] < onset
     assert model["incident"]["end"] == iso(INCIDENT[1]) and model["enough_data"]
+
+
+@pytest.mark.xdist_group("triage-onset")
+@NEEDS_PROMETHEUS
+def test_the_issues_queue_since_5m_with_the_hour_before_holding_its_first_2_minutes():
+    """Issue 28: a queue of seven minutes, `--since 5m` on a Prometheus younger than a day; the hour before held
+    its first two minutes. That baseline now ends before the onset, and the queue is compared with normal."""
+    began, since = 1380.0, 1500.0  # the queue, the window asked for: seconds after T0
+    case = Case(
+        "onset-since-5m",
+        "onset",
+        ("queueing",),
+        seed=11,
+        scrape=15,
+        gpu="none",
+        no_yesterday=True,
+        load=0.55,
+        incidents=(Incident(start=began, ramp=30, rate=1.3 / 0.55),),
+        patience=30.0,
+    )
+    start, end = INCIDENT[0] + since, INCIDENT[0] + since + 300
+    with (
+        tempfile.TemporaryDirectory(prefix="triage-onset-") as tmp,
+        series_prometheus(case_series(case), Path(tmp)) as url,
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "inferwatch", "triage", "--prometheus", url, "--json"]
+            + ["--start", str(start), "--end", str(end)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    model = report["models"][0]
+    assert report["baseline"] == {"start": iso(start - 3600), "end": iso(start)}  # the hour before, as asked
+    assert [k["kind"] for k in model["kinds"]][:1] == ["queueing"], model
+    assert iso(INCIDENT[0] + began) <= model["onset"]["at"] <= iso(INCIDENT[0] + began + 90), model["onset"]
+    assert model["baseline"] == {"start": iso(start - 3600), "end": model["baseline"]["end"], "why": BEFORE_ONSET}
+    assert model["baseline"]["end"] < iso(INCIDENT[0] + began)
+    assert "incident" not in model  # the incident is the window asked for

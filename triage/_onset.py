@@ -31,7 +31,7 @@ SHARE_FLOOR = 0.01  # the floor of a share without one (error shares, KV usage):
 class Onset:
     at: float  # Unix seconds: the first step above the normal range
     signals: tuple[str, ...]  # the signals whose change point this is (the earliest first)
-    before: float = 0.0  # Unix seconds: the first step with data (where a before could start)
+    before: float = 0.0  # Unix seconds: the model's first step with data (of an onset signal): where a before starts
 
 
 def find_onset(t: np.ndarray, x: np.ndarray, floor: float) -> float | None:
@@ -95,7 +95,8 @@ def onsets(frame, signals, since: float | None = None) -> dict[str, Onset]:
     if frame is None or not len(frame):
         return {}
     wanted = [s for s in signals if s.onset]
-    by_signal = dict(tuple(frame[frame["signal"].isin([s.name for s in wanted])].groupby("signal", sort=False)))
+    frame = frame[frame["signal"].isin([s.name for s in wanted])]
+    by_signal = dict(tuple(frame.groupby("signal", sort=False)))
     found: dict[str, list[tuple[float, str]]] = {}
     for signal in wanted:
         for model, (t, x) in _series(by_signal.get(signal.name), signal).items():

@@ -312,12 +312,17 @@ def _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step: float,
 
     k = _contiguous(windows)
     incident = windows[1]
-    parts = [frames[1]] if k is None else [frames[k][frames[k]["t"] < incident.start], frames[1]]
-    span = pd.concat([p for p in parts if p is not None and len(p)]) if any(len(p) for p in parts) else None
-    since = incident.start if k is None else windows[k].start
-    if span is None:
+    before_it = [] if k is None else [frames[k][frames[k]["t"] < incident.start]]
+    # only the onset signals' rows are searched: the frames of 100 models over a day are large, a copy costs
+    names = {s.name for s in signals if s.onset}
+    parts = [p[p["signal"].isin(names)] for p in [*before_it, frames[1]] if p is not None and len(p)]
+    if not parts:
         return {}
-    found = onsets(span, signals, since)
+    found = onsets(pd.concat(parts), signals, incident.start if k is None else windows[k].start)
+
+    def rows(model):  # every signal of one model over the span, only where a window is cut
+        return pd.concat([p[p["model"] == model] for p in [*before_it, frames[1]] if p is not None and len(p)])
+
     readings = {0: base, 2: rest[0] if rest else None}
     # the least baseline left once cut, else no cut: a rate window, then as many steps of rates as a level needs
     # in the change point
@@ -328,10 +333,10 @@ def _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step: float,
         cuts: dict[Window, Window] = {}
         own = None
         end = onset.at - lookback  # the rate at the onset's step already saw the rise: the rise began after this
-        rows = span[span["model"] == model]
         if k is not None and end < incident.start and end - max(windows[k].start, onset.before) >= least:
             window = Window(windows[k].start, end)
-            _replace(readings[k], model, summarise(rows[rows["t"] <= end], signals, window, step, lookback))
+            mine_rows = rows(model)
+            _replace(readings[k], model, summarise(mine_rows[mine_rows["t"] <= end], signals, window, step, lookback))
             cuts[windows[k]] = window
         judged_on = readings[2] if (readings[2] is not None and mine((model, None))) else base
         had = judged_on.get((model, None), {})
@@ -339,8 +344,9 @@ def _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step: float,
             before = Window(max(onset.before, incident.start if k is None else windows[k].start), end)
             if before.seconds >= least:
                 own = Window(end, incident.end)
-                _replace(judged_on, model, summarise(rows[rows["t"] <= end], signals, before, step, lookback))
-                _replace(inc, model, summarise(rows[rows["t"] >= end], signals, own, step, lookback))
+                mine_rows = rows(model)
+                _replace(judged_on, model, summarise(mine_rows[mine_rows["t"] <= end], signals, before, step, lookback))
+                _replace(inc, model, summarise(mine_rows[mine_rows["t"] >= end], signals, own, step, lookback))
                 cuts[windows[0] if judged_on is base else windows[2]] = before
         out[model] = _Cut((onset, cuts, own))
     return out

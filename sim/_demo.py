@@ -11,6 +11,9 @@ have data. To fit in minutes, Prometheus evaluates
 the SLO rules every 10 s and waits a tenth of each alert's `for:` (and of the
 GPU alert's averaging window). In `--short`, a phase that shows an alert ends at
 the first poll after that alert fired (at the latest after its short length).
+When the incident pages, the `inferwatch triage` command of the page's
+annotation runs as pasted (_demo_page.py); `--headless` fails unless it names
+the incident's kind.
 It ends by asking the overview's goodput, cost and autoscaling rows whether they are
 live (_demo_rows.py) and by running doctor on its own stack. `--canary` plays another
 story instead (_demo_canary.py). Every process it started is stopped on exit or Ctrl-C.
@@ -38,6 +41,7 @@ from typing import IO, Any, Protocol
 import yaml
 
 from inferwatch.errors import InferwatchError
+from inferwatch.sim._demo_page import page_command, triage_from_page
 from inferwatch.sim._demo_rows import rows_live
 from inferwatch.sim._load import LoadConfig, Sample, percentile, run_load
 
@@ -65,6 +69,7 @@ SCRAPE_TIMEOUT = "2s"  # Prometheus' scrape of the exporter (every 2s)
 EXPORTER_TIMEOUT = "1500ms"  # each engine's answer: inside SCRAPE_TIMEOUT, with room to merge and send
 # the engines make up steps a busy laptop wakes late: else a healthy engine slows with the host and pages
 KEEP_PACE_S = 2.0
+LOAD_SLACK_S = 600.0  # arrivals planned past the script's end: a busy laptop's triage must not starve the last phases
 
 
 # alerts that must fire (labels that must match) for --headless to succeed
@@ -72,6 +77,8 @@ EXPECTED = [
     {"alertname": "LLMErrorBudgetBurn", "slo": "responsive", "model": VLLM_MODEL, "severity": "critical"},
     {"alertname": "LLMQueueSaturated", "model": VLLM_MODEL},
 ]
+# the page on-call gets for the incident, and the kind `inferwatch triage` must name from its annotation's command
+PAGE, PAGE_KIND = {**EXPECTED[0], "service": "llm"}, "queueing"
 FRONT_DOOR = "llm-frontdoor"  # the front-door SLOs' service label
 # and in the full script, the front door's pages: responsive in the thinking incident (in --short's 30 s it pages
 # only at the very end, if at all), answered for broken tool calls (a stop at the length limit is answered: the
@@ -99,7 +106,9 @@ SCRIPT = [
     Phase(
         "normal",
         60,
-        25,
+        # long enough, before the queue, for the page's triage to take as its baseline (the window the alert gives
+        # spans the stack's whole life: the normal time before the onset is the only baseline there is)
+        40,
         {VLLM_MODEL: "normal", SGLANG_MODEL: "normal"},
         "both engines healthy: note running against the cap, KV cache and TTFT",
     ),
@@ -416,6 +425,8 @@ def start_prometheus(binary: str, folder: Path, procs: _Processes, config: dict,
             f"--config.file={folder / 'prometheus.yml'}",
             f"--storage.tsdb.path={folder / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
+            # the URL alerts' annotations give (`$externalURL`): the triage command they carry works pasted
+            f"--web.external-url=http://127.0.0.1:{port}",
         ],
     )
     return f"http://127.0.0.1:{port}"
@@ -513,10 +524,14 @@ async def _drive(
     script_seconds: list[float],
     say,
     short: bool = False,
-) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]]]:
+) -> tuple[set, dict[str, list[Sample]], dict[str, tuple[float, float]], dict[str, list[str]]]:
     """Load through the front doors (base_urls), scenarios set on the engines (engine_urls); in --short (`short`)
-    a phase ends once the alerts it shows have fired during it."""
-    total = sum(script_seconds)
+    a phase ends once the alerts it shows have fired during it. When PAGE fires, its annotation's triage command
+    runs as pasted at the end of that phase (its scenario still on: the first minute of a queue reads as the
+    slower steps that cause it, the queue's share of request time still low); the last item is what it named
+    ({model: kinds}, empty if it did not run)."""
+    # arrivals until the script ends (the loads are cancelled then): triage between phases takes time of its own
+    total = sum(script_seconds) + LOAD_SLACK_S
     samples: dict[str, list[Sample]] = {m: [] for m in base_urls}
     loads = [
         asyncio.ensure_future(
@@ -530,6 +545,7 @@ async def _drive(
     seen: dict[tuple, str] = {}
     fired: set = set()
     windows: dict[str, tuple[float, float]] = {}
+    command, paged = None, None
     started = time.monotonic()
     for phase, seconds in zip(SCRIPT, script_seconds, strict=True):
         if not seconds:
@@ -559,6 +575,8 @@ async def _drive(
             for line in await asyncio.to_thread(_status, prom, samples, now):
                 say(line)
             seen = _note_alerts(await asyncio.to_thread(_alerts, prom), seen, fired, fired_here, say)
+            if command is None and _matches(PAGE, fired_here):  # the page's command, as its annotation says it
+                command = await asyncio.to_thread(page_command, prom, PAGE)
             if _phase_shown(phase, short, fired_here, say):
                 break
         windows[phase.name] = (windows[phase.name][0], time.monotonic())
@@ -567,10 +585,14 @@ async def _drive(
         else:  # the incident judged by `inferwatch triage` against the normal phase
             for line in await asyncio.to_thread(_triage_lines, prom, normal, (wall_start, time.time())):
                 say(line)
+        if command is not None and paged is None:  # on-call pastes it as the phase ends, the incident still on
+            paged = await asyncio.to_thread(triage_from_page, command)
+            for line in paged.lines:
+                say(line)
     for load in loads:
         load.cancel()
     await asyncio.gather(*loads, return_exceptions=True)
-    return fired, samples, windows
+    return fired, samples, windows, paged.kinds if paged else {}
 
 
 def _triage_lines(
@@ -706,13 +728,18 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
             f"logs and data in {folder})"
         )
         seconds = [p.short_seconds if short else p.seconds for p in SCRIPT]
-        fired, samples, windows = asyncio.run(_drive(doors, bases, prom, seconds, say, short))
+        fired, samples, windows, paged = asyncio.run(_drive(doors, bases, prom, seconds, say, short))
         expected_alerts = EXPECTED + ([] if short else EXPECTED_FULL)
         missing = [e for e in expected_alerts if not _matches(e, fired)]
         say("\n== summary")
         for expected in expected_alerts:
             state = "MISSED" if expected in missing else "fired "
             say(f"  {state} {' '.join(f'{k}={v}' for k, v in expected.items())}")
+        named = paged.get(PAGE["model"], [])[:1] == [PAGE_KIND]
+        say(
+            f"  {'named ' if named else 'MISSED'} triage from the {PAGE['alertname']} page's command: "
+            f"{PAGE['model']} {PAGE_KIND} (it said {', '.join(paged.get(PAGE['model'], [])) or 'no kind'})"
+        )
         say(_thinking_summary(samples, windows, fired))
         live = rows_live(lambda expr: _query(prom, expr), {m: engine for m, (engine, _) in engines.items()}, say)
         healthy = _doctor(prom, folder, {e: f"http://127.0.0.1:{port}/metrics" for e, port in engines.values()}, say)
@@ -724,7 +751,7 @@ def _run(binary: str, headless: bool, short: bool, workdir: str | None) -> bool:
                 "Press Ctrl-C to stop everything."
             )
             keep_serving(procs, say)
-        return not missing and live and healthy
+        return not missing and named and live and healthy
 
 
 def _doctor(prom: str, folder: Path, engine_urls: dict[str, str], say, gpus: bool = True) -> bool:

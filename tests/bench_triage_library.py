@@ -1,7 +1,7 @@
 """Triage's score on the generated incident library, beside a naive "largest relative change" classifier on the
 same readings: progress as a ratio, not a feeling.
 
-    python tests/bench_triage_library.py                 # seed 0: the fast suite's library (37 cases)
+    python tests/bench_triage_library.py                 # seed 0: the fast suite's library (41 cases)
     python tests/bench_triage_library.py --seeds 1 2 3   # libraries the rules were not written against
     python tests/bench_triage_library.py --rules my-kinds.yaml
 

@@ -38,6 +38,12 @@ def test_demo_detects_the_incident(tmp_path):
     assert "fired  alertname=LLMErrorBudgetBurn slo=responsive model=llama-3-8b severity=critical" in out
     assert "fired  alertname=LLMQueueSaturated model=llama-3-8b" in out
     assert "ALERT FIRING" in out and "== thinking on SGLang" in out
+    # the page's own triage command, from its annotation as Prometheus rendered it, run as pasted, names the queue
+    pasted = re.search(r"(?m)^  on-call pastes the page's command: (inferwatch triage .*)$", out)
+    assert pasted and "--alert LLMErrorBudgetBurn --alert-match service=llm " in pasted[1], out[-6000:]
+    assert re.search(r"--prometheus http://127\.0\.0\.1:\d+ ", pasted[1]) and "'model=llama-3-8b'" in pasted[1]
+    assert re.search(r"(?m)^  triage from the page: llama-3-8b: queueing \(", out), out[-6000:]
+    assert "named  triage from the LLMErrorBudgetBurn page's command: llama-3-8b queueing" in out
     assert "Traceback" not in out
     # it ends by running doctor against itself, with the deploy config it wrote: every check ok or skipped
     doctor = out[out.index("== inferwatch doctor --prometheus") :]

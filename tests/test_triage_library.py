@@ -1,4 +1,4 @@
-"""`inferwatch triage` on the generated incident library (tests/incident_library.py): 37 labelled cases shaped
+"""`inferwatch triage` on the generated incident library (tests/incident_library.py): 41 labelled cases shaped
 the way production looks, played into real Prometheus servers through `promtool tsdb create-blocks-from
 openmetrics`, judged with `--baseline auto`.
 
@@ -30,6 +30,7 @@ FIXED = (
     "kv-reasoning",
     "healthy",
     "absolute",
+    "onset",
 )
 SWEEP = (5, 6, 7)  # measured: 111 of 111 right, no forbidden kind at 0.5 (triage/README.md)
 

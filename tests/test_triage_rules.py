@@ -396,6 +396,10 @@ def test_baselines():
     with pytest.raises(InferwatchError, match="--baseline"):
         baseline_choices("2000/1000", incident)
     assert choose_step(Window(0, 3600)) == 12 and choose_step(Window(0, 86400)) == 288
+    # a week-long baseline without data does not set a 10-minute incident's step, but is still queried: no finer
+    # than Prometheus' 11,000 points over it
+    week = Window(-7 * 86400, 0)
+    assert choose_step(Window(0, 600), fetched=(week, Window(0, 600))) == 55 and choose_step(Window(0, 600)) == 2
     assert rate_window(12, 15) == "60s" and rate_window(288, 15) == "288s"
 
 

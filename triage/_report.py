@@ -63,6 +63,8 @@ def to_json(report) -> dict:
                 "model": v.model,
                 **({"deployment": dict(v.deployment)} if v.deployment else {}),
                 **({"baseline": {**v.baseline_window.iso(), "why": v.baseline_why}} if v.baseline_window else {}),
+                **({"onset": _onset(v.onset)} if v.onset else {}),
+                **({"incident": v.incident_window.iso()} if v.incident_window else {}),
                 "kinds": [_finding(f) for f in v.findings],
                 "pods": [{"pod": pod, "kinds": [_finding(f) for f in fs]} for pod, fs in sorted(v.pods.items())],
                 "not_measured": list(v.not_measured),
@@ -74,6 +76,17 @@ def to_json(report) -> dict:
         ],
         "warnings": list(report.warnings),
     }
+
+
+def _onset(onset) -> dict:
+    """Where the model's incident signals rose (_onset): the step, and the signals that rose, earliest first."""
+    return {"at": iso(onset.at), "signals": list(onset.signals)}
+
+
+def _rose(signals) -> str:
+    """`queue_time_mean, waiting, ttft_mean (+2) rose`: the first three, so that the line fits 100 columns."""
+    more = f" (+{len(signals) - 3})" if len(signals) > 3 else ""
+    return f"{', '.join(signals[:3])}{more} rose"
 
 
 def headline(verdict) -> str:
@@ -127,6 +140,10 @@ def render_text(report) -> str:
     for v in report.verdicts:
         lines.append("")
         lines.append(headline(v))
+        if v.onset:
+            lines.append(f"  onset {iso(v.onset.at)}: {_rose(v.onset.signals)}")
+        if v.incident_window:
+            lines.append(f"  incident {iso(v.incident_window.start)} .. {iso(v.incident_window.end)}: from the onset")
         if v.baseline_window:
             lines.append(f"  baseline {iso(v.baseline_window.start)} .. {iso(v.baseline_window.end)}: {v.baseline_why}")
         for f in v.findings:
@@ -196,6 +213,13 @@ def render_rich(report, console) -> None:
                     f"Runbook: {runbook_url(f.runbook)}",
                     highlight=False,
                 )
+        if v.onset:
+            console.print(f"  [dim]onset {iso(v.onset.at)}: {escape(_rose(v.onset.signals))}[/dim]")
+        if v.baseline_window:
+            console.print(
+                f"  [dim]baseline {iso(v.baseline_window.start)} .. {iso(v.baseline_window.end)}: "
+                f"{escape(v.baseline_why)}[/dim]"
+            )
         if v.not_measured:
             console.print(f"  [dim]not measured: {', '.join(v.not_measured)}[/dim]")
         if v.too_few:

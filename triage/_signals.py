@@ -41,6 +41,7 @@ class Signal:
     min_den: float = 0.0  # ratio signals: fewer events than this read as too few
     floor: float = 0.0  # values below this are noise: changes are measured from here
     felt: bool = False  # a latency users feel: without one, a verdict is "not enough data"
+    onset: bool = False  # an incident's start shows in it (_onset): a baseline ends before its rise
 
     @property
     def shape(self) -> str:
@@ -63,7 +64,7 @@ def _signal(entry: dict) -> Signal:
         raise ValueError(f"signals.yaml: {entry.get('name')}: give exactly one of value, num+den, buckets, presence")
     if entry["group"] not in GROUPS:
         raise ValueError(f"signals.yaml: {entry['name']}: group {entry['group']!r} is not one of {GROUPS}")
-    keys = {"per_pod", "combine", "agg", "q", "min_den", "floor", "felt"}
+    keys = {"per_pod", "combine", "agg", "q", "min_den", "floor", "felt", "onset"}
     return Signal(
         entry["name"],
         entry["group"],

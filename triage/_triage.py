@@ -9,6 +9,7 @@ from itertools import pairwise
 from inferwatch.errors import InferwatchError
 from inferwatch.triage._fetch import Connection, connect, fetch_windows, instant
 from inferwatch.triage._judge import MISSING_SHARE, Evidence, Finding, judge
+from inferwatch.triage._onset import MIN_SEGMENT, Onset, onsets
 from inferwatch.triage._rules import load_kinds
 from inferwatch.triage._signals import load_signals, model_matcher, signal_queries
 from inferwatch.triage._sources import SOURCE_NAMES, name_matcher, source_names, translate
@@ -34,6 +35,9 @@ CORE_SERIES = (
     "llm_generation_tokens_total",
     "llm_frontdoor_requests_total",
 )
+# why a model's baseline ends where it does: before the onset its series show (_onset)
+BEFORE_ONSET = "ends before the onset"  # the window held the incident's start
+INSIDE_ONSET = "the incident's time before the onset"  # no earlier data: a deployment younger than the window
 # the families that can be read under the sources' own names
 ENGINE, GPU = frozenset({"engine"}), frozenset({"gpu"})
 
@@ -54,6 +58,8 @@ class Verdict:
     deployment: tuple[tuple[str, str], ...] = ()  # (label, value) of cluster, namespace: only when split
     baseline_window: Window | None = None  # its own baseline, when not the report's; baseline_why says why
     baseline_why: str = ""
+    onset: Onset | None = None  # where its incident signals rose from their normal level (_onset), if they did
+    incident_window: Window | None = None  # its own incident, when not the report's: from the onset on
 
     @property
     def enough_data(self) -> bool:
@@ -239,14 +245,20 @@ def _queries(signals, sets: list[tuple[tuple, frozenset]], rate: str, fresh: str
     ]
 
 
-def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: frozenset[str]) -> Window:
-    """The first baseline choice with engine series, else the last (the fallback, judged with or without data)."""
+def _has_series(client, url: str, sel: str, window: Window, raw: frozenset[str]) -> bool:
+    """Whether any engine has series in `window`."""
+    seconds = max(1, int(window.seconds))
+    result = instant(client, url, f"count({_running(sel, raw, 'count_over_time', f'{seconds}s')})", window.end)
+    return bool(result and "value" in result[0] and float(result[0]["value"][1]) > 0)
+
+
+def _pick_baseline(client, url: str, sel: str, choices: list[Window], raw: frozenset[str]) -> tuple[Window, bool]:
+    """The first baseline choice with engine series, else the last (the fallback, judged with or without data);
+    and whether it has any."""
     for window in choices[:-1]:
-        seconds = max(1, int(window.seconds))
-        result = instant(client, url, f"count({_running(sel, raw, 'count_over_time', f'{seconds}s')})", window.end)
-        if result and "value" in result[0] and float(result[0]["value"][1]) > 0:
-            return window
-    return choices[-1]
+        if _has_series(client, url, sel, window, raw):
+            return window, True
+    return choices[-1], _has_series(client, url, sel, choices[-1], raw)
 
 
 def _models_in(client, url: str, sel: str, window: Window) -> set[str]:
@@ -279,6 +291,85 @@ def _second_look(verdicts: list[Verdict], against: list[Verdict], window: Window
             v = replace(second, baseline_window=window, baseline_why=SECOND_LOOK)
         out.append(v)
     return out
+
+
+class _Cut(tuple):
+    """(onset, {a baseline window: the window that model was judged on instead}, its own incident or None)."""
+
+
+def _contiguous(windows: tuple[Window, ...]) -> int | None:
+    """Which window (index into `windows`: baseline, incident, fallback) ends where the incident begins."""
+    incident = windows[1]
+    return next((k for k, w in enumerate(windows) if k != 1 and abs(w.end - incident.start) < 1), None)
+
+
+def _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step: float, lookback: float) -> dict:
+    """Find each model's onset over the hour before and the incident, and end its baselines before it, in
+    place: the hour before cut at the onset (a queue that began before --since), or, where the model has no
+    baseline data at all (younger than the window before it), the incident's own time before the onset as
+    baseline and the rest as incident. {model: _Cut} for every model with an onset."""
+    import pandas as pd
+
+    k = _contiguous(windows)
+    incident = windows[1]
+    before_it = [] if k is None else [frames[k][frames[k]["t"] < incident.start]]
+    # only the onset signals' rows are searched: the frames of 100 models over a day are large, a copy costs
+    names = {s.name for s in signals if s.onset}
+    parts = [p[p["signal"].isin(names)] for p in [*before_it, frames[1]] if p is not None and len(p)]
+    if not parts:
+        return {}
+    found = onsets(pd.concat(parts), signals, incident.start if k is None else windows[k].start)
+
+    def rows(model):  # every signal of one model over the span, only where a window is cut
+        return pd.concat([p[p["model"] == model] for p in [*before_it, frames[1]] if p is not None and len(p)])
+
+    readings = {0: base, 2: rest[0] if rest else None}
+    # the least baseline left once cut, else no cut: a rate window, then as many steps of rates as a level needs
+    # in the change point
+    least = lookback + MIN_SEGMENT * step
+    felt = [s.name for s in signals if s.felt]
+    out = {}
+    for model, onset in found.items():
+        cuts: dict[Window, Window] = {}
+        own = None
+        end = onset.at - lookback  # the rate at the onset's step already saw the rise: the rise began after this
+        if k is not None and end < incident.start and end - max(windows[k].start, onset.before) >= least:
+            window = Window(windows[k].start, end)
+            mine_rows = rows(model)
+            _replace(readings[k], model, summarise(mine_rows[mine_rows["t"] <= end], signals, window, step, lookback))
+            cuts[windows[k]] = window
+        judged_on = readings[2] if (readings[2] is not None and mine((model, None))) else base
+        had = judged_on.get((model, None), {})
+        if end >= incident.start and not any(had.get(name, ABSENT).value is not None for name in felt):
+            before = Window(max(onset.before, incident.start if k is None else windows[k].start), end)
+            if before.seconds >= least:
+                own = Window(end, incident.end)
+                mine_rows = rows(model)
+                _replace(judged_on, model, summarise(mine_rows[mine_rows["t"] <= end], signals, before, step, lookback))
+                _replace(inc, model, summarise(mine_rows[mine_rows["t"] >= end], signals, own, step, lookback))
+                cuts[windows[0] if judged_on is base else windows[2]] = before
+        out[model] = _Cut((onset, cuts, own))
+    return out
+
+
+def _replace(readings: dict, model: str, new: dict) -> None:
+    """A model's readings (and its replicas') in `readings` replaced by `new`'s."""
+    for key in [key for key in readings if key[0] == model]:
+        del readings[key]
+    readings.update({key: r for key, r in new.items() if key[0] == model})
+
+
+def _with_onset(verdict: Verdict, cut: _Cut | None, chosen: Window) -> Verdict:
+    """A verdict with its onset, and the baseline (and incident) it was judged on when the onset cut them."""
+    if cut is None:
+        return verdict
+    onset, cuts, own = cut
+    judged_on = verdict.baseline_window or chosen
+    verdict = replace(verdict, onset=onset, incident_window=own)
+    if judged_on in cuts:
+        why = INSIDE_ONSET if own is not None else BEFORE_ONSET
+        verdict = replace(verdict, baseline_window=cuts[judged_on], baseline_why=why)
+    return verdict
 
 
 def _models_with_series(client, url: str, incident: Window, baseline: Window) -> list[str]:
@@ -344,12 +435,14 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     gpu = GPU if dcgm else frozenset()
     sets = _query_sets(asked, vocabulary, own, gpu)
     raw = ENGINE if own and not vocabulary else frozenset()  # what the probes below read
-    chosen = _pick_baseline(client, conn.url, sel, choices, raw)
+    chosen, filled = _pick_baseline(client, conn.url, sel, choices, raw)
     fallback, young = _young(client, conn.url, sel, baseline, choices, chosen, incident)
     interval = _scrape_interval(
         client, conn.url, sel, [incident.end, (incident.start + incident.end) / 2, chosen.end], raw
     )
-    step = choose_step(incident, chosen, *([fallback] if fallback else []))
+    # a baseline without any data does not set the step: the incident's own time before its onset may serve
+    windows = (chosen, incident, *([fallback] if fallback else []))
+    step = choose_step(incident, *([chosen] if filled else []), *([fallback] if fallback else []), fetched=windows)
     rate = rate_window(step, interval, min(incident.seconds, chosen.seconds))
     lookback = float(rate.rstrip("s"))
     fresh = f"{math.ceil(FRESH_SCRAPES * interval)}s"
@@ -359,11 +452,11 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
         warnings.append(
             f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-vocabulary series"
         )
-    windows = (chosen, incident, *([fallback] if fallback else []))
     frames = fetch_windows(client, conn.url, queries, windows, step, warnings)
     frames, units = split_deployments(frames)
     base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows, strict=True))
     mine = lambda key: units.get(key[0], (key[0], ()))[0] in young  # noqa: E731 - a young model's reading
+    cut = _cut_at_onsets(signals, frames, windows, base, inc, rest, mine, step, lookback)
     if rest:
         base = {**{k: r for k, r in base.items() if not mine(k)}, **{k: r for k, r in rest[0].items() if mine(k)}}
         frames = frames[:2]  # the plot shows the report's baseline
@@ -381,6 +474,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
     if rest:
         assert fallback is not None  # `rest` is the fallback window's reading
         verdicts = _second_look(verdicts, assess(kinds, signals, rest[0], inc, judged, units), fallback)
+    verdicts = [_with_onset(v, cut.get(name), chosen) for v, name in zip(verdicts, judged, strict=True)]
     return Report(
         incident, chosen, step, tuple(verdicts), tuple(frames), tuple(warnings), tuple(sorted(raw | gpu)), lookback
     )

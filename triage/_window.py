@@ -12,6 +12,7 @@ from inferwatch.errors import InferwatchError
 __all__ = ["Window", "parse_time", "incident_window", "baseline_choices", "choose_step", "rate_window", "POINTS"]
 
 POINTS = 300  # points per range query: enough to see a shape, cheap for 100 models over a day
+MAX_POINTS = 11000  # Prometheus refuses a range query of more points than this
 DAY = 86400.0
 
 
@@ -102,9 +103,12 @@ def baseline_choices(spec: str, incident: Window) -> list[Window]:
     return [Window(incident.start - seconds, incident.start)]
 
 
-def choose_step(*windows: Window) -> float:
-    """One step for every window, about POINTS points over the longest, whole seconds."""
-    return float(max(1, math.ceil(max(w.seconds for w in windows) / POINTS)))
+def choose_step(*windows: Window, fetched: tuple[Window, ...] = ()) -> float:
+    """One step for every window, about POINTS points over the longest, whole seconds; and no finer than
+    Prometheus' range-query limit (MAX_POINTS) allows over any window `fetched` (one without data, which does
+    not set the step, still is queried)."""
+    wanted = math.ceil(max(w.seconds for w in windows) / POINTS)
+    return float(max(1, wanted, *(math.ceil(w.seconds / MAX_POINTS) for w in fetched)))
 
 
 def rate_window(step: float, scrape_interval: float, shortest: float | None = None) -> str:

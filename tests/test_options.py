@@ -5,12 +5,11 @@ valid, and a README table that no longer matches its model fails."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 import typer
 from conftest import ROOT
+from test_cli_errors import run  # the command as a user runs it
 
 from inferwatch import build
 from inferwatch.deploy import Config, parse_config
@@ -93,16 +92,6 @@ def test_the_documented_defaults_are_the_models():
     assert from_flags(FrontdoorOptions, given_flags("frontdoor", [])) == FrontdoorOptions()
     probe = given_flags("probe", ["--target", "a:1", "--model", "m"])
     assert from_flags(ProbeOptions, probe) == ProbeOptions("http://a:1", ("m",))
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "inferwatch", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_an_unknown_key_names_its_line_and_the_valid_keys(tmp_path):

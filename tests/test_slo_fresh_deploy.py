@@ -90,7 +90,20 @@ def fresh(tmp_path_factory):
             yield base
 
 
+def _pages(base: str) -> set[tuple[str, str, str]]:
+    return {
+        (a["labels"]["model"], a["labels"]["slo"], a["labels"]["tier"])
+        for a in _alerts(base, "LLMErrorBudgetBurn")
+        if a["state"] == "firing"
+    }
+
+
 def test_only_the_incident_pages_after_a_fresh_deployment(fresh):
+    # both of the incident's pages, waited for: page_slow's 6h window reads the long group's raw fallback, which
+    # a page takes through `offset` half a minute (pages read no record of their own evaluation), so it may come
+    # up to that much after page_fast; every page that fired meanwhile is judged below
+    expected = {(INCIDENT, "answered", "page_fast"), (INCIDENT, "answered", "page_slow")}
+    wait_for(lambda: expected <= _pages(fresh), step=1)
     firing = [a for a in _alerts(fresh, "LLMErrorBudgetBurn") if a["state"] == "firing"]
     pending = _alerts(fresh, "LLMSLIDataMissing")
     fired = {(a["labels"]["model"], a["labels"]["slo"], a["labels"]["tier"]) for a in firing}

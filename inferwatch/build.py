@@ -181,10 +181,12 @@ def _in_checkout() -> bool:
 def reference_sections() -> dict[Path, dict[str, str]]:
     """{markdown file: {section name: table}}: the generated options tables, each from its command's options model
     (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
+    from inferwatch.deploy import DoctorOptions
     from inferwatch.deploy import reference_table as deploy_table
     from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
+    from inferwatch.triage import TriageOptions
 
     return {
         MAPPINGS_DIR.parent / "README.md": {
@@ -195,7 +197,11 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "frontdoor-options": reference_table(FrontdoorOptions, keys=False),
             "probe-options": reference_table(ProbeOptions, keys=False),
         },
-        DEPLOY_DIR / "README.md": {"deploy-keys": deploy_table()},
+        DEPLOY_DIR / "README.md": {
+            "deploy-keys": deploy_table(),
+            "doctor-options": reference_table(DoctorOptions, keys=False),
+        },
+        data_path("inferwatch.triage") / "README.md": {"triage-options": reference_table(TriageOptions, keys=False)},
     }
 
 

@@ -62,7 +62,8 @@ class Option(NamedTuple):
     the pair); expected: the YAML shape in a problem ("a list of mapping files"); flag, short, key: the names
     (None: not given that way, `only` says why); kind: the flag's type for typer (bool: a switch, int: typer
     counts; default str); shown: the default as the help and table write it ('' for none); repeatable: a tuple,
-    one item per flag given, a list (or with `pairs` a mapping) in YAML. A NamedTuple, not a
+    one item per flag given, a list (or with `pairs` a mapping) in YAML; envvar: the environment variable the flag
+    falls back to; min, max: the flag's bounds, which click checks (a number's). A NamedTuple, not a
     dataclass: every command's options are made when `inferwatch --help` starts, and a class is cheaper made."""
 
     help: str
@@ -78,6 +79,9 @@ class Option(NamedTuple):
     shown: str | None = None
     only: str = ""
     repeatable: bool = False
+    envvar: str | None = None
+    min: float | None = None
+    max: float | None = None
 
 
 class _Named(NamedTuple):
@@ -151,16 +155,19 @@ def _parameter(named: _Named, from_file: bool) -> inspect.Parameter:
         help_text = f"{help_text.rstrip('.')} [{shown}]."
     decls = [d for d in (named.flag, meta.short) if d]
     required = named.default is dataclasses.MISSING  # typer's `...`: click says `Missing option` itself
+    extra: dict[str, Any] = {
+        k: v for k, v in (("envvar", meta.envvar), ("min", meta.min), ("max", meta.max)) if v is not None
+    }
     if meta.kind is bool:
-        info = typer.Option(*decls, help=help_text)
+        info = typer.Option(*decls, help=help_text, **extra)
         annotation: Any = bool
         default: Any = False if from_file else bool(named.default)
     elif meta.repeatable:
-        info = typer.Option(*decls, metavar=meta.metavar, help=help_text)
+        info = typer.Option(*decls, metavar=meta.metavar, help=help_text, **extra)
         annotation, default = list[meta.kind], ... if required else []  # type: ignore[name-defined]
     else:
         show = not from_file and bool(shown) and not required and named.default is not None
-        info = typer.Option(*decls, metavar=meta.metavar, help=help_text, show_default=show)
+        info = typer.Option(*decls, metavar=meta.metavar, help=help_text, show_default=show, **extra)
         annotation = meta.kind if required else meta.kind | None
         default = ... if required else None if from_file or named.default is None else _raw_default(named)
     return inspect.Parameter(
@@ -170,8 +177,8 @@ def _parameter(named: _Named, from_file: bool) -> inspect.Parameter:
 
 def _raw_default(named: _Named):
     """What typer passes when the flag is not given: the default as the user would write it."""
-    if named.option.kind is int:
-        return int(named.default)
+    if named.option.kind in (int, float):
+        return named.option.kind(named.default)
     return _shown(named) or str(named.default)
 
 
@@ -326,6 +333,8 @@ def reference_rows(model, flags: bool = True, keys: bool = True, prefix: str = "
             what += f" ({'flag' if named.flag else 'YAML'} only: {named.option.only})"
         if named.flag and not flags:  # a table of keys: the key that is a flag too says so
             what += f" Also the flag `{named.flag}`."
+        if named.option.envvar and flags:
+            what += f" Default from `${named.option.envvar}` when set."
         cells.append(what)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines

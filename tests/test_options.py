@@ -12,7 +12,7 @@ from conftest import ROOT
 from test_cli_errors import run  # the command as a user runs it
 
 from inferwatch import build
-from inferwatch.deploy import Config, parse_config
+from inferwatch.deploy import Config, DoctorOptions, parse_config
 from inferwatch.deploy import reference_table as deploy_table
 from inferwatch.exporters import ExporterConfig, load_config
 from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
@@ -25,6 +25,7 @@ from inferwatch.options import (
     section_markers,
     with_section,
 )
+from inferwatch.triage import TriageOptions
 
 
 def given_flags(command: str, args: list[str]) -> dict:
@@ -238,3 +239,25 @@ def test_deploy_backend_is_a_key_and_a_flag():
     assert from_flags(Config, flags, Config()) == dataclasses.replace(from_file, file=Config().file)
     proc = run("deploy", "render", "-o", "out", "--backend", "nope")
     assert proc.returncode == 1 and proc.stderr == "error: --backend 'nope': use one of prometheus, victoriametrics\n"
+
+
+# each command whose flags are its model: (command, model, the required flags as a user gives them)
+COMMANDS = [
+    ("triage", TriageOptions, []),
+    ("doctor", DoctorOptions, []),
+]
+
+
+@pytest.mark.parametrize("command, model, required", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_a_commands_flags_are_its_model(command, model, required):
+    """Every field with a flag is a parameter of the command as click parses it, and the flags left out parse to
+    the model's defaults (so --help's defaults, the table's and the model's agree)."""
+    given = given_flags(command, required)
+    flags = {n.name for n in options_of(model) if n.flag}
+    assert flags <= set(given), flags - set(given)
+    parsed = from_flags(model, {k: v for k, v in given.items() if k in flags})
+    defaults = {n.name: n.default for n in options_of(model) if n.default is not dataclasses.MISSING}
+    assert {k: v for k, v in dataclasses.asdict(parsed).items() if k in defaults} == defaults
+    for named in options_of(model):
+        if named.option.shown and named.option.parse:
+            assert named.parse(named.option.shown) == named.default, named.name

@@ -186,6 +186,7 @@ def reference_sections() -> dict[Path, dict[str, str]]:
     from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
+    from inferwatch.slo import CompileOptions, ImportOptions
     from inferwatch.triage import TriageOptions
 
     return {
@@ -202,6 +203,10 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "doctor-options": reference_table(DoctorOptions, keys=False),
         },
         data_path("inferwatch.triage") / "README.md": {"triage-options": reference_table(TriageOptions, keys=False)},
+        data_path("inferwatch.slo") / "README.md": {
+            "slo-compile-options": reference_table(CompileOptions, keys=False),
+            "slo-import-options": reference_table(ImportOptions, keys=False),
+        },
     }
 
 

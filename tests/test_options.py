@@ -25,6 +25,7 @@ from inferwatch.options import (
     section_markers,
     with_section,
 )
+from inferwatch.slo import CompileOptions, ImportOptions
 from inferwatch.triage import TriageOptions
 
 
@@ -245,6 +246,8 @@ def test_deploy_backend_is_a_key_and_a_flag():
 COMMANDS = [
     ("triage", TriageOptions, []),
     ("doctor", DoctorOptions, []),
+    ("slo compile", CompileOptions, ["x.yaml"]),
+    ("slo import", ImportOptions, ["x.yaml"]),
 ]
 
 

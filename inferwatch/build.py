@@ -186,6 +186,7 @@ def reference_sections() -> dict[Path, dict[str, str]]:
     from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
+    from inferwatch.sim import DemoOptions, LoadOptions, SimulateOptions
     from inferwatch.slo import CompileOptions, ImportOptions
     from inferwatch.triage import TriageOptions
 
@@ -206,6 +207,11 @@ def reference_sections() -> dict[Path, dict[str, str]]:
         data_path("inferwatch.slo") / "README.md": {
             "slo-compile-options": reference_table(CompileOptions, keys=False),
             "slo-import-options": reference_table(ImportOptions, keys=False),
+        },
+        data_path("inferwatch.sim") / "README.md": {
+            "simulate-options": reference_table(SimulateOptions, keys=False),
+            "load-options": reference_table(LoadOptions, keys=False),
+            "demo-options": reference_table(DemoOptions, keys=False),
         },
     }
 

@@ -25,6 +25,7 @@ from inferwatch.options import (
     section_markers,
     with_section,
 )
+from inferwatch.sim import DemoOptions, LoadOptions, SimulateOptions
 from inferwatch.slo import CompileOptions, ImportOptions
 from inferwatch.triage import TriageOptions
 
@@ -248,6 +249,9 @@ COMMANDS = [
     ("doctor", DoctorOptions, []),
     ("slo compile", CompileOptions, ["x.yaml"]),
     ("slo import", ImportOptions, ["x.yaml"]),
+    ("demo", DemoOptions, []),
+    ("simulate", SimulateOptions, []),
+    ("load", LoadOptions, ["--target", "a:1"]),
 ]
 
 
@@ -264,3 +268,11 @@ def test_a_commands_flags_are_its_model(command, model, required):
     for named in options_of(model):
         if named.option.shown and named.option.parse:
             assert named.parse(named.option.shown) == named.default, named.name
+
+
+def test_simulates_help_names_every_release():
+    """--engine-version's help spells out sim/releases.yaml's releases (so --help need not read it)."""
+    from inferwatch.sim import releases
+    from inferwatch.sim._options import ENGINE_VERSIONS
+
+    assert ENGINE_VERSIONS == "; ".join(f"{e} {', '.join(releases(e))}" for e in ("vllm", "sglang"))

@@ -181,6 +181,8 @@ def _in_checkout() -> bool:
 def reference_sections() -> dict[Path, dict[str, str]]:
     """{markdown file: {section name: table}}: the generated options tables, each from its command's options model
     (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
+    from inferwatch.canary import CanaryOptions
+    from inferwatch.cost import CostCompileOptions
     from inferwatch.deploy import DoctorOptions
     from inferwatch.deploy import reference_table as deploy_table
     from inferwatch.exporters import ExporterConfig, GpuOptions
@@ -212,6 +214,10 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "simulate-options": reference_table(SimulateOptions, keys=False),
             "load-options": reference_table(LoadOptions, keys=False),
             "demo-options": reference_table(DemoOptions, keys=False),
+        },
+        data_path("inferwatch.canary") / "README.md": {"canary-options": reference_table(CanaryOptions, keys=False)},
+        data_path("inferwatch.cost") / "README.md": {
+            "cost-compile-options": reference_table(CostCompileOptions, keys=False)
         },
     }
 

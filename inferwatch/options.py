@@ -333,6 +333,15 @@ def reference_rows(model, flags: bool = True, keys: bool = True, prefix: str = "
             what += f" ({'flag' if named.flag else 'YAML'} only: {named.option.only})"
         if named.flag and not flags:  # a table of keys: the key that is a flag too says so
             what += f" Also the flag `{named.flag}`."
+        low, high = named.option.min, named.option.max
+        if low is not None or high is not None:
+            what += " " + (
+                f"From {low:g} to {high:g}."
+                if low is not None and high is not None
+                else f"At least {low:g}."
+                if low is not None
+                else f"At most {high:g}."
+            )
         if named.option.envvar and flags:
             what += f" Default from `${named.option.envvar}` when set."
         cells.append(what)

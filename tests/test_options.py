@@ -12,6 +12,8 @@ from conftest import ROOT
 from test_cli_errors import run  # the command as a user runs it
 
 from inferwatch import build
+from inferwatch.canary import CanaryOptions
+from inferwatch.cost import CostCompileOptions
 from inferwatch.deploy import Config, DoctorOptions, parse_config
 from inferwatch.deploy import reference_table as deploy_table
 from inferwatch.exporters import ExporterConfig, load_config
@@ -252,6 +254,8 @@ COMMANDS = [
     ("demo", DemoOptions, []),
     ("simulate", SimulateOptions, []),
     ("load", LoadOptions, ["--target", "a:1"]),
+    ("canary", CanaryOptions, ["--model", "m", "--canary", "v=2", "--stable", "v=1"]),
+    ("cost compile", CostCompileOptions, ["x.yaml"]),
 ]
 
 

@@ -188,7 +188,7 @@ def reference_sections() -> dict[Path, dict[str, str]]:
     from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
-    from inferwatch.sim import DemoOptions, LoadOptions, SimulateOptions
+    from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
     from inferwatch.slo import CompileOptions, ImportOptions
     from inferwatch.triage import TriageOptions
 
@@ -214,6 +214,8 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "simulate-options": reference_table(SimulateOptions, keys=False),
             "load-options": reference_table(LoadOptions, keys=False),
             "demo-options": reference_table(DemoOptions, keys=False),
+            "capacity-sweep-options": reference_table(SweepOptions, keys=False),
+            "capacity-compare-options": reference_table(CapacityCompareOptions, keys=False),
         },
         data_path("inferwatch.canary") / "README.md": {"canary-options": reference_table(CanaryOptions, keys=False)},
         data_path("inferwatch.cost") / "README.md": {

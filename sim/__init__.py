@@ -31,6 +31,8 @@ __all__ = [
     "SimulateOptions",
     "LoadOptions",
     "DemoOptions",
+    "SweepOptions",
+    "CapacityCompareOptions",
 ]
 
 # loaded on first use: the server and the load generator pull in aiohttp, which `inferwatch --help` and the
@@ -39,7 +41,7 @@ _LAZY = {
     name: module
     for module, names in {
         "_cli": ("register",),
-        "_options": ("SimulateOptions", "LoadOptions", "DemoOptions"),
+        "_cli_options": ("SimulateOptions", "LoadOptions", "DemoOptions", "SweepOptions", "CapacityCompareOptions"),
         "_demo": ("run_demo",),
         "_engine": ("Engine", "Event", "Request"),
         "_load": ("LoadConfig", "LoadReport", "format_report", "percentile", "run_load"),

@@ -5,10 +5,10 @@ from typing import Any
 
 import typer
 
-from inferwatch.clikit import Command, bad_flag, refuse_flag
+from inferwatch.clikit import Command, refuse_flag
 from inferwatch.errors import InferwatchError
 from inferwatch.options import flags_of, from_flags
-from inferwatch.sim._options import ENGINE_VERSIONS, DemoOptions, LoadOptions, SimulateOptions, positive_seconds
+from inferwatch.sim._cli_options import ENGINE_VERSIONS, DemoOptions, LoadOptions, SimulateOptions
 
 __all__ = ["register", "ENGINE_VERSIONS"]
 
@@ -109,14 +109,6 @@ def load(**flags: Any):
     if report.ok == 0:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.errors.items()))
         raise InferwatchError(f"every request failed ({kinds}): is {url} an OpenAI-compatible server that answers?")
-
-
-def _seconds(text: str, flag: str) -> float:
-    """A duration flag above 0 in seconds, or a usage error naming it (capacity's flags still read it here)."""
-    try:
-        return positive_seconds(text)
-    except ValueError as err:
-        bad_flag(flag, err)
 
 
 @flags_of(DemoOptions)

@@ -27,7 +27,7 @@ from inferwatch.options import (
     section_markers,
     with_section,
 )
-from inferwatch.sim import DemoOptions, LoadOptions, SimulateOptions
+from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
 from inferwatch.slo import CompileOptions, ImportOptions
 from inferwatch.triage import TriageOptions
 
@@ -254,6 +254,8 @@ COMMANDS = [
     ("demo", DemoOptions, []),
     ("simulate", SimulateOptions, []),
     ("load", LoadOptions, ["--target", "a:1"]),
+    ("capacity sweep", SweepOptions, ["--target", "a:1"]),
+    ("capacity compare", CapacityCompareOptions, ["a.json", "b.json"]),
     ("canary", CanaryOptions, ["--model", "m", "--canary", "v=2", "--stable", "v=1"]),
     ("cost compile", CostCompileOptions, ["x.yaml"]),
 ]
@@ -277,6 +279,6 @@ def test_a_commands_flags_are_its_model(command, model, required):
 def test_simulates_help_names_every_release():
     """--engine-version's help spells out sim/releases.yaml's releases (so --help need not read it)."""
     from inferwatch.sim import releases
-    from inferwatch.sim._options import ENGINE_VERSIONS
+    from inferwatch.sim._cli_options import ENGINE_VERSIONS
 
     assert ENGINE_VERSIONS == "; ".join(f"{e} {', '.join(releases(e))}" for e in ("vllm", "sglang"))

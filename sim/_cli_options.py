@@ -1,6 +1,6 @@
-"""The options models of `inferwatch simulate`, `inferwatch load` and `inferwatch demo`: one field per flag, with
-its help and its check, from which the flags and sim/README.md's tables are made (inferwatch/options.py). Light to
-import: `inferwatch --help` builds the flags from it.
+"""The options models of `inferwatch simulate`, `load`, `demo`, `capacity sweep` and `capacity compare`: one field
+per flag, with its help and its check, from which the flags and sim/README.md's tables are made
+(inferwatch/options.py). Light to import: `inferwatch --help` builds the flags from it.
 
 A check that reads two flags (--engine-version against --engine, --pod with --gpus, demo's --canary with
 --engine) is the command's, after each field's own."""
@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass
+from pathlib import Path
 
 from inferwatch.options import option
 
-__all__ = ["SimulateOptions", "LoadOptions", "DemoOptions", "ENGINE_VERSIONS", "positive_seconds"]
+__all__ = [
+    "SimulateOptions",
+    "LoadOptions",
+    "DemoOptions",
+    "SweepOptions",
+    "CapacityCompareOptions",
+    "ENGINE_VERSIONS",
+    "positive_seconds",
+]
 
 # the releases of sim/releases.yaml, spelled out so that --help need not read it (a test keeps them in step)
 ENGINE_VERSIONS = "vllm 0.33.0, 0.32.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
@@ -186,3 +195,96 @@ class DemoOptions:
         "judged by `inferwatch canary`; exit 1 unless they pass, fail and read inconclusive.",
         kind=bool,
     )
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """`inferwatch capacity sweep`'s flags; a wrong value is a usage error naming the flag (exit 2), the bounds
+    of the numbers checked by click; --max-rate under --start-rate the command refuses."""
+
+    target: str = option(
+        MISSING,
+        "An OpenAI-compatible server: an engine, a front door, the simulator (http://HOST:PORT[/v1]).",
+        metavar="URL",
+        parse=_openai_server,
+    )
+    slo: tuple[Path, ...] = option(
+        (),
+        "SLO spec(s) with source: frontdoor whose objectives judge each request (repeatable); default the embedded "
+        "slo/defaults-frontdoor.yaml (TTFT 1s, TPOT 100ms, answered).",
+        metavar="FILE",
+        kind=Path,
+        repeatable=True,
+    )
+    goodput_target: float = option(
+        0.9,
+        "Share of good requests a step needs (DistServe's attainment).",
+        flag="--good-share",
+        metavar="SHARE",
+        kind=float,
+        min=0.01,
+        max=0.999,
+    )
+    start_rate: float = option(1.0, "First step's requests/s.", metavar="R", kind=float, min=0.001)
+    growth: float = option(2.0, "Ramp factor between steps.", metavar="X", kind=float, min=1.1)
+    max_rate: float = option(1000.0, "Never offer more than this.", metavar="R", kind=float)
+    step_duration: float = option(
+        60.0,
+        "Arrivals per step; long enough for a growing queue to break the TTFT objective.",
+        metavar="DURATION",
+        parse=positive_seconds,
+        shown="60s",
+    )
+    step_requests: int = option(2000, "Most requests a step sends.", metavar="N", kind=int, min=1)
+    repeats: int = option(3, "Steps per rate near the knee.", metavar="N", kind=int, min=2, max=30)
+    precision: float = option(
+        0.1,
+        "Stop refining when the interval is narrower than this share of its upper end.",
+        metavar="SHARE",
+        kind=float,
+        min=0.01,
+        max=1.0,
+    )
+    max_steps: int = option(20, "Most steps in all.", metavar="N", kind=int, min=1, max=500)
+    replicas: int = option(
+        1, "Replicas behind --target: the capacity per replica is the capacity over N.", metavar="N", kind=int, min=1
+    )
+    model: str | None = option(None, "Model to ask (default: the first of /v1/models).", metavar="NAME")
+    prompt_tokens: int = option(200, "Mean prompt length in words.", metavar="N", kind=int)
+    max_tokens: int = option(512, "max_tokens of each request.", metavar="N", kind=int)
+    output_tokens: int | None = option(None, "Draw each request's max_tokens around this mean.", metavar="N", kind=int)
+    prefix_share: float = option(0.3, "Share with a shared system prompt.", metavar="SHARE", kind=float)
+    timeout: float = option(
+        120.0, "Give up on a request after this long.", metavar="DURATION", parse=positive_seconds, shown="120s"
+    )
+    seed: int | None = option(None, "Random seed.", metavar="N", kind=int)
+    json_out: Path | None = option(
+        None,
+        "Write the result (rates, steps, capacity, interval, SLO, settings, version, time).",
+        metavar="FILE",
+        kind=Path,
+    )
+    plot: Path | None = option(
+        None, "Plot TTFT, TPOT and goodput against the offered rate.", metavar="FILE.png", kind=Path
+    )
+    rules: Path | None = option(
+        None,
+        "Write a Prometheus rule file with the capacity per replica "
+        "(llm_capacity:requests_per_second_per_replica{model}) for the overview's headroom panel.",
+        metavar="FILE",
+        kind=Path,
+    )
+    compare_to: Path | None = option(
+        None,
+        "Compare with an earlier result; exit 1 when capacity is lower beyond both intervals.",
+        flag="--compare",
+        metavar="OLD.json",
+        kind=Path,
+    )
+
+
+@dataclass(frozen=True)
+class CapacityCompareOptions:
+    """`inferwatch capacity compare`'s flags (its two results are arguments)."""
+
+    as_json: bool = option(False, "Print JSON.", flag="--json", kind=bool)

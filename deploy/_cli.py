@@ -1,5 +1,6 @@
 """`inferwatch deploy render` and `inferwatch doctor`: flags and files only; the library does the work. Their
-flags come from their options models (deploy/_config.py's Config, deploy/_doctor_options.py)."""
+flags come from options models (deploy/_render_options.py's RenderFlags, whose option Config's `backend` shares, and
+deploy/_doctor_options.py)."""
 
 from pathlib import Path
 from typing import Annotated, Any
@@ -7,8 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from inferwatch.clikit import Command, bad_flag, group
-from inferwatch.deploy._config import Config
 from inferwatch.deploy._doctor_options import DoctorOptions, pairs_problem
+from inferwatch.deploy._render_options import RenderFlags
 from inferwatch.options import flags_of
 from inferwatch.promapi import ClientOptions
 from inferwatch.promapi_flags import connection_flags
@@ -29,7 +30,7 @@ ConfigOpt = Annotated[
 
 
 @deploy_app.command("render", cls=Command)
-@flags_of(Config, from_file=True)
+@flags_of(RenderFlags, from_file=True)
 def render(
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="DIR", show_default=False, help="Output folder (created if missing).")
@@ -57,7 +58,7 @@ def render(
       inferwatch deploy render --target compose --backend victoriametrics -o stack/
     """
     from inferwatch._files import output_dir, write_file
-    from inferwatch.deploy import TARGETS, load_config
+    from inferwatch.deploy import TARGETS, Config, load_config
     from inferwatch.deploy import render as render_files
     from inferwatch.errors import InferwatchError
     from inferwatch.options import from_flags

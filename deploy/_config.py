@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inferwatch import __version__
+from inferwatch.deploy._render_options import BACKENDS, backend_option
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
 from inferwatch.options import option, options_of, reference_rows, table_head
@@ -46,7 +47,6 @@ __all__ = [
 ENGINES = ("vllm", "sglang")
 DEFAULT_IMAGE = f"ghcr.io/inferwatch/inferwatch:{__version__}"
 SCRAPE_MODES = ("relabel", "exporter", "sidecar")
-BACKENDS = ("prometheus", "victoriametrics")  # who scrapes, stores and evaluates the rules
 _DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")  # a Kubernetes object or namespace name
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
@@ -357,14 +357,7 @@ class Config:
     image: str = _key(  # not published: build it (deploy/README.md), or compose builds it
         DEFAULT_IMAGE, "The inferwatch image, pinned by a tag or digest (never latest).", parse=_image
     )
-    backend: str = _key(
-        "prometheus",
-        "Who scrapes, stores and evaluates the rules: prometheus, or victoriametrics (the VM operator's CRs; "
-        "vmagent, VictoriaMetrics and vmalert in compose).",
-        parse=_one_of(BACKENDS),
-        flag="--backend",
-        metavar="BACKEND",
-    )
+    backend: str = backend_option()  # the flag --backend too: deploy/_render_options.py
     scrape_mode: str = _key(
         "relabel",
         "relabel: PodMonitors with the mappings' metricRelabelings; exporter: the normalizing exporter as one "
@@ -543,7 +536,7 @@ def load_config(path: Path | str | None) -> Config:
     """The config in `path`, or the embedded defaults when None."""
     if path is None:
         return Config()
-    from inferwatch.yamlio import load_document  # here: `inferwatch --help` reads --backend's option from this module
+    from inferwatch.yamlio import load_document  # here: only a command that reads a file needs YAML
 
     loaded = load_document(path)
     return parse_config(loaded.data, loaded.file, loaded.positions)

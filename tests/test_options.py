@@ -16,7 +16,7 @@ from inferwatch.canary import CanaryOptions
 from inferwatch.cost import CostCompileOptions
 from inferwatch.deploy import Config, DoctorOptions, parse_config
 from inferwatch.deploy import reference_table as deploy_table
-from inferwatch.exporters import ExporterConfig, load_config
+from inferwatch.exporters import ExporterConfig, GpuOptions, load_config
 from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
 from inferwatch.options import (
     from_flags,
@@ -205,15 +205,40 @@ def test_the_readmes_exporter_yaml_example_loads(tmp_path):
 
 
 def test_the_gpu_exporters_flags_reach_its_config():
-    """`exporter gpu`'s model holds the flags as given; gpu_config checks them, with the same defaults."""
+    """`exporter gpu`'s model checks and types each flag; exporter_config adds what reads two and the host's."""
     from inferwatch.exporters import GpuOptions
-    from inferwatch.exporters.gpu._config import gpu_config
+    from inferwatch.exporters.gpu._config import exporter_config, gpu_config
 
-    assert gpu_config(**dataclasses.asdict(GpuOptions())) == gpu_config()
+    assert exporter_config(GpuOptions()) == gpu_config()
     flags = given_flags("exporter gpu", ["--backend", "simulated", "--gpus", "2", "--max-connections", "5"])
     flags.pop("log_level")
-    config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
+    config = exporter_config(from_flags(GpuOptions, flags))
     assert (config.backend, config.gpus, config.max_connections, config.port) == ("simulated", 2, 5, 9401)
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--interval", "50ms"], "Invalid value for --interval: '50ms': use 100ms to 1h, e.g. 1s"),
+        (["--backend", "cuda"], "Invalid value for --backend: 'cuda': use nvml or simulated"),
+        (["--gpus", "2"], "Invalid value for --gpus: only with --backend simulated"),
+        (["--backend", "simulated", "--gpus", "65"], "Invalid value for --gpus: 65: use 1 to 64"),
+        (["--backend", "simulated", "--scenario", "x"], "Invalid value for --scenario: 'x': use normal or stall"),
+        (["--backend", "simulated", "--workload", "a"], "Invalid value for --workload: 'a': use NAMESPACE/POD or"),
+        (["--backend", "simulated", "--follow", "ftp://x"], "Invalid value for --follow: 'ftp://x' is not an http"),
+        (["--idle-timeout", "10ms"], "Invalid value for --idle-timeout: '10ms': use at least 0.1s"),
+        (["--stale-after", "500ms"], "Invalid value for --stale-after: 0.5s is under --interval 1s: use at least 1s"),
+        (["--max-connections", "0"], "Invalid value for --max-connections: 0: use 1 to 65536"),
+        (["--pod-resources-socket", "/" + "x" * 120], "a unix socket path is at most 107 bytes"),
+        (["--listen", "x"], "Invalid value for --listen: 'x' is not HOST:PORT"),
+    ],
+)
+def test_a_wrong_gpu_exporter_flag_is_one_usage_line(args, line):
+    """Each flag is checked by its field of GpuOptions (what reads two flags by exporter_config): one line naming
+    it, exit 2, before anything is sampled."""
+    proc = run("exporter", "gpu", *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("error: ") and line in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_an_empty_yaml_value_is_the_default(tmp_path):
@@ -258,6 +283,7 @@ COMMANDS = [
     ("capacity compare", CapacityCompareOptions, ["a.json", "b.json"]),
     ("canary", CanaryOptions, ["--model", "m", "--canary", "v=2", "--stable", "v=1"]),
     ("cost compile", CostCompileOptions, ["x.yaml"]),
+    ("exporter gpu", GpuOptions, []),
 ]
 
 

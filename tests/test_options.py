@@ -308,3 +308,28 @@ def test_simulates_help_names_every_release():
     from inferwatch.sim._cli_options import ENGINE_VERSIONS
 
     assert ENGINE_VERSIONS == "; ".join(f"{e} {', '.join(releases(e))}" for e in ("vllm", "sglang"))
+
+
+def test_deploy_yaml_is_read_by_the_options_reader_in_the_files_order(tmp_path):
+    """deploy.yaml goes through options.read_mapping like every command's YAML: sections and engines[] are read
+    as their models in turn, each problem at its line with its path, in the file's order; a missing required key
+    says what it is."""
+    from inferwatch.deploy import load_config
+    from inferwatch.errors import SpecError
+
+    cfg = tmp_path / "deploy.yaml"
+    cfg.write_text(
+        "version: 1\nnvml: 5\nfrontdoor: {replicas: 0, bogus: 1}\nengines:\n  - engine: vllm\ngrafana_folder: 7\n"
+    )
+    with pytest.raises(SpecError) as err:
+        load_config(cfg)
+    assert [(p.line, p.field) for p in err.value.problems] == [
+        (None, "nvml"),
+        (3, "frontdoor.bogus"),
+        (3, "frontdoor.replicas"),
+        (5, "engines[0].name"),
+        (6, "grafana_folder"),
+    ]
+    assert str(err.value.problems[3]).endswith(
+        "engines[0].name: required: The fleet's name (a Kubernetes name), unique among the engines."
+    )

@@ -188,7 +188,8 @@ def _raw_default(named: _Named):
 def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Callable[[T], T]:
     """Decorate a command written as `def cmd(own params..., **given)`: its signature gets one typer option per
     flag of `model` (in field order, before the command's own parameters except those named in `after`), so typer
-    reads them as if written out; the command receives them in `given`. Only Python's public `__signature__`."""
+    reads them as if written out; the command receives them in `given`. Only Python's public `__signature__` (and
+    `__annotations__`, so typing.get_type_hints sees the flags too)."""
 
     def decorate(command):
         # eval_str: a module with `from __future__ import annotations` writes them as text, and typer does not
@@ -199,6 +200,8 @@ def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Ca
         first = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name not in after]
         last = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name in after]
         command.__signature__ = inspect.Signature(first + flags + last)
+        # and the annotations to match, for typing.get_type_hints (the signature's are objects already)
+        command.__annotations__ = {p.name: p.annotation for p in first + flags + last if p.annotation is not p.empty}
         return command
 
     return decorate

@@ -126,13 +126,8 @@ def demo(**flags: Any):
     from inferwatch.sim import run_demo
 
     given = from_flags(DemoOptions, flags, bad=refuse_flag)
-    engine, no_install, headless, short, workdir = (
-        given.engine,
-        given.no_install,
-        given.headless,
-        given.short,
-        given.workdir,
-    )
+    engine, no_install = given.engine, given.no_install
+    headless, short, workdir = given.headless, given.short, given.workdir
     if given.canary:
         if engine != "sim" or no_install:
             raise InferwatchError("--canary plays on simulated engines: leave out --engine and --no-install")

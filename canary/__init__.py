@@ -26,6 +26,7 @@ __all__ = [
     "analysis_template",
     "metric_templates",
     "register",
+    "CanaryOptions",
 ]
 
 # loaded on first use: `inferwatch --help` registers the canary command without loading promql_parser
@@ -33,6 +34,7 @@ _LAZY = {
     name: module
     for module, names in {
         "_cli": ("register",),
+        "_options": ("CanaryOptions",),
         "_compare": (
             "EXIT",
             "FAIL",

@@ -7,12 +7,23 @@ text = render_cost(spec)               # the rule file, with its banner
 
 from inferwatch import _lazy
 
-__all__ = ["CostSpec", "LabelPrice", "load_cost", "parse_cost", "compile_cost", "render_cost", "RECORDS", "register"]
+__all__ = [
+    "CostSpec",
+    "LabelPrice",
+    "load_cost",
+    "parse_cost",
+    "compile_cost",
+    "render_cost",
+    "RECORDS",
+    "register",
+    "CostCompileOptions",
+]
 
 _LAZY = {
     name: module
     for module, names in {
         "_cli": ("register",),
+        "_options": ("CostCompileOptions",),
         "_rules": ("RECORDS", "compile_cost", "render_cost"),
         "_spec": ("CostSpec", "LabelPrice", "load_cost", "parse_cost"),
     }.items()

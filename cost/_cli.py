@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from inferwatch.clikit import Command, group
+from inferwatch.cost._options import CostCompileOptions
+from inferwatch.options import flags_of
 
 __all__ = ["register"]
 
@@ -15,11 +17,10 @@ cost_app = group("What serving costs: a price table compiled to recording rules 
 
 
 @cost_app.command("compile", cls=Command)
+@flags_of(CostCompileOptions)
 def compile_command(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A cost file (cost/example.yaml documents it).")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", metavar="DIR", help="Where to write NAME.cost.rules.yaml.")
-    ] = Path("rules"),
+    **flags: Any,
 ):
     """Compile a price table into Prometheus recording rules.
 
@@ -34,7 +35,9 @@ def compile_command(
     """
     from inferwatch._files import output_dir, write_output
     from inferwatch.cost import load_cost, render_cost
+    from inferwatch.options import from_flags
 
+    out = from_flags(CostCompileOptions, flags).out
     text = render_cost(load_cost(file))
     target = output_dir(out, "--out") / f"{file.stem}.cost.rules.yaml"
     write_output(target, text, "--out")

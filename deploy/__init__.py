@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_FOLDERS",
     "run_checks",
     "summary",
+    "DoctorOptions",
     "register",
 ]
 
@@ -35,6 +36,7 @@ __getattr__ = _lazy.lazy_attributes(
         **dict.fromkeys(("render", "render_default", "TARGETS", "DEFAULT_FOLDERS"), "_render"),
         "run_checks": "_doctor",
         "summary": "_doctor",
+        "DoctorOptions": "_doctor_options",
         "register": "_cli",
     },
 )

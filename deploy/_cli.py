@@ -1,12 +1,15 @@
-"""`inferwatch deploy render` and `inferwatch doctor`: flags and files only; the library does the work."""
+"""`inferwatch deploy render` and `inferwatch doctor`: flags and files only; the library does the work. Their
+flags come from options models (deploy/_render_options.py's RenderFlags, whose option Config's `backend` shares, and
+deploy/_doctor_options.py)."""
 
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from inferwatch.clikit import Command, group
-from inferwatch.deploy._config import Config
+from inferwatch.clikit import Command, bad_flag, group
+from inferwatch.deploy._doctor_options import DoctorOptions, pairs_problem
+from inferwatch.deploy._render_options import RenderFlags
 from inferwatch.options import flags_of
 from inferwatch.promapi import ClientOptions
 from inferwatch.promapi_flags import connection_flags
@@ -27,7 +30,7 @@ ConfigOpt = Annotated[
 
 
 @deploy_app.command("render", cls=Command)
-@flags_of(Config, from_file=True)
+@flags_of(RenderFlags, from_file=True)
 def render(
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="DIR", show_default=False, help="Output folder (created if missing).")
@@ -55,7 +58,7 @@ def render(
       inferwatch deploy render --target compose --backend victoriametrics -o stack/
     """
     from inferwatch._files import output_dir, write_file
-    from inferwatch.deploy import TARGETS, load_config
+    from inferwatch.deploy import TARGETS, Config, load_config
     from inferwatch.deploy import render as render_files
     from inferwatch.errors import InferwatchError
     from inferwatch.options import from_flags
@@ -125,78 +128,8 @@ def merge_alertmanager(
         write_file(out, text, "--out")
 
 
-def doctor(
-    prometheus: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            show_default=False,
-            help="Prometheus base URL, e.g. "
-            "http://prometheus:9090; or victoria-metrics', "
-            "vmagent's or vmalert's (doctor says which it "
-            "found).",
-        ),
-    ] = None,
-    scraper: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            show_default=False,
-            help="The server that scrapes, where --prometheus does not: vmagent or a Prometheus agent.",
-        ),
-    ] = None,
-    ruler: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            show_default=False,
-            help="The server that evaluates the rules and sends the alerts, where --prometheus does not: vmalert.",
-        ),
-    ] = None,
-    file: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--file",
-            "-f",
-            metavar="PATH",
-            show_default=False,
-            help="Check files instead of (or as well as) a "
-            "running stack: prometheus.yml, compose, "
-            "ServiceMonitors, PodMonitors, "
-            "PrometheusRules, kube-prometheus-stack values, "
-            "Alertmanager config; a folder: every *.yaml and "
-            "*.yml below it. "
-            "Repeatable.",
-        ),
-    ] = None,
-    alertmanager: Annotated[
-        str | None, typer.Option(metavar="URL", show_default=False, help="Alertmanager base URL.")
-    ] = None,
-    grafana: Annotated[
-        str | None, typer.Option(metavar="URL", show_default=False, help="Grafana base URL (token from GRAFANA_TOKEN).")
-    ] = None,
-    external_metrics: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            show_default=False,
-            help="The Kubernetes API, e.g. `kubectl proxy`'s "
-            "http://127.0.0.1:8001: check that "
-            "prometheus-adapter serves each autoscaled "
-            "model's signal.",
-        ),
-    ] = None,
-    config: ConfigOpt = None,
-    no_alertmanager: Annotated[
-        bool,
-        typer.Option(
-            "--no-alertmanager",
-            help="This stack runs no Alertmanager (a laptop, the demo): report its absence as skipped, not missing.",
-        ),
-    ] = False,
-    *,
-    client: ClientOptions,
-):
+@flags_of(DoctorOptions, after=("client",))
+def doctor(*, client: ClientOptions, **flags: Any):
     """Check that every signal the dashboards, SLOs and triage need arrives, and their joins work: one line per
     check (ok, note, skipped and why, missing, wrong) with the fix; exit 1 when something is missing or wrong.
 
@@ -213,71 +146,37 @@ def doctor(
     from inferwatch.deploy import load_config
     from inferwatch.deploy._doctor import run_checks, summary
     from inferwatch.deploy._files import check_files
+    from inferwatch.options import from_flags
 
-    urls = _doctor_urls(prometheus, alertmanager, grafana, no_alertmanager, scraper, ruler)
-    missing = [str(p) for p in file or [] if not p.exists()]
+    problem = pairs_problem(flags)
+    if problem is not None:
+        bad_flag(*problem)
+    given = from_flags(DoctorOptions, flags)
+    file = given.file
+    missing = [str(p) for p in file if not p.exists()]
     if missing:
-        raise typer.BadParameter(f"{', '.join(missing)}: no such file or folder", param_hint="--file")
-    if "--prometheus" not in urls and not file:
-        raise typer.BadParameter(
-            "give --prometheus URL (a running stack) or --file PATH (its files)", param_hint="--prometheus"
-        )
-    deployed = load_config(config)
-    results = check_files(deployed, list(file), not no_alertmanager) if file else []
-    if "--prometheus" in urls:
+        bad_flag("--file", f"{', '.join(missing)}: no such file or folder")
+    if given.prometheus is None and not file:
+        bad_flag("--prometheus", "give --prometheus URL (a running stack) or --file PATH (its files)")
+    deployed = load_config(given.config)
+    results = check_files(deployed, list(file), not given.no_alertmanager) if file else []
+    if given.prometheus is not None:
         results += run_checks(
             deployed,
-            urls["--prometheus"],
-            urls.get("--alertmanager"),
-            urls.get("--grafana"),
+            given.prometheus,
+            given.alertmanager,
+            given.grafana,
             os.environ.get("GRAFANA_TOKEN"),
-            alertmanager_expected=not no_alertmanager,
+            alertmanager_expected=not given.no_alertmanager,
             options=client,
-            scraper=urls.get("--scraper"),
-            ruler=urls.get("--ruler"),
-            external_metrics=external_metrics,
+            scraper=given.scraper,
+            ruler=given.ruler,
+            external_metrics=given.external_metrics,
         )
     for result in results:
         typer.echo(str(result))
     typer.echo(summary(results), err=True)
     raise typer.Exit(1 if any(r.bad for r in results) else 0)
-
-
-def _doctor_urls(
-    prometheus: str | None,
-    alertmanager: str | None,
-    grafana: str | None,
-    no_alertmanager: bool,
-    scraper: str | None = None,
-    ruler: str | None = None,
-) -> dict[str, str]:
-    """{flag: base URL} of the servers given, checked: the others are asked along with --prometheus."""
-    from inferwatch._urls import http_url
-
-    if prometheus is None and (alertmanager or grafana or scraper or ruler):
-        raise typer.BadParameter(
-            "--alertmanager, --grafana, --scraper and --ruler are asked along with a running "
-            "Prometheus (or victoria-metrics): give --prometheus URL too",
-            param_hint="--prometheus",
-        )
-    if no_alertmanager and alertmanager is not None:
-        raise typer.BadParameter(
-            "--alertmanager URL and --no-alertmanager contradict each other: give one", param_hint="--no-alertmanager"
-        )
-    urls = {}
-    for flag, value, example in (
-        ("--prometheus", prometheus, "http://prometheus:9090"),
-        ("--scraper", scraper, "http://vmagent:8429"),
-        ("--ruler", ruler, "http://vmalert:8880"),
-        ("--alertmanager", alertmanager, "http://alertmanager:9093"),
-        ("--grafana", grafana, "http://grafana:3000"),
-    ):
-        if value is not None:
-            try:
-                urls[flag] = http_url(value, example).rstrip("/")
-            except ValueError as err:
-                raise typer.BadParameter(str(err), param_hint=flag) from None
-    return urls
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,8 @@
 """The deploy config (`deploy.yaml`, version 1) into frozen dataclasses, every problem with its file:line: field.
 
-Each key is a dataclass field whose option (inferwatch/options.py) holds its help and its check: the reader below
-and deploy/README.md's table of every key (`reference_table`, written by `inferwatch build`) are made from them.
+Each key is a dataclass field whose option (inferwatch/options.py) holds its help and its check: options'
+read_mapping, the reader of every command's YAML (a section's option names its model, read in turn), and
+deploy/README.md's table of every key (`reference_table`, written by `inferwatch build`) are made from them.
 
 Unknown keys are errors, so a typo never silently drops a setting; a missing
 key takes the default of the dataclass, so `{version: 1}` is the embedded
@@ -17,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inferwatch import __version__
+from inferwatch.deploy._render_options import BACKENDS, backend_option
 from inferwatch.durations import parse_duration
 from inferwatch.errors import Problem, SpecError
-from inferwatch.options import option, options_of, reference_rows, table_head
+from inferwatch.options import option, read_mapping, reference_rows, table_head
 
 if TYPE_CHECKING:
-    from inferwatch.yamlio import Positions
+    from inferwatch.yamlio import Positions, Problems
 
 __all__ = [
     "Config",
@@ -46,7 +48,6 @@ __all__ = [
 ENGINES = ("vllm", "sglang")
 DEFAULT_IMAGE = f"ghcr.io/inferwatch/inferwatch:{__version__}"
 SCRAPE_MODES = ("relabel", "exporter", "sidecar")
-BACKENDS = ("prometheus", "victoriametrics")  # who scrapes, stores and evaluates the rules
 _DNS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")  # a Kubernetes object or namespace name
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
@@ -345,6 +346,11 @@ _DEFAULT_ENGINES = (
 )
 
 
+def _section(model) -> Any:
+    """A section of deploy.yaml: a mapping of `model`'s keys, its defaults when left out."""
+    return _key(model(), f"The {model.__name__} keys below.", section=model)
+
+
 @dataclass(frozen=True)
 class Config:
     file: str = "<embedded defaults>"
@@ -357,14 +363,7 @@ class Config:
     image: str = _key(  # not published: build it (deploy/README.md), or compose builds it
         DEFAULT_IMAGE, "The inferwatch image, pinned by a tag or digest (never latest).", parse=_image
     )
-    backend: str = _key(
-        "prometheus",
-        "Who scrapes, stores and evaluates the rules: prometheus, or victoriametrics (the VM operator's CRs; "
-        "vmagent, VictoriaMetrics and vmalert in compose).",
-        parse=_one_of(BACKENDS),
-        flag="--backend",
-        metavar="BACKEND",
-    )
+    backend: str = backend_option()  # the flag --backend too: deploy/_render_options.py
     scrape_mode: str = _key(
         "relabel",
         "relabel: PodMonitors with the mappings' metricRelabelings; exporter: the normalizing exporter as one "
@@ -382,15 +381,18 @@ class Config:
         _DEFAULT_ENGINES,
         "The engine fleets, a non-empty list of the engines[] keys below.",
         shown="vllm and sglang in llm",
+        section=Engine,
+        repeatable=True,
+        expected="a non-empty list of engines",
     )
-    dcgm: Dcgm = Dcgm()
-    nvml: Nvml = Nvml()
-    frontdoor: FrontDoor = FrontDoor()
-    alerting: Alerting = Alerting()
-    compose: Compose = Compose()
-    cluster: Cluster = Cluster()
-    victoriametrics: VictoriaMetrics = VictoriaMetrics()
-    autoscaling: Autoscaling = Autoscaling()
+    dcgm: Dcgm = _section(Dcgm)
+    nvml: Nvml = _section(Nvml)
+    frontdoor: FrontDoor = _section(FrontDoor)
+    alerting: Alerting = _section(Alerting)
+    compose: Compose = _section(Compose)
+    cluster: Cluster = _section(Cluster)
+    victoriametrics: VictoriaMetrics = _section(VictoriaMetrics)
+    autoscaling: Autoscaling = _section(Autoscaling)
 
 
 # the sections of Config: each field's key is the section's name, with the keys of its dataclass under it
@@ -417,118 +419,54 @@ def reference_table() -> str:
     return "\n".join(table_head(flags=False) + rows)
 
 
-class _Reader:
-    """Reads one mapping node into a dataclass by its fields' types; problems go to a shared list."""
-
-    def __init__(self, file: str, positions: Positions | None = None):
-        from inferwatch.yamlio import Problems
-
-        self.collected = Problems(file, positions)
-        self.problems = self.collected.problems
-
-    def problem(self, node, key, where: str, message: str) -> None:
-        self.collected.add(node if isinstance(node, dict) else None, where, message, key=key)
-
-    def read(self, cls, node, where: str, **extra):
-        if not isinstance(node, dict):
-            self.problem(node, None, where.rstrip("."), f"expected a mapping, got {node!r}")
-            return cls(**extra) if not _required(cls) - set(extra) else None
-        names = [f.name for f in dataclasses.fields(cls) if f.name != "file"]
-        values = dict(extra)
-        ignore = ("version",) if cls is Config else ()
-        self.collected.unknown_keys(node, names, where, ignore)
-        for key, value in node.items():
-            if key in ignore or key not in names:
-                continue
-            parsed = self.value(cls, key, value, node, f"{where}{key}")
-            if parsed is not _BAD:
-                values[key] = parsed
-        missing = _required(cls) - set(values)
-        for key in sorted(missing):
-            self.problem(node, None, f"{where}{key}", "required")
-        return None if missing else cls(**values)
-
-    def value(self, cls, key, value, node, where):
-        kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
-        if kind in _SECTIONS:
-            result = self.read(_SECTIONS[kind], value, where + ".")
-            return _BAD if result is None else result
-        if kind == "tuple[Engine, ...]":
-            if not isinstance(value, list) or not value:
-                self.problem(node, key, where, "expected a non-empty list of engines")
-                return _BAD
-            engines = [self.read(Engine, item, f"{where}[{i}].") for i, item in enumerate(value)]
-            return _BAD if None in engines else tuple(engines)
-        check = _check(cls, key) or _TYPE_CHECKS[kind]
-        try:
-            return check(value)
-        except (ValueError, TypeError) as err:
-            self.problem(node, key, where, str(err))
-            return _BAD
-
-
-_BAD = object()
-
-
-def _check(cls, name: str):
-    """The key's own check (its option's parse), if it has one."""
-    return next((n.option.parse for n in options_of(cls) if n.name == name), None)
-
-
-def _required(cls) -> set[str]:
-    return {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
-
-
 _TYPE_CHECKS = {"str": _str, "bool": _bool, "int": _count, "str | None": _str}
 
 
 def parse_config(data, file: str = "<config>", positions: Positions | None = None) -> Config:
     """A loaded YAML document (and where load_document found each part) into a Config; a SpecError lists every
     problem."""
-    reader = _Reader(file, positions)
+    from inferwatch.yamlio import Problems
+
     if not isinstance(data, dict):
         raise SpecError([Problem(file, None, "", "expected a mapping with `version: 1`")])
+    problems = Problems(file, positions)
     if data.get("version") != 1:
-        reader.problem(data, "version", "version", f"{data.get('version')!r}: this inferwatch reads version 1")
-    config = reader.read(Config, data, "", file=file)
+        problems.add(data, "version", f"{data.get('version')!r}: this inferwatch reads version 1")
+    config = read_mapping(Config, data, problems, ignore=("version",), extra={"file": file}, checks=_TYPE_CHECKS)
     if config is not None:
-        _cross_checks(config, data, reader)
-    if reader.problems or config is None:
-        raise SpecError(reader.problems)
+        _cross_checks(config, data, problems)
+    if problems or config is None:
+        raise SpecError(problems.problems)
     return config
 
 
-def _cross_checks(config: Config, node, reader: _Reader) -> None:
+def _cross_checks(config: Config, node, problems: Problems) -> None:
     names = [e.name for e in config.engines]
     for name in sorted({n for n in names if names.count(n) > 1}):
-        reader.problem(node, "engines", "engines", f"two engines named {name!r}; names must be unique")
+        problems.add(node, "engines", f"two engines named {name!r}; names must be unique", key="engines")
     if bool(config.cluster.name) != bool(config.cluster.remote_write_url):
-        reader.problem(
+        problems.add(
             node,
-            "cluster",
             "cluster",
             "give both name and remote_write_url (the store tells clusters apart by the name), or neither",
+            key="cluster",
         )
     if config.autoscaling.via != "none" and not scaled_engines(config):
-        reader.problem(
+        problems.add(
             node,
-            "autoscaling",
             "autoscaling.via",
             f"{config.autoscaling.via}: no engine to scale; give an engine a model and workload: deployment/NAME",
+            key="autoscaling",
         )
     for i, engine in enumerate(config.engines):
         if not engine.selector:
-            reader.problem(node, "engines", f"engines[{i}].selector", "required: the labels of the engine's pods")
+            problems.add(node, f"engines[{i}].selector", "required: the labels of the engine's pods", key="engines")
         if config.scrape_mode == "exporter" and not engine.urls:
-            reader.problem(
+            problems.add(
                 node,
-                "engines",
                 f"engines[{i}].urls",
                 "required with scrape_mode: exporter: the URL of each replica's /metrics",
+                key="engines",
             )
 
 
@@ -543,7 +481,7 @@ def load_config(path: Path | str | None) -> Config:
     """The config in `path`, or the embedded defaults when None."""
     if path is None:
         return Config()
-    from inferwatch.yamlio import load_document  # here: `inferwatch --help` reads --backend's option from this module
+    from inferwatch.yamlio import load_document  # here: only a command that reads a file needs YAML
 
     loaded = load_document(path)
     return parse_config(loaded.data, loaded.file, loaded.positions)

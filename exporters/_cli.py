@@ -112,15 +112,15 @@ def exporter_gpu(
       inferwatch exporter gpu --backend simulated --gpus 2 --follow localhost:8000 --workload demo/vllm-0
       curl -X POST localhost:9401/admin/scenario -d '{"scenario": "stall"}'
     """
-    import dataclasses
     import logging
 
-    from inferwatch.exporters.gpu._config import BadOption, build_exporter, gpu_config
+    from inferwatch.exporters.gpu._config import BadOption, build_exporter, exporter_config
     from inferwatch.options import from_flags
 
     level = check_log_level(log_level)
+    given = from_flags(GpuOptions, flags)  # each flag checked by its field
     try:
-        config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
+        config = exporter_config(given)
     except BadOption as err:
         bad_flag(err.flag, err)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

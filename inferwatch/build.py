@@ -181,10 +181,16 @@ def _in_checkout() -> bool:
 def reference_sections() -> dict[Path, dict[str, str]]:
     """{markdown file: {section name: table}}: the generated options tables, each from its command's options model
     (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
+    from inferwatch.canary import CanaryOptions
+    from inferwatch.cost import CostCompileOptions
+    from inferwatch.deploy import DoctorOptions
     from inferwatch.deploy import reference_table as deploy_table
     from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
+    from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
+    from inferwatch.slo import CompileOptions, ImportOptions
+    from inferwatch.triage import TriageOptions
 
     return {
         MAPPINGS_DIR.parent / "README.md": {
@@ -195,7 +201,26 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "frontdoor-options": reference_table(FrontdoorOptions, keys=False),
             "probe-options": reference_table(ProbeOptions, keys=False),
         },
-        DEPLOY_DIR / "README.md": {"deploy-keys": deploy_table()},
+        DEPLOY_DIR / "README.md": {
+            "deploy-keys": deploy_table(),
+            "doctor-options": reference_table(DoctorOptions, keys=False),
+        },
+        data_path("inferwatch.triage") / "README.md": {"triage-options": reference_table(TriageOptions, keys=False)},
+        data_path("inferwatch.slo") / "README.md": {
+            "slo-compile-options": reference_table(CompileOptions, keys=False),
+            "slo-import-options": reference_table(ImportOptions, keys=False),
+        },
+        data_path("inferwatch.sim") / "README.md": {
+            "simulate-options": reference_table(SimulateOptions, keys=False),
+            "load-options": reference_table(LoadOptions, keys=False),
+            "demo-options": reference_table(DemoOptions, keys=False),
+            "capacity-sweep-options": reference_table(SweepOptions, keys=False),
+            "capacity-compare-options": reference_table(CapacityCompareOptions, keys=False),
+        },
+        data_path("inferwatch.canary") / "README.md": {"canary-options": reference_table(CanaryOptions, keys=False)},
+        data_path("inferwatch.cost") / "README.md": {
+            "cost-compile-options": reference_table(CostCompileOptions, keys=False)
+        },
     }
 
 

@@ -11,7 +11,7 @@ from typing import NoReturn
 import typer
 import typer.core
 
-__all__ = ["Command", "LOG_LEVELS", "bad_flag", "check_log_level", "group"]
+__all__ = ["Command", "LOG_LEVELS", "bad_flag", "refuse_flag", "check_log_level", "group"]
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -81,6 +81,14 @@ def group(help: str) -> typer.Typer:
 def bad_flag(flag: str, err: Exception | str) -> NoReturn:
     """A usage error that names the flag: one `error:` line and exit 2 (inferwatch/cli.py's main)."""
     raise typer.BadParameter(str(err), param_hint=flag)
+
+
+def refuse_flag(flag: str, err: Exception | str) -> NoReturn:
+    """A flag refused as `error: --flag VALUE: why`, exit 1: the `bad=` of options.from_flags for the commands
+    whose flag errors always were InferwatchErrors (the parser's message starts with the value)."""
+    from inferwatch.errors import InferwatchError
+
+    raise InferwatchError(f"{flag} {err}")
 
 
 def check_log_level(level: str) -> str:

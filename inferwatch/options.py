@@ -41,6 +41,7 @@ __all__ = [
     "from_flags",
     "load_yaml",
     "read_yaml",
+    "read_mapping",
     "reference_table",
     "reference_rows",
     "table_head",
@@ -62,7 +63,9 @@ class Option(NamedTuple):
     the pair); expected: the YAML shape in a problem ("a list of mapping files"); flag, short, key: the names
     (None: not given that way, `only` says why); kind: the flag's type for typer (bool: a switch, int: typer
     counts; default str); shown: the default as the help and table write it ('' for none); repeatable: a tuple,
-    one item per flag given, a list (or with `pairs` a mapping) in YAML. A NamedTuple, not a
+    one item per flag given, a list (or with `pairs` a mapping) in YAML; envvar: the environment variable the flag
+    falls back to; min, max: the flag's bounds, which click checks (a number's); section: a model whose keys the
+    YAML value holds (a nested mapping; with `repeatable`, a list of them), read by read_mapping. A NamedTuple, not a
     dataclass: every command's options are made when `inferwatch --help` starts, and a class is cheaper made."""
 
     help: str
@@ -78,6 +81,10 @@ class Option(NamedTuple):
     shown: str | None = None
     only: str = ""
     repeatable: bool = False
+    envvar: str | None = None
+    min: float | None = None
+    max: float | None = None
+    section: Any = None
 
 
 class _Named(NamedTuple):
@@ -151,16 +158,19 @@ def _parameter(named: _Named, from_file: bool) -> inspect.Parameter:
         help_text = f"{help_text.rstrip('.')} [{shown}]."
     decls = [d for d in (named.flag, meta.short) if d]
     required = named.default is dataclasses.MISSING  # typer's `...`: click says `Missing option` itself
+    extra: dict[str, Any] = {
+        k: v for k, v in (("envvar", meta.envvar), ("min", meta.min), ("max", meta.max)) if v is not None
+    }
     if meta.kind is bool:
-        info = typer.Option(*decls, help=help_text)
+        info = typer.Option(*decls, help=help_text, **extra)
         annotation: Any = bool
         default: Any = False if from_file else bool(named.default)
     elif meta.repeatable:
-        info = typer.Option(*decls, metavar=meta.metavar, help=help_text)
+        info = typer.Option(*decls, metavar=meta.metavar, help=help_text, **extra)
         annotation, default = list[meta.kind], ... if required else []  # type: ignore[name-defined]
     else:
         show = not from_file and bool(shown) and not required and named.default is not None
-        info = typer.Option(*decls, metavar=meta.metavar, help=help_text, show_default=show)
+        info = typer.Option(*decls, metavar=meta.metavar, help=help_text, show_default=show, **extra)
         annotation = meta.kind if required else meta.kind | None
         default = ... if required else None if from_file or named.default is None else _raw_default(named)
     return inspect.Parameter(
@@ -170,15 +180,16 @@ def _parameter(named: _Named, from_file: bool) -> inspect.Parameter:
 
 def _raw_default(named: _Named):
     """What typer passes when the flag is not given: the default as the user would write it."""
-    if named.option.kind is int:
-        return int(named.default)
+    if named.option.kind in (int, float):
+        return named.option.kind(named.default)
     return _shown(named) or str(named.default)
 
 
 def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Callable[[T], T]:
     """Decorate a command written as `def cmd(own params..., **given)`: its signature gets one typer option per
     flag of `model` (in field order, before the command's own parameters except those named in `after`), so typer
-    reads them as if written out; the command receives them in `given`. Only Python's public `__signature__`."""
+    reads them as if written out; the command receives them in `given`. Only Python's public `__signature__` (and
+    `__annotations__`, so typing.get_type_hints sees the flags too)."""
 
     def decorate(command):
         # eval_str: a module with `from __future__ import annotations` writes them as text, and typer does not
@@ -189,6 +200,8 @@ def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Ca
         first = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name not in after]
         last = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name in after]
         command.__signature__ = inspect.Signature(first + flags + last)
+        # and the annotations to match, for typing.get_type_hints (the signature's are objects already)
+        command.__annotations__ = {p.name: p.annotation for p in first + flags + last if p.annotation is not p.empty}
         return command
 
     return decorate
@@ -237,54 +250,96 @@ def read_yaml(model: type[T], doc, file: str, positions=None, expected: str = "a
     if not isinstance(doc, dict):
         raise SpecError([Problem(file, None, "", f"expected {expected}")])
     problems = Problems(file, positions)
+    found = read_mapping(model, doc, problems)
+    problems.raise_if_any()
+    return found  # type: ignore[return-value]  # no problem: it was built
+
+
+def read_mapping(
+    model: type[T],
+    node,
+    problems,
+    where: str = "",
+    *,
+    ignore: Iterable[str] = (),
+    extra: Mapping[str, Any] | None = None,
+    checks: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> T | None:
+    """One mapping of a loaded YAML document into `model`, each problem added to `problems` (yamlio.Problems) at its
+    line, named `where` + its key: unknown keys (but `ignore`), required keys missing, values their option refuses.
+    A `section` option's value is read as its model in turn (a `repeatable` one: a non-empty list of them). A field
+    without `parse` is checked by `checks[its annotation]` when given. `extra`: fields that are not keys (a file
+    name). None when a problem leaves it unbuilt; a mapping that is not one is a problem, and the defaults."""
     named = [n for n in options_of(model) if n.key]
-    problems.unknown_keys(doc, [str(n.key) for n in named])
-    values = {}
-    for n in named:
-        if n.key in doc:
-            found = _yaml_value(n, doc, problems)
+    values: dict[str, Any] = dict(extra or {})
+    required = {n.name for n in named if n.default is dataclasses.MISSING}
+    if not isinstance(node, dict):
+        problems.add(None, where.rstrip("."), f"expected a mapping, got {node!r}", key=None)
+        return None if required - set(values) else model(**values)
+    problems.unknown_keys(node, [str(n.key) for n in named], where, tuple(ignore))
+    types = {f.name: f.type for f in dataclasses.fields(model)}  # type: ignore[arg-type]
+    by_key = {n.key: n for n in named}
+    for key in node:  # in the file's order, so the problems follow its lines
+        if (n := by_key.get(key)) is not None:
+            check = None if n.option.parse or checks is None else checks.get(str(types[n.name]))
+            found = _yaml_value(n, node, problems, where, checks, check)
             if found is not _BAD:
                 values[n.name] = found
-        elif n.default is dataclasses.MISSING:
-            problems.add(doc, str(n.key), f"required: {n.option.help}", key=None)
-    problems.raise_if_any()
-    return model(**values)
+    for n in named:
+        if n.key not in node and n.default is dataclasses.MISSING:
+            problems.add(node, f"{where}{n.key}", f"required: {n.option.help}", key=None)
+    return None if required - set(values) else model(**values)
 
 
 _BAD = object()
 
 
-def _yaml_value(named: _Named, doc: dict, problems) -> Any:
+def _yaml_value(named: _Named, doc: dict, problems, where: str = "", checks=None, check=None) -> Any:
     key, value = str(named.key), doc[named.key]
+    if named.option.section is not None:
+        return _yaml_section(named, key, value, doc, problems, where, checks)
     if named.option.repeatable:
-        return _yaml_items(named, key, value, doc, problems)
+        return _yaml_items(named, key, value, doc, problems, where)
     if named.option.kind is bool and not isinstance(value, bool):
-        problems.add(doc, key, f"expected true or false, got {value!r}")
+        problems.add(doc, where + key, f"expected true or false, got {value!r}")
         return _BAD
     try:
-        return named.parse(value)
-    except ValueError as err:
-        problems.add(doc, key, str(err))
+        return check(value) if check else named.parse(value)
+    except (ValueError, TypeError) as err:
+        problems.add(doc, where + key, str(err))
         return _BAD
 
 
-def _yaml_items(named: _Named, key: str, value, doc: dict, problems) -> Any:
+def _yaml_section(named: _Named, key: str, value, doc: dict, problems, where: str, checks) -> Any:
+    """A section's YAML: a mapping of its model's keys, or (repeatable) a non-empty list of them."""
+    model, path = named.option.section, where + key
+    if not named.option.repeatable:
+        found = read_mapping(model, value, problems, path + ".", checks=checks)
+        return _BAD if found is None else found
+    if not isinstance(value, list) or not value:
+        problems.add(doc, path, f"expected {named.option.expected or 'a non-empty list'}")
+        return _BAD
+    items = [read_mapping(model, item, problems, f"{path}[{i}].", checks=checks) for i, item in enumerate(value)]
+    return _BAD if None in items else tuple(items)
+
+
+def _yaml_items(named: _Named, key: str, value, doc: dict, problems, where: str = "") -> Any:
     """A repeatable field's YAML: a list (or, with `pairs`, a mapping) of items; each bad item at its own line."""
     if value is None:
         return ()
     pairs = named.option.pairs
     if not isinstance(value, dict if pairs else list):
         shape = named.option.expected or ("a mapping" if pairs else "a list")
-        problems.add(doc, key, f"expected {shape}")
+        problems.add(doc, where + key, f"expected {shape}")
         return _BAD
     entries: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
     items, bad = [], False
-    for where, item in entries:
+    for at, item in entries:
         try:
-            items.append(named.parse_item((where, item) if pairs else item))
+            items.append(named.parse_item((at, item) if pairs else item))
         except ValueError as err:
-            field = f"{key}.{where}" if pairs else f"{key}[{where}]"
-            problems.add(value, field, str(err), key=where)
+            field = f"{where}{key}.{at}" if pairs else f"{where}{key}[{at}]"
+            problems.add(value, field, str(err), key=at)
             bad = True
     return _BAD if bad else tuple(items)
 
@@ -312,6 +367,8 @@ def reference_rows(model, flags: bool = True, keys: bool = True, prefix: str = "
     for named in options_of(model):
         if not (flags and named.flag) and not (keys and named.key):
             continue
+        if named.option.section is not None and not named.option.repeatable:
+            continue  # a nested mapping: its own keys are rows (deploy's reference_table)
         cells = []
         if flags:
             flag = ", ".join(f"`{d}`" for d in (named.option.short, named.flag) if d)
@@ -326,6 +383,17 @@ def reference_rows(model, flags: bool = True, keys: bool = True, prefix: str = "
             what += f" ({'flag' if named.flag else 'YAML'} only: {named.option.only})"
         if named.flag and not flags:  # a table of keys: the key that is a flag too says so
             what += f" Also the flag `{named.flag}`."
+        low, high = named.option.min, named.option.max
+        if low is not None or high is not None:
+            what += " " + (
+                f"From {low:g} to {high:g}."
+                if low is not None and high is not None
+                else f"At least {low:g}."
+                if low is not None
+                else f"At most {high:g}."
+            )
+        if named.option.envvar and flags:
+            what += f" Default from `${named.option.envvar}` when set."
         cells.append(what)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines

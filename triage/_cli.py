@@ -3,79 +3,24 @@ inferwatch/cli.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 
 from inferwatch.clikit import Command
+from inferwatch.options import flags_of
 from inferwatch.promapi import ClientOptions
 from inferwatch.promapi_flags import connection_flags
+from inferwatch.triage._options import TriageOptions
 
 __all__ = ["register"]
 
 
+@flags_of(TriageOptions, after=("client",))
 def triage(
-    prometheus: Annotated[
-        str, typer.Option(metavar="URL", envvar="INFERWATCH_PROMETHEUS", help="Prometheus' base URL.")
-    ] = "http://localhost:9090",
-    since: Annotated[
-        str | None, typer.Option(metavar="DURATION", help="The incident: this long before --end (default now) [30m].")
-    ] = None,
-    start: Annotated[
-        str | None, typer.Option(metavar="TIME", help="The incident's start: RFC 3339 or Unix seconds.")
-    ] = None,
-    end: Annotated[str | None, typer.Option(metavar="TIME", help="The incident's end [now].")] = None,
-    model: Annotated[
-        list[str],
-        typer.Option(
-            metavar="NAME",
-            help="A model to judge (repeatable), in every "
-            "namespace and cluster that serves it, or one deployment as the "
-            "report names it, 'llama-3-8b (namespace=a)'; names are "
-            "case-sensitive [every model with series].",
-        ),
-    ] = [],
-    baseline: Annotated[
-        str,
-        typer.Option(
-            metavar="auto|1d|1h|START/END",
-            help=(
-                "What normal looked like: auto (the same window a day earlier if it has data, else the hour before), "
-                "1d / 7d (the same window that much earlier), 1h / 30m (that long before the incident), or START/END."
-            ),
-        ),
-    ] = "auto",
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON (kinds sorted by confidence; empty when nothing is wrong).")
-    ] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE.png", help="Also draw the signals, incident shaded and baseline faint, into this PNG."
-        ),
-    ] = None,
-    rules: Annotated[
-        list[Path], typer.Option(metavar="FILE", help="Kinds to add or replace (kinds.yaml's format; repeatable).")
-    ] = [],
-    alert: Annotated[
-        str | None,
-        typer.Option(
-            metavar="NAME",
-            help="Judge the incident of this alert: "
-            "from its last activation (less 5 minutes) to --end, for "
-            "the models its labels name (read from ALERTS_FOR_STATE); "
-            "instead of --since/--start.",
-        ),
-    ] = None,
-    alert_match: Annotated[
-        list[str],
-        typer.Option(
-            metavar="LABEL=VALUE", help="With --alert: pick the alert's instance by label (repeatable; =, !=, =~, !~)."
-        ),
-    ] = [],
     *,
     client: ClientOptions,
+    **flags: Any,
 ):
     """Name the kind of slow from Prometheus: each model's incident against a baseline, with evidence.
 
@@ -97,18 +42,16 @@ def triage(
     import sys
     import time
 
-    from inferwatch._urls import http_url
+    from inferwatch.options import from_flags
     from inferwatch.triage._fetch import Connection
     from inferwatch.triage._report import render_rich, render_text, to_json
     from inferwatch.triage._triage import triage as run
     from inferwatch.triage._window import incident_window
 
-    try:
-        url = http_url(prometheus, "http://localhost:9090")
-    except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--prometheus") from None
-    conn = Connection(url, client)
-    if alert is not None:
+    given = from_flags(TriageOptions, flags)
+    since, start, end, model = given.since, given.start, given.end, list(given.model)
+    conn = Connection(given.prometheus, client)
+    if given.alert is not None:
         from inferwatch.triage._alert import alert_incident
         from inferwatch.triage._fetch import connect
         from inferwatch.triage._window import parse_time
@@ -116,17 +59,19 @@ def triage(
         if since is not None or start is not None:
             raise typer.BadParameter("give --alert or --since/--start, not both", param_hint="--alert")
         now = time.time()
-        found = alert_incident(connect(conn), alert, alert_match, parse_time(end, "--end") if end else now)
+        found = alert_incident(
+            connect(conn), given.alert, list(given.alert_match), parse_time(end, "--end") if end else now
+        )
         window, model = found.window, [*model, *found.models]
     else:
         window = incident_window(since, start, end, time.time())
-    report = run(conn, window, baseline, tuple(dict.fromkeys(model)), tuple(rules))
-    if plot is not None:
+    report = run(conn, window, given.baseline, tuple(dict.fromkeys(model)), given.rules)
+    if given.plot is not None:
         from inferwatch.triage._plot import plot_report
 
-        plot_report(report, plot)
-        typer.echo(f"plot written to {plot}", err=True)
-    if as_json:
+        plot_report(report, given.plot)
+        typer.echo(f"plot written to {given.plot}", err=True)
+    if given.as_json:
         typer.echo(json.dumps(to_json(report), indent=2))
     elif sys.stdout.isatty():
         from rich.console import Console

@@ -1,4 +1,5 @@
-"""Options of `inferwatch exporter gpu`, checked at the edge: every mistake names its flag in one line."""
+"""`inferwatch exporter gpu`'s config: its options (exporters/_gpu_options.py, each flag checked by its field) with
+the checks that read two flags and the host's defaults; every mistake names its flag in one line."""
 
 from __future__ import annotations
 
@@ -6,18 +7,12 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from inferwatch._urls import http_url
-from inferwatch.exporters._config import parse_duration, parse_listen
+from inferwatch.exporters._gpu_options import POD_RESOURCES_SOCKET, GpuOptions
 from inferwatch.exporters.gpu._model import Workload
-from inferwatch.exporters.gpu._sim import SCENARIOS
 
-__all__ = ["GpuExporterConfig", "BadOption", "gpu_config", "build_exporter", "default_hostname"]
-
-BACKENDS = ("nvml", "simulated")
-MIN_INTERVAL, MAX_INTERVAL = 0.1, 3600.0  # GPM needs ~100 ms between its two samples
-POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
-MAX_SOCKET_PATH = 107  # bytes in sockaddr_un.sun_path, less its terminating NUL
+__all__ = ["GpuExporterConfig", "BadOption", "exporter_config", "gpu_config", "build_exporter", "default_hostname"]
 
 
 class BadOption(ValueError):
@@ -53,112 +48,53 @@ def default_hostname() -> str:
     return os.environ.get("NODE_NAME") or socket.gethostname()
 
 
-def gpu_config(
-    listen: str = "0.0.0.0:9401",
-    interval: str = "1s",
-    backend: str = "nvml",
-    gpus: int = 1,
-    follow: str | None = None,
-    scenario: str = "normal",
-    hostname: str | None = None,
-    workload: str | None = None,
-    proc_root: str = "/proc",
-    kubelet_pods_dir: str = "/var/lib/kubelet/pods",
-    pod_list: str | None = None,
-    stale_after: str | None = None,
-    idle_timeout: str = "10s",
-    max_connections: int = 64,
-    pod_resources_socket: str = POD_RESOURCES_SOCKET,
-) -> GpuExporterConfig:
-    """The options as typed; raises BadOption naming the flag."""
-    try:
-        host, port = parse_listen(listen)
-    except ValueError as err:
-        raise BadOption("--listen", str(err)) from None
-    try:
-        seconds = parse_duration(interval)
-    except ValueError as err:
-        raise BadOption("--interval", str(err)) from None
-    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
-        raise BadOption("--interval", f"{interval!r}: use 100ms to 1h, e.g. 1s")
-    if backend not in BACKENDS:
-        raise BadOption("--backend", f"{backend!r}: use nvml or simulated")
-    simulated_only = {
-        "--gpus": gpus != 1,
-        "--follow": follow is not None,
-        "--scenario": scenario != "normal",
-        "--workload": workload is not None,
-    }
-    if backend == "nvml":
-        for flag, given in simulated_only.items():
+def exporter_config(options: GpuOptions) -> GpuExporterConfig:
+    """The exporter's config from its checked options: what reads two flags is checked here (BadOption names the
+    flag), and the hostname defaults to this host's."""
+    if options.backend == "nvml":
+        for flag, given in (
+            ("--gpus", options.gpus != 1),
+            ("--follow", options.follow is not None),
+            ("--scenario", options.scenario != "normal"),
+            ("--workload", options.workload is not None),
+        ):
             if given:
                 raise BadOption(flag, "only with --backend simulated")
-    if not 1 <= gpus <= 64:
-        raise BadOption("--gpus", f"{gpus}: use 1 to 64")
-    if scenario not in SCENARIOS:
-        raise BadOption("--scenario", f"{scenario!r}: use {' or '.join(SCENARIOS)}")
-    if follow is not None:
-        try:
-            follow = http_url(follow, "http://localhost:8000/metrics or localhost:8000")
-        except ValueError as err:
-            raise BadOption("--follow", str(err)) from None
-        if follow.rstrip("/").count("/") == 2:  # no path: the simulator's /metrics
-            follow = follow.rstrip("/") + "/metrics"
-    stale = _seconds("--stale-after", stale_after, float(seconds)) if stale_after is not None else None
-    idle = _seconds("--idle-timeout", idle_timeout, 0.1)
-    if not 1 <= max_connections <= 65536:
-        raise BadOption("--max-connections", f"{max_connections}: use 1 to 65536")
+    if options.stale_after is not None and options.stale_after < options.interval:
+        raise BadOption(
+            "--stale-after",
+            f"{options.stale_after:g}s is under --interval {options.interval:g}s: use at least {options.interval:g}s",
+        )
+    host, port = options.listen
     return GpuExporterConfig(
         host,
         port,
-        float(seconds),
-        backend,
-        gpus,
-        follow,
-        scenario,
-        hostname or default_hostname(),
-        _workload(workload),
-        proc_root,
-        kubelet_pods_dir,
-        pod_list,
-        stale,
-        idle,
-        max_connections,
-        _socket(pod_resources_socket),
+        options.interval,
+        options.backend,
+        options.gpus,
+        options.follow,
+        options.scenario,
+        options.hostname or default_hostname(),
+        options.workload,
+        options.proc_root,
+        options.kubelet_pods_dir,
+        options.pod_list,
+        options.stale_after,
+        options.idle_timeout,
+        options.max_connections,
+        options.pod_resources_socket,
     )
 
 
-def _seconds(flag: str, text: str, least: float) -> float:
-    try:
-        seconds = float(parse_duration(text))
-    except ValueError as err:
-        raise BadOption(flag, str(err)) from None
-    if seconds < least:
-        raise BadOption(flag, f"{text!r}: use at least {least:g}s")
-    return seconds
+def gpu_config(**given: Any) -> GpuExporterConfig:
+    """The config from options written as their flags are (`interval="2s"`, `gpus=2`), each checked by its field
+    of GpuOptions; raises BadOption naming the flag."""
+    from inferwatch.options import from_flags
 
+    def bad(flag: str, err: Exception):
+        raise BadOption(flag, str(err))
 
-def _socket(path: str) -> str:
-    """An absolute unix socket path a connect can take, or '' (off)."""
-    if not path:
-        return ""
-    full = os.path.abspath(path)
-    if len(os.fsencode(full)) > MAX_SOCKET_PATH:
-        raise BadOption(
-            "--pod-resources-socket",
-            f"{path!r}: a unix socket path is at most {MAX_SOCKET_PATH} "
-            "bytes; use a shorter one (or '' to turn the API off)",
-        )
-    return full
-
-
-def _workload(text: str | None) -> Workload | None:
-    if text is None:
-        return None
-    parts = text.split("/")
-    if not 2 <= len(parts) <= 3 or not all(parts):
-        raise BadOption("--workload", f"{text!r}: use NAMESPACE/POD or NAMESPACE/POD/CONTAINER")
-    return Workload(*parts)
+    return exporter_config(from_flags(GpuOptions, given, bad=bad))
 
 
 def build_exporter(config: GpuExporterConfig, nvml=None):

@@ -10,7 +10,7 @@ import typer
 from inferwatch.clikit import Command, bad_flag, check_log_level, group
 from inferwatch.exporters._config import ExporterConfig
 from inferwatch.exporters._gpu_options import GpuOptions
-from inferwatch.mapping_flags import MappingOpt, SourceOpt, selected_mappings
+from inferwatch.mappings.flags import MappingOpt, SourceOpt, selected_mappings
 from inferwatch.options import flags_of
 
 __all__ = ["register"]

@@ -18,9 +18,9 @@ the ones that drifted from what the code generates now.
     build/deploy/compose/             the same for `--target compose`
     build/deploy/*-victoriametrics/   both again with `backend: victoriametrics` (VM operator; vmagent, vmalert)
 
-Not in the bundle but kept in step by `build`: alerts/RUNBOOKS.md's "Kinds of slow", from triage/kinds.yaml, and
-the options reference tables of README.md, frontdoor/README.md and deploy/README.md, from each command's options
-model (`reference_sections()`).
+Not in the bundle but kept in step by `build`: alerts/RUNBOOKS.md's "Kinds of slow", from triage/kinds.yaml. The
+options reference tables of the READMEs are inferwatch/reference.py's (they read every command's options model, the
+simulator's among them, and the demo reads this bundle).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ __all__ = [
     "refresh_sources",
     "check",
     "source_copies",
-    "reference_sections",
+    "in_checkout",
     "DEFAULT_SLO_SPEC",
     "dump_yaml",
 ]
@@ -172,76 +172,10 @@ def write_bundle(out_dir: Path) -> list[Path]:
     return written
 
 
-def _in_checkout() -> bool:
+def in_checkout() -> bool:
     """True when running from a source checkout (an editable install), where the copies can be refreshed."""
     root = MAPPINGS_DIR.parent
     return (root / "pyproject.toml").is_file() and (root / ".git").exists()
-
-
-def reference_sections() -> dict[Path, dict[str, str]]:
-    """{markdown file: {section name: table}}: the generated options tables, each from its command's options model
-    (inferwatch/options.py). The top-level README is only in a checkout; frontdoor/README.md only in one too."""
-    from inferwatch.canary import CanaryOptions
-    from inferwatch.cost import CostCompileOptions
-    from inferwatch.deploy import DoctorOptions
-    from inferwatch.deploy import reference_table as deploy_table
-    from inferwatch.exporters import ExporterConfig, GpuOptions
-    from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
-    from inferwatch.options import reference_table
-    from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
-    from inferwatch.slo import CompileOptions, ImportOptions
-    from inferwatch.triage import TriageOptions
-
-    return {
-        MAPPINGS_DIR.parent / "README.md": {
-            "exporter-options": reference_table(ExporterConfig),
-            "gpu-exporter-options": reference_table(GpuOptions, keys=False),
-        },
-        data_path("inferwatch.frontdoor") / "README.md": {
-            "frontdoor-options": reference_table(FrontdoorOptions, keys=False),
-            "probe-options": reference_table(ProbeOptions, keys=False),
-        },
-        DEPLOY_DIR / "README.md": {
-            "deploy-keys": deploy_table(),
-            "doctor-options": reference_table(DoctorOptions, keys=False),
-        },
-        data_path("inferwatch.triage") / "README.md": {"triage-options": reference_table(TriageOptions, keys=False)},
-        data_path("inferwatch.slo") / "README.md": {
-            "slo-compile-options": reference_table(CompileOptions, keys=False),
-            "slo-import-options": reference_table(ImportOptions, keys=False),
-        },
-        data_path("inferwatch.sim") / "README.md": {
-            "simulate-options": reference_table(SimulateOptions, keys=False),
-            "load-options": reference_table(LoadOptions, keys=False),
-            "demo-options": reference_table(DemoOptions, keys=False),
-            "capacity-sweep-options": reference_table(SweepOptions, keys=False),
-            "capacity-compare-options": reference_table(CapacityCompareOptions, keys=False),
-        },
-        data_path("inferwatch.canary") / "README.md": {"canary-options": reference_table(CanaryOptions, keys=False)},
-        data_path("inferwatch.cost") / "README.md": {
-            "cost-compile-options": reference_table(CostCompileOptions, keys=False)
-        },
-    }
-
-
-def _stale_sections() -> list[tuple[Path, str]]:
-    """(file, its text with every generated section as the models make it now) for each that differs."""
-    from inferwatch.errors import InferwatchError
-    from inferwatch.options import with_section
-
-    stale = []
-    for path, sections in reference_sections().items():
-        if not path.is_file():
-            continue  # an installed package carries no top-level README
-        text = wanted = path.read_text(encoding="utf-8")
-        for name, body in sections.items():
-            try:
-                wanted = with_section(wanted, name, body, str(path))
-            except ValueError as err:
-                raise InferwatchError(str(err)) from None
-        if wanted != text:
-            stale.append((path, wanted))
-    return stale
 
 
 def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
@@ -269,13 +203,12 @@ def _drift() -> tuple[list[tuple[Path, str]], list[Path]]:
     text = runbooks.read_text(encoding="utf-8")
     if (wanted := with_kinds_section(text, load_kinds())) != text:
         stale.append((runbooks, wanted))
-    stale.extend(_stale_sections())
     return stale, sorted(generated - set(copies.values()))
 
 
 def refresh_sources() -> list[Path]:
     """Rewrite the checked-in copies that differ and delete orphans; returns the files changed."""
-    if not _in_checkout():
+    if not in_checkout():
         return []
     stale, orphans = _drift()
     for path, text in stale:

@@ -97,17 +97,18 @@ def build(
       inferwatch build --check     (in CI: fails when a generated file was not regenerated)
     """
     from inferwatch import build as builder
+    from inferwatch import reference
     from inferwatch._files import output_dir
 
     if check:
-        stale = builder.check()
+        stale = builder.check() + reference.check()
         for drifted in stale:
             typer.echo(f"stale: {drifted} (run `inferwatch build` to regenerate)", err=True)
         if not stale:
             typer.echo("up to date: the checked-in generated files match the code")
         raise typer.Exit(1 if stale else 0)
     output_dir(out, "--out")
-    for updated in builder.refresh_sources():
+    for updated in [*builder.refresh_sources(), *reference.refresh()]:
         typer.echo(f"updated {updated}")
     try:
         written = builder.write_bundle(out)

@@ -7,7 +7,7 @@ import typer
 
 from inferwatch.clikit import Command, group
 from inferwatch.errors import InferwatchError
-from inferwatch.mapping_flags import MappingOpt, SourceOpt, selected_mappings
+from inferwatch.mappings.flags import MappingOpt, SourceOpt, selected_mappings
 
 __all__ = ["register"]
 

@@ -9,11 +9,12 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from inferwatch import reference
 from inferwatch.build import artifacts, check, source_copies
 
 
 def test_checked_in_artifacts_match_the_code():
-    stale = check()
+    stale = check() + reference.check()
     assert not stale, f"stale generated files {stale}: run `inferwatch build` and commit them"
     assert set(source_copies()) <= set(artifacts())
 

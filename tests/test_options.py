@@ -11,7 +11,7 @@ import typer
 from conftest import ROOT
 from test_cli_errors import run  # the command as a user runs it
 
-from inferwatch import build
+from inferwatch import reference
 from inferwatch.canary import CanaryOptions
 from inferwatch.cost import CostCompileOptions
 from inferwatch.deploy import Config, DoctorOptions, parse_config
@@ -139,7 +139,7 @@ def test_a_flag_its_parser_refuses_is_one_usage_line():
 
 def test_the_readme_tables_are_the_models():
     """`inferwatch build` writes each table; a table edited by hand, or a model changed without a build, fails."""
-    for path, sections in build.reference_sections().items():
+    for path, sections in reference.reference_sections().items():
         if path.is_file():
             text = path.read_text(encoding="utf-8")
             for name, table in sections.items():
@@ -154,8 +154,8 @@ def test_a_drifted_table_is_stale(monkeypatch, tmp_path):
     readme = tmp_path / "README.md"
     begin, end = section_markers("exporter-options")
     readme.write_text(f"# x\n\n{begin}\n\n| flag |\n|---|\n| `--gone` |\n\n{end}\n")
-    monkeypatch.setattr(build, "reference_sections", lambda: {readme: {"exporter-options": "| new |"}})
-    stale = build._stale_sections()
+    monkeypatch.setattr(reference, "reference_sections", lambda: {readme: {"exporter-options": "| new |"}})
+    stale = reference.stale_sections()
     assert [path for path, _ in stale] == [readme]
     assert stale[0][1] == with_section(readme.read_text(), "exporter-options", "| new |")
     assert f"{begin}\n\n| new |\n\n{end}" in stale[0][1]

@@ -50,10 +50,11 @@ def _frame(signal: str, part: str, result: list[dict]):
     values, counts, les = [], [], []
     text: dict[str, list[str]] = {name: [] for name in ("model", "pod", *DEPLOYMENT)}
     for series in result:
-        samples = series.get("values") or []
+        samples = series.get("values")
+        samples = [] if samples is None else samples  # a list from the server, an array once rolled
         labels = series.get("metric", {})
         le = _bound(labels.get("le"))
-        if not samples or le is None:
+        if not len(samples) or le is None:
             continue
         values.append(np.asarray(samples, dtype=float).reshape(-1, 2))
         counts.append(len(samples))
@@ -151,8 +152,12 @@ def _rolled(result: list[dict], step: float, k: int, keep_from: float, per_secon
     for series in result:
         samples = series.get("values") or []
         if samples:
-            rates = roll(np.asarray(samples, dtype=float).reshape(-1, 2), step, k, keep_from, per_second)
-            out.append({**series, "values": rates.tolist()})
+            out.append(
+                {
+                    **series,
+                    "values": roll(np.asarray(samples, dtype=float).reshape(-1, 2), step, k, keep_from, per_second),
+                }
+            )
     return out
 
 

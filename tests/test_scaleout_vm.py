@@ -96,8 +96,7 @@ def _page(model: str, slo: str, service: str = "llm") -> dict[str, str]:
 # each model's incidents, one after another; the two models' scripts run side by side
 SCRIPTS = {
     VLLM_MODEL: [
-        # the outage first: right after queueing, triage on VictoriaMetrics named queueing beside missing-data
-        # (a tie, listed first), on Prometheus missing-data alone (slo/README.md, "On VictoriaMetrics")
+        # the outage first, from a healthy start (slo/README.md, "On VictoriaMetrics")
         Incident(
             "metrics down",
             "metrics-down",
@@ -344,12 +343,20 @@ def _triage(base: str, baseline: tuple[float, float], incident: tuple[float, flo
     return headline(verdict)
 
 
-TIE = 0.12  # kinds this close to the most likely one lead with it: a tie (the two stores rate() apart)
+# kinds this close to the most likely one lead with it: a tie. Triage reads both stores alike (the same samples give
+# the same numbers: tests/test_triage_vm.py), but vmagent and Prometheus scrape the engines at moments of their own,
+# so the two stores hold different samples: a kind both named came up to 0.04 apart between them in the four runs
+# measured, the top kinds equal in all (slo/README.md); a tie within TIE leaves that 2.5 times over
+TIE = 0.1
 
 
 def _kinds(headline: str) -> list[tuple[str, float]]:
-    """The kinds of a headline, most likely first, with their confidences; `[("nothing wrong", 1.0)]` for none."""
-    found = [(kind, float(c)) for kind, c in re.findall(r"([a-z-]+) \((\d+(?:\.\d+)?)", headline.split(": ", 1)[1])]
+    """The kinds of a headline, most likely first, with their confidences; `[("nothing wrong", 1.0)]` for none,
+    `[("not enough data", 1.0)]` where latency could not be compared."""
+    verdict = headline.split(": ", 1)[1]
+    if verdict.startswith("not enough data"):
+        return [("not enough data", 1.0)]
+    found = [(kind, float(c)) for kind, c in re.findall(r"([a-z-]+) \((\d+(?:\.\d+)?)", verdict)]
     return found or [("nothing wrong", 1.0)]
 
 
@@ -361,6 +368,18 @@ def _leading(headline: str) -> set[str]:
     """The headline's most likely kind and every kind within TIE of it."""
     kinds = _kinds(headline)
     return {kind for kind, c in kinds if c >= kinds[0][1] - TIE}
+
+
+def _agree(prometheus: str, vm: str) -> bool:
+    """Both stores name the same most likely kind, or each one's leads the other within TIE."""
+    return _top(prometheus) == _top(vm) or (_top(prometheus) in _leading(vm) and _top(vm) in _leading(prometheus))
+
+
+def _gap(prometheus: str, vm: str) -> tuple[float, list[str]]:
+    """The largest difference of one kind's confidence between the stores, over the kinds both name; and the kinds
+    one names alone."""
+    a, b = dict(_kinds(prometheus)), dict(_kinds(vm))
+    return max((abs(a[k] - b[k]) for k in set(a) & set(b)), default=0.0), sorted(set(a) ^ set(b))
 
 
 def _stack(stack: ExitStack, tmp_path: Path, rule_files: list[str]):
@@ -499,18 +518,12 @@ def test_the_demo_raises_the_same_alerts_on_vmalert_as_on_prometheus(tmp_path):
     assert set(vm_fired) <= watch.notified, [_describe(k) for k in set(vm_fired) - watch.notified]
     # no phantom counts: vLLM's counts stop on vmalert's side within one hop of where Prometheus' stop
     assert last_count["vmalert"] <= last_count["prometheus"] + SLO_S + SLACK_S, last_count
-    # triage's verdict, the most likely kind, on both stores: printed, not compared. Each store's top kind led on the
-    # other (within TIE) in most runs, but not in all: in one clean .ci/run the demo's queueing (slow steps that
-    # then queue) read "queueing (0.91); slow-decode (0.75)" on Prometheus and slow-decode first on
-    # VictoriaMetrics, and its truncation "nothing wrong" on Prometheus and "long-outputs (1.00)" on
-    # VictoriaMetrics (MetricsQL's rate() starts at the sample before the window and does not extrapolate; triage
-    # is not yet made to read both alike: issue 25, open)
-    differ = {
-        model: v
-        for model, v in verdicts.items()
-        if _top(v["prometheus"]) not in _leading(v["vm"]) or _top(v["vm"]) not in _leading(v["prometheus"])
-    }
-    print("triage's verdicts that differ between the stores:", json.dumps(differ, indent=1) if differ else "none")
+    # triage's verdict, the most likely kind, on both stores: the same, or a tie within TIE on both sides
+    gaps = {name: _gap(v["prometheus"], v["vm"]) for name, v in verdicts.items()}
+    print("largest confidence gap of a kind both stores name, and kinds one names alone:")
+    print(json.dumps({name: [round(gap, 2), alone] for name, (gap, alone) in gaps.items()}))
+    differ = {name: v for name, v in verdicts.items() if not _agree(v["prometheus"], v["vm"])}
+    assert not differ, json.dumps(differ, indent=1)
 
 
 # --- 30 healthy minutes on vmalert, without 30 minutes of wall time ---------------------------------------------

@@ -35,6 +35,7 @@ from triage_tools import (
 from inferwatch.dashboards import metric_names
 from inferwatch.triage import Connection, Window, load_signals, rate_window, signal_queries, summarise, to_json, triage
 from inferwatch.triage._fetch import _frame
+from inferwatch.triage._increase import exact_rates
 from inferwatch.triage._sources import family_of, translate
 
 pytestmark = NEEDS_PROMETHEUS
@@ -242,6 +243,10 @@ def test_every_selector_of_the_signals_is_read_from_its_sources(models):
             promql_parser.parse(read)
             left = {n for n in metric_names(read) if family_of(n)}
             assert left <= NO_SOURCE, (signal.name, part, left)
+            for text in (promql, read):  # and as fetched: every rate() and resets() read from last samples
+                exact = exact_rates(text, 12)
+                promql_parser.parse(exact)
+                assert not re.search(r"\b(rate|resets)\(", exact), (signal.name, part)
 
 
 def test_rates_are_read_only_where_their_window_lies_inside_the_window():

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from inferwatch.promapi import ApiError, Client, ClientOptions
+from inferwatch.triage._increase import exact_rates, reads, roll, steps_per_window
 from inferwatch.triage._signals import DEPLOYMENT
 
 __all__ = ["Connection", "connect", "fetch_windows", "instant", "COLUMNS"]
@@ -49,10 +50,11 @@ def _frame(signal: str, part: str, result: list[dict]):
     values, counts, les = [], [], []
     text: dict[str, list[str]] = {name: [] for name in ("model", "pod", *DEPLOYMENT)}
     for series in result:
-        samples = series.get("values") or []
+        samples = series.get("values")
+        samples = [] if samples is None else samples  # a list from the server, an array once rolled
         labels = series.get("metric", {})
         le = _bound(labels.get("le"))
-        if not samples or le is None:
+        if not len(samples) or le is None:
             continue
         values.append(np.asarray(samples, dtype=float).reshape(-1, 2))
         counts.append(len(samples))
@@ -85,19 +87,33 @@ def _query_failed(err: ApiError, promql: str) -> QueryFailed | None:
 
 
 def fetch_windows(
-    client, url: str, queries: list[tuple[str, str, str]], windows, step: float, warnings: list | None = None
+    client,
+    url: str,
+    queries: list[tuple[str, str, str]],
+    windows,
+    step: float,
+    warnings: list | None = None,
+    lookback: float | None = None,
 ) -> list:
     """Every (signal, part, PromQL) over each window at `step`, all concurrently; one long frame per window.
+    With `lookback` (the rate window, s), every `rate()` is read as Prometheus and VictoriaMetrics answer alike
+    (_increase): per-step increases from a rate window before the window on, rolled into rates over it here.
     A query Prometheus cannot execute on this data leaves its signal unmeasured, with a warning."""
     import pandas as pd
 
     texts = list(dict.fromkeys(promql for _, _, promql in queries))  # a denominator shared by signals: once
+    sent = {text: exact_rates(text, step) if lookback else text for text in texts}
+    k_steps = steps_per_window(lookback, step) if lookback else 0
     jobs = [(k, w, text) for k, w in enumerate(windows) for text in texts]
 
     def one(job):
         k, window, promql = job
+        # steps on multiples of `step`: where VictoriaMetrics (its response cache on) moves a range query's start
+        # to, so both stores answer at the same moments
+        first = math.ceil(window.start / step - 1e-9) * step
+        start = first - (k_steps - 1) * step if sent[promql] != promql else first
         try:
-            return (k, promql), client.query_range(promql, window.start, window.end, step)
+            return (k, promql), client.query_range(sent[promql], start, window.end, step)
         except ApiError as err:
             failed = _query_failed(err, promql)
             if failed is not None:
@@ -116,10 +132,32 @@ def fetch_windows(
             if warnings is not None and f"{answer}; its signals read as not measured" not in warnings:
                 warnings.append(f"{answer}; its signals read as not measured")
             answers[k, promql] = []
+    for (k, promql), answer in answers.items():
+        if sent[promql] != promql:
+            first = math.ceil(windows[k].start / step - 1e-9) * step
+            answers[k, promql] = _rolled(answer, step, k_steps, first, reads(promql) == "rate")
     out = []
     for k in range(len(windows)):
         frames = [f for signal, part, promql in queries if len(f := _frame(signal, part, answers[k, promql]))]
         out.append(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS))
+    return out
+
+
+def _rolled(result: list[dict], step: float, k: int, keep_from: float, per_second: bool) -> list[dict]:
+    """A query's series of per-step increases as rates over `k` steps (or counts: resets), from `keep_from` on
+    (_increase.roll)."""
+    import numpy as np
+
+    out = []
+    for series in result:
+        samples = series.get("values") or []
+        if samples:
+            out.append(
+                {
+                    **series,
+                    "values": roll(np.asarray(samples, dtype=float).reshape(-1, 2), step, k, keep_from, per_second),
+                }
+            )
     return out
 
 

@@ -203,7 +203,10 @@ def _scrape_interval(client, url: str, sel: str, at: list[float], raw: frozenset
                 if (gaps := [float(b[0]) - float(a[0]) for a, b in pairwise(row.get("values", []))])
             ]
             if medians:
-                found.append(max(0.5, max(medians)))
+                # to a tenth of a second: the interval a person set, not the milliseconds by which one scraper's
+                # timestamps jitter (Prometheus' and vmagent's differ: 2.003 s against 2 s would make rate windows
+                # of 9 and 8 steps, and two stores' readings of the same engines apart)
+                found.append(max(0.5, round(max(medians), 1)))
                 break
     return max(found, default=DEFAULT_SCRAPE_INTERVAL)
 
@@ -452,7 +455,7 @@ def triage(conn: Connection, incident: Window, baseline: str = "auto", models=()
         warnings.append(
             f"read {', '.join(own[:20])} from {SOURCE_NAMES['engine']}: only they have no common-vocabulary series"
         )
-    frames = fetch_windows(client, conn.url, queries, windows, step, warnings)
+    frames = fetch_windows(client, conn.url, queries, windows, step, warnings, lookback)
     frames, units = split_deployments(frames)
     base, inc, *rest = (summarise(f, signals, w, step, lookback) for f, w in zip(frames, windows, strict=True))
     mine = lambda key: units.get(key[0], (key[0], ()))[0] in young  # noqa: E731 - a young model's reading

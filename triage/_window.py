@@ -115,8 +115,10 @@ def rate_window(step: float, scrape_interval: float, shortest: float | None = No
     """rate()'s range: at least four scrapes (so a missed scrape still leaves two samples) and at least a step
     (so consecutive steps tile the window and summed rates count every event once). A window shorter than four
     scrapes (`shortest`, seconds) is rated over its own length, down to two scrapes; below that a rate has too
-    few samples and its signals read as too few."""
+    few samples and its signals read as too few. A whole number of steps: its rates are the sums of per-step
+    increases (_increase)."""
     wanted = 4 * scrape_interval
     if shortest is not None and shortest < wanted:
         wanted = max(shortest, 2 * scrape_interval)
-    return f"{int(math.ceil(max(step, wanted)))}s"
+    steps = math.ceil(max(step, wanted) / step - 1e-9)
+    return f"{int(math.ceil(steps * step))}s"

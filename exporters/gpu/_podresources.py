@@ -142,7 +142,14 @@ class PodResourcesClient:
 
         if not os.path.exists(self.socket_path):
             raise _Failed("absent", "no such socket")
-        options = [("grpc.max_receive_message_length", self.max_bytes), ("grpc.enable_retries", 0)]
+        # a subchannel pool of its own: gRPC shares connections (and their reconnect backoff) between channels to one
+        # address, so a List soon after a failed one could fail again on the old connection's backoff, not on
+        # the kubelet (a test saw a restarted kubelet refused once more under load)
+        options = [
+            ("grpc.max_receive_message_length", self.max_bytes),
+            ("grpc.enable_retries", 0),
+            ("grpc.use_local_subchannel_pool", 1),
+        ]
         channel = grpc.insecure_channel("unix:" + os.path.abspath(self.socket_path), options=options)
         try:
             # the request is empty, and the answer is decoded here (exporters/gpu/_wire.py): no generated code

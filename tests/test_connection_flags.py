@@ -1,5 +1,5 @@
 """Every command that reads a Prometheus-like API (triage, canary, doctor) takes the same connection flags, written
-once (inferwatch/promapi_flags.py FLAGS), and reaches a real Prometheus behind basic auth with them."""
+once (inferwatch/promapi_flags.py ConnectionOptions), and reaches a real Prometheus behind basic auth with them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import typer
 from conftest import need
 from promtools import process
 
+from inferwatch.options import options_of
 from inferwatch.promapi import ApiError, Client, ClientOptions
-from inferwatch.promapi_flags import FLAGS
+from inferwatch.promapi_flags import ConnectionOptions
 from inferwatch.sim._demo import free_port
 
 COMMANDS = ("triage", "canary", "doctor")
@@ -36,7 +37,8 @@ def _params(name: str) -> dict[str, object]:
 def test_each_command_has_every_connection_flag_with_one_help(name):
     params = _params(name)
     reference = _params("triage")
-    for flag, _, default in FLAGS:
+    for named in options_of(ConnectionOptions):
+        flag, default = named.name, named.default
         assert flag in params, (name, flag)
         mine, theirs = params[flag], reference[flag]
         assert (mine.opts, mine.help, mine.default, mine.envvar) == (
@@ -45,7 +47,7 @@ def test_each_command_has_every_connection_flag_with_one_help(name):
             theirs.default,
             theirs.envvar,
         )
-        assert mine.default == default or (default == [] and not mine.default)
+        assert mine.default == default or (default == () and not mine.default)
     assert "client" not in params
 
 

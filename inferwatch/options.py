@@ -67,8 +67,8 @@ class Option(NamedTuple):
     one item per flag given, a list (or with `pairs` a mapping) in YAML; envvar: the environment variable the flag
     falls back to; min, max: the flag's bounds, which click checks (a number's); section: a model whose keys the
     YAML value holds (a nested mapping; with `repeatable`, a list of them), read by read_mapping; panel: the --help
-    panel the flag shows in (typer's rich_help_panel). A NamedTuple, not a
-    dataclass: every command's options are made when `inferwatch --help` starts, and a class is cheaper made."""
+    panel the flag shows in (typer's rich_help_panel). A NamedTuple, not a dataclass: every command's options are
+    made when `inferwatch --help` starts, and a class is cheaper made."""
 
     help: str
     metavar: str | None = None

@@ -146,3 +146,40 @@ def test_with_credentials_every_command_gets_past_the_guard(guarded, name, flags
     }[name]
     assert expected in text, text
     assert code is None or done.returncode == code, (done.returncode, text)
+
+
+@pytest.mark.parametrize(
+    "given, flag, words",
+    [
+        ({"header": ["nocolon"]}, "--header", "is not a header"),
+        ({"bearer_token": "t", "bearer_token_file": "f"}, "--bearer-token", "not both"),
+        ({"bearer_token": "t", "basic_auth": "u:p"}, "--basic-auth", "not both"),
+        ({"basic_auth": "nocolon"}, "--basic-auth", "USER:PASSWORD"),
+        ({"insecure": True, "ca_file": "ca.pem"}, "--insecure", "not both"),
+        ({"key": "k.pem"}, "--key", "goes with --cert"),
+        ({"proxy": "not-a-url"}, "--proxy", "is not an http"),
+    ],
+)
+def test_each_connection_check_names_its_flag(given, flag, words):
+    """ConnectionOptions' fields check one flag each; client_options what reads two: a usage error naming it."""
+    from inferwatch.promapi_flags import client_options
+
+    with pytest.raises(typer.BadParameter, match=words) as err:
+        client_options(given)
+    assert err.value.param_hint == flag
+
+
+def test_the_flags_become_the_client_options(tmp_path):
+    from inferwatch.promapi import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT
+    from inferwatch.promapi_flags import client_options
+
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    made = client_options({"header": ["X-Scope-OrgID: a"], "bearer_token_file": token, "proxy": ""})
+    assert made == ClientOptions(
+        headers=(("X-Scope-OrgID", "a"),),
+        bearer_token="s3cret",
+        proxy="",
+        timeout=DEFAULT_TIMEOUT,
+        max_bytes=DEFAULT_MAX_BYTES,
+    )

@@ -38,6 +38,7 @@ __all__ = [
     "option",
     "options_of",
     "flags_of",
+    "flag_parameters",
     "from_flags",
     "load_yaml",
     "read_yaml",
@@ -65,8 +66,9 @@ class Option(NamedTuple):
     counts; default str); shown: the default as the help and table write it ('' for none); repeatable: a tuple,
     one item per flag given, a list (or with `pairs` a mapping) in YAML; envvar: the environment variable the flag
     falls back to; min, max: the flag's bounds, which click checks (a number's); section: a model whose keys the
-    YAML value holds (a nested mapping; with `repeatable`, a list of them), read by read_mapping. A NamedTuple, not a
-    dataclass: every command's options are made when `inferwatch --help` starts, and a class is cheaper made."""
+    YAML value holds (a nested mapping; with `repeatable`, a list of them), read by read_mapping; panel: the --help
+    panel the flag shows in (typer's rich_help_panel). A NamedTuple, not a dataclass: every command's options are
+    made when `inferwatch --help` starts, and a class is cheaper made."""
 
     help: str
     metavar: str | None = None
@@ -85,6 +87,7 @@ class Option(NamedTuple):
     min: float | None = None
     max: float | None = None
     section: Any = None
+    panel: str | None = None
 
 
 class _Named(NamedTuple):
@@ -159,7 +162,9 @@ def _parameter(named: _Named, from_file: bool) -> inspect.Parameter:
     decls = [d for d in (named.flag, meta.short) if d]
     required = named.default is dataclasses.MISSING  # typer's `...`: click says `Missing option` itself
     extra: dict[str, Any] = {
-        k: v for k, v in (("envvar", meta.envvar), ("min", meta.min), ("max", meta.max)) if v is not None
+        k: v
+        for k, v in (("envvar", meta.envvar), ("min", meta.min), ("max", meta.max), ("rich_help_panel", meta.panel))
+        if v is not None
     }
     if meta.kind is bool:
         info = typer.Option(*decls, help=help_text, **extra)
@@ -185,6 +190,12 @@ def _raw_default(named: _Named):
     return _shown(named) or str(named.default)
 
 
+def flag_parameters(model, from_file: bool = False) -> list[inspect.Parameter]:
+    """The model's flags as typer parameters (keyword-only, in field order), for a decorator of its own
+    (promapi_flags.connection_flags)."""
+    return [_parameter(n, from_file) for n in options_of(model) if n.flag]
+
+
 def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Callable[[T], T]:
     """Decorate a command written as `def cmd(own params..., **given)`: its signature gets one typer option per
     flag of `model` (in field order, before the command's own parameters except those named in `after`), so typer
@@ -196,7 +207,7 @@ def flags_of(model, *, from_file: bool = False, after: Iterable[str] = ()) -> Ca
         # evaluate a signature it is given
         own = inspect.signature(command, eval_str=True).parameters.values()
         own = [p for p in own if p.kind is not p.VAR_KEYWORD]
-        flags = [_parameter(n, from_file) for n in options_of(model) if n.flag]
+        flags = flag_parameters(model, from_file)
         first = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name not in after]
         last = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.name in after]
         command.__signature__ = inspect.Signature(first + flags + last)

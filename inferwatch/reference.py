@@ -23,6 +23,7 @@ def reference_sections() -> dict[Path, dict[str, str]]:
     from inferwatch.exporters import ExporterConfig, GpuOptions
     from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
     from inferwatch.options import reference_table
+    from inferwatch.promapi_flags import ConnectionOptions
     from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
     from inferwatch.slo import CompileOptions, ImportOptions
     from inferwatch.triage import TriageOptions
@@ -40,7 +41,10 @@ def reference_sections() -> dict[Path, dict[str, str]]:
             "deploy-keys": deploy_table(),
             "doctor-options": reference_table(DoctorOptions, keys=False),
         },
-        data_path("inferwatch.triage") / "README.md": {"triage-options": reference_table(TriageOptions, keys=False)},
+        data_path("inferwatch.triage") / "README.md": {
+            "triage-options": reference_table(TriageOptions, keys=False),
+            "connection-options": reference_table(ConnectionOptions, keys=False),
+        },
         data_path("inferwatch.slo") / "README.md": {
             "slo-compile-options": reference_table(CompileOptions, keys=False),
             "slo-import-options": reference_table(ImportOptions, keys=False),

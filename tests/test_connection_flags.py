@@ -1,5 +1,5 @@
 """Every command that reads a Prometheus-like API (triage, canary, doctor) takes the same connection flags, written
-once (inferwatch/promapi_flags.py FLAGS), and reaches a real Prometheus behind basic auth with them."""
+once (inferwatch/promapi_flags.py ConnectionOptions), and reaches a real Prometheus behind basic auth with them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import typer
 from conftest import need
 from promtools import process
 
+from inferwatch.options import options_of
 from inferwatch.promapi import ApiError, Client, ClientOptions
-from inferwatch.promapi_flags import FLAGS
+from inferwatch.promapi_flags import ConnectionOptions
 from inferwatch.sim._demo import free_port
 
 COMMANDS = ("triage", "canary", "doctor")
@@ -36,7 +37,8 @@ def _params(name: str) -> dict[str, object]:
 def test_each_command_has_every_connection_flag_with_one_help(name):
     params = _params(name)
     reference = _params("triage")
-    for flag, _, default in FLAGS:
+    for named in options_of(ConnectionOptions):
+        flag, default = named.name, named.default
         assert flag in params, (name, flag)
         mine, theirs = params[flag], reference[flag]
         assert (mine.opts, mine.help, mine.default, mine.envvar) == (
@@ -45,7 +47,7 @@ def test_each_command_has_every_connection_flag_with_one_help(name):
             theirs.default,
             theirs.envvar,
         )
-        assert mine.default == default or (default == [] and not mine.default)
+        assert mine.default == default or (default == () and not mine.default)
     assert "client" not in params
 
 
@@ -144,3 +146,40 @@ def test_with_credentials_every_command_gets_past_the_guard(guarded, name, flags
     }[name]
     assert expected in text, text
     assert code is None or done.returncode == code, (done.returncode, text)
+
+
+@pytest.mark.parametrize(
+    "given, flag, words",
+    [
+        ({"header": ["nocolon"]}, "--header", "is not a header"),
+        ({"bearer_token": "t", "bearer_token_file": "f"}, "--bearer-token", "not both"),
+        ({"bearer_token": "t", "basic_auth": "u:p"}, "--basic-auth", "not both"),
+        ({"basic_auth": "nocolon"}, "--basic-auth", "USER:PASSWORD"),
+        ({"insecure": True, "ca_file": "ca.pem"}, "--insecure", "not both"),
+        ({"key": "k.pem"}, "--key", "goes with --cert"),
+        ({"proxy": "not-a-url"}, "--proxy", "is not an http"),
+    ],
+)
+def test_each_connection_check_names_its_flag(given, flag, words):
+    """ConnectionOptions' fields check one flag each; client_options what reads two: a usage error naming it."""
+    from inferwatch.promapi_flags import client_options
+
+    with pytest.raises(typer.BadParameter, match=words) as err:
+        client_options(given)
+    assert err.value.param_hint == flag
+
+
+def test_the_flags_become_the_client_options(tmp_path):
+    from inferwatch.promapi import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT
+    from inferwatch.promapi_flags import client_options
+
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    made = client_options({"header": ["X-Scope-OrgID: a"], "bearer_token_file": token, "proxy": ""})
+    assert made == ClientOptions(
+        headers=(("X-Scope-OrgID", "a"),),
+        bearer_token="s3cret",
+        proxy="",
+        timeout=DEFAULT_TIMEOUT,
+        max_bytes=DEFAULT_MAX_BYTES,
+    )

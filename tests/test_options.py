@@ -19,6 +19,7 @@ from inferwatch.deploy import reference_table as deploy_table
 from inferwatch.exporters import ExporterConfig, GpuOptions, load_config
 from inferwatch.frontdoor import FrontdoorOptions, ProbeOptions
 from inferwatch.options import (
+    flag_parameters,
     from_flags,
     option,
     options_of,
@@ -27,6 +28,7 @@ from inferwatch.options import (
     section_markers,
     with_section,
 )
+from inferwatch.promapi_flags import ConnectionOptions
 from inferwatch.sim import CapacityCompareOptions, DemoOptions, LoadOptions, SimulateOptions, SweepOptions
 from inferwatch.slo import CompileOptions, ImportOptions
 from inferwatch.triage import TriageOptions
@@ -284,10 +286,14 @@ COMMANDS = [
     ("canary", CanaryOptions, ["--model", "m", "--canary", "v=2", "--stable", "v=1"]),
     ("cost compile", CostCompileOptions, ["x.yaml"]),
     ("exporter gpu", GpuOptions, []),
+    # the connection flags triage, doctor and canary share (inferwatch/promapi_flags.py)
+    ("triage", ConnectionOptions, []),
+    ("doctor", ConnectionOptions, []),
+    ("canary", ConnectionOptions, ["--model", "m", "--canary", "v=2", "--stable", "v=1"]),
 ]
 
 
-@pytest.mark.parametrize("command, model, required", COMMANDS, ids=[c[0] for c in COMMANDS])
+@pytest.mark.parametrize("command, model, required", COMMANDS, ids=[f"{c[0]}-{c[1].__name__}" for c in COMMANDS])
 def test_a_commands_flags_are_its_model(command, model, required):
     """Every field with a flag is a parameter of the command as click parses it, and the flags left out parse to
     the model's defaults (so --help's defaults, the table's and the model's agree)."""
@@ -333,3 +339,43 @@ def test_deploy_yaml_is_read_by_the_options_reader_in_the_files_order(tmp_path):
     assert str(err.value.problems[3]).endswith(
         "engines[0].name: required: The fleet's name (a Kubernetes name), unique among the engines."
     )
+
+
+def test_the_connection_flags_table_is_triages_and_the_others_link_it():
+    """ConnectionOptions' table is written once (triage/README.md), registered for `inferwatch build --check`, and
+    doctor's and canary's READMEs point to it; its defaults are the client's."""
+    from inferwatch.promapi import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT
+
+    triage_readme = ROOT / "triage" / "README.md"
+    sections = reference.reference_sections()
+    assert "connection-options" in sections[triage_readme]
+    assert [name for file in sections.values() for name in file].count("connection-options") == 1
+    text = triage_readme.read_text(encoding="utf-8")
+    assert f"| `--timeout` `SECONDS` | `{DEFAULT_TIMEOUT}` |" in text
+    assert f"| `--max-bytes` `BYTES` | `{DEFAULT_MAX_BYTES}` |" in text
+    for readme in ("deploy", "canary"):
+        assert "../triage/README.md#connection-flags" in (ROOT / readme / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "name, field",
+    [
+        ("header_x", option((), "An HTTP header for every request.", repeatable=True)),  # a flag renamed
+        ("timeout", option(31.0, "The most one request may take.", kind=float)),  # a default changed
+    ],
+)
+def test_a_drifted_connection_flag_is_a_stale_table(monkeypatch, name, field):
+    """A connection flag renamed, or its default changed, in the model without a build: the table is stale."""
+    drifted_model = dataclasses.make_dataclass("ConnectionOptions", [(name, object, field)], frozen=True)
+    triage_readme = ROOT / "triage" / "README.md"
+    sections = reference.reference_sections()[triage_readme]
+    drifted = {**sections, "connection-options": reference_table(drifted_model, keys=False)}
+    monkeypatch.setattr(reference, "reference_sections", lambda: {triage_readme: drifted})
+    assert [path for path, _ in reference.stale_sections()] == [triage_readme]
+
+
+def test_the_connection_flags_are_the_models_in_one_panel():
+    """Every connection flag comes from ConnectionOptions, in field order, in the one --help panel."""
+    params = flag_parameters(ConnectionOptions)
+    assert [p.name for p in params] == [n.name for n in options_of(ConnectionOptions)]
+    assert {n.option.panel for n in options_of(ConnectionOptions)} == {"Connection (auth, TLS, proxy, limits)"}

@@ -108,9 +108,7 @@ def fetch_windows(
 
     def one(job):
         k, window, promql = job
-        # steps on multiples of `step`: where VictoriaMetrics (its response cache on) moves a range query's start
-        # to, so both stores answer at the same moments
-        first = math.ceil(window.start / step - 1e-9) * step
+        first = _first_step(window, step)
         start = first - (k_steps - 1) * step if sent[promql] != promql else first
         try:
             return (k, promql), client.query_range(sent[promql], start, window.end, step)
@@ -134,13 +132,18 @@ def fetch_windows(
             answers[k, promql] = []
     for (k, promql), answer in answers.items():
         if sent[promql] != promql:
-            first = math.ceil(windows[k].start / step - 1e-9) * step
-            answers[k, promql] = _rolled(answer, step, k_steps, first, reads(promql) == "rate")
+            answers[k, promql] = _rolled(answer, step, k_steps, _first_step(windows[k], step), reads(promql) == "rate")
     out = []
     for k in range(len(windows)):
         frames = [f for signal, part, promql in queries if len(f := _frame(signal, part, answers[k, promql]))]
         out.append(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS))
     return out
+
+
+def _first_step(window, step: float) -> float:
+    """The window's first step on a multiple of `step`: where VictoriaMetrics (its response cache on) moves a range
+    query's start to, so both stores answer at the same moments."""
+    return math.ceil(window.start / step - 1e-9) * step
 
 
 def _rolled(result: list[dict], step: float, k: int, keep_from: float, per_second: bool) -> list[dict]:

@@ -53,19 +53,27 @@ from test_dashboards_data import fast_slo_rules
 from inferwatch.sim._demo import FOR_SCALE
 from inferwatch.triage import Connection, Window, triage
 
-# in .ci/run's real-engine step: they pass on a machine of their own and up to load ~30; past that the engine's
-# /metrics misses its 5 s scrapes and LLMEngineTargetDown fires instead (README, "A real vLLM in the loop")
+# in .ci/run's real-engine step (README, "A real vLLM in the loop")
 pytestmark = [pytest.mark.real_engine]
 
 FACTOR = FOR_SCALE  # the demo's compression: ten minutes of alerting in one
 PATIENCE = 300  # seconds of real time for any condition: a deadline, never a measure of speed
-SCRAPE = "5s"  # 6 samples in the shortest compressed window (5m / FACTOR); a busy engine's /metrics
-# took 2 s at load 34, and a failed scrape is what LLMEngineTargetDown counts
-EXPORTER_TIMEOUT = "4s"  # the exporter's fetch from the engine, inside the scrape's
-BASELINE_S = 15  # healthy load before each incident: triage's baseline, and nothing may fire in it
+SCRAPE = "3s"  # 10 samples in the shortest compressed window (5m / FACTOR); the exporter's fetch of the engine's
+# /metrics took 10-20 ms in every phase, queueing and admission included, once the engine ran niced in the
+# test's own session (sim/_real_vllm.py, ENGINE_NICE), and a failed scrape is what LLMEngineTargetDown counts
+EXPORTER_TIMEOUT = "2.5s"  # the exporter's fetch from the engine, inside the scrape's
+# Every judged window is longer than triage's rate window (four scrapes, 12 s here) by several steps: triage reads
+# a rate only where its window lies inside the phase, so a 15 s phase at 5 s scrapes gave it one step, and it named
+# 630-token prompts against as long ones "long-prompts"
+BASELINE_S = 25  # healthy load before each incident: triage's baseline, and nothing may fire in it
 QUIET_S = 30  # how long "nothing fires" is watched: 5 compressed minutes, the longest `for:` that
 # can have data here (the GPU and speculative-decoding alerts have none)
-MIN_INCIDENT_S = 20  # an incident runs at least this long, so triage has events to compare
+MIN_INCIDENT_S = 25  # an incident runs at least this long, so triage has events to compare
+# A phase's window for triage opens a scrape after its load began (and runs its `hold` from there): the first
+# scrape after a change still counts what the phase before finished since the last one, and triage reads the
+# window from the last sample before it opens (the queueing phase, opened at once, read ~35 of the 630-token
+# prompts before it and prompts up 1.4x, and triage put long-prompts first)
+SETTLE_S = float(SCRAPE.removesuffix("s")) + 1
 MIN_ANSWERS = 20  # and each phase until its clients had this many answers: triage's least events (10-20), on a
 # fast machine and a busy one alike (a fixed length held a busy machine's phase to a handful of long answers)
 ANSWER_TOKENS = 400  # a healthy or queueing request's answer: long beside a client's turnaround (below)
@@ -155,8 +163,9 @@ def healthy(url: str) -> Clients:
 
 @dataclass
 class Phase:
-    """One stretch of load: `clients` run until every `promised` alert fires, at least `hold` seconds passed and
-    they had `min_answers` answers (or PATIENCE); `facts` are PromQL read at its end (`$W` its length)."""
+    """One stretch of load: `clients` run until every `promised` alert fires, its window (SETTLE_S after the load
+    began) is `hold` seconds long and they had `min_answers` answers (or PATIENCE); `facts` are PromQL read at its
+    end over the whole phase (`$W` its length)."""
 
     name: str
     clients: list
@@ -173,7 +182,7 @@ class Outcome:
     the facts the skips quote."""
 
     incident: str
-    fired: dict[str, float] = field(default_factory=dict)
+    fired: dict[str, float] = field(default_factory=dict)  # from the load's start
     fired_during: list[str] = field(default_factory=list)
     baseline: Outcome | None = None  # the phase it is judged against
     kinds: list[str] = field(default_factory=list)
@@ -181,7 +190,7 @@ class Outcome:
     facts: dict[str, float] = field(default_factory=dict)
     presence: float | None = None  # triage's share of the incident's steps with the engine's series (engine_series)
     statuses: dict = field(default_factory=dict)
-    window: tuple[float, float] = (0.0, 0.0)
+    window: tuple[float, float] = (0.0, 0.0)  # triage's: from SETTLE_S after the load began to its end
 
 
 def query(prom: str, expr: str) -> list[dict]:
@@ -277,11 +286,11 @@ class Stack:
                     outcome.fired[alert] = now - t0
                 answered = sum(c.statuses.count(200) for c in phase.clients)
                 promised = all(any(f.startswith(p) for f in outcome.fired) for p in phase.promised)
-                if promised and now - t0 >= phase.hold and answered >= phase.min_answers:
+                if promised and now - t0 >= SETTLE_S + phase.hold and answered >= phase.min_answers:
                     break
                 time.sleep(1)  # polling Prometheus; `hold` is a load phase's length, not an assertion
             t1 = time.time()
-            outcome.window = (t0, t1)
+            outcome.window = (t0 + SETTLE_S, t1)
             outcome.fired_during = _fired_over(prom, t1 - t0)
             for key, expr in phase.facts.items():
                 seconds = max(1, round(t1 - t0))
@@ -459,7 +468,8 @@ def _slo_only(outcome: Outcome) -> None:
         f"{outcome.incident}: engine TTFT averaged {mean * 1000:.0f} ms over "
         f"{outcome.facts['prompt_tokens']:.0f}-token prompts, {late or 0:.0%} over 1 s: a prefill on the tiny "
         f"CPU model is too fast to burn the responsive SLO (page bar 13.4 % over 1 s), which is the only "
-        f"alert the runbook promises for this kind; the burn alert itself is proven on queueing"
+        f"alert the runbook promises for this kind; the burn alerts fire on a real Prometheus in "
+        "tests/test_slo_fresh_deploy.py, where the simulated engine's requests are slow"
     )
 
 
@@ -504,11 +514,12 @@ def _quiet(*outcomes: Outcome) -> None:
 
 def _scrapes_missed(outcome: Outcome) -> str | None:
     """Why the engine's own series cannot show this incident, where the machine made its /metrics miss scrapes:
-    vLLM's API server answers /metrics on the cores it streams tokens on, and on a busy machine it answered after
-    the 5 s scrape's deadline. Then LLMEngineTargetDown is the alert that is right, and missing-data the kind.
-    Missed is: under 90 % of the scrapes came, LLMEngineTargetDown fired, or triage's own measure of the engine's
-    series (engine_series, the share of steps with a sample under 2.5 scrapes old) is under the 0.9 at which its
-    missing-data kind holds: two scrapes missed in a row in a 30 s phase are a tenth of it."""
+    vLLM's API server answers /metrics on the cores it streams tokens on, and on a machine busy beside the test
+    it can answer after the scrape's deadline. Then LLMEngineTargetDown is the alert that is right, and
+    missing-data the kind. Missed is: under 90 % of the scrapes came, LLMEngineTargetDown fired, or triage's own
+    measure of the engine's series (engine_series, the share of steps with a sample under 2.5 scrapes old) is
+    under the 0.9 at which its missing-data kind holds: two scrapes missed in a row in a 30 s phase are a fifth
+    of it."""
     samples, scrapes = outcome.facts.get("samples"), outcome.facts.get("scrapes")
     share = (samples or 0) / scrapes if scrapes else 1.0
     present = 1.0 if outcome.presence is None else outcome.presence
@@ -531,7 +542,7 @@ def _judged(outcome: Outcome, ok: bool, *detail) -> None:
 
 def test_healthy_load_fires_nothing(shared):
     """One client at a time (never at the cap) for BASELINE_S, then QUIET_S more beside over-long prompts that
-    the engine refuses: 45 s here, 7.5 compressed minutes, and no alert fires. (The KV engine's baseline is
+    the engine refuses: 55 s here, 9 compressed minutes, and no alert fires. (The KV engine's baseline is
     checked too, in its own test.)"""
     _quiet(shared["healthy"], shared["over-context"])
 

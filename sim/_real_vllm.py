@@ -41,9 +41,9 @@ ENGINE_ENV = {
 # healthy engine ran 10-30 s over their 5 s deadline in a clean CI run. Lowered, they still take every idle cycle
 # (the engine is as slow as before); the API server, which answers /metrics and streams, keeps its priority.
 # Nice ranks threads only within one scheduling group: Linux' autogroups (sched_autogroup_enabled, the default on
-# desktops and many servers) give each session one, so an engine in a session of its own (setsid) took half the
-# machine or more beside its caller's whole session, niced or not, and the caller's Prometheus scraped 5-22 s late
-# in a quiet run. The engine therefore stays in its caller's session, in a process group of its own.
+# desktops and many servers) give each session one, so an engine in a session of its own (setsid) took nearly both
+# cores beside its caller's whole session, niced or not, and the caller's Prometheus scraped up to 22 s late in a
+# quiet run. The engine therefore stays in its caller's session, in a process group of its own.
 ENGINE_NICE = 10
 
 
